@@ -1,0 +1,51 @@
+"""A Jupyter-friendly FHIR R4 terminology workbench.
+
+>>> import workbench
+>>> wb = workbench.Workbench()
+"""
+
+from __future__ import annotations
+
+from workbench.errors import (
+    CodeSystemNotFoundError,
+    ImportCycleError,
+    IncompleteCodeSystemError,
+    InvalidRequestError,
+    InvalidResourceError,
+    LoadError,
+    PackageError,
+    PackageIntegrityError,
+    PackageNotFoundError,
+    TooCostlyError,
+    UnsupportedFilterError,
+    ValueSetNotFoundError,
+    WorkbenchError,
+)
+from workbench.frames import CodeSystem, codesystem_from_frame
+from workbench.loading import LoadSummary
+from workbench.terminology.expansion import Expansion
+from workbench.terminology.validation import Issue, ValidationResult
+from workbench.workbench import Workbench
+
+__all__ = [
+    "CodeSystem",
+    "CodeSystemNotFoundError",
+    "Expansion",
+    "ImportCycleError",
+    "IncompleteCodeSystemError",
+    "InvalidRequestError",
+    "InvalidResourceError",
+    "Issue",
+    "LoadError",
+    "LoadSummary",
+    "PackageError",
+    "PackageIntegrityError",
+    "PackageNotFoundError",
+    "TooCostlyError",
+    "UnsupportedFilterError",
+    "ValidationResult",
+    "ValueSetNotFoundError",
+    "Workbench",
+    "WorkbenchError",
+    "codesystem_from_frame",
+]

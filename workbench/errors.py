@@ -1,0 +1,184 @@
+"""Error types of the workbench.
+
+Every error carries what a FHIR server needs to answer with an OperationOutcome: an issue
+``code`` from http://hl7.org/fhir/issue-type, an HTTP ``status``, and a stable message id
+(``msg_id``, e.g. ``WB-EXP-001``) that stays the same when the wording of the text changes.
+Only the server turns these into responses; the engine just raises them.
+
+A code that fails validation is never an error: it is a ``ValidationResult`` with
+``result=False``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class WorkbenchError(Exception):
+    """Base class: a failure with a FHIR issue code, an HTTP status and a stable message id."""
+
+    code: str = "exception"
+    status: int = 500
+    msg_id: str = "WB-000"
+    severity: str = "error"
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        msg_id: str | None = None,
+        expression: list[str] | None = None,
+    ) -> None:
+        super().__init__(text)
+        self.text = text
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+        if msg_id is not None:
+            self.msg_id = msg_id
+        self.expression = expression or []
+
+    def to_outcome(self) -> dict[str, Any]:
+        """Return this error as a FHIR OperationOutcome (a dict)."""
+        issue: dict[str, Any] = {
+            "severity": self.severity,
+            "code": self.code,
+            "details": {
+                "coding": [
+                    {"system": "urn:workbench:message-id", "code": self.msg_id},
+                ],
+                "text": self.text,
+            },
+        }
+        if self.expression:
+            issue["expression"] = list(self.expression)
+        return {"resourceType": "OperationOutcome", "issue": [issue]}
+
+
+# --- loading -------------------------------------------------------------------------
+
+
+class LoadError(WorkbenchError):
+    """A source could not be loaded: not JSON, not a FHIR resource, a broken archive."""
+
+    code = "structure"
+    status = 400
+    msg_id = "WB-LOAD-001"
+
+
+class InvalidResourceError(WorkbenchError):
+    """A resource breaks a FHIR rule (for example the ValueSet invariants vsd-1/2/3)."""
+
+    code = "invariant"
+    status = 422
+    msg_id = "WB-RES-001"
+
+
+class PackageError(WorkbenchError):
+    """A FHIR NPM package could not be resolved, downloaded or verified."""
+
+    code = "exception"
+    status = 502
+    msg_id = "WB-PKG-001"
+
+
+class PackageNotFoundError(PackageError):
+    """The package (or the version asked for) is neither in the cache nor in the registry."""
+
+    code = "not-found"
+    status = 404
+    msg_id = "WB-PKG-002"
+
+
+class PackageIntegrityError(PackageError):
+    """A downloaded tarball does not match the registry's integrity hash."""
+
+    code = "security"
+    status = 502
+    msg_id = "WB-PKG-003"
+
+
+# --- resolution ----------------------------------------------------------------------
+
+
+class ResourceNotFoundError(WorkbenchError):
+    """A resource asked for by type and id does not exist."""
+
+    code = "not-found"
+    status = 404
+    msg_id = "WB-RES-404"
+
+
+class ValueSetNotFoundError(WorkbenchError):
+    """``ValueSet <url> not found``: the operation API answers this with 400 ``invalid``."""
+
+    code = "invalid"
+    status = 400
+    msg_id = "WB-VS-404"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(f"ValueSet {url} not found")
+        self.url = url
+
+
+class CodeSystemNotFoundError(WorkbenchError):
+    """A code system whose codes are needed is not loaded."""
+
+    code = "not-found"
+    status = 422
+    msg_id = "WB-CS-404"
+
+    def __init__(self, url: str, version: str | None = None, *, context: str = "") -> None:
+        canonical = f"{url}|{version}" if version else url
+        text = f"CodeSystem {canonical} not found"
+        if context:
+            text += f" ({context})"
+        super().__init__(text)
+        self.url = url
+        self.version = version
+
+
+# --- expansion -----------------------------------------------------------------------
+
+
+class IncompleteCodeSystemError(WorkbenchError):
+    """All codes of a code system are needed, but its content is not complete."""
+
+    code = "not-supported"
+    status = 422
+    msg_id = "WB-EXP-002"
+
+
+class ImportCycleError(WorkbenchError):
+    """Value sets import each other in a cycle."""
+
+    code = "processing"
+    status = 422
+    msg_id = "WB-EXP-003"
+
+
+class UnsupportedFilterError(WorkbenchError):
+    """A compose filter uses an operator or property that cannot be evaluated."""
+
+    code = "not-supported"
+    status = 422
+    msg_id = "WB-EXP-004"
+
+
+class TooCostlyError(WorkbenchError):
+    """An unpaged expansion is larger than the configured limit."""
+
+    code = "too-costly"
+    status = 422
+    msg_id = "WB-EXP-005"
+
+
+class InvalidRequestError(WorkbenchError):
+    """The arguments of a call are wrong or missing (an operation input, a Python argument)."""
+
+    code = "invalid"
+    status = 400
+    msg_id = "WB-REQ-001"

@@ -1,0 +1,243 @@
+"""Terminology resources as pandas frames, and CodeSystems built from frames."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from workbench.resources import Resource
+from workbench.terminology.codesystem import CodeSystemIndex
+
+_META = ["url", "version", "name", "title", "status"]
+
+
+def valuesets_frame(resources: Iterable[Resource]) -> pd.DataFrame:
+    """One row per ValueSet: url, version, name, title, status, id, systems, publisher."""
+    rows = []
+    for r in resources:
+        compose = r.get("compose") or {}
+        systems = sorted({str(c["system"]) for c in compose.get("include", []) if c.get("system")})
+        rows.append([*(r.get(k) for k in _META), r.get("id"), systems, r.get("publisher")])
+    return pd.DataFrame(rows, columns=[*_META, "id", "systems", "publisher"])
+
+
+def codesystems_frame(resources: Iterable[Resource]) -> pd.DataFrame:
+    """One row per CodeSystem: url, version, name, title, status, content, concepts, id."""
+    rows = []
+    for r in resources:
+        rows.append(
+            [
+                *(r.get(k) for k in _META),
+                r.get("content"),
+                r.get("count"),
+                _count_concepts(r.get("concept") or []),
+                r.get("id"),
+            ]
+        )
+    frame = pd.DataFrame(rows, columns=[*_META, "content", "count", "concepts", "id"])
+    return frame.astype({"concepts": "int64"})
+
+
+def _count_concepts(concepts: list[dict[str, Any]]) -> int:
+    total, todo = 0, list(concepts)
+    while todo:
+        concept = todo.pop()
+        total += 1
+        todo.extend(concept.get("concept") or [])
+    return total
+
+
+def concepts_frame(cs: CodeSystemIndex) -> pd.DataFrame:
+    """One row per concept: code, display, definition, parents, abstract, inactive, status,
+    then one column per other property (lists of values where a concept has several)."""
+    skip = {"parent", "child", "subsumedBy", "notSelectable", "inactive", "status"}
+    extra = [p for p in cs.property_types if cs.role_of(p) not in skip]
+    seen_extra = set(extra)
+    for concept in cs:
+        for name in concept.properties:
+            if name not in seen_extra and cs.role_of(name) not in skip:
+                extra.append(name)
+                seen_extra.add(name)
+    rows = []
+    for c in cs:
+        values = []
+        for name in extra:
+            found = c.property_strings(name) if name in c.properties else []
+            values.append(found[0] if len(found) == 1 else (found or None))
+        rows.append(
+            [
+                c.code,
+                c.display,
+                c.definition,
+                list(c.parents),
+                c.abstract,
+                c.inactive,
+                c.status,
+                *values,
+            ]
+        )
+    columns = ["code", "display", "definition", "parents", "abstract", "inactive", "status", *extra]
+    return pd.DataFrame(rows, columns=columns).astype({"abstract": bool, "inactive": bool})
+
+
+def designations_frame(cs: CodeSystemIndex) -> pd.DataFrame:
+    """Designations in long form: code, language, use_system, use_code, value."""
+    rows = [
+        [
+            c.code,
+            d.get("language"),
+            (d.get("use") or {}).get("system"),
+            (d.get("use") or {}).get("code"),
+            d.get("value"),
+        ]
+        for c in cs
+        for d in c.designations
+    ]
+    return pd.DataFrame(rows, columns=["code", "language", "use_system", "use_code", "value"])
+
+
+def codesystem_from_frame(
+    frame: pd.DataFrame,
+    *,
+    url: str,
+    code: str = "code",
+    display: str | None = "display",
+    parent: str | None = None,
+    definition: str | None = None,
+    abstract: str | None = None,
+    inactive: str | None = None,
+    properties: Sequence[str] | Mapping[str, str] = (),
+    version: str | None = None,
+    name: str | None = None,
+    title: str | None = None,
+    status: str = "active",
+    id: str | None = None,
+) -> Resource:
+    """Build a CodeSystem (a FHIR JSON dict) from a table of codes.
+
+    ``parent`` names a column of parent codes (one code, a list of codes, or empty); the
+    hierarchy is written as ``parent`` properties with ``hierarchyMeaning = is-a``.
+    ``abstract`` and ``inactive`` name boolean columns. ``properties`` names more columns to
+    keep as concept properties (a mapping gives each its FHIR type; the default is string).
+
+    >>> import pandas as pd
+    >>> cs = codesystem_from_frame(pd.DataFrame({"code": ["A", "A1"], "display": ["a", "a1"],
+    ...     "parent": [None, "A"]}), url="http://example.org/cs", parent="parent")
+    >>> [c["code"] for c in cs["concept"]], cs["concept"][1]["property"]
+    (['A', 'A1'], [{'code': 'parent', 'valueCode': 'A'}])
+    """
+    missing = [
+        c
+        for c in (code, display, parent, definition, abstract, inactive, *properties)
+        if c is not None and c not in frame.columns
+    ]
+    if missing:
+        raise KeyError(f"Columns {missing} are not in the frame; it has {list(frame.columns)}")
+    types = (
+        dict(properties) if isinstance(properties, Mapping) else dict.fromkeys(properties, "string")
+    )
+    declared: list[dict[str, Any]] = []
+    if parent is not None:
+        declared.append(
+            {
+                "code": "parent",
+                "uri": "http://hl7.org/fhir/concept-properties#parent",
+                "type": "code",
+            }
+        )
+    if abstract is not None:
+        declared.append(
+            {
+                "code": "notSelectable",
+                "uri": "http://hl7.org/fhir/concept-properties#notSelectable",
+                "type": "boolean",
+            }
+        )
+    if inactive is not None:
+        declared.append(
+            {
+                "code": "inactive",
+                "uri": "http://hl7.org/fhir/concept-properties#inactive",
+                "type": "boolean",
+            }
+        )
+    declared += [{"code": p, "type": t} for p, t in types.items()]
+    value_key = {
+        "string": "valueString",
+        "code": "valueCode",
+        "integer": "valueInteger",
+        "boolean": "valueBoolean",
+        "decimal": "valueDecimal",
+        "dateTime": "valueDateTime",
+        "Coding": "valueCoding",
+    }
+    concepts: list[dict[str, Any]] = []
+    records = frame.to_dict("records")
+    for row in records:
+        c: dict[str, Any] = {"code": str(row[code])}
+        if display is not None and _present(row[display]):
+            c["display"] = str(row[display])
+        if definition is not None and _present(row[definition]):
+            c["definition"] = str(row[definition])
+        props: list[dict[str, Any]] = []
+        if parent is not None:
+            props += [{"code": "parent", "valueCode": p} for p in _codes(row[parent])]
+        if abstract is not None and _present(row[abstract]) and bool(row[abstract]):
+            props.append({"code": "notSelectable", "valueBoolean": True})
+        if inactive is not None and _present(row[inactive]) and bool(row[inactive]):
+            props.append({"code": "inactive", "valueBoolean": True})
+        for p, t in types.items():
+            if _present(row[p]):
+                value = row[p]
+                value = (
+                    int(value)
+                    if t == "integer"
+                    else bool(value)
+                    if t == "boolean"
+                    else (float(value) if t == "decimal" else str(value))
+                )
+                props.append({"code": p, value_key.get(t, "valueString"): value})
+        if props:
+            c["property"] = props
+        concepts.append(c)
+    resource: dict[str, Any] = {"resourceType": "CodeSystem"}
+    if id is not None:
+        resource["id"] = id
+    resource["url"] = url
+    if version is not None:
+        resource["version"] = version
+    if name is not None:
+        resource["name"] = name
+    if title is not None:
+        resource["title"] = title
+    resource.update({"status": status, "content": "complete", "count": len(concepts)})
+    if parent is not None:
+        resource["hierarchyMeaning"] = "is-a"
+    if declared:
+        resource["property"] = declared
+    resource["concept"] = concepts
+    return resource
+
+
+def _present(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return False
+    if isinstance(value, float) and value != value:
+        return False
+    return not (isinstance(value, str) and value == "")
+
+
+def _codes(value: Any) -> list[str]:
+    if isinstance(value, list | tuple | set | frozenset):
+        return [str(v) for v in value if _present(v)]
+    if hasattr(value, "tolist"):
+        return [str(v) for v in value.tolist() if _present(v)]
+    return [str(value)] if _present(value) else []
+
+
+class CodeSystem:
+    """Namespace for building CodeSystems: ``CodeSystem.from_frame(df, url=..., ...)``."""
+
+    from_frame = staticmethod(codesystem_from_frame)

@@ -1,0 +1,232 @@
+"""Reading FHIR terminology resources from files, folders, Bundles and NPM packages.
+
+``read_source`` parses everything first and returns the resources; nothing reaches the
+registry until the whole source has been read and checked, so a bad file leaves nothing
+half-loaded. Only ValueSets and CodeSystems are kept; other resource types are counted.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from tqdm.auto import tqdm
+
+from workbench import packages
+from workbench.errors import InvalidResourceError, LoadError, PackageNotFoundError
+from workbench.registry import TERMINOLOGY_TYPES
+from workbench.resources import Resource, canonical_of
+
+PROGRESS_THRESHOLD = 500
+_SKIP_NAMES = {"package.json", ".index.json", "package-lock.json"}
+
+
+@dataclass(frozen=True)
+class LoadSummary:
+    """What one ``load`` call read: counts per kept type, skipped types, files read."""
+
+    source: str
+    files: int
+    valuesets: tuple[str, ...] = ()
+    codesystems: tuple[str, ...] = ()
+    skipped: Mapping[str, int] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        skipped = sum(self.skipped.values())
+        return (
+            f"<LoadSummary {self.source}: {len(self.valuesets)} ValueSets, "
+            f"{len(self.codesystems)} CodeSystems from {self.files} files; "
+            f"{skipped} other resources skipped>"
+        )
+
+    def _repr_html_(self) -> str:
+        skipped = ", ".join(f"{k}: {v}" for k, v in sorted(self.skipped.items())) or "none"
+        return (
+            f"<p>Loaded <code>{html.escape(self.source)}</code>: "
+            f"<b>{len(self.valuesets)}</b> ValueSets, <b>{len(self.codesystems)}</b> "
+            f"CodeSystems from {self.files} files. Skipped: {html.escape(skipped)}.</p>"
+        )
+
+
+def parse_json(data: bytes | str, origin: str) -> Any:
+    """Parse JSON, raising LoadError that names ``origin`` when it is not valid JSON."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise LoadError(f"{origin}: not valid JSON ({exc})") from exc
+
+
+def check_valueset(resource: Mapping[str, Any], origin: str) -> None:
+    """Raise InvalidResourceError when a ValueSet breaks vsd-1, vsd-2 or vsd-3."""
+    compose = resource.get("compose")
+    if compose is None:
+        return
+    name = canonical_of(resource) or resource.get("id") or "ValueSet"
+    if not isinstance(compose, Mapping):
+        raise InvalidResourceError(f"{origin}: ValueSet {name}: compose must be an object")
+    for part in ("include", "exclude"):
+        clauses = compose.get(part) or []
+        if not isinstance(clauses, list):
+            raise InvalidResourceError(f"{origin}: ValueSet {name}: compose.{part} must be a list")
+        for i, clause in enumerate(clauses):
+            where = f"{origin}: ValueSet {name}: compose.{part}[{i}]"
+            if not isinstance(clause, Mapping):
+                raise InvalidResourceError(f"{where} must be an object")
+            if not clause.get("system") and not clause.get("valueSet"):
+                raise InvalidResourceError(f"{where} breaks vsd-1: it needs a system or a valueSet")
+            if (clause.get("concept") or clause.get("filter")) and not clause.get("system"):
+                raise InvalidResourceError(
+                    f"{where} breaks vsd-2: concepts and filters need a system"
+                )
+            if clause.get("concept") and clause.get("filter"):
+                raise InvalidResourceError(
+                    f"{where} breaks vsd-3: it cannot have both concepts and filters"
+                )
+    if not compose.get("include"):
+        raise InvalidResourceError(f"{origin}: ValueSet {name}: compose has no include")
+
+
+def check_resource(resource: Any, origin: str) -> Resource:
+    """Check that a parsed document is a FHIR resource we can store; return it."""
+    if not isinstance(resource, dict):
+        raise LoadError(f"{origin}: not a FHIR resource (a JSON object is needed)")
+    rtype = resource.get("resourceType")
+    if not isinstance(rtype, str) or not rtype:
+        raise LoadError(f"{origin}: not a FHIR resource (no resourceType)")
+    if rtype == "ValueSet":
+        check_valueset(resource, origin)
+    if rtype in TERMINOLOGY_TYPES and "url" in resource and not isinstance(resource["url"], str):
+        raise InvalidResourceError(f"{origin}: {rtype}.url must be a string")
+    return resource
+
+
+def _unbundle(resource: Resource, origin: str) -> Iterator[tuple[Resource, str]]:
+    if resource.get("resourceType") != "Bundle":
+        yield resource, origin
+        return
+    for i, entry in enumerate(resource.get("entry") or []):
+        if not isinstance(entry, Mapping):
+            raise LoadError(f"{origin}: Bundle.entry[{i}] is not an object")
+        if (entry.get("request") or {}).get("method") == "DELETE":
+            continue
+        inner = entry.get("resource")
+        if inner is None:
+            continue
+        where = f"{origin} (Bundle.entry[{i}])"
+        yield from _unbundle(check_resource(inner, where), where)
+
+
+class _Reader:
+    """Collects resources from documents, keeping only the terminology types."""
+
+    def __init__(self) -> None:
+        self.kept: list[Resource] = []
+        self.skipped: Counter[str] = Counter()
+        self.files = 0
+
+    def document(self, data: Any, origin: str) -> None:
+        self.files += 1
+        for resource, _where in _unbundle(check_resource(data, origin), origin):
+            if resource["resourceType"] in TERMINOLOGY_TYPES:
+                self.kept.append(resource)
+            else:
+                self.skipped[resource["resourceType"]] += 1
+
+    def raw(self, data: bytes, origin: str) -> None:
+        self.document(parse_json(data, origin), origin)
+
+
+def _bar(items: list[Any], progress: bool | None, desc: str) -> Iterable[Any]:
+    show = len(items) >= PROGRESS_THRESHOLD if progress is None else progress
+    return tqdm(items, desc=desc, unit="file", disable=not show, leave=False)
+
+
+def _json_files(folder: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in folder.rglob("*.json")
+        if p.is_file() and p.name not in _SKIP_NAMES and not p.name.startswith(".")
+    )
+
+
+def _read_files(reader: _Reader, files: list[Path], progress: bool | None, desc: str) -> None:
+    for path in _bar(files, progress, desc):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise LoadError(f"{path}: cannot be read ({exc.strerror})") from exc
+        reader.raw(data, str(path))
+
+
+def read_source(
+    source: Any, *, cache_dir: Path | None = None, progress: bool | None = None
+) -> tuple[list[Resource], LoadSummary]:
+    """Read every terminology resource of ``source`` without storing anything.
+
+    ``source`` is a resource or Bundle dict, a list of them, a JSON file, a folder (read
+    recursively), a FHIR NPM package (``.tgz``, or an extracted folder with ``package/``), or
+    a package reference ``"name#version"`` resolved from the FHIR package cache.
+    """
+    reader = _Reader()
+    label: str
+    if isinstance(source, Mapping):
+        label = str(source.get("resourceType", "resource"))
+        reader.document(dict(source), "<resource>")
+    elif isinstance(source, list | tuple):
+        label = f"{len(source)} resources"
+        for i, item in enumerate(source):
+            reader.document(item, f"<resource {i}>")
+    elif isinstance(source, str | os.PathLike):
+        label = os.fspath(source)
+        _read_path(reader, label, cache_dir, progress)
+    else:
+        raise LoadError(
+            f"Cannot load {type(source).__name__}: give a path, a package "
+            "reference 'name#version', or resource dicts"
+        )
+    summary = LoadSummary(
+        source=label,
+        files=reader.files,
+        valuesets=tuple(canonical_of(r) for r in reader.kept if r["resourceType"] == "ValueSet"),
+        codesystems=tuple(
+            canonical_of(r) for r in reader.kept if r["resourceType"] == "CodeSystem"
+        ),
+        skipped=dict(reader.skipped),
+    )
+    return reader.kept, summary
+
+
+def _read_path(reader: _Reader, text: str, cache_dir: Path | None, progress: bool | None) -> None:
+    path = Path(text).expanduser()
+    if not path.exists():
+        if "#" in text:
+            name, version = packages.parse_package_ref(text)
+            found = packages.cached_package_dir(name, version, cache_dir)
+            if found is None:
+                raise PackageNotFoundError(
+                    f"Package {text} is not in the FHIR package cache "
+                    f"({cache_dir or packages.default_cache_dir()}); install it first with "
+                    "Workbench.install_package"
+                )
+            path = found
+        else:
+            raise LoadError(f"{text}: no such file or folder")
+    if path.is_dir():
+        if (path / "package" / "package.json").is_file() or (
+            path.name == "package" and (path / "package.json").is_file()
+        ):
+            files = packages.package_files(path)
+        else:
+            files = _json_files(path)
+        _read_files(reader, files, progress, path.name)
+    elif path.name.endswith((".tgz", ".tar.gz")):
+        for name, data in packages.iter_tar_package_members(path):
+            reader.raw(data, f"{path}:{name}")
+    else:
+        _read_files(reader, [path], False, path.name)

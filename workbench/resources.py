@@ -1,0 +1,116 @@
+"""Small, pure helpers about FHIR resources: canonicals, versions, codings.
+
+Version ordering (used whenever a canonical URL is asked for without a version, so that
+"the latest version wins"):
+
+1. If every version of the URL parses as semantic versioning (``1.2``, ``1.2.3``,
+   ``1.2.3-ballot``), the highest semantic version wins; a pre-release sorts before its
+   release.
+2. Otherwise, if every version's resource has a ``date``, the latest ``date`` wins (ties broken
+   by the version string).
+3. Otherwise the lexically greatest version string wins.
+
+A resource without a version sorts below every versioned one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from workbench.errors import InvalidRequestError
+
+Resource = dict[str, Any]
+
+_SEMVER = re.compile(
+    r"^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$"
+)
+
+
+def split_canonical(canonical: str) -> tuple[str, str | None]:
+    """Split ``url|version`` into ``(url, version)``.
+
+    >>> split_canonical("http://hl7.org/fhir/ValueSet/administrative-gender|4.0.1")
+    ('http://hl7.org/fhir/ValueSet/administrative-gender', '4.0.1')
+    >>> split_canonical("http://example.org/vs")
+    ('http://example.org/vs', None)
+    """
+    url, sep, version = canonical.partition("|")
+    return url, (version or None) if sep else None
+
+
+def canonical_of(resource: Mapping[str, Any]) -> str:
+    """Return ``url|version`` of a resource (or just ``url`` when it has no version)."""
+    url = str(resource.get("url", ""))
+    version = resource.get("version")
+    return f"{url}|{version}" if version else url
+
+
+def semver_key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]] | None:
+    """Return a sort key for a semantic version, or None when it does not parse.
+
+    >>> semver_key("1.0.0-ballot") < semver_key("1.0.0") < semver_key("1.10.0")
+    True
+    """
+    match = _SEMVER.match(version.strip())
+    if match is None:
+        return None
+    major, minor, patch, pre = match.groups()
+    release = (int(major), int(minor or 0), int(patch or 0))
+    if pre is None:
+        return (*release, 1, ())
+    parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split("."))
+    return (*release, 0, parts)
+
+
+def latest(resources: Iterable[Resource]) -> Resource | None:
+    """Pick the latest version among resources that share a canonical URL.
+
+    See the module docstring for the ordering rules.
+    """
+    items = list(resources)
+    if not items:
+        return None
+    versioned = [r for r in items if r.get("version")]
+    if not versioned:
+        return items[-1]
+    versions = [str(r["version"]) for r in versioned]
+    semvers = [semver_key(v) for v in versions]
+    if all(k is not None for k in semvers):
+        best = max(range(len(versioned)), key=lambda i: semvers[i])  # type: ignore[arg-type,return-value]
+        return versioned[best]
+    if all(r.get("date") for r in versioned):
+        return max(versioned, key=lambda r: (str(r["date"]), str(r["version"])))
+    return max(versioned, key=lambda r: str(r["version"]))
+
+
+def as_coding(
+    value: Any, *, name: str = "coding"
+) -> tuple[str | None, str | None, str | None, str | None]:
+    """Read a FHIR Coding dict into ``(system, version, code, display)``.
+
+    Raises InvalidRequestError when ``value`` is not a JSON object.
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidRequestError(f"'{name}' must be a Coding (a JSON object), not {value!r}")
+    return (
+        _str_or_none(value.get("system")),
+        _str_or_none(value.get("version")),
+        _str_or_none(value.get("code")),
+        _str_or_none(value.get("display")),
+    )
+
+
+def codings_of(concept: Any, *, name: str = "codeableConcept") -> list[Mapping[str, Any]]:
+    """Return the codings of a CodeableConcept dict; raise when it is not one or has none."""
+    if not isinstance(concept, Mapping):
+        raise InvalidRequestError(f"'{name}' must be a CodeableConcept (a JSON object)")
+    codings = concept.get("coding") or []
+    if not isinstance(codings, list) or not codings:
+        raise InvalidRequestError(f"'{name}' must contain at least one coding")
+    return codings
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)

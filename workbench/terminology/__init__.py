@@ -1,0 +1,1 @@
+"""The terminology engine: code system indexes, filters, expansion, validation, lookup."""

@@ -1,0 +1,244 @@
+"""An index over one CodeSystem: concepts by code, the is-a hierarchy, properties.
+
+The hierarchy comes from nested ``concept`` arrays and from the ``parent``, ``child`` and
+``subsumedBy`` properties (matched by code or by their concept-properties URI). A concept is
+*abstract* when its ``notSelectable`` (or ``abstract``) property is true, and *inactive* when its
+``inactive`` property is true or its ``status`` is ``retired`` or ``inactive``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.resources import Resource
+
+CONCEPT_PROPERTIES = "http://hl7.org/fhir/concept-properties#"
+_HIERARCHY_PROPS = {"parent", "child", "subsumedBy"}
+_INACTIVE_STATUSES = {"retired", "inactive"}
+
+
+@dataclass(slots=True, eq=False)
+class Concept:
+    """One concept of a code system, with its place in the hierarchy."""
+
+    code: str
+    display: str | None
+    definition: str | None
+    order: int
+    designations: list[dict[str, Any]] = field(default_factory=list)
+    properties: dict[str, list[Any]] = field(default_factory=dict)
+    parents: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+    abstract: bool = False
+    inactive: bool = False
+    status: str | None = None
+
+    def property_strings(self, name: str) -> list[str]:
+        """Return the values of a property as strings (codes of Codings, 'true'/'false')."""
+        return [_as_string(v) for v in self.properties.get(name, ())]
+
+    def displays(self) -> list[str]:
+        """Return the display and every designation value: all texts valid as a display."""
+        texts = [self.display] if self.display else []
+        texts += [d["value"] for d in self.designations if d.get("value")]
+        return texts
+
+
+def property_value(prop: Mapping[str, Any]) -> Any:
+    """Return the value of a ``concept.property`` element (its single ``value[x]``)."""
+    for key, value in prop.items():
+        if key.startswith("value"):
+            return value
+    return None
+
+
+def _as_string(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return str(value.get("code", ""))
+    return str(value)
+
+
+class CodeSystemIndex:
+    """Concepts of one CodeSystem by code, with memoised ancestors and descendants.
+
+    >>> cs = CodeSystemIndex({"resourceType": "CodeSystem", "url": "http://x", "content":
+    ...     "complete", "concept": [{"code": "a", "concept": [{"code": "b"}]}]})
+    >>> sorted(cs.descendants("a")), sorted(cs.ancestors("b"))
+    (['b'], ['a'])
+    """
+
+    def __init__(self, resource: Resource) -> None:
+        self.resource = resource
+        self.url: str = str(resource.get("url", ""))
+        self.version: str | None = resource.get("version")
+        self.content: str = str(resource.get("content", "complete"))
+        self.case_sensitive: bool = bool(resource.get("caseSensitive", True))
+        self.hierarchy_meaning: str = str(resource.get("hierarchyMeaning", "is-a"))
+        self.property_types: dict[str, str] = {}
+        self._role: dict[str, str] = {}
+        for prop in resource.get("property", ()) or ():
+            code = str(prop.get("code", ""))
+            self.property_types[code] = str(prop.get("type", "string"))
+            uri = str(prop.get("uri", ""))
+            role = uri[len(CONCEPT_PROPERTIES) :] if uri.startswith(CONCEPT_PROPERTIES) else code
+            self._role[code] = role
+        self.concepts: dict[str, Concept] = {}
+        self._folded: dict[str, str] | None = None
+        self._ancestors: dict[str, frozenset[str]] = {}
+        self._descendants: dict[str, frozenset[str]] = {}
+        self._lock = threading.Lock()
+        self._build(resource.get("concept", ()) or ())
+
+    # --- building ---------------------------------------------------------------------
+
+    def _build(self, top: Sequence[dict[str, Any]]) -> None:
+        stack: list[tuple[dict[str, Any], str | None]] = [(c, None) for c in reversed(top)]
+        links: list[tuple[str, str]] = []
+        while stack:
+            raw, parent = stack.pop()
+            code = str(raw.get("code", ""))
+            concept = self.concepts.get(code)
+            if concept is None:
+                concept = Concept(
+                    code=code,
+                    display=raw.get("display"),
+                    definition=raw.get("definition"),
+                    order=len(self.concepts),
+                    designations=list(raw.get("designation", ()) or ()),
+                )
+                self.concepts[code] = concept
+                self._read_properties(concept, raw.get("property", ()) or (), links)
+            if parent is not None:
+                links.append((parent, code))
+            stack.extend((child, code) for child in reversed(raw.get("concept", ()) or ()))
+        for parent, child in links:
+            self._link(parent, child)
+
+    def _read_properties(
+        self, concept: Concept, props: Iterable[dict[str, Any]], links: list[tuple[str, str]]
+    ) -> None:
+        for prop in props:
+            name = str(prop.get("code", ""))
+            value = property_value(prop)
+            concept.properties.setdefault(name, []).append(value)
+            role = self._role.get(name, name)
+            if role in ("parent", "subsumedBy"):
+                links.append((_as_string(value), concept.code))
+            elif role == "child":
+                links.append((concept.code, _as_string(value)))
+            elif role in ("notSelectable", "abstract"):
+                concept.abstract = concept.abstract or _truthy(value)
+            elif role == "inactive":
+                concept.inactive = concept.inactive or _truthy(value)
+            elif role == "status":
+                concept.status = _as_string(value)
+                if concept.status in _INACTIVE_STATUSES:
+                    concept.inactive = True
+
+    def _link(self, parent: str, child: str) -> None:
+        p, c = self.concepts.get(parent), self.concepts.get(child)
+        if p is None or c is None or parent == child:
+            return
+        if child not in p.children:
+            p.children.append(child)
+        if parent not in c.parents:
+            c.parents.append(parent)
+
+    # --- queries ----------------------------------------------------------------------
+
+    @property
+    def is_complete(self) -> bool:
+        """True when the resource lists every code of the system (``content = complete``)."""
+        return self.content == "complete"
+
+    def role_of(self, property_code: str) -> str:
+        """Return the concept-properties role of a property code (``parent``, ``status``…)."""
+        return self._role.get(property_code, property_code)
+
+    def has_property(self, name: str) -> bool:
+        """True when the code system declares ``name`` or a property with that role."""
+        return name in self.property_types or name in self._role.values()
+
+    def property_codes_for(self, role: str) -> list[str]:
+        """Return the property codes that play ``role`` (itself, or via its URI)."""
+        codes = [code for code, r in self._role.items() if r == role]
+        return codes or [role]
+
+    def get(self, code: str) -> Concept | None:
+        """Return the concept for ``code`` (case-insensitively when the system says so)."""
+        concept = self.concepts.get(code)
+        if concept is None and not self.case_sensitive:
+            if self._folded is None:
+                self._folded = {c.casefold(): c for c in self.concepts}
+            real = self._folded.get(code.casefold())
+            concept = self.concepts.get(real) if real is not None else None
+        return concept
+
+    def __contains__(self, code: object) -> bool:
+        return isinstance(code, str) and self.get(code) is not None
+
+    def __iter__(self) -> Iterator[Concept]:
+        return iter(self.concepts.values())
+
+    def __len__(self) -> int:
+        return len(self.concepts)
+
+    def ancestors(self, code: str) -> frozenset[str]:
+        """Return every ancestor of ``code`` (not the code itself); memoised."""
+        found = self._ancestors.get(code)
+        if found is None:
+            found = self._closure(code, "parents")
+            with self._lock:
+                self._ancestors[code] = found
+        return found
+
+    def descendants(self, code: str) -> frozenset[str]:
+        """Return every descendant of ``code`` (not the code itself); memoised."""
+        found = self._descendants.get(code)
+        if found is None:
+            found = self._closure(code, "children")
+            with self._lock:
+                self._descendants[code] = found
+        return found
+
+    def _closure(self, code: str, direction: str) -> frozenset[str]:
+        start = self.concepts.get(code)
+        if start is None:
+            return frozenset()
+        seen: set[str] = set()
+        todo = list(getattr(start, direction))
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            concept = self.concepts.get(current)
+            if concept is not None:
+                todo.extend(getattr(concept, direction))
+        seen.discard(code)
+        return frozenset(seen)
+
+    def subsumes(self, code_a: str, code_b: str) -> str:
+        """Return the $subsumes outcome of A against B."""
+        if code_a == code_b:
+            return "equivalent"
+        if code_a in self.ancestors(code_b):
+            return "subsumes"
+        if code_b in self.ancestors(code_a):
+            return "subsumed-by"
+        return "not-subsumed"
+
+    def in_order(self, codes: set[str] | frozenset[str]) -> list[Concept]:
+        """Return the concepts for ``codes`` in the code system's own order."""
+        found = [self.concepts[c] for c in codes if c in self.concepts]
+        found.sort(key=lambda c: c.order)
+        return found
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() == "true")

@@ -1,0 +1,292 @@
+"""ValueSet compose semantics: a compiled value set answers membership and expands.
+
+Semantics (FHIR R4 ``ValueSet.compose``, with R5's clarifications):
+
+- A code is in the value set when at least one ``include`` matches it and no ``exclude`` does.
+- An include with a ``system`` and nothing else takes every code of the system, which needs a
+  code system with ``content = complete``.
+- ``concept`` lists name the codes; the value set's ``display`` overrides the code system's.
+- ``filter`` entries are ANDed together.
+- ``valueSet`` imports are intersected with each other and with the rest of their include:
+  ``{system: S, valueSet: [A]}`` means "codes of S that are also in A" (R5 clarified this
+  meaning; R4 was ambiguous).
+- ``system`` + ``version`` and ``url|version`` imports pin versions; otherwise the latest wins.
+- ``compose.inactive = false`` drops inactive codes; when absent or true they stay (flagged).
+- A ``concept`` list for a code system that is not loaded is taken as listed (the codes cannot
+  be checked against their system); filters or a whole-system include on it are an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
+from workbench.resources import Resource, canonical_of, split_canonical
+from workbench.terminology.codesystem import CodeSystemIndex, Concept
+from workbench.terminology.filters import CodeFilter, compile_filter
+
+
+class Entry(NamedTuple):
+    """One code of an expansion."""
+
+    system: str
+    version: str | None
+    code: str
+    display: str | None
+    abstract: bool
+    inactive: bool
+    designations: tuple[dict[str, Any], ...] = ()
+
+
+CodeSystemResolver = Callable[[str, "str | None"], "CodeSystemIndex | None"]
+
+
+class Clause:
+    """One compiled ``include`` or ``exclude`` element."""
+
+    def __init__(
+        self,
+        raw: Mapping[str, Any],
+        cs: CodeSystemIndex | None,
+        imports: list[CompiledValueSet],
+        *,
+        exclude: bool,
+    ) -> None:
+        self.system: str | None = raw.get("system")
+        self.version: str | None = raw.get("version")
+        self.cs = cs
+        self.exclude = exclude
+        self.imports = imports
+        self.concepts: dict[str, dict[str, Any]] = {
+            str(c.get("code")): c for c in raw.get("concept", ()) or ()
+        }
+        self.filters: list[CodeFilter] = (
+            [compile_filter(cs, f) for f in raw.get("filter", ()) or ()] if cs is not None else []
+        )
+        self.has_filters = bool(raw.get("filter"))
+
+    def _missing(self) -> CodeSystemNotFoundError:
+        return CodeSystemNotFoundError(str(self.system), self.version)
+
+    def match(self, system: str, code: str) -> tuple[bool, str | None]:
+        """Return (matches, the value set's display for the code when it overrides)."""
+        override: str | None = None
+        if self.system is not None:
+            if system != self.system:
+                return False, None
+            if self.cs is None:
+                if self.concepts:
+                    listed = self.concepts.get(code)
+                    if listed is None:
+                        return False, None
+                    override = listed.get("display")
+                elif self.has_filters or self.imports or not self.exclude:
+                    raise self._missing()
+            else:
+                concept = self.cs.get(code)
+                if concept is None:
+                    if self.cs.is_complete or code not in self.concepts:
+                        return False, None
+                    override = self.concepts[code].get("display")
+                else:
+                    if self.concepts:
+                        listed = self.concepts.get(concept.code)
+                        if listed is None:
+                            return False, None
+                        override = listed.get("display")
+                    if not all(f.matches(concept) for f in self.filters):
+                        return False, None
+        for imported in self.imports:
+            found, display = imported.contains(system, code)
+            if not found:
+                return False, None
+            override = override or display
+        return True, override
+
+    def entries(self) -> list[Entry]:
+        """Expand this clause (the import intersection applied)."""
+        if self.system is None:
+            first, *_rest = self.imports
+            entries = first.entries()
+        else:
+            entries = self._system_entries()
+        for imported in self.imports if self.system is not None else self.imports[1:]:
+            keys = imported.keys()
+            entries = [e for e in entries if (e.system, e.code) in keys]
+        return entries
+
+    def _system_entries(self) -> list[Entry]:
+        system = str(self.system)
+        cs = self.cs
+        if cs is None:
+            if not self.concepts or self.has_filters:
+                raise self._missing()
+            return [
+                Entry(
+                    system,
+                    self.version,
+                    code,
+                    c.get("display"),
+                    False,
+                    False,
+                    tuple(c.get("designation", ()) or ()),
+                )
+                for code, c in self.concepts.items()
+            ]
+        if self.concepts:
+            out: list[Entry] = []
+            for code, listed in self.concepts.items():
+                concept = cs.get(code)
+                if concept is None:
+                    if not cs.is_complete:
+                        out.append(
+                            Entry(
+                                system,
+                                cs.version,
+                                code,
+                                listed.get("display"),
+                                False,
+                                False,
+                                tuple(listed.get("designation", ()) or ()),
+                            )
+                        )
+                    continue
+                out.append(
+                    _entry(
+                        cs,
+                        concept,
+                        listed.get("display"),
+                        tuple(listed.get("designation", ()) or ()),
+                    )
+                )
+            return out
+        if self.filters:
+            if cs.content == "not-present":
+                raise IncompleteCodeSystemError(
+                    f"CodeSystem {canonical_of(cs.resource)} has content 'not-present': "
+                    "its codes are not available to filter"
+                )
+            candidates: frozenset[str] | None = None
+            for f in self.filters:
+                if f.candidates is not None:
+                    candidates = f.candidates if candidates is None else candidates & f.candidates
+            pool: Iterable[Concept] = cs.in_order(candidates) if candidates is not None else cs
+            return [_entry(cs, c, None) for c in pool if all(f.matches(c) for f in self.filters)]
+        if not cs.is_complete:
+            raise IncompleteCodeSystemError(
+                f"CodeSystem {canonical_of(cs.resource)} has content '{cs.content}', but all of "
+                "its codes are needed (the value set includes the whole system)"
+            )
+        return [_entry(cs, c, None) for c in cs]
+
+
+def _entry(
+    cs: CodeSystemIndex,
+    concept: Concept,
+    display: str | None,
+    extra: tuple[dict[str, Any], ...] = (),
+) -> Entry:
+    return Entry(
+        cs.url,
+        cs.version,
+        concept.code,
+        display or concept.display,
+        concept.abstract,
+        concept.inactive,
+        tuple(concept.designations) + extra,
+    )
+
+
+class CompiledValueSet:
+    """A ValueSet ready to answer membership (``contains``) and to expand (``entries``)."""
+
+    def __init__(
+        self,
+        resource: Resource,
+        includes: list[Clause],
+        excludes: list[Clause],
+        dependencies: frozenset[tuple[str, str]],
+    ) -> None:
+        self.resource = resource
+        self.url: str = str(resource.get("url", ""))
+        self.version: str | None = resource.get("version")
+        self.includes = includes
+        self.excludes = excludes
+        compose = resource.get("compose") or {}
+        self.inactive_allowed: bool = compose.get("inactive", True) is not False
+        self.dependencies = dependencies
+        self._entries: list[Entry] | None = None
+        self._keys: dict[tuple[str, str], Entry] | None = None
+
+    @property
+    def canonical(self) -> str:
+        """``url|version`` of the value set."""
+        return canonical_of(self.resource)
+
+    def systems(self) -> list[str]:
+        """Return the code systems the value set draws on, in order (imports included)."""
+        found: list[str] = []
+        for clause in self.includes:
+            names = [clause.system] if clause.system else []
+            if not names:
+                for imported in clause.imports:
+                    names.extend(imported.systems())
+            found.extend(n for n in names if n and n not in found)
+        return found
+
+    def contains(self, system: str, code: str) -> tuple[bool, str | None]:
+        """Return (is the code in the value set, the value set's display override).
+
+        Decided from the compose, without expanding: hierarchy filters use memoised
+        ancestor sets. Inactive codes count only when the compose allows them.
+        """
+        display: str | None = None
+        for clause in self.includes:
+            found, display = clause.match(system, code)
+            if found:
+                break
+        else:
+            return False, None
+        for clause in self.excludes:
+            if clause.match(system, code)[0]:
+                return False, None
+        if not self.inactive_allowed and self._is_inactive(system, code):
+            return False, None
+        return True, display
+
+    def _is_inactive(self, system: str, code: str) -> bool:
+        for clause in self.includes:
+            if clause.cs is not None and clause.system == system:
+                concept = clause.cs.get(code)
+                if concept is not None:
+                    return concept.inactive
+        return False
+
+    def entries(self) -> list[Entry]:
+        """Return the whole expansion (every code, in compose order, without duplicates)."""
+        if self._entries is None:
+            seen: dict[tuple[str, str], Entry] = {}
+            for clause in self.includes:
+                for entry in clause.entries():
+                    seen.setdefault((entry.system, entry.code), entry)
+            if self.excludes:
+                for key in list(seen):
+                    if any(c.match(*key)[0] for c in self.excludes):
+                        del seen[key]
+            entries = list(seen.values())
+            if not self.inactive_allowed:
+                entries = [e for e in entries if not e.inactive]
+            self._entries = entries
+        return self._entries
+
+    def keys(self) -> dict[tuple[str, str], Entry]:
+        """Return the expansion as a hash index ``(system, code) -> Entry``."""
+        if self._keys is None:
+            self._keys = {(e.system, e.code): e for e in self.entries()}
+        return self._keys
+
+
+def import_refs(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """Return the ``(url, version)`` of each ``valueSet`` import of an include."""
+    return [split_canonical(str(ref)) for ref in raw.get("valueSet", ()) or ()]

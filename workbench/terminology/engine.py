@@ -1,0 +1,257 @@
+"""The terminology engine over a Registry: resolution, caches, expand, validate, lookup.
+
+Compiled value sets and code system indexes are cached and dropped when a resource they
+depend on changes (the registry announces the canonical URLs each write touches).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workbench.errors import (
+    CodeSystemNotFoundError,
+    ImportCycleError,
+    InvalidRequestError,
+    ValueSetNotFoundError,
+)
+from workbench.registry import Change, Registry
+from workbench.resources import Resource, canonical_of, split_canonical
+from workbench.terminology.codesystem import CodeSystemIndex
+from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
+from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
+from workbench.terminology.validation import (
+    ValidationResult,
+    coding_parts,
+    combine_codings,
+    validate_in_codesystem,
+    validate_in_valueset,
+)
+
+
+class Terminology:
+    """Expansion, validation, lookup and subsumption over the resources of a Registry."""
+
+    def __init__(self, registry: Registry, *, max_expansion: int = DEFAULT_MAX_EXPANSION) -> None:
+        self.registry = registry
+        self.max_expansion = max_expansion
+        self._lock = threading.RLock()
+        self._cs_cache: dict[int, tuple[Resource, CodeSystemIndex]] = {}
+        self._vs_cache: dict[tuple[str, str | None], CompiledValueSet] = {}
+        registry.subscribe(self._on_change)
+
+    # --- caches -----------------------------------------------------------------------
+
+    def _on_change(self, change: Change) -> None:
+        with self._lock:
+            for key, compiled in list(self._vs_cache.items()):
+                if compiled.dependencies & change.urls:
+                    del self._vs_cache[key]
+            touched = {url for rtype, url in change.urls if rtype == "CodeSystem"}
+            for rid, (resource, _) in list(self._cs_cache.items()):
+                if resource.get("url") in touched:
+                    del self._cs_cache[rid]
+
+    def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
+        """Return the index of a code system (latest version when none given), or None."""
+        resource = self.registry.get("CodeSystem", url, version)
+        if resource is None:
+            return None
+        return self.index_of(resource)
+
+    def index_of(self, resource: Resource) -> CodeSystemIndex:
+        """Return the (cached) index of a CodeSystem resource."""
+        cached = self._cs_cache.get(id(resource))
+        if cached is not None and cached[0] is resource:
+            return cached[1]
+        index = CodeSystemIndex(resource)
+        with self._lock:
+            self._cs_cache[id(resource)] = (resource, index)
+        return index
+
+    def require_codesystem(self, url: str | None, version: str | None = None) -> CodeSystemIndex:
+        """Return a code system's index or raise CodeSystemNotFoundError."""
+        if not url:
+            raise InvalidRequestError("No code system was given (the 'system' or 'url' input)")
+        found = self.codesystem(url, version)
+        if found is None:
+            raise CodeSystemNotFoundError(url, version)
+        return found
+
+    def valueset_resource(self, url: str, version: str | None = None) -> Resource:
+        """Return a stored ValueSet by canonical, or raise ValueSetNotFoundError."""
+        if version is None:
+            url, version = split_canonical(url)
+        found = self.registry.get("ValueSet", url, version)
+        if found is None:
+            raise ValueSetNotFoundError(f"{url}|{version}" if version else url)
+        return found
+
+    def compiled(
+        self, valueset: str | Mapping[str, Any], version: str | None = None
+    ) -> CompiledValueSet:
+        """Compile a value set given by canonical URL or as a ValueSet dict (cached by URL)."""
+        if isinstance(valueset, Mapping):
+            return self._compile(dict(valueset), ())
+        url, pinned = split_canonical(valueset)
+        key = (url, version or pinned)
+        found = self._vs_cache.get(key)
+        if found is None:
+            found = self._compile(self.valueset_resource(url, version or pinned), ())
+            with self._lock:
+                self._vs_cache[key] = found
+        return found
+
+    def _compile(self, resource: Resource, stack: tuple[str, ...]) -> CompiledValueSet:
+        canonical = canonical_of(resource) or "(inline ValueSet)"
+        if canonical in stack:
+            chain = " -> ".join((*stack, canonical))
+            raise ImportCycleError(f"The value sets import each other in a cycle: {chain}")
+        stack = (*stack, canonical)
+        compose = resource.get("compose") or {}
+        deps: set[tuple[str, str]] = set()
+        if resource.get("url"):
+            deps.add(("ValueSet", str(resource["url"])))
+
+        def clause(raw: Mapping[str, Any], exclude: bool) -> Clause:
+            system = raw.get("system")
+            cs = None
+            if system:
+                deps.add(("CodeSystem", str(system)))
+                cs = self.codesystem(str(system), raw.get("version"))
+            imports = []
+            for url, version in import_refs(raw):
+                deps.add(("ValueSet", url))
+                imported = self._compile(self.valueset_resource(url, version), stack)
+                deps.update(imported.dependencies)
+                imports.append(imported)
+            return Clause(raw, cs, imports, exclude=exclude)
+
+        includes = [clause(raw, False) for raw in compose.get("include", ()) or ()]
+        excludes = [clause(raw, True) for raw in compose.get("exclude", ()) or ()]
+        return CompiledValueSet(resource, includes, excludes, frozenset(deps))
+
+    # --- operations -------------------------------------------------------------------
+
+    def expand(
+        self,
+        valueset: str | Mapping[str, Any],
+        *,
+        version: str | None = None,
+        filter: str | None = None,
+        offset: int = 0,
+        count: int | None = None,
+        active_only: bool = False,
+        include_designations: bool = False,
+        display_language: str | None = None,
+        max_size: int | None = None,
+    ) -> Expansion:
+        """Expand a value set; see ``Workbench.expand``."""
+        if offset < 0:
+            raise InvalidRequestError(f"offset must be 0 or more, not {offset}")
+        if count is not None and count < 0:
+            raise InvalidRequestError(f"count must be 0 or more, not {count}")
+        compiled = self.compiled(valueset, version)
+        entries: Sequence[Entry] = compiled.entries()
+        params: list[tuple[str, Any]] = []
+        if active_only:
+            entries = [e for e in entries if not e.inactive]
+            params.append(("activeOnly", True))
+        if filter:
+            words = filter.casefold().split()
+            entries = [e for e in entries if _text_match(e, words)]
+            params.append(("filter", filter))
+        if display_language:
+            entries = [_in_language(e, display_language) for e in entries]
+            params.append(("displayLanguage", display_language))
+        if include_designations:
+            params.append(("includeDesignations", True))
+        used = sorted({(e.system, e.version) for e in entries if e.system})
+        params += [("used-codesystem", f"{s}|{v}" if v else s) for s, v in used]
+        return Expansion(
+            valueset=compiled.resource,
+            entries=tuple(entries),
+            offset=offset,
+            count=count,
+            parameters=tuple(params),
+            include_designations=include_designations,
+            max_size=self.max_expansion if max_size is None else max_size,
+        )
+
+    def validate_code(
+        self,
+        valueset: str | Mapping[str, Any],
+        *,
+        valueset_version: str | None = None,
+        code: str | None = None,
+        system: str | None = None,
+        version: str | None = None,
+        display: str | None = None,
+        coding: Mapping[str, Any] | None = None,
+        codeable_concept: Mapping[str, Any] | None = None,
+        abstract: bool = False,
+    ) -> ValidationResult:
+        """Validate a code, Coding or CodeableConcept against a value set."""
+        compiled = self.compiled(valueset, valueset_version)
+        resolve = self.codesystem
+        if codeable_concept is not None:
+            codings = codeable_concept.get("coding") or []
+            if not codings:
+                raise InvalidRequestError("The codeableConcept has no coding to validate")
+            return combine_codings(
+                [
+                    validate_in_valueset(compiled, resolve, abstract=abstract, **coding_parts(c))
+                    for c in codings
+                ]
+            )
+        if coding is not None:
+            return validate_in_valueset(
+                compiled, resolve, abstract=abstract, **coding_parts(coding)
+            )
+        return validate_in_valueset(
+            compiled,
+            resolve,
+            code=code,
+            system=system,
+            version=version,
+            display=display,
+            abstract=abstract,
+        )
+
+    def validate_in_codesystem(
+        self,
+        url: str,
+        *,
+        code: str | None,
+        version: str | None = None,
+        display: str | None = None,
+    ) -> ValidationResult:
+        """Validate a code against a whole code system."""
+        found = self.codesystem(url, version)
+        if found is None:
+            label = f"{url}|{version}" if version else url
+            from workbench.terminology.validation import _fail
+
+            return _fail(
+                "unknown-system",
+                f"A definition for CodeSystem '{label}' could not be "
+                f"found, so the code '{code}' cannot be validated",
+                code=code,
+                system=url,
+                version=version,
+            )
+        return validate_in_codesystem(found, code=code, display=display)
+
+
+def _text_match(entry: Entry, words: list[str]) -> bool:
+    text = f"{entry.code} {entry.display or ''}".casefold()
+    return all(w in text for w in words)
+
+
+def _in_language(entry: Entry, language: str) -> Entry:
+    for d in entry.designations:
+        lang = str(d.get("language", ""))
+        if (lang == language or lang.split("-")[0] == language) and d.get("value"):
+            return entry._replace(display=d["value"])
+    return entry

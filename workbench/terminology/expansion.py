@@ -1,0 +1,160 @@
+"""The result of expanding a value set: a frozen ``Expansion`` with a frame and FHIR JSON."""
+
+from __future__ import annotations
+
+import html
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import pandas as pd
+
+from workbench.errors import TooCostlyError
+from workbench.terminology.compose import Entry
+
+FRAME_COLUMNS = ["system", "version", "code", "display", "abstract", "inactive"]
+DEFAULT_MAX_EXPANSION = 10_000
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """An expanded value set.
+
+    ``entries`` are the selected codes (after the text filter and ``active_only``); ``total``
+    counts them; ``offset``/``count`` describe the page that ``frame`` and ``to_fhir()`` show.
+
+    >>> import workbench
+    >>> wb = workbench.Workbench()
+    >>> _ = wb.load({"resourceType": "CodeSystem", "url": "http://x", "content": "complete",
+    ...              "concept": [{"code": "a", "display": "A"}]})
+    >>> wb.expand({"resourceType": "ValueSet", "compose": {"include": [{"system": "http://x"}]}}
+    ...           ).frame[["code", "display"]].values.tolist()
+    [['a', 'A']]
+    """
+
+    valueset: dict[str, Any]
+    entries: tuple[Entry, ...]
+    offset: int = 0
+    count: int | None = None
+    parameters: tuple[tuple[str, Any], ...] = ()
+    include_designations: bool = False
+    max_size: int = DEFAULT_MAX_EXPANSION
+    identifier: str = field(default_factory=lambda: f"urn:uuid:{uuid.uuid4()}")
+    timestamp: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")
+    )
+
+    @property
+    def url(self) -> str | None:
+        """The canonical URL of the expanded value set (None for an anonymous one)."""
+        return self.valueset.get("url")
+
+    @property
+    def total(self) -> int:
+        """The number of codes in the whole expansion (not just the page)."""
+        return len(self.entries)
+
+    @property
+    def page(self) -> tuple[Entry, ...]:
+        """The codes of the requested page (``offset``/``count``)."""
+        end = None if self.count is None else self.offset + self.count
+        return self.entries[self.offset : end]
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, tuple) and len(item) == 2:
+            return any((e.system, e.code) == item for e in self.entries)
+        return any(e.code == item for e in self.entries)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The page as a DataFrame: system, version, code, display, abstract, inactive.
+
+        Not limited by ``max_size``: an unpaged expansion of any size gives its whole frame.
+        """
+        page = self.page
+        frame = pd.DataFrame.from_records([e[:6] for e in page], columns=FRAME_COLUMNS)
+        frame = frame.astype({"abstract": bool, "inactive": bool})
+        if self.include_designations:
+            frame["designations"] = pd.Series([list(e.designations) for e in page], dtype=object)
+        return frame
+
+    def to_fhir(self) -> dict[str, Any]:
+        """Return the ``ValueSet.expansion`` element as FHIR JSON.
+
+        Raises TooCostlyError when the expansion is unpaged and larger than ``max_size``
+        (it is never truncated silently; ask for a page with offset/count instead).
+        """
+        paged = self.count is not None or self.offset > 0
+        page = self.page
+        if len(page) > self.max_size:
+            raise TooCostlyError(
+                f"The expansion of {self.url or 'the value set'} has {self.total} codes, more "
+                f"than the limit of {self.max_size}; ask for a page with offset and count"
+            )
+        params = [_parameter(name, value) for name, value in self.parameters]
+        if paged:
+            params.append({"name": "offset", "valueInteger": self.offset})
+            if self.count is not None:
+                params.append({"name": "count", "valueInteger": self.count})
+        out: dict[str, Any] = {
+            "identifier": self.identifier,
+            "timestamp": self.timestamp,
+            "total": self.total,
+        }
+        if paged:
+            out["offset"] = self.offset
+        if params:
+            out["parameter"] = params
+        contains = [self._contains(e) for e in page]
+        if contains:
+            out["contains"] = contains
+        return out
+
+    def to_valueset(self) -> dict[str, Any]:
+        """Return the expanded ValueSet: its metadata plus ``expansion`` (what $expand returns)."""
+        skip = {"compose", "expansion", "text", "meta"}
+        vs = {k: v for k, v in self.valueset.items() if k not in skip}
+        vs.setdefault("resourceType", "ValueSet")
+        vs["expansion"] = self.to_fhir()
+        return vs
+
+    def _contains(self, e: Entry) -> dict[str, Any]:
+        item: dict[str, Any] = {"system": e.system}
+        if e.version:
+            item["version"] = e.version
+        if e.abstract:
+            item["abstract"] = True
+        if e.inactive:
+            item["inactive"] = True
+        item["code"] = e.code
+        if e.display is not None:
+            item["display"] = e.display
+        if self.include_designations and e.designations:
+            item["designation"] = list(e.designations)
+        return item
+
+    def _repr_html_(self) -> str:
+        title = html.escape(
+            self.valueset.get("title") or self.valueset.get("name") or self.url or "ValueSet"
+        )
+        head = f"<p><b>{title}</b> <code>{html.escape(self.url or '')}</code>: {self.total} codes"
+        shown = self.frame.head(50)
+        more = f" (first {len(shown)} shown)" if len(self.page) > len(shown) else ""
+        return head + more + "</p>" + shown.to_html(index=False, na_rep="")
+
+    def __repr__(self) -> str:
+        return f"<Expansion {self.url or 'anonymous'}: {self.total} codes>"
+
+
+def _parameter(name: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"name": name, "valueBoolean": value}
+    if isinstance(value, int):
+        return {"name": name, "valueInteger": value}
+    if name in ("used-codesystem", "used-valueset", "version"):
+        return {"name": name, "valueUri": str(value)}
+    return {"name": name, "valueString": str(value)}

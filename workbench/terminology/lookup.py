@@ -1,0 +1,124 @@
+"""CodeSystem $lookup and $subsumes over a CodeSystemIndex."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.errors import WorkbenchError
+from workbench.terminology.codesystem import CodeSystemIndex
+
+_VALUE_KEYS = {bool: "valueBoolean", int: "valueInteger", float: "valueDecimal"}
+
+
+class UnknownCodeError(WorkbenchError):
+    """$lookup / $subsumes on a code that is not in the code system."""
+
+    code = "not-found"
+    status = 404
+    msg_id = "WB-CS-001"
+
+
+@dataclass(frozen=True)
+class LookupResult:
+    """What $lookup says of a code: name, version, display, designations, properties."""
+
+    name: str
+    version: str | None
+    code: str
+    display: str | None
+    definition: str | None
+    abstract: bool
+    designations: tuple[dict[str, Any], ...]
+    properties: tuple[tuple[str, Any], ...]
+
+    def to_parameters(self) -> dict[str, Any]:
+        """Return the $lookup output Parameters."""
+        params: list[dict[str, Any]] = [{"name": "name", "valueString": self.name}]
+        if self.version:
+            params.append({"name": "version", "valueString": self.version})
+        if self.display is not None:
+            params.append({"name": "display", "valueString": self.display})
+        params.append({"name": "abstract", "valueBoolean": self.abstract})
+        for d in self.designations:
+            part = []
+            if d.get("language"):
+                part.append({"name": "language", "valueCode": d["language"]})
+            if d.get("use"):
+                part.append({"name": "use", "valueCoding": d["use"]})
+            part.append({"name": "value", "valueString": d.get("value", "")})
+            params.append({"name": "designation", "part": part})
+        for code, value in self.properties:
+            params.append(
+                {
+                    "name": "property",
+                    "part": [{"name": "code", "valueCode": code}, _value_part(value)],
+                }
+            )
+        return {"resourceType": "Parameters", "parameter": params}
+
+
+def _value_part(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {"name": "value", "valueCoding": value}
+    key = _VALUE_KEYS.get(type(value), "valueString")
+    if isinstance(value, str) and not value.count(" "):
+        key = "valueCode"
+    return {"name": "value", key: value}
+
+
+def lookup(
+    cs: CodeSystemIndex, code: str, *, properties: Sequence[str] | None = None
+) -> LookupResult:
+    """Look a code up. ``properties`` selects which properties to return (None: all).
+
+    The pseudo-properties ``parent``, ``child``, ``inactive``, ``definition`` and
+    ``designation`` are understood as well.
+    """
+    concept = cs.get(code)
+    if concept is None:
+        label = f"{cs.url}|{cs.version}" if cs.version else cs.url
+        raise UnknownCodeError(f"Unknown code '{code}' in the CodeSystem '{label}'")
+    wanted = set(properties) if properties else None
+
+    def want(name: str) -> bool:
+        return wanted is None or name in wanted
+
+    props: list[tuple[str, Any]] = []
+    hierarchy = {"parent", "child", "subsumedBy"}
+    for name, values in concept.properties.items():
+        if cs.role_of(name) in hierarchy:
+            continue
+        if want(name):
+            props += [(name, v) for v in values]
+    if want("parent"):
+        props += [("parent", p) for p in concept.parents]
+    if want("child"):
+        props += [("child", c) for c in concept.children]
+    if want("inactive") and not any(n == "inactive" for n, _ in props):
+        props.append(("inactive", concept.inactive))
+    if wanted is not None and "definition" in wanted and concept.definition:
+        props.append(("definition", concept.definition))
+    designations = tuple(concept.designations) if want("designation") else ()
+    return LookupResult(
+        name=str(cs.resource.get("title") or cs.resource.get("name") or cs.url),
+        version=cs.version,
+        code=concept.code,
+        display=concept.display,
+        definition=concept.definition,
+        abstract=concept.abstract,
+        designations=designations,
+        properties=tuple(props),
+    )
+
+
+def subsumes(cs: CodeSystemIndex, code_a: str, code_b: str) -> str:
+    """Return equivalent, subsumes, subsumed-by or not-subsumed for codes A and B."""
+    found = []
+    for code in (code_a, code_b):
+        concept = cs.get(code)
+        if concept is None:
+            raise UnknownCodeError(f"Unknown code '{code}' in the CodeSystem '{cs.url}'")
+        found.append(concept.code)
+    return cs.subsumes(found[0], found[1])

@@ -1,0 +1,210 @@
+"""``Workbench``: the one object users hold. It owns a Registry and a Terminology engine
+and delegates to them; the server, the widgets and the pandas accessor all use this object."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from workbench import frames, loading, packages
+from workbench.errors import InvalidRequestError
+from workbench.registry import Registry
+from workbench.resources import Resource
+from workbench.terminology.engine import Terminology
+from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
+from workbench.terminology.lookup import LookupResult, lookup, subsumes
+from workbench.terminology.validation import ValidationResult
+
+if TYPE_CHECKING:
+    from workbench.loading import LoadSummary
+
+
+class Workbench:
+    """An in-memory terminology workbench.
+
+    >>> wb = Workbench()
+    >>> summary = wb.load({"resourceType": "CodeSystem", "url": "http://example.org/cs",
+    ...     "content": "complete", "concept": [{"code": "a", "display": "Alpha"}]})
+    >>> wb.validate_code(valueset={"resourceType": "ValueSet", "compose": {"include": [
+    ...     {"system": "http://example.org/cs"}]}}, code="a").result
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        max_expansion: int = DEFAULT_MAX_EXPANSION,
+        package_cache: str | Path | None = None,
+    ) -> None:
+        self.registry = Registry()
+        self.terminology = Terminology(self.registry, max_expansion=max_expansion)
+        self.package_cache = Path(package_cache) if package_cache is not None else None
+
+    def __repr__(self) -> str:
+        vs = len(self.registry.all("ValueSet"))
+        cs = len(self.registry.all("CodeSystem"))
+        return f"<Workbench: {vs} ValueSets, {cs} CodeSystems>"
+
+    # --- loading ----------------------------------------------------------------------
+
+    def load(self, source: Any, *, progress: bool | None = None) -> LoadSummary:
+        """Load ValueSets and CodeSystems from ``source`` and return a summary.
+
+        ``source`` is a JSON file (one resource or a Bundle), a folder (read recursively), a
+        FHIR NPM package (``.tgz`` or an extracted folder with ``package/``), a package
+        reference ``"name#version"`` from the FHIR package cache, or resource dicts. A
+        progress bar shows for large sources (``progress=False`` turns it off). Nothing is
+        stored unless the whole source reads cleanly.
+        """
+        resources, summary = loading.read_source(
+            source, cache_dir=self.package_cache, progress=progress
+        )
+        self.registry.add_many(resources)
+        return summary
+
+    def install_package(
+        self,
+        name: str,
+        version: str | None = None,
+        registry: str | None = None,
+        *,
+        progress: bool | None = None,
+    ) -> LoadSummary:
+        """Download a FHIR package into the package cache (if not there yet) and load it.
+
+        ``name`` may also be ``"name#version"``. The registry is ``registry``, else
+        ``$WORKBENCH_PACKAGE_REGISTRY``, else the npm-configured registry.
+        """
+        if version is None and "#" in name:
+            name, version = packages.parse_package_ref(name)
+        folder = packages.install_package(
+            name, version, registry=registry, cache_dir=self.package_cache
+        )
+        return self.load(folder, progress=progress)
+
+    # --- frames -----------------------------------------------------------------------
+
+    @property
+    def valuesets(self) -> pd.DataFrame:
+        """One row per loaded ValueSet (url, version, name, title, status, …)."""
+        return frames.valuesets_frame(self.registry.all("ValueSet"))
+
+    @property
+    def codesystems(self) -> pd.DataFrame:
+        """One row per loaded CodeSystem (url, version, name, title, status, content, …)."""
+        return frames.codesystems_frame(self.registry.all("CodeSystem"))
+
+    def concepts(self, codesystem: str, version: str | None = None) -> pd.DataFrame:
+        """One row per concept of a code system, with parents, flags and properties."""
+        return frames.concepts_frame(self.terminology.require_codesystem(codesystem, version))
+
+    def designations(self, codesystem: str, version: str | None = None) -> pd.DataFrame:
+        """The designations of a code system's concepts, in long form."""
+        return frames.designations_frame(self.terminology.require_codesystem(codesystem, version))
+
+    def resource(self, resource_type: str, url: str, version: str | None = None) -> Resource:
+        """Return a stored ValueSet or CodeSystem by canonical URL (as FHIR JSON)."""
+        if resource_type == "ValueSet":
+            return self.terminology.valueset_resource(url, version)
+        return self.terminology.require_codesystem(url, version).resource
+
+    # --- terminology ------------------------------------------------------------------
+
+    def expand(
+        self,
+        valueset: str | Mapping[str, Any],
+        *,
+        version: str | None = None,
+        filter: str | None = None,
+        offset: int = 0,
+        count: int | None = None,
+        active_only: bool = False,
+        include_designations: bool = False,
+        display_language: str | None = None,
+    ) -> Expansion:
+        """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
+
+        ``filter`` keeps codes whose code or display contains every word; ``offset``/``count``
+        page the result (``.frame`` and ``.to_fhir()`` show the page; ``total`` counts all).
+        Raises ValueSetNotFoundError, CodeSystemNotFoundError, IncompleteCodeSystemError,
+        ImportCycleError or UnsupportedFilterError; ``.to_fhir()`` raises TooCostlyError for
+        an unpaged expansion over the size limit.
+        """
+        return self.terminology.expand(
+            valueset,
+            version=version,
+            filter=filter,
+            offset=offset,
+            count=count,
+            active_only=active_only,
+            include_designations=include_designations,
+            display_language=display_language,
+        )
+
+    def validate_code(
+        self,
+        url: str | None = None,
+        *,
+        valueset: Mapping[str, Any] | str | None = None,
+        code: str | None = None,
+        system: str | None = None,
+        version: str | None = None,
+        display: str | None = None,
+        coding: Mapping[str, Any] | None = None,
+        codeable_concept: Mapping[str, Any] | None = None,
+        abstract: bool = False,
+        valueset_version: str | None = None,
+    ) -> ValidationResult:
+        """Validate a code (or a Coding, or a CodeableConcept) against a value set.
+
+        Returns a ValidationResult; a code that fails is ``result=False`` with a message and
+        a ``reason``, never an exception. Raises ValueSetNotFoundError for an unknown value
+        set. When ``system`` is omitted and the value set draws on one system, that one is
+        used.
+        """
+        target = url if url is not None else valueset
+        if target is None:
+            raise InvalidRequestError("Give the value set: a canonical url or a ValueSet")
+        if code is None and coding is None and codeable_concept is None:
+            raise InvalidRequestError(
+                "Give something to validate: code, coding or codeable_concept"
+            )
+        return self.terminology.validate_code(
+            target,
+            valueset_version=valueset_version,
+            code=code,
+            system=system,
+            version=version,
+            display=display,
+            coding=coding,
+            codeable_concept=codeable_concept,
+            abstract=abstract,
+        )
+
+    def validate_in_codesystem(
+        self, system: str, code: str, *, version: str | None = None, display: str | None = None
+    ) -> ValidationResult:
+        """Validate a code against a whole code system (abstract codes are valid here)."""
+        return self.terminology.validate_in_codesystem(
+            system, code=code, version=version, display=display
+        )
+
+    def lookup(
+        self,
+        system: str,
+        code: str,
+        *,
+        version: str | None = None,
+        properties: Sequence[str] | None = None,
+    ) -> LookupResult:
+        """Look a code up in its code system: display, designations and properties."""
+        return lookup(
+            self.terminology.require_codesystem(system, version), code, properties=properties
+        )
+
+    def subsumes(self, system: str, code_a: str, code_b: str, *, version: str | None = None) -> str:
+        """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""
+        return subsumes(self.terminology.require_codesystem(system, version), code_a, code_b)
