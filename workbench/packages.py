@@ -335,6 +335,9 @@ def _extract_tarball(archive_path: Path, destination: Path, label: str) -> None:
             with tarfile.open(fileobj=unzipped, mode="r|") as archive:
                 archive.extractall(destination, filter=checked)
             _drain(unzipped)
+    except tarfile.FilterError as exc:
+        member = exc.tarinfo.name
+        raise LoadError(f"{label}: refusing to extract member {member!r} ({exc})") from exc
     except _ARCHIVE_ERRORS as exc:
         problem = _describe(exc)
         raise LoadError(f"{label}: truncated or corrupt package tarball ({problem})") from exc
