@@ -92,6 +92,17 @@ def check_valueset(resource: Mapping[str, Any], origin: str) -> None:
         raise InvalidResourceError(f"{origin}: ValueSet {name}: compose has no include")
 
 
+def check_codesystem(resource: Mapping[str, Any], origin: str) -> None:
+    """Raise InvalidResourceError when a CodeSystem's concepts lack codes."""
+    todo = [("concept", c) for c in resource.get("concept") or []]
+    name = canonical_of(resource) or resource.get("id") or "CodeSystem"
+    while todo:
+        path, concept = todo.pop()
+        if not isinstance(concept, Mapping) or not isinstance(concept.get("code"), str):
+            raise InvalidResourceError(f"{origin}: CodeSystem {name}: a {path} has no code")
+        todo.extend((f"{path}.concept", c) for c in concept.get("concept") or [])
+
+
 def check_resource(resource: Any, origin: str) -> Resource:
     """Check that a parsed document is a FHIR resource we can store; return it."""
     if not isinstance(resource, dict):
@@ -101,6 +112,8 @@ def check_resource(resource: Any, origin: str) -> Resource:
         raise LoadError(f"{origin}: not a FHIR resource (no resourceType)")
     if rtype == "ValueSet":
         check_valueset(resource, origin)
+    elif rtype == "CodeSystem":
+        check_codesystem(resource, origin)
     if rtype in TERMINOLOGY_TYPES and "url" in resource and not isinstance(resource["url"], str):
         raise InvalidResourceError(f"{origin}: {rtype}.url must be a string")
     return resource

@@ -149,13 +149,7 @@ class Registry:
         """
         rtype, rid = resource["resourceType"], resource["id"]
         with self._lock:
-            url = resource.get("url")
-            version = str(resource.get("version") or "")
-            other = self._by_url.get((rtype, url), {}).get(version) if url else None
-            if other is not None and other.get("id") != rid:
-                raise DuplicateCanonicalError(
-                    f"{rtype} {url}|{version} already exists as {rtype}/{other['id']}"
-                )
+            self.check_put(resource)
             touched: set[tuple[str, str]] = set()
             created = (rtype, rid) not in self._by_id
             if not created:
@@ -163,6 +157,16 @@ class Registry:
             self._put(rtype, rid, resource, touched)
             self._notify(touched)
             return resource, created
+
+    def check_put(self, resource: Resource) -> None:
+        """Raise DuplicateCanonicalError when ``put`` would clash with another resource."""
+        rtype, rid, url = resource["resourceType"], resource["id"], resource.get("url")
+        version = str(resource.get("version") or "")
+        other = self._by_url.get((rtype, url), {}).get(version) if url else None
+        if other is not None and other.get("id") != rid:
+            raise DuplicateCanonicalError(
+                f"{rtype} {url}|{version} already exists as {rtype}/{other['id']}"
+            )
 
     def delete(self, resource_type: str, resource_id: str) -> Resource:
         """Remove and return a resource; raise ResourceNotFoundError when it is not there."""

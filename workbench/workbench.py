@@ -20,6 +20,7 @@ from workbench.terminology.validation import ValidationResult
 
 if TYPE_CHECKING:
     from workbench.loading import LoadSummary
+    from workbench.server.embedded import ServerHandle
 
 
 class Workbench:
@@ -185,11 +186,18 @@ class Workbench:
         )
 
     def validate_in_codesystem(
-        self, system: str, code: str, *, version: str | None = None, display: str | None = None
+        self,
+        system: str,
+        code: str | None,
+        *,
+        version: str | None = None,
+        display: str | None = None,
+        abstract: bool = True,
     ) -> ValidationResult:
-        """Validate a code against a whole code system (abstract codes are valid here)."""
+        """Validate a code against a whole code system (abstract codes are valid unless
+        ``abstract=False``)."""
         return self.terminology.validate_in_codesystem(
-            system, code=code, version=version, display=display
+            system, code=code, version=version, display=display, abstract=abstract
         )
 
     def lookup(
@@ -208,3 +216,24 @@ class Workbench:
     def subsumes(self, system: str, code_a: str, code_b: str, *, version: str | None = None) -> str:
         """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""
         return subsumes(self.terminology.require_codesystem(system, version), code_a, code_b)
+
+    # --- serving ----------------------------------------------------------------------
+
+    def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        *,
+        base: str = "/fhir/R4",
+        data_dir: str | Path | None = None,
+    ) -> ServerHandle:
+        """Serve this Workbench as a FHIR R4 terminology server in a background thread.
+
+        The server works on this very object: what you load here is visible over HTTP at
+        once, and writes over HTTP are visible here. ``port=0`` picks a free port. Returns a
+        handle with ``.url``, ``.token`` and ``.stop()``; use it as a context manager.
+        """
+        from workbench.server.embedded import serve
+
+        return serve(self, host=host, port=port, token=token, base=base, data_dir=data_dir)

@@ -25,6 +25,7 @@ from workbench.terminology.validation import (
     ValidationResult,
     coding_parts,
     combine_codings,
+    failure,
     validate_in_codesystem,
     validate_in_valueset,
 )
@@ -226,14 +227,13 @@ class Terminology:
         code: str | None,
         version: str | None = None,
         display: str | None = None,
+        abstract: bool = True,
     ) -> ValidationResult:
         """Validate a code against a whole code system."""
         found = self.codesystem(url, version)
         if found is None:
             label = f"{url}|{version}" if version else url
-            from workbench.terminology.validation import _fail
-
-            return _fail(
+            return failure(
                 "unknown-system",
                 f"A definition for CodeSystem '{label}' could not be "
                 f"found, so the code '{code}' cannot be validated",
@@ -241,7 +241,7 @@ class Terminology:
                 system=url,
                 version=version,
             )
-        return validate_in_codesystem(found, code=code, display=display)
+        return validate_in_codesystem(found, code=code, display=display, abstract=abstract)
 
 
 def _text_match(entry: Entry, words: list[str]) -> bool:

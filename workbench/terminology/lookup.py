@@ -40,7 +40,6 @@ class LookupResult:
             params.append({"name": "version", "valueString": self.version})
         if self.display is not None:
             params.append({"name": "display", "valueString": self.display})
-        params.append({"name": "abstract", "valueBoolean": self.abstract})
         for d in self.designations:
             part = []
             if d.get("language"):

@@ -108,7 +108,7 @@ class ValidationResult:
         return f"<div><b style='color:{colour}'>&#9679; {word}</b><table>{rows}</table></div>"
 
 
-def _fail(
+def failure(
     reason: str,
     text: str,
     *,
@@ -161,12 +161,12 @@ def validate_in_valueset(
 ) -> ValidationResult:
     """Validate one coding against a compiled value set (see the module docstring)."""
     if code is None or code == "":
-        return _fail("missing", "No code was given", code=code, system=system)
+        return failure("missing", "No code was given", code=code, system=system)
     if not system:
         systems = vs.systems()
         if len(systems) != 1:
             listed = ", ".join(systems) or "none"
-            return _fail(
+            return failure(
                 "unknown-system",
                 f"The code '{code}' has no system, and it cannot be inferred: the value set "
                 f"{vs.canonical} draws on {len(systems)} code systems ({listed})",
@@ -179,7 +179,7 @@ def validate_in_valueset(
     try:
         found, override = vs.contains(system, code)
     except (CodeSystemNotFoundError, IncompleteCodeSystemError) as exc:
-        return _fail(
+        return failure(
             "unknown-system",
             f"{exc.text}, so the code {_fmt(system, code)} cannot be checked against {where}",
             code=code,
@@ -189,7 +189,7 @@ def validate_in_valueset(
     concept = cs.get(code) if cs is not None else None
     if cs is None and not found:
         label = f"{system}|{version}" if version else system
-        return _fail(
+        return failure(
             "unknown-system",
             f"A definition for CodeSystem '{label}' could not be "
             f"found, so the code '{code}' cannot be validated",
@@ -199,7 +199,7 @@ def validate_in_valueset(
         )
     if cs is not None and concept is None and not found:
         cs_label = f"{cs.url}|{cs.version}" if cs.version else cs.url
-        return _fail(
+        return failure(
             "unknown-code",
             f"Unknown code '{code}' in the CodeSystem '{cs_label}'",
             code=code,
@@ -210,7 +210,7 @@ def validate_in_valueset(
     preferred = override or (concept.display if concept is not None else None)
     if not found:
         if concept is not None and concept.inactive and not vs.inactive_allowed:
-            return _fail(
+            return failure(
                 "inactive",
                 f"The code {_fmt(system, code)} is inactive, and {where} excludes inactive codes",
                 code=code,
@@ -218,7 +218,7 @@ def validate_in_valueset(
                 version=version,
                 display=preferred,
             )
-        return _fail(
+        return failure(
             "not-in-vs",
             f"The code {_fmt(system, code)} is not in {where}",
             code=code,
@@ -239,15 +239,15 @@ def validate_in_valueset(
 
 
 def validate_in_codesystem(
-    cs: CodeSystemIndex, *, code: str | None, display: str | None = None
+    cs: CodeSystemIndex, *, code: str | None, display: str | None = None, abstract: bool = True
 ) -> ValidationResult:
     """Validate a code against a whole code system (CodeSystem/$validate-code)."""
     if code is None or code == "":
-        return _fail("missing", "No code was given", code=code, system=cs.url)
+        return failure("missing", "No code was given", code=code, system=cs.url)
     concept = cs.get(code)
     if concept is None:
         label = f"{cs.url}|{cs.version}" if cs.version else cs.url
-        return _fail(
+        return failure(
             "unknown-code",
             f"Unknown code '{code}' in the CodeSystem '{label}'",
             code=code,
@@ -280,7 +280,7 @@ def _check_concept(
     preferred = override or (concept.display if concept is not None else None)
     real_code = concept.code if concept is not None else code
     if concept is not None and concept.abstract and not abstract:
-        return _fail(
+        return failure(
             "abstract",
             f"The code {_fmt(system, real_code)} is abstract, and abstract "
             f"codes are not allowed here (set abstract=true to allow them)",

@@ -1,0 +1,81 @@
+"""What an operation is: its definition, the inputs it honours, and a pure ``run``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import InvalidRequestError
+from workbench.operations.codec import NotSupportedError, RequiredError
+from workbench.operations.definitions import OperationDef
+from workbench.resources import Resource
+
+if TYPE_CHECKING:
+    from workbench.workbench import Workbench
+
+Inputs = dict[str, Any]
+Runner = Callable[["Workbench", Inputs, "Resource | None"], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """An operation: run(workbench, inputs, resource) returns the output values by name.
+
+    ``resource`` is the instance an instance-level call names. ``supported`` lists the
+    inputs the operation honours; a defined input outside it is refused as not-supported
+    rather than silently ignored. ``blocking`` operations may take long (an expansion), so
+    the server runs them off the event loop.
+    """
+
+    definition: OperationDef
+    runner: Runner
+    supported: frozenset[str]
+    blocking: bool = False
+
+    def run(
+        self, workbench: Workbench, inputs: Inputs, resource: Resource | None = None
+    ) -> dict[str, Any]:
+        """Check the inputs against what is supported, then run."""
+        unsupported = sorted(set(inputs) - self.supported)
+        if unsupported:
+            raise NotSupportedError(
+                f"${self.definition.code}: parameter(s) {', '.join(unsupported)} are defined "
+                "by FHIR but not supported by this server"
+            )
+        return self.runner(workbench, inputs, resource)
+
+
+def target_valueset(inputs: Mapping[str, Any], resource: Resource | None) -> Any:
+    """The value set an operation works on: inline ``valueSet``, ``url``, or the instance.
+
+    When both ``url`` and an instance are given they must agree.
+    """
+    url = inputs.get("url")
+    if inputs.get("valueSet") is not None:
+        if url is not None or resource is not None:
+            raise InvalidRequestError("Give the value set once: 'valueSet', 'url' or an instance")
+        return inputs["valueSet"]
+    if resource is not None:
+        if url is not None and url != resource.get("url"):
+            raise InvalidRequestError(
+                f"The 'url' parameter ({url}) does not match the ValueSet instance "
+                f"({resource.get('url')})"
+            )
+        return resource
+    if url is None:
+        raise RequiredError(
+            "Parameter 'url' is required when the operation is not called on a ValueSet "
+            "instance (or give 'valueSet')"
+        )
+    return url
+
+
+def one_of(inputs: Mapping[str, Any], names: tuple[str, ...], what: str) -> str:
+    """Return the single name of ``names`` present in inputs; raise when none or several."""
+    given = [n for n in names if inputs.get(n) is not None]
+    if not given:
+        raise RequiredError(f"Nothing to {what}: give {', '.join(names[:-1])} or {names[-1]}")
+    if len(given) > 1:
+        raise InvalidRequestError(f"Give only one of {', '.join(given)}")
+    return given[0]

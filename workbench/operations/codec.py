@@ -1,0 +1,235 @@
+"""The one Parameters codec: request inputs in, output values out, driven by the definition.
+
+Inputs come from a query string (GET) or a Parameters body (POST). Either way the result is
+a dict ``name -> value`` (a list for parameters that repeat), with values typed by the
+definition: booleans and integers parsed strictly, Codings and resources as dicts. Every
+problem raises a WorkbenchError naming the parameter, which the server turns into an
+OperationOutcome.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from workbench.errors import InvalidRequestError, WorkbenchError
+from workbench.operations.definitions import OperationDef, ParamDef
+
+GENERAL_PARAMETERS = frozenset({"_format", "_pretty"})
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_INTEGER_TYPES = {"integer", "positiveInt", "unsignedInt"}
+# Alternative value[x] names accepted for a declared type (rule 3: code may come as string).
+_ALSO_ACCEPTED = {"code": ("valueString",)}
+
+
+class RequiredError(WorkbenchError):
+    """A required input is missing."""
+
+    code = "required"
+    status = 400
+    msg_id = "WB-REQ-002"
+
+
+class NotSupportedError(WorkbenchError):
+    """The request uses something this server does not support (GET with a complex type…)."""
+
+    code = "not-supported"
+    status = 400
+    msg_id = "WB-REQ-003"
+
+
+def value_key(type_name: str) -> str:
+    """Return the ``value[x]`` element name for a type: ``code`` -> ``valueCode``."""
+    return "value" + type_name[:1].upper() + type_name[1:]
+
+
+def _parse_scalar(param: ParamDef, text: str) -> Any:
+    kind = param.type or "string"
+    if kind == "boolean":
+        if text not in ("true", "false"):
+            raise InvalidRequestError(
+                f"Parameter '{param.name}' must be true or false, not '{text}'"
+            )
+        return text == "true"
+    if kind in _INTEGER_TYPES:
+        if not _INTEGER.match(text):
+            raise InvalidRequestError(f"Parameter '{param.name}' must be an integer, not '{text}'")
+        return _check_integer(param, int(text))
+    return text
+
+
+def _check_integer(param: ParamDef, number: int) -> int:
+    if param.type == "positiveInt" and number < 1:
+        raise InvalidRequestError(f"Parameter '{param.name}' must be 1 or more, not {number}")
+    if param.type == "unsignedInt" and number < 0:
+        raise InvalidRequestError(f"Parameter '{param.name}' must be 0 or more, not {number}")
+    return number
+
+
+def _collect(op: OperationDef, pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    inputs: dict[str, Any] = {}
+    for name, value in pairs:
+        param = op.inputs[name]
+        if param.repeats:
+            inputs.setdefault(name, []).append(value)
+        elif name in inputs:
+            raise InvalidRequestError(
+                f"Parameter '{name}' may appear only once (its cardinality is "
+                f"{param.min}..{param.max})"
+            )
+        else:
+            inputs[name] = value
+    for param in op.inputs.values():
+        if param.min > 0 and param.name not in inputs:
+            raise RequiredError(f"Parameter '{param.name}' is required")
+    return inputs
+
+
+def _known(op: OperationDef, name: str) -> ParamDef:
+    param = op.inputs.get(name)
+    if param is None:
+        known = ", ".join(op.inputs)
+        raise InvalidRequestError(
+            f"Unknown parameter '{name}' for ${op.code} (known parameters: {known})"
+        )
+    return param
+
+
+def parse_query(op: OperationDef, items: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """Parse GET query parameters (rule 2: simple types only)."""
+    pairs: list[tuple[str, Any]] = []
+    for name, text in items:
+        if name in GENERAL_PARAMETERS:
+            continue
+        param = _known(op, name)
+        if not param.is_simple:
+            raise NotSupportedError(
+                f"Parameter '{name}' has the complex type {param.type or 'with parts'}, which "
+                "cannot be sent in a GET query; use POST with a Parameters body"
+            )
+        pairs.append((name, _parse_scalar(param, text)))
+    return _collect(op, pairs)
+
+
+def parse_parameters(op: OperationDef, body: Mapping[str, Any]) -> dict[str, Any]:
+    """Parse a POSTed body: a Parameters resource, or the operation's single resource input."""
+    rtype = body.get("resourceType")
+    single = op.resource_input
+    if rtype != "Parameters":
+        if single is not None and rtype in (single.type, "Resource"):
+            return _collect(op, [(single.name, dict(body))])
+        expected = "a Parameters resource"
+        if single is not None:
+            expected += f" or a {single.type}"
+        raise InvalidRequestError(f"The body of ${op.code} must be {expected}, not {rtype!r}")
+    entries = body.get("parameter", [])
+    if not isinstance(entries, list):
+        raise InvalidRequestError("Parameters.parameter must be a list")
+    pairs: list[tuple[str, Any]] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise InvalidRequestError(f"Parameters.parameter[{i}] needs a name")
+        name = entry["name"]
+        if name in GENERAL_PARAMETERS:
+            continue
+        pairs.append((name, _entry_value(_known(op, name), entry)))
+    return _collect(op, pairs)
+
+
+def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
+    values = {k: v for k, v in entry.items() if k.startswith("value")}
+    if param.is_resource:
+        resource = entry.get("resource")
+        if values or not isinstance(resource, Mapping):
+            raise InvalidRequestError(
+                f"Parameter '{param.name}' must carry a {param.type} in 'resource'"
+            )
+        if param.type != "Resource" and resource.get("resourceType") != param.type:
+            raise InvalidRequestError(
+                f"Parameter '{param.name}' must be a {param.type}, not "
+                f"{resource.get('resourceType')!r}"
+            )
+        return dict(resource)
+    if param.parts and not param.type:
+        raise NotSupportedError(f"Parameter '{param.name}' with parts is not supported as input")
+    declared = value_key(param.type or "string")
+    allowed = (declared, *_ALSO_ACCEPTED.get(param.type or "", ()))
+    if len(values) != 1 or next(iter(values)) not in allowed:
+        given = ", ".join(values) or "no value"
+        raise InvalidRequestError(
+            f"Parameter '{param.name}' has type {param.type}, so it must be sent as "
+            f"{' or '.join(allowed)}, not {given}"
+        )
+    value = next(iter(values.values()))
+    return _check_value(param, value)
+
+
+def _check_value(param: ParamDef, value: Any) -> Any:
+    kind = param.type or "string"
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise InvalidRequestError(f"Parameter '{param.name}' must be a JSON boolean")
+        return value
+    if kind in _INTEGER_TYPES:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidRequestError(f"Parameter '{param.name}' must be a JSON integer")
+        return _check_integer(param, value)
+    if param.is_simple:
+        if not isinstance(value, str):
+            raise InvalidRequestError(f"Parameter '{param.name}' must be a JSON string")
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidRequestError(f"Parameter '{param.name}' must be a {kind} (a JSON object)")
+    return dict(value)
+
+
+def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Build the response body from output values, by the definition.
+
+    Rule 6: an operation with a single required ``return`` resource returns it bare.
+    Otherwise a Parameters resource with one entry per value, in definition order; a value
+    of a parameter with parts is a mapping (or a list of mappings) of part values.
+    """
+    if op.returns_resource:
+        return dict(outputs["return"])
+    unknown = set(outputs) - set(op.outputs)
+    if unknown:
+        raise WorkbenchError(f"${op.code} produced undeclared outputs {sorted(unknown)}")
+    entries: list[dict[str, Any]] = []
+    for param in op.outputs.values():
+        value = outputs.get(param.name)
+        if value is None:
+            if param.min > 0:
+                raise WorkbenchError(f"${op.code} did not produce its required '{param.name}'")
+            continue
+        values = value if param.repeats and isinstance(value, list) else [value]
+        entries += [_output_entry(param, v) for v in values]
+    return {"resourceType": "Parameters", "parameter": entries}
+
+
+_PY_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "decimal"),
+    (str, "string"),
+)
+
+
+def _output_entry(param: ParamDef, value: Any) -> dict[str, Any]:
+    if param.parts and isinstance(value, Mapping) and not param.type:
+        parts_by_name = {p.name: p for p in param.parts}
+        part_entries = []
+        for name, part_value in value.items():
+            part = parts_by_name.get(name) or ParamDef(name, "out", 0, 1, None)
+            items = part_value if isinstance(part_value, list) else [part_value]
+            part_entries += [_output_entry(part, v) for v in items if v is not None]
+        return {"name": param.name, "part": part_entries}
+    if param.is_resource:
+        return {"name": param.name, "resource": value}
+    kind = param.type
+    if kind is None or kind == "Element" or (kind[:1].isupper() and not isinstance(value, Mapping)):
+        kind = next((t for py, t in _PY_TYPES if isinstance(value, py)), "string")
+    if isinstance(value, Mapping) and (kind is None or kind[:1].islower() or kind == "Element"):
+        kind = "Coding"
+    return {"name": param.name, value_key(kind): value}

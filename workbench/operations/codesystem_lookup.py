@@ -1,0 +1,44 @@
+"""CodeSystem/$lookup (type level): display, designations and properties of a code."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from workbench.operations.base import Inputs, Operation, one_of
+from workbench.operations.codec import RequiredError
+from workbench.operations.definitions import load_definition
+from workbench.resources import Resource
+
+if TYPE_CHECKING:
+    from workbench.workbench import Workbench
+
+DEFINITION = load_definition("OperationDefinition-CodeSystem-lookup.json")
+
+
+def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+    """Look up code+system or a Coding; ``property`` selects the properties returned."""
+    given = one_of(inputs, ("code", "coding"), "look up")
+    if given == "code":
+        system, code, version = inputs.get("system"), inputs["code"], inputs.get("version")
+    else:
+        coding = inputs["coding"]
+        system, code = coding.get("system"), coding.get("code")
+        version = inputs.get("version") or coding.get("version")
+    if not system or not code:
+        raise RequiredError("$lookup needs both a system and a code")
+    found = wb.lookup(system, code, version=version, properties=inputs.get("property"))
+    return {
+        "name": found.name,
+        "version": found.version,
+        "display": found.display if found.display is not None else found.code,
+        "designation": [
+            {"language": d.get("language"), "use": d.get("use"), "value": d.get("value")}
+            for d in found.designations
+        ],
+        "property": [{"code": name, "value": value} for name, value in found.properties],
+    }
+
+
+OPERATION = Operation(
+    DEFINITION, run, frozenset({"code", "system", "version", "coding", "property"})
+)

@@ -1,0 +1,47 @@
+"""CodeSystem/$subsumes (type and instance level)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import InvalidRequestError
+from workbench.operations.base import Inputs, Operation
+from workbench.operations.codec import RequiredError
+from workbench.operations.definitions import load_definition
+from workbench.resources import Resource
+
+if TYPE_CHECKING:
+    from workbench.workbench import Workbench
+
+DEFINITION = load_definition("OperationDefinition-CodeSystem-subsumes.json")
+
+
+def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+    """Compare codeA with codeB (or codingA with codingB) in one code system."""
+    system = inputs.get("system")
+    version = inputs.get("version")
+    if resource is not None:
+        system, version = resource.get("url"), version or resource.get("version")
+    codes: list[str] = []
+    for side in ("A", "B"):
+        code, coding = inputs.get(f"code{side}"), inputs.get(f"coding{side}")
+        if (code is None) == (coding is None):
+            raise RequiredError(f"Give exactly one of code{side} and coding{side}")
+        if coding is not None:
+            if system is not None and coding.get("system") not in (None, system):
+                raise InvalidRequestError(
+                    f"coding{side} is from {coding.get('system')}, not from {system}"
+                )
+            system = system or coding.get("system")
+            code = coding.get("code")
+        if not code:
+            raise RequiredError(f"coding{side} has no code")
+        codes.append(str(code))
+    if not system:
+        raise RequiredError("Parameter 'system' is required (or call it on a CodeSystem)")
+    return {"outcome": wb.subsumes(system, codes[0], codes[1], version=version)}
+
+
+OPERATION = Operation(
+    DEFINITION, run, frozenset({"codeA", "codeB", "system", "version", "codingA", "codingB"})
+)

@@ -1,0 +1,57 @@
+"""ValueSet/$expand (type and instance level); returns the expanded ValueSet (rule 6)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import InvalidRequestError
+from workbench.operations.base import Inputs, Operation, target_valueset
+from workbench.operations.definitions import load_definition
+from workbench.resources import Resource
+
+if TYPE_CHECKING:
+    from workbench.workbench import Workbench
+
+DEFINITION = load_definition("OperationDefinition-ValueSet-expand.json")
+
+
+def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+    """Expand; ``count=0`` gives the total only. Contains are always flat (excludeNested)."""
+    target = target_valueset(inputs, resource)
+    offset = inputs.get("offset", 0)
+    count = inputs.get("count")
+    if offset < 0 or (count is not None and count < 0):
+        raise InvalidRequestError("Parameters 'offset' and 'count' must be 0 or more")
+    expansion = wb.expand(
+        target,
+        version=inputs.get("valueSetVersion") if isinstance(target, str) else None,
+        filter=inputs.get("filter"),
+        offset=offset,
+        count=count,
+        active_only=inputs.get("activeOnly", False),
+        include_designations=inputs.get("includeDesignations", False),
+        display_language=inputs.get("displayLanguage"),
+    )
+    return {"return": expansion.to_valueset()}
+
+
+OPERATION = Operation(
+    DEFINITION,
+    run,
+    frozenset(
+        {
+            "url",
+            "valueSet",
+            "valueSetVersion",
+            "filter",
+            "offset",
+            "count",
+            "activeOnly",
+            "includeDesignations",
+            "displayLanguage",
+            "excludeNested",
+            "excludePostCoordinated",
+        }
+    ),
+    blocking=True,
+)

@@ -1,0 +1,68 @@
+"""The app factory: a FHIR R4 terminology server over one Workbench's in-memory data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from workbench.errors import ResourceNotFoundError
+from workbench.operations import OPERATIONS
+from workbench.server.auth import BearerAuth
+from workbench.server.capability import capability_statement
+from workbench.server.errors import HANDLERS
+from workbench.server.responses import fhir
+from workbench.server.routes import OperationRoutes, resource_routes
+from workbench.server.store import ResourceStore
+
+if TYPE_CHECKING:
+    from workbench.workbench import Workbench
+
+DEFAULT_BASE = "/fhir/R4"
+DEFAULT_MAX_BODY = 10 * 1024 * 1024
+
+
+def create_app(
+    workbench: Workbench,
+    *,
+    token: str,
+    base: str = DEFAULT_BASE,
+    data_dir: str | Path | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+) -> FastAPI:
+    """Build the server app. It serves ``workbench`` itself, so changes show both ways.
+
+    ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies.
+    """
+    base = "/" + base.strip("/") if base.strip("/") else ""
+    store = ResourceStore(workbench, data_dir)
+    definitions = {op.definition.id: op.definition.resource for op in OPERATIONS}
+
+    async def metadata(request: Request) -> Response:
+        root = str(request.base_url).rstrip("/") + base
+        return fhir(capability_statement(OPERATIONS, root))
+
+    async def operation_definition(request: Request) -> Response:
+        found = definitions.get(request.path_params["rid"])
+        if found is None:
+            raise ResourceNotFoundError(
+                f"OperationDefinition/{request.path_params['rid']} not found"
+            )
+        return fhir(found)
+
+    routes = [
+        Route(f"{base}/metadata", metadata, methods=["GET"]),
+        Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=["GET"]),
+        *OperationRoutes(OPERATIONS, store, max_body).routes(base),
+        *resource_routes(base, store, max_body),
+    ]
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, exception_handlers=HANDLERS)  # type: ignore[arg-type]
+    app.router.routes.extend(routes)
+    app.add_middleware(BearerAuth, token=token, base=base)
+    app.state.workbench = workbench
+    app.state.store = store
+    return app

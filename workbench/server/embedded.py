@@ -1,0 +1,102 @@
+"""Run the server in a background thread of the current process (notebooks, tests)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import uvicorn
+
+from workbench.errors import WorkbenchError
+from workbench.server.app import DEFAULT_BASE, create_app
+from workbench.server.auth import new_token
+
+if TYPE_CHECKING:
+    from workbench.workbench import Workbench
+
+START_TIMEOUT = 15.0
+
+
+class ServerHandle:
+    """A running embedded server: ``.url``, ``.token``, ``.stop()``; a context manager."""
+
+    def __init__(
+        self, server: uvicorn.Server, thread: threading.Thread, url: str, token: str
+    ) -> None:
+        self._server = server
+        self._thread = thread
+        self.url = url
+        self.token = token
+
+    @property
+    def running(self) -> bool:
+        """True until the server has stopped."""
+        return self._thread.is_alive()
+
+    def curl_example(self) -> str:
+        """A ready-to-paste curl command that validates a code."""
+        return (
+            f"curl -H 'Authorization: Bearer {self.token}' '{self.url}/ValueSet/"
+            "$validate-code?url=http://hl7.org/fhir/ValueSet/administrative-gender"
+            "&system=http://hl7.org/fhir/administrative-gender&code=female'"
+        )
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving and release the port."""
+        self._server.should_exit = True
+        self._thread.join(timeout)
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<ServerHandle {self.url} ({state})>"
+
+    def _repr_html_(self) -> str:
+        state = "running" if self.running else "stopped"
+        return (
+            f"<p>FHIR terminology server <b>{state}</b> at <code>{self.url}</code><br>"
+            f"token: <code>{self.token}</code></p>"
+        )
+
+
+def serve(
+    workbench: Workbench,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    base: str = DEFAULT_BASE,
+    data_dir: str | Path | None = None,
+    log_level: str = "warning",
+) -> ServerHandle:
+    """Start serving ``workbench`` on ``host:port`` (0 picks a free port) in a thread."""
+    token = token or new_token()
+    app = create_app(workbench, token=token, base=base, data_dir=data_dir)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, lifespan="off", access_log=False
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name=f"workbench-server-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise WorkbenchError(f"The server did not start on {host}:{port}")
+        time.sleep(0.01)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return ServerHandle(server, thread, f"http://{shown}:{bound}{base}", token)

@@ -1,0 +1,58 @@
+"""Exception handlers: every failure becomes an OperationOutcome, never ``{"detail": …}``."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from workbench.errors import WorkbenchError
+from workbench.server.responses import fhir, outcome
+
+log = logging.getLogger("workbench.server")
+
+_HTTP_CODES = {
+    401: "login",
+    403: "forbidden",
+    404: "not-found",
+    405: "not-supported",
+    413: "too-long",
+    415: "not-supported",
+}
+
+
+async def workbench_error(request: Request, exc: Exception) -> Response:
+    """A WorkbenchError carries its own status, issue code and message id."""
+    assert isinstance(exc, WorkbenchError)
+    return fhir(exc.to_outcome(), exc.status)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (no route, wrong method) as OperationOutcomes."""
+    assert isinstance(exc, HTTPException)
+    text = {
+        404: f"No such endpoint: {request.method} {request.url.path}",
+        405: f"Method {request.method} is not allowed on {request.url.path}",
+    }.get(exc.status_code, str(exc.detail))
+    return outcome(
+        _HTTP_CODES.get(exc.status_code, "processing"),
+        text,
+        status=exc.status_code,
+        msg_id=f"WB-HTTP-{exc.status_code}",
+    )
+
+
+async def unexpected_error(request: Request, exc: Exception) -> Response:
+    """Anything else: 500 with an OperationOutcome; the traceback goes to the log only."""
+    log.exception("Unexpected error on %s %s", request.method, request.url.path)
+    return outcome(
+        "exception",
+        "Internal server error; the server log has the details",
+        status=500,
+        msg_id="WB-HTTP-500",
+    )
+
+
+HANDLERS = {WorkbenchError: workbench_error, HTTPException: http_error, Exception: unexpected_error}

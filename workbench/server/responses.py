@@ -1,0 +1,88 @@
+"""FHIR JSON responses and request bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from workbench.errors import WorkbenchError
+
+FHIR_JSON = "application/fhir+json"
+_ACCEPTED_TYPES = ("application/fhir+json", "application/json")
+
+
+class FHIRResponse(Response):
+    """A response whose body is FHIR JSON (serialised by orjson)."""
+
+    media_type = FHIR_JSON
+
+    def render(self, content: Any) -> bytes:
+        """Serialise the content; ``_pretty`` is handled by the caller via ``pretty``."""
+        return orjson.dumps(content)
+
+
+def fhir(
+    content: Any, status: int = 200, headers: dict[str, str] | None = None, pretty: bool = False
+) -> Response:
+    """Return FHIR JSON, indented when ``pretty``."""
+    if pretty:
+        body = orjson.dumps(content, option=orjson.OPT_INDENT_2)
+        return Response(body, status, headers, media_type=FHIR_JSON)
+    return FHIRResponse(content, status, headers)
+
+
+def outcome(code: str, text: str, *, status: int = 400, msg_id: str = "WB-HTTP") -> Response:
+    """An OperationOutcome response with one error issue."""
+    error = WorkbenchError(text, code=code, status=status, msg_id=msg_id)
+    return fhir(error.to_outcome(), status)
+
+
+class UnsupportedMediaTypeError(WorkbenchError):
+    """The body is not FHIR JSON."""
+
+    code = "not-supported"
+    status = 415
+    msg_id = "WB-HTTP-415"
+
+
+class TooLargeError(WorkbenchError):
+    """The body is over the configured size limit."""
+
+    code = "too-long"
+    status = 413
+    msg_id = "WB-HTTP-413"
+
+
+class MalformedError(WorkbenchError):
+    """The body is not valid JSON."""
+
+    code = "structure"
+    status = 400
+    msg_id = "WB-HTTP-400"
+
+
+async def read_json(request: Request, max_bytes: int) -> Any:
+    """Read a JSON body, checking the content type and the size limit."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media not in _ACCEPTED_TYPES:
+        shown = media or "none"
+        raise UnsupportedMediaTypeError(
+            f"Content-Type {shown} is not supported; send application/fhir+json"
+        )
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
+        chunks.append(chunk)
+    try:
+        return orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise MalformedError(f"The body is not valid JSON: {exc}") from exc
