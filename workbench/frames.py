@@ -174,8 +174,16 @@ def codesystem_from_frame(
         "Coding": "valueCoding",
     }
     concepts: list[dict[str, Any]] = []
-    records = frame.to_dict("records")
-    for row in records:
+    used = list(
+        dict.fromkeys(
+            c
+            for c in (code, display, parent, definition, abstract, inactive, *types)
+            if c is not None
+        )
+    )
+    columns = [frame[c].tolist() for c in used]
+    for values in zip(*columns, strict=True):
+        row = dict(zip(used, values, strict=True))
         c: dict[str, Any] = {"code": str(row[code])}
         if display is not None and _present(row[display]):
             c["display"] = str(row[display])

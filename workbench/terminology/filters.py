@@ -105,11 +105,13 @@ def _hierarchy_filter(cs: CodeSystemIndex, op: str, value: str, text: str) -> Co
     code = target.code if target is not None else value
     if op == "is-a":
         members = cs.descendants(code) | {code} if target else frozenset()
-        return CodeFilter(text, lambda c: c.code == code or code in cs.ancestors(c.code), members)
+        return CodeFilter(text, lambda c: c.code in members, members)
     if op == "descendent-of":
-        return CodeFilter(text, lambda c: code in cs.ancestors(c.code), cs.descendants(code))
+        below = cs.descendants(code)
+        return CodeFilter(text, lambda c: c.code in below, below)
     if op == "is-not-a":
-        return CodeFilter(text, lambda c: c.code != code and code not in cs.ancestors(c.code))
+        excluded = cs.descendants(code) | {code} if target else frozenset()
+        return CodeFilter(text, lambda c: c.code not in excluded)
     if op == "generalizes":
         members = cs.ancestors(code) | {code} if target else frozenset()
         return CodeFilter(text, lambda c: c.code in members, members)
