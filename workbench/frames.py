@@ -64,7 +64,7 @@ def concepts_frame(cs: CodeSystemIndex) -> pd.DataFrame:
     for c in cs:
         values = []
         for name in extra:
-            found = c.property_strings(name) if name in c.properties else []
+            found = [_plain(v) for v in c.properties.get(name, ())]
             values.append(found[0] if len(found) == 1 else (found or None))
         rows.append(
             [
@@ -79,7 +79,18 @@ def concepts_frame(cs: CodeSystemIndex) -> pd.DataFrame:
             ]
         )
     columns = ["code", "display", "definition", "parents", "abstract", "inactive", "status", *extra]
-    return pd.DataFrame(rows, columns=columns).astype({"abstract": bool, "inactive": bool})
+    frame = pd.DataFrame(rows, columns=columns).astype({"abstract": bool, "inactive": bool})
+    nullable = {"integer": "Int64", "decimal": "Float64", "boolean": "boolean"}
+    for name in extra:
+        dtype = nullable.get(cs.property_types.get(name, ""))
+        if dtype and not frame[name].map(lambda v: isinstance(v, list)).any():
+            frame[name] = frame[name].astype(dtype)
+    return frame
+
+
+def _plain(value: Any) -> Any:
+    """A property value for a frame: a Coding becomes its code; others stay as typed."""
+    return value.get("code") if isinstance(value, Mapping) else value
 
 
 def designations_frame(cs: CodeSystemIndex) -> pd.DataFrame:

@@ -118,11 +118,17 @@ class Registry:
         with self._lock:
             touched: set[tuple[str, str]] = set()
             staged: dict[tuple[str, str], Resource] = {}
+            staged_canonicals: dict[tuple[str, str, str], Resource] = {}
             for resource in items:
                 rtype = resource["resourceType"]
                 url = resource.get("url")
                 version = str(resource.get("version") or "")
-                existing = self._by_url.get((rtype, url), {}).get(version) if url else None
+                earlier = staged_canonicals.get((rtype, url, version)) if url else None
+                if earlier is not None:
+                    del staged[(rtype, earlier["id"])]
+                existing = earlier or (
+                    self._by_url.get((rtype, url), {}).get(version) if url else None
+                )
                 if existing is not None and not replace_canonical:
                     raise DuplicateCanonicalError(
                         f"{rtype} {url}|{version} already exists as {rtype}/{existing['id']}"
@@ -134,7 +140,9 @@ class Registry:
                     rid = self._fresh_id(rtype, rid, version, staged)
                 resource["id"] = rid
                 staged[(rtype, rid)] = resource
-                if existing is not None and existing.get("id") != rid:
+                if url:
+                    staged_canonicals[(rtype, url, version)] = resource
+                if existing is not None and existing is not earlier and existing.get("id") != rid:
                     self._remove(rtype, existing["id"], touched)
             for (rtype, rid), resource in staged.items():
                 self._put(rtype, rid, resource, touched)

@@ -39,6 +39,17 @@ class Entry(NamedTuple):
     designations: tuple[dict[str, Any], ...] = ()
 
 
+class Match(NamedTuple):
+    """The answer of a membership question."""
+
+    found: bool
+    display: str | None = None
+    concept: Concept | None = None
+    cs: CodeSystemIndex | None = None
+
+
+NO_MATCH = Match(False)
+
 CodeSystemResolver = Callable[[str, "str | None"], "CodeSystemIndex | None"]
 
 
@@ -69,17 +80,18 @@ class Clause:
     def _missing(self) -> CodeSystemNotFoundError:
         return CodeSystemNotFoundError(str(self.system), self.version)
 
-    def match(self, system: str, code: str) -> tuple[bool, str | None]:
-        """Return (matches, the value set's display for the code when it overrides)."""
+    def match(self, system: str, code: str) -> Match:
+        """Does this clause take the code? With the value set's display and the concept."""
         override: str | None = None
+        concept: Concept | None = None
         if self.system is not None:
             if system != self.system:
-                return False, None
+                return NO_MATCH
             if self.cs is None:
                 if self.concepts:
                     listed = self.concepts.get(code)
                     if listed is None:
-                        return False, None
+                        return NO_MATCH
                     override = listed.get("display")
                 elif self.has_filters or self.imports or not self.exclude:
                     raise self._missing()
@@ -87,22 +99,25 @@ class Clause:
                 concept = self.cs.get(code)
                 if concept is None:
                     if self.cs.is_complete or code not in self.concepts:
-                        return False, None
+                        return NO_MATCH
                     override = self.concepts[code].get("display")
                 else:
                     if self.concepts:
                         listed = self.concepts.get(concept.code)
                         if listed is None:
-                            return False, None
+                            return NO_MATCH
                         override = listed.get("display")
                     if not all(f.matches(concept) for f in self.filters):
-                        return False, None
+                        return NO_MATCH
+        cs = self.cs
         for imported in self.imports:
-            found, display = imported.contains(system, code)
-            if not found:
-                return False, None
-            override = override or display
-        return True, override
+            found = imported.contains(system, code)
+            if not found.found:
+                return NO_MATCH
+            override = override or found.display
+            concept = concept or found.concept
+            cs = cs or found.cs
+        return Match(True, override, concept, cs)
 
     def entries(self) -> list[Entry]:
         """Expand this clause (the import intersection applied)."""
@@ -216,13 +231,9 @@ class CompiledValueSet:
         compose = resource.get("compose") or {}
         self.inactive_allowed: bool = compose.get("inactive", True) is not False
         self.dependencies = dependencies
+        self.canonical = canonical_of(resource)
         self._entries: list[Entry] | None = None
         self._keys: dict[tuple[str, str], Entry] | None = None
-
-    @property
-    def canonical(self) -> str:
-        """``url|version`` of the value set."""
-        return canonical_of(self.resource)
 
     def systems(self) -> list[str]:
         """Return the code systems the value set draws on, in order (imports included)."""
@@ -235,33 +246,25 @@ class CompiledValueSet:
             found.extend(n for n in names if n and n not in found)
         return found
 
-    def contains(self, system: str, code: str) -> tuple[bool, str | None]:
-        """Return (is the code in the value set, the value set's display override).
+    def contains(self, system: str, code: str) -> Match:
+        """Is the code in the value set? With the value set's display override and the
+        concept (from the code system version the matching include uses).
 
-        Decided from the compose, without expanding: hierarchy filters use memoised
-        ancestor sets. Inactive codes count only when the compose allows them.
+        Decided from the compose, without expanding: hierarchy filters use precomputed
+        member sets. Inactive codes count only when the compose allows them.
         """
-        display: str | None = None
         for clause in self.includes:
-            found, display = clause.match(system, code)
-            if found:
+            found = clause.match(system, code)
+            if found.found:
                 break
         else:
-            return False, None
+            return NO_MATCH
         for clause in self.excludes:
-            if clause.match(system, code)[0]:
-                return False, None
-        if not self.inactive_allowed and self._is_inactive(system, code):
-            return False, None
-        return True, display
-
-    def _is_inactive(self, system: str, code: str) -> bool:
-        for clause in self.includes:
-            if clause.cs is not None and clause.system == system:
-                concept = clause.cs.get(code)
-                if concept is not None:
-                    return concept.inactive
-        return False
+            if clause.match(system, code).found:
+                return NO_MATCH
+        if not self.inactive_allowed and found.concept is not None and found.concept.inactive:
+            return NO_MATCH
+        return found
 
     def entries(self) -> list[Entry]:
         """Return the whole expansion (every code, in compose order, without duplicates)."""
@@ -272,7 +275,7 @@ class CompiledValueSet:
                     seen.setdefault((entry.system, entry.code), entry)
             if self.excludes:
                 for key in list(seen):
-                    if any(c.match(*key)[0] for c in self.excludes):
+                    if any(c.match(*key).found for c in self.excludes):
                         del seen[key]
             entries = list(seen.values())
             if not self.inactive_allowed:

@@ -66,6 +66,8 @@ def compile_filter(cs: CodeSystemIndex, raw: Mapping[str, Any]) -> CodeFilter:
             f"(supported: {', '.join(OPERATORS)})"
         )
     role = cs.role_of(prop)
+    if role in ("parent", "child") and op in ("=", "in", "not-in"):
+        value = ",".join(_canonical_code(cs, v) for v in _split(value))
     if prop in ("concept", "code"):
         return _hierarchy_filter(cs, op, value, text)
     if op in _HIERARCHY_OPS:
@@ -80,6 +82,12 @@ def compile_filter(cs: CodeSystemIndex, raw: Mapping[str, Any]) -> CodeFilter:
 
 def _unsupported(cs: CodeSystemIndex, text: str, why: str) -> UnsupportedFilterError:
     return UnsupportedFilterError(f"Filter '{text}' on {cs.url} is not supported: {why}")
+
+
+def _canonical_code(cs: CodeSystemIndex, code: str) -> str:
+    """The code as the code system spells it (matters when it is not case-sensitive)."""
+    concept = cs.get(code)
+    return concept.code if concept is not None else code
 
 
 def _split(value: str) -> frozenset[str]:
@@ -128,7 +136,7 @@ def _hierarchy_filter(cs: CodeSystemIndex, op: str, value: str, text: str) -> Co
         codes = frozenset(c.code for c in map(cs.get, _split(value)) if c is not None)
         return CodeFilter(text, lambda c: c.code in codes, codes)
     if op == "not-in":
-        excluded = _split(value)
+        excluded = frozenset(c.code for c in map(cs.get, _split(value)) if c is not None)
         return CodeFilter(text, lambda c: c.code not in excluded)
     if op == "regex":
         match = _regex(value, cs, text)
@@ -142,7 +150,8 @@ def _property_hierarchy_filter(
 ) -> CodeFilter:
     """Hierarchy operators on a code-valued property: the property's value is-a ``value``."""
     if role == "parent" and op in ("=", "child-of"):
-        return CodeFilter(text, lambda c: value in c.parents)
+        parent = _canonical_code(cs, value)
+        return CodeFilter(text, lambda c: parent in c.parents)
     inner = _hierarchy_filter(cs, op, value, text)
     if role == "parent":
         return CodeFilter(text, lambda c: any(inner.matches(cs.concepts[p]) for p in c.parents))

@@ -174,10 +174,18 @@ def validate_in_valueset(
                 system=system,
             )
         system = systems[0]
-    cs = codesystem(system, version)
     where = f"the value set {vs.canonical}"
+    if version is not None and codesystem(system, version) is None:
+        return failure(
+            "unknown-system",
+            f"A definition for CodeSystem '{system}|{version}' "
+            f"could not be found, so the code '{code}' cannot be validated",
+            code=code,
+            system=system,
+            version=version,
+        )
     try:
-        found, override = vs.contains(system, code)
+        match = vs.contains(system, code)
     except (CodeSystemNotFoundError, IncompleteCodeSystemError) as exc:
         return failure(
             "unknown-system",
@@ -186,7 +194,13 @@ def validate_in_valueset(
             system=system,
             version=version,
         )
-    concept = cs.get(code) if cs is not None else None
+    found, override = match.found, match.display
+    if version is not None:
+        cs = codesystem(system, version)
+        concept = cs.get(code) if cs is not None else None
+    else:
+        cs = match.cs or codesystem(system, None)
+        concept = match.concept or (cs.get(code) if cs is not None else None)
     if cs is None and not found:
         label = f"{system}|{version}" if version else system
         return failure(
@@ -199,13 +213,10 @@ def validate_in_valueset(
         )
     if cs is not None and concept is None and not found:
         cs_label = f"{cs.url}|{cs.version}" if cs.version else cs.url
-        return failure(
-            "unknown-code",
-            f"Unknown code '{code}' in the CodeSystem '{cs_label}'",
-            code=code,
-            system=system,
-            version=cs.version,
-        )
+        text = f"Unknown code '{code}' in the CodeSystem '{cs_label}'"
+        if code != code.strip():
+            text += " (the code has leading or trailing whitespace)"
+        return failure("unknown-code", text, code=code, system=system, version=cs.version)
     version = cs.version if cs is not None else version
     preferred = override or (concept.display if concept is not None else None)
     if not found:
