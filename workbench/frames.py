@@ -80,7 +80,11 @@ def concepts_frame(cs: CodeSystemIndex) -> pd.DataFrame:
         )
     columns = ["code", "display", "definition", "parents", "abstract", "inactive", "status", *extra]
     frame = pd.DataFrame(rows, columns=columns).astype({"abstract": bool, "inactive": bool})
-    nullable = {"integer": "Int64", "decimal": "Float64", "boolean": "boolean"}
+    nullable: dict[str, Any] = {
+        "integer": pd.Int64Dtype(),
+        "decimal": pd.Float64Dtype(),
+        "boolean": pd.BooleanDtype(),
+    }
     for name in extra:
         dtype = nullable.get(cs.property_types.get(name, ""))
         if dtype and not frame[name].map(lambda v: isinstance(v, list)).any():
