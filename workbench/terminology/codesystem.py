@@ -149,6 +149,18 @@ class CodeSystemIndex:
         if parent not in c.parents:
             c.parents.append(parent)
 
+    # --- pickling (Dask ships indexes to its workers) ------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        header = {k: v for k, v in self.resource.items() if k != "concept"}
+        state.update(resource=header, _lock=None, _ancestors={}, _descendants={}, _folded=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # --- queries ----------------------------------------------------------------------
 
     @property

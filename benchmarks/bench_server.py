@@ -1,0 +1,356 @@
+"""HTTP throughput of the workbench FHIR server against a trivial Starlette app.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_server.py                 # 10 s per measured run
+    .venv/bin/python benchmarks/bench_server.py --duration 30
+
+It needs ``wrk`` on PATH (Debian/Ubuntu: ``apt-get update && apt-get install -y wrk``).
+
+What it measures: two uvicorn processes on 127.0.0.1 (free ports), each with one worker,
+``access_log`` off, ``log_level`` warning and uvicorn's default loop/http implementations
+(``auto``: uvloop and httptools when installed, else asyncio and h11; the script prints
+which). One serves ``create_app(Workbench loaded with valuesets/)``; the other a Starlette
+app with one async GET endpoint returning a small JSON body (the baseline). Each scenario
+gets a warm-up ``wrk`` run, then a measured run of ``--duration`` seconds at 16 connections
+(``wrk -t2 -c16 --latency``) over loopback. Scenarios:
+
+* ``trivial``: ``GET /ping`` on the baseline app;
+* ``gender``: ``ValueSet/$validate-code`` of ``female`` in administrative-gender (an
+  enumerated/whole-system include);
+* ``encounter``: ``ValueSet/$validate-code`` of ``AMB`` in v3-ActEncounterCode (an ``is-a``
+  filter over v3 ActCode).
+
+Before the load each workbench URL is fetched once with httpx and must answer 200 with
+``result`` true; after each run ``wrk`` must report no non-2xx responses and no socket
+errors. Printed: req/s, p50 and p99 latency per scenario, and the ratio workbench/trivial
+req/s for each workbench scenario against the target of 0.5 (PASS/MISS). The exit status
+is 0 if every ratio meets the target, 1 on a MISS, 2 on a setup or validity failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlencode
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+VALUESETS = ROOT / "valuesets"
+BASE = "/fhir/R4"
+HOST = "127.0.0.1"
+CONNECTIONS = 16
+THREADS = 2
+WARMUP_S = 3
+RATIO_TARGET = 0.5
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+WRK_INSTALL = "install it with: apt-get update && apt-get install -y wrk"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One URL to load: a name, the path with its query, and whether it needs the token."""
+
+    name: str
+    path: str
+    workbench: bool
+
+
+@dataclass(frozen=True)
+class WrkResult:
+    """The figures parsed from one ``wrk --latency`` run."""
+
+    requests: int
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    non_2xx: int
+    socket_errors: int
+
+
+def _validate_path(url: str, system: str, code: str) -> str:
+    query = urlencode({"url": url, "system": system, "code": code})
+    return f"{BASE}/ValueSet/$validate-code?{query}"
+
+
+SCENARIOS = (
+    Scenario("trivial", "/ping", workbench=False),
+    Scenario(
+        "gender",
+        _validate_path(
+            "http://hl7.org/fhir/ValueSet/administrative-gender",
+            "http://hl7.org/fhir/administrative-gender",
+            "female",
+        ),
+        workbench=True,
+    ),
+    Scenario(
+        "encounter",
+        _validate_path(
+            "http://terminology.hl7.org/ValueSet/v3-ActEncounterCode",
+            "http://terminology.hl7.org/CodeSystem/v3-ActCode",
+            "AMB",
+        ),
+        workbench=True,
+    ),
+)
+
+
+# --- the served apps (run in the child processes) ------------------------------------------
+
+
+def _uvicorn_run(app: object, port: int) -> None:
+    import uvicorn
+
+    uvicorn.run(
+        app,  # type: ignore[arg-type]
+        host=HOST,
+        port=port,
+        workers=1,
+        access_log=False,
+        log_level="warning",
+        lifespan="off",
+    )
+
+
+def serve_workbench(port: int, token: str) -> None:
+    """Child process: serve the workbench loaded with ``valuesets/``."""
+    sys.path.insert(0, str(ROOT))
+    from workbench import Workbench
+    from workbench.server import create_app
+
+    wb = Workbench()
+    wb.load(VALUESETS, progress=False)
+    _uvicorn_run(create_app(wb, token=token, base=BASE), port)
+
+
+def serve_trivial(port: int) -> None:
+    """Child process: serve a Starlette app with one async JSON endpoint."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def ping(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "result": True})
+
+    _uvicorn_run(Starlette(routes=[Route("/ping", ping, methods=["GET"])]), port)
+
+
+# --- the driver ----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def start(args: list[str]) -> subprocess.Popen[bytes]:
+    """Start this script in a child process with the given ``--serve-*`` arguments."""
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), *args],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT the child (uvicorn's clean shutdown), then SIGKILL it if it lingers."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(STOP_TIMEOUT_S)
+
+
+def wait_ready(proc: subprocess.Popen[bytes], url: str, headers: dict[str, str]) -> None:
+    """Poll ``url`` until it answers (any status) or the deadline passes."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    with httpx.Client(timeout=2.0, headers=headers) as client:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the server exited early with status {proc.returncode}")
+            try:
+                client.get(url)
+                return
+            except httpx.TransportError:
+                time.sleep(0.1)
+    raise RuntimeError(f"{url} was not ready within {READY_TIMEOUT_S:.0f} s")
+
+
+def check_valid(url: str, headers: dict[str, str]) -> None:
+    """The workbench must answer 200 with ``result`` true, so we time the real path."""
+    response = httpx.get(url, headers=headers, timeout=10.0)
+    if response.status_code != 200:
+        raise RuntimeError(f"{url} answered {response.status_code}: {response.text[:300]}")
+    body = response.json()
+    params = {p.get("name"): p for p in body.get("parameter", [])}
+    if params.get("result", {}).get("valueBoolean") is not True:
+        raise RuntimeError(f"{url} did not answer result=true: {response.text[:300]}")
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
+
+
+def _ms(text: str) -> float:
+    match = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text)
+    if match is None:
+        raise ValueError(f"unexpected wrk duration {text!r}")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def parse_wrk(output: str) -> WrkResult:
+    """Read requests, req/s, the 50%/99% latencies and the error counts from wrk's text."""
+
+    def find(pattern: str) -> re.Match[str]:
+        match = re.search(pattern, output, re.MULTILINE)
+        if match is None:
+            raise ValueError(f"wrk output has no match for {pattern!r}:\n{output}")
+        return match
+
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    errors = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output
+    )
+    return WrkResult(
+        requests=int(find(r"^\s*(\d+) requests in")[1]),
+        rps=float(find(r"^Requests/sec:\s+([\d.]+)")[1]),
+        p50_ms=_ms(find(r"^\s+50%\s+(\S+)")[1]),
+        p99_ms=_ms(find(r"^\s+99%\s+(\S+)")[1]),
+        non_2xx=int(non_2xx[1]) if non_2xx else 0,
+        socket_errors=sum(int(g) for g in errors.groups()) if errors else 0,
+    )
+
+
+def run_wrk(wrk: str, url: str, headers: dict[str, str], seconds: int) -> WrkResult:
+    """One bounded wrk run; raises if any response was not 2xx or a socket failed."""
+    cmd = [wrk, f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency"]
+    for name, value in headers.items():
+        cmd += ["-H", f"{name}: {value}"]
+    cmd.append(url)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30, check=True)
+    result = parse_wrk(done.stdout)
+    if result.non_2xx or result.socket_errors:
+        raise RuntimeError(
+            f"wrk saw {result.non_2xx} non-2xx responses and {result.socket_errors} "
+            f"socket errors on {url}:\n{done.stdout}"
+        )
+    return result
+
+
+def implementations() -> str:
+    """Which loop and HTTP parser uvicorn's ``auto`` settings pick here."""
+    import uvicorn
+
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    return f"uvicorn {uvicorn.__version__}, loop={loop}, http={http}"
+
+
+def bench(duration: int) -> int:
+    """Start both servers, load every scenario, print the table; return the exit status."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        print(f"error: wrk is not on PATH; {WRK_INSTALL}", file=sys.stderr)
+        return 2
+    token = secrets.token_urlsafe(24)
+    auth = {"Authorization": f"Bearer {token}"}
+    wb_port = free_port()
+    trivial_port = next((p for p in (free_port() for _ in range(10)) if p != wb_port), 0)
+    if not trivial_port:
+        print("error: no second free port on 127.0.0.1", file=sys.stderr)
+        return 2
+    print(implementations())
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, wrk -t{THREADS} "
+        f"-c{CONNECTIONS} -d{duration}s (warm-up {WARMUP_S}s)\n"
+    )
+    procs: list[subprocess.Popen[bytes]] = []
+    results: dict[str, WrkResult] = {}
+    try:
+        wb_proc = start(["--serve-workbench", str(wb_port), token])
+        procs.append(wb_proc)
+        trivial_proc = start(["--serve-trivial", str(trivial_port)])
+        procs.append(trivial_proc)
+        wb_root = f"http://{HOST}:{wb_port}"
+        trivial_root = f"http://{HOST}:{trivial_port}"
+        wait_ready(wb_proc, f"{wb_root}{BASE}/metadata", {})
+        wait_ready(trivial_proc, f"{trivial_root}/ping", {})
+        for sc in SCENARIOS:
+            url = (wb_root if sc.workbench else trivial_root) + sc.path
+            headers = auth if sc.workbench else {}
+            if sc.workbench:
+                check_valid(url, headers)
+            run_wrk(wrk, url, headers, WARMUP_S)
+            results[sc.name] = res = run_wrk(wrk, url, headers, duration)
+            print(f"  {sc.name:<10} done: {res.requests} requests", flush=True)
+    except (RuntimeError, ValueError, subprocess.SubprocessError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        for proc in procs:
+            stop(proc)
+
+    print(f"\n{'scenario':<10} {'req/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'ratio':>7}")
+    base_rps = results["trivial"].rps
+    status = 0
+    for sc in SCENARIOS:
+        res = results[sc.name]
+        line = f"{sc.name:<10} {res.rps:>10.1f} {res.p50_ms:>9.2f} {res.p99_ms:>9.2f}"
+        if sc.workbench:
+            ratio = res.rps / base_rps
+            verdict = "PASS" if ratio >= RATIO_TARGET else "MISS"
+            status = status or (0 if verdict == "PASS" else 1)
+            line += f" {ratio:>7.2f}  {verdict} (target >= {RATIO_TARGET})"
+        print(line)
+    return status
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Read the command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--duration", type=int, default=10, help="seconds of each measured wrk run (default 10)"
+    )
+    parser.add_argument(
+        "--serve-workbench", nargs=2, metavar=("PORT", "TOKEN"), help=argparse.SUPPRESS
+    )
+    parser.add_argument("--serve-trivial", metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.duration < 1:
+        parser.error("--duration must be at least 1 second")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch to a child server role, or run the benchmark."""
+    args = parse_args(argv)
+    if args.serve_workbench:
+        serve_workbench(int(args.serve_workbench[0]), args.serve_workbench[1])
+        return 0
+    if args.serve_trivial:
+        serve_trivial(int(args.serve_trivial))
+        return 0
+    return bench(args.duration)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
