@@ -23,9 +23,11 @@ from workbench.errors import (
 )
 from workbench.frames import CodeSystem, codesystem_from_frame
 from workbench.loading import LoadSummary
+from workbench.notebook import accessor as _accessor  # noqa: F401  (registers .fhir)
+from workbench.report import ValidationFrame, ValidationSummary
 from workbench.terminology.expansion import Expansion
 from workbench.terminology.validation import Issue, ValidationResult
-from workbench.workbench import Workbench
+from workbench.workbench import Workbench, current
 
 __all__ = [
     "CodeSystem",
@@ -43,9 +45,12 @@ __all__ = [
     "PackageNotFoundError",
     "TooCostlyError",
     "UnsupportedFilterError",
+    "ValidationFrame",
     "ValidationResult",
+    "ValidationSummary",
     "ValueSetNotFoundError",
     "Workbench",
     "WorkbenchError",
     "codesystem_from_frame",
+    "current",
 ]

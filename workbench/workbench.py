@@ -3,6 +3,7 @@ and delegates to them; the server, the widgets and the pandas accessor all use t
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,22 @@ from workbench.terminology.validation import ValidationResult
 if TYPE_CHECKING:
     from workbench.loading import LoadSummary
     from workbench.server.embedded import ServerHandle
+
+
+_CURRENT: list[weakref.ReferenceType[Workbench]] = []
+
+
+def current() -> Workbench:
+    """The Workbench created last in this process (what the ``.fhir`` accessor uses).
+
+    Raises InvalidRequestError when there is none.
+    """
+    found = _CURRENT[0]() if _CURRENT else None
+    if found is None:
+        raise InvalidRequestError(
+            "No Workbench exists yet: create one with Workbench() or pass workbench=..."
+        )
+    return found
 
 
 class Workbench:
@@ -43,6 +60,7 @@ class Workbench:
         self.registry = Registry()
         self.terminology = Terminology(self.registry, max_expansion=max_expansion)
         self.package_cache = Path(package_cache) if package_cache is not None else None
+        _CURRENT[:] = [weakref.ref(self)]
 
     def __repr__(self) -> str:
         vs = len(self.registry.all("ValueSet"))
@@ -216,6 +234,51 @@ class Workbench:
     def subsumes(self, system: str, code_a: str, code_b: str, *, version: str | None = None) -> str:
         """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""
         return subsumes(self.terminology.require_codesystem(system, version), code_a, code_b)
+
+    # --- columns ----------------------------------------------------------------------
+
+    def validate_column(
+        self,
+        data: Any,
+        valueset: str | Mapping[str, Any],
+        *,
+        code: str | None = None,
+        system: str | None = None,
+        display: str | None = None,
+        abstract: bool = False,
+        progress: bool = False,
+    ) -> Any:
+        """Validate a column of codes against a value set, with validate_code's semantics.
+
+        ``data`` is a Series of codes (or of Coding / CodeableConcept dicts), or a DataFrame
+        with ``code`` naming the code column. ``system`` is a column name or one system URI;
+        when omitted and the value set draws on one system, that one is used. ``display``
+        names a column of displays to check. Returns a ValidationFrame aligned to the input
+        (result, message, display, issue, system) with ``.summary()`` and
+        ``.failure_cases``; missing codes give result NA and the issue ``missing``. A dask
+        DataFrame or Series gives a lazy dask DataFrame (``progress=True`` shows Dask's
+        progress bar while it computes).
+
+        >>> wb = Workbench()
+        >>> _ = wb.load({"resourceType": "CodeSystem", "url": "http://x", "content":
+        ...     "complete", "concept": [{"code": "a", "display": "A"}]})
+        >>> vs = {"resourceType": "ValueSet", "url": "http://x/vs", "compose": {"include":
+        ...     [{"system": "http://x"}]}}
+        >>> _ = wb.load(vs)
+        >>> wb.validate_column(pd.Series(["a", "b", None]), "http://x/vs")["issue"].tolist()
+        [None, 'unknown-code', 'missing']
+        """
+        from workbench import bulk, bulk_dask, report
+
+        if bulk_dask.is_dask(data):
+            checker = bulk.make_shippable_checker(self, valueset, abstract)
+            return bulk_dask.validate_dask(
+                checker, data, code=code, system=system, display=display, progress=progress
+            )
+        checker = bulk.make_checker(self, valueset, abstract)
+        frame = bulk.validate_pandas(checker, data, code=code, system=system, display=display)
+        codes = data[code] if isinstance(data, pd.DataFrame) and code is not None else data
+        return report.to_report(frame, codes)
 
     # --- serving ----------------------------------------------------------------------
 

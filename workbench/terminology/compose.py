@@ -18,7 +18,7 @@ Semantics (FHIR R4 ``ValueSet.compose``, with R5's clarifications):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
@@ -127,7 +127,7 @@ class Clause:
         else:
             entries = self._system_entries()
         for imported in self.imports if self.system is not None else self.imports[1:]:
-            keys = imported.keys()
+            keys = imported.member_index()
             entries = [e for e in entries if (e.system, e.code) in keys]
         return entries
 
@@ -232,6 +232,7 @@ class CompiledValueSet:
         self.inactive_allowed: bool = compose.get("inactive", True) is not False
         self.dependencies = dependencies
         self.canonical = canonical_of(resource)
+        self.extras: dict[Hashable, Any] = {}
         self._entries: list[Entry] | None = None
         self._keys: dict[tuple[str, str], Entry] | None = None
 
@@ -283,7 +284,7 @@ class CompiledValueSet:
             self._entries = entries
         return self._entries
 
-    def keys(self) -> dict[tuple[str, str], Entry]:
+    def member_index(self) -> dict[tuple[str, str], Entry]:
         """Return the expansion as a hash index ``(system, code) -> Entry``."""
         if self._keys is None:
             self._keys = {(e.system, e.code): e for e in self.entries()}

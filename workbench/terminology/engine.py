@@ -7,8 +7,8 @@ depend on changes (the registry announces the canonical URLs each write touches)
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from workbench.errors import (
     CodeSystemNotFoundError,
@@ -29,6 +29,8 @@ from workbench.terminology.validation import (
     validate_in_codesystem,
     validate_in_valueset,
 )
+
+T = TypeVar("T")
 
 
 class Terminology:
@@ -103,6 +105,15 @@ class Terminology:
             with self._lock:
                 self._vs_cache[key] = found
         return found
+
+    def memo(self, compiled: CompiledValueSet, key: Hashable, factory: Callable[[], T]) -> T:
+        """Remember something derived from a compiled value set for as long as it is cached
+        (for example the bulk validator's index of plainly valid members)."""
+        if key not in compiled.extras:
+            value = factory()
+            with self._lock:
+                compiled.extras[key] = value
+        return compiled.extras[key]
 
     def _compile(self, resource: Resource, stack: tuple[str, ...]) -> CompiledValueSet:
         canonical = canonical_of(resource) or "(inline ValueSet)"

@@ -211,32 +211,12 @@ def validate_in_valueset(
             system=system,
             version=version,
         )
-    if cs is not None and concept is None and not found:
-        cs_label = f"{cs.url}|{cs.version}" if cs.version else cs.url
-        text = f"Unknown code '{code}' in the CodeSystem '{cs_label}'"
-        if code != code.strip():
-            text += " (the code has leading or trailing whitespace)"
-        return failure("unknown-code", text, code=code, system=system, version=cs.version)
-    version = cs.version if cs is not None else version
-    preferred = override or (concept.display if concept is not None else None)
-    if not found:
-        if concept is not None and concept.inactive and not vs.inactive_allowed:
-            return failure(
-                "inactive",
-                f"The code {_fmt(system, code)} is inactive, and {where} excludes inactive codes",
-                code=code,
-                system=system,
-                version=version,
-                display=preferred,
-            )
+    if cs is not None and not found:
+        reasons, texts, shown = non_members(where, cs, system, [code], vs.inactive_allowed)
         return failure(
-            "not-in-vs",
-            f"The code {_fmt(system, code)} is not in {where}",
-            code=code,
-            system=system,
-            version=version,
-            display=preferred,
+            reasons[0], texts[0], code=code, system=system, version=cs.version, display=shown[0]
         )
+    version = cs.version if cs is not None else version
     return _check_concept(
         concept,
         override,
@@ -247,6 +227,46 @@ def validate_in_valueset(
         abstract=abstract,
         where=where,
     )
+
+
+def non_members(
+    where: str,
+    cs: CodeSystemIndex,
+    system: str,
+    codes: Sequence[str],
+    inactive_allowed: bool,
+) -> tuple[list[str], list[str], list[str | None]]:
+    """Why codes of a known code system are not in a value set: reasons, messages, displays.
+
+    ``unknown-code`` when the code system does not have the code; ``inactive`` when it is
+    inactive and the value set excludes inactive codes; else ``not-in-vs``. Single
+    validation and bulk validation both use this function, so they always say the same.
+    """
+    label = f"{cs.url}|{cs.version}" if cs.version else cs.url
+    reasons: list[str] = []
+    messages: list[str] = []
+    displays: list[str | None] = []
+    concepts = cs.concepts
+    for code in codes:
+        concept = concepts.get(code) or (None if cs.case_sensitive else cs.get(code))
+        if concept is None:
+            text = f"Unknown code '{code}' in the CodeSystem '{label}'"
+            if code != code.strip():
+                text += " (the code has leading or trailing whitespace)"
+            reasons.append("unknown-code")
+            messages.append(text)
+            displays.append(None)
+        elif concept.inactive and not inactive_allowed:
+            reasons.append("inactive")
+            messages.append(
+                f"The code {system}#{code} is inactive, and {where} excludes inactive codes"
+            )
+            displays.append(concept.display)
+        else:
+            reasons.append("not-in-vs")
+            messages.append(f"The code {system}#{code} is not in {where}")
+            displays.append(concept.display)
+    return reasons, messages, displays
 
 
 def validate_in_codesystem(

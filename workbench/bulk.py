@@ -1,0 +1,443 @@
+"""Validate whole columns of codes against a value set, with the semantics of validate_code.
+
+The work is done once per distinct (system, code, display), not once per row, and broadcast
+back with ``take``. Members of the value set that need no further checks (active, not
+abstract, no display to compare) are answered from a hash index of the expansion; every
+other distinct value goes through the very function ``Workbench.validate_code`` uses, so a
+row's result always equals ``validate_code`` on that row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from workbench.errors import InvalidRequestError, WorkbenchError
+from workbench.terminology.codesystem import CodeSystemIndex
+from workbench.terminology.compose import NO_MATCH, CompiledValueSet, Match
+from workbench.terminology.validation import (
+    ValidationResult,
+    combine_codings,
+    non_members,
+    validate_in_valueset,
+)
+
+COLUMNS = ["result", "message", "display", "issue", "system"]
+MISSING_MESSAGE = "No code was given"
+Resolver = Callable[[str, "str | None"], "CodeSystemIndex | None"]
+Row = tuple[Any, str | None, str | None, str | None, str | None]
+
+
+# --- what a worker needs ----------------------------------------------------------------
+
+
+class MembershipIndex:
+    """A value set's expansion as a hash index, with the code system indexes it needs.
+
+    It answers ``contains``/``systems``/``canonical``/``inactive_allowed`` like a compiled
+    value set and resolves code systems like the engine, so ``validate_in_valueset`` gives
+    the same answers with it. It is picklable, which is how Dask ships it to its workers.
+    """
+
+    def __init__(self, compiled: CompiledValueSet, codesystems: dict[str, CodeSystemIndex]):
+        self.canonical = compiled.canonical
+        self.inactive_allowed = compiled.inactive_allowed
+        self._systems = compiled.systems()
+        self.codesystems = codesystems
+        self.members: dict[tuple[str, str], Match] = {
+            key: compiled.contains(*key) for key in compiled.member_index()
+        }
+
+    def systems(self) -> list[str]:
+        """The code systems the value set draws on."""
+        return self._systems
+
+    def contains(self, system: str, code: str) -> Match:
+        """Membership from the expansion."""
+        return self.members.get((system, code), NO_MATCH)
+
+    def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
+        """The latest version of a code system, as the engine had it."""
+        found = self.codesystems.get(url)
+        if found is None or (version is not None and found.version != version):
+            return None
+        return found
+
+
+@dataclass
+class Checker:
+    """Validates distinct codings against one value set.
+
+    ``fast`` maps plainly valid members (known, active, not abstract unless allowed) to
+    their display; ``members`` is the whole expansion, or None when the value set cannot be
+    expanded. Everything else goes through ``validate_in_valueset`` or ``non_member``, the
+    functions ``validate_code`` itself uses.
+    """
+
+    valueset: Any
+    resolve: Resolver
+    abstract: bool
+    fast: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    members: frozenset[tuple[str, str]] | None = None
+    fast_by_system: dict[str, tuple[pd.Index, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def check(self, system: str | None, code: str, display: str | None) -> Row:
+        """Validate one coding: (result, message, display, issue, system)."""
+        if display is None and system is not None:
+            key = (system, code)
+            if key in self.fast:
+                return True, None, self.fast[key], None, system
+        result = validate_in_valueset(
+            self.valueset,
+            self.resolve,
+            code=code,
+            system=system,
+            display=display,
+            abstract=self.abstract,
+        )
+        return _row(result)
+
+    def _fast_index(self, system: str) -> tuple[pd.Index, np.ndarray]:
+        found = self.fast_by_system.get(system)
+        if found is None:
+            pairs = [(c, d) for (s, c), d in self.fast.items() if s == system]
+            index = pd.Index([c for c, _ in pairs], dtype=object)
+            shown = np.array([d for _, d in pairs] + [None], dtype=object)
+            found = self.fast_by_system[system] = (index, shown)
+        return found
+
+    def check_codes(self, system: str, codes: np.ndarray, out: Columns, where: np.ndarray) -> None:
+        """Validate distinct codes of one system (no displays) into ``out`` at ``where``."""
+        index, shown = self._fast_index(system)
+        position = index.get_indexer(pd.Index(codes, dtype=object))
+        hit = position >= 0
+        out.result[where[hit]] = True
+        out.display[where[hit]] = shown[position[hit]]
+        out.system[where] = system
+        missing = ~hit & _missing_mask(codes)
+        out.mask[where[missing]] = True
+        out.message[where[missing]] = MISSING_MESSAGE
+        out.issue[where[missing]] = "missing"
+        rest = np.flatnonzero(~hit & ~missing)
+        cs = self.resolve(system, None)
+        vs = self.valueset
+        if cs is not None and self.members is not None:
+            members = self.members
+            outside = np.fromiter(
+                ((system, c) not in members for c in codes[rest]), dtype=bool, count=len(rest)
+            )
+            chosen = rest[outside]
+            context = f"the value set {vs.canonical}"
+            reasons, messages, displays = non_members(
+                context, cs, system, codes[chosen].tolist(), vs.inactive_allowed
+            )
+            rows = where[chosen]
+            out.issue[rows] = reasons
+            out.message[rows] = messages
+            out.display[rows] = displays
+            rest = rest[~outside]
+        for i in rest:
+            out.set(where[i], self.check(system, str(codes[i]), None))
+
+
+def _missing_mask(values: np.ndarray) -> np.ndarray:
+    missing = np.asarray(pd.isna(values), dtype=bool)
+    present = ~missing
+    missing[present] = values[present] == ""
+    return missing
+
+
+@dataclass
+class Columns:
+    """The five result columns for ``n`` distinct keys, filled in place."""
+
+    result: np.ndarray
+    mask: np.ndarray
+    message: np.ndarray
+    display: np.ndarray
+    issue: np.ndarray
+    system: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int) -> Columns:
+        """All false, no message."""
+        return cls(
+            np.zeros(n, dtype=bool),
+            np.zeros(n, dtype=bool),
+            *(np.full(n, None, dtype=object) for _ in range(4)),
+        )
+
+    def set(self, k: int | np.integer[Any], row: Row) -> None:
+        """Store one row's answer at ``k``."""
+        result, self.message[k], self.display[k], self.issue[k], self.system[k] = row
+        if result is pd.NA:
+            self.mask[k], self.result[k] = True, False
+        else:
+            self.result[k] = bool(result)
+
+    def take(self, row_ids: np.ndarray) -> pd.DataFrame:
+        """Broadcast to the rows: row ``i`` gets the answer of key ``row_ids[i]``.
+
+        ``issue`` and ``system`` are categoricals (a few distinct values over many rows).
+        """
+        data: dict[str, Any] = {
+            "result": pd.arrays.BooleanArray(self.result.take(row_ids), self.mask.take(row_ids))
+        }
+        for name in ("message", "display"):
+            data[name] = pd.Series(getattr(self, name).take(row_ids), dtype=object, copy=False)
+        for name in ("issue", "system"):
+            ids, texts = pd.factorize(getattr(self, name), use_na_sentinel=True)
+            data[name] = pd.Categorical.from_codes(
+                np.asarray(ids).take(row_ids), pd.Index(texts, dtype=object)
+            )
+        return pd.DataFrame(data, columns=COLUMNS, copy=False)
+
+
+def _row(result: ValidationResult) -> Row:
+    return result.result, result.message, result.display, result.reason, result.system
+
+
+def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, str], str | None]:
+    """Members whose validation is plainly valid: a known, active concept (not abstract unless
+    allowed). Their display is the value set's display, else the concept's."""
+    fast: dict[tuple[str, str], str | None] = {}
+    for key in compiled.member_index():
+        match = compiled.contains(*key)
+        concept = match.concept
+        if concept is None or concept.inactive or (concept.abstract and not abstract):
+            continue
+        fast[key] = match.display or concept.display
+    return fast
+
+
+def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
+    """A checker over the engine itself (the pandas path)."""
+    compiled = wb.terminology.compiled(valueset)
+    try:
+        fast = wb.terminology.memo(
+            compiled, ("bulk-fast", abstract), lambda: fast_members(compiled, abstract)
+        )
+        by_system = wb.terminology.memo(compiled, ("bulk-fast-index", abstract), dict)
+    except WorkbenchError:
+        fast, by_system = {}, {}
+    try:
+        members: frozenset[tuple[str, str]] | None = wb.terminology.memo(
+            compiled, "bulk-members", lambda: frozenset(compiled.member_index())
+        )
+    except WorkbenchError:
+        members = None
+    return Checker(compiled, wb.terminology.codesystem, abstract, fast, members, by_system)
+
+
+def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
+    """A picklable checker (the Dask path): the expansion index and every loaded code system.
+
+    Raises the expansion's error when the value set cannot be expanded.
+    """
+    compiled = wb.terminology.compiled(valueset)
+    codesystems = {}
+    for resource in wb.registry.all("CodeSystem"):
+        url = resource.get("url")
+        if url and url not in codesystems:
+            found = wb.terminology.codesystem(url)
+            if found is not None:
+                codesystems[url] = found
+    index = MembershipIndex(compiled, codesystems)
+    return Checker(
+        index,
+        index.codesystem,
+        abstract,
+        fast_members(compiled, abstract),
+        frozenset(index.members),
+    )
+
+
+# --- the column algorithm ----------------------------------------------------------------
+
+
+def _is_missing(value: Any) -> bool:
+    return (
+        value is None
+        or value is pd.NA
+        or value == ""
+        or (isinstance(value, float) and value != value)
+    )
+
+
+def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return np.asarray(codes, dtype=np.int64), np.asarray(uniques, dtype=object)
+
+
+def _uniform(values: pd.Series) -> str | None:
+    """The single value of a column that holds one string everywhere, else None."""
+    if len(values) == 0:
+        return None
+    first = values.iloc[0]
+    if not isinstance(first, str) or first == "":
+        return None
+    return first if bool((values == first).all()) else None
+
+
+def validate_arrays(
+    checker: Checker,
+    codes: pd.Series,
+    systems: pd.Series | str | None,
+    displays: pd.Series | None,
+) -> pd.DataFrame:
+    """Validate aligned code/system/display columns; return the frame of COLUMNS.
+
+    Each distinct (system, code, display) is validated once; rows get their answer by
+    ``take``. A missing code (None, NaN, NA, "") gives result NA and the issue ``missing``.
+    """
+    if isinstance(systems, pd.Series):
+        systems = _uniform(systems) or systems
+    if displays is not None and bool(displays.isna().all()):
+        displays = None
+    columns = {"code": codes, "system": systems, "display": displays}
+    parts = {name: _factorize(col) for name, col in columns.items() if isinstance(col, pd.Series)}
+    if len(parts) == 1:
+        row_ids, keys = parts["code"][0], np.arange(len(parts["code"][1]), dtype=np.int64)
+        values = {"code": parts["code"][1]}
+    else:
+        combined = np.zeros(len(codes), dtype=np.int64)
+        for ids, uniques in parts.values():
+            combined = combined * len(uniques) + ids
+        ids, unique_keys = pd.factorize(combined)
+        row_ids, keys = np.asarray(ids, dtype=np.int64), np.asarray(unique_keys, dtype=np.int64)
+        values = {}
+        rest = keys
+        for name, (_, uniques) in reversed(list(parts.items())):
+            rest, position = np.divmod(rest, len(uniques))
+            values[name] = uniques[position]
+    out = Columns.empty(len(keys))
+    code_values = values["code"]
+    system_values = values.get("system")
+    if system_values is None:
+        system_values = np.full(len(keys), systems, dtype=object)
+    display_values = values.get("display")
+    plain = ~_missing_mask(system_values)
+    if display_values is not None:
+        plain &= pd.isna(display_values) | (display_values == "")
+    for system in pd.unique(system_values[plain]):
+        where = np.flatnonzero(plain & (system_values == system))
+        checker.check_codes(str(system), code_values[where], out, where)
+    for k in np.flatnonzero(~plain):
+        code = code_values[k]
+        system = None if _is_missing(system_values[k]) else str(system_values[k])
+        display = (
+            None
+            if display_values is None or _is_missing(display_values[k])
+            else str(display_values[k])
+        )
+        if _is_missing(code):
+            out.set(k, (pd.NA, MISSING_MESSAGE, None, "missing", system))
+        else:
+            out.set(k, checker.check(system, str(code), display))
+    return out.take(row_ids)
+
+
+# --- the public entry --------------------------------------------------------------------
+
+
+def _column(data: pd.DataFrame, name: str, role: str) -> pd.Series:
+    if name not in data.columns:
+        raise KeyError(
+            f"The {role} column {name!r} is not in the data; its columns are "
+            f"{[str(c) for c in data.columns]}"
+        )
+    return data[name]
+
+
+def _structured(values: pd.Series) -> bool:
+    """True when a column holds Coding or CodeableConcept dicts rather than codes."""
+    for value in values.head(50):
+        if isinstance(value, Mapping):
+            return True
+        if not _is_missing(value):
+            return False
+    return False
+
+
+def _validate_structured(checker: Checker, values: pd.Series) -> pd.DataFrame:
+    """Validate a column of Coding or CodeableConcept dicts (a CodeableConcept is valid
+    when any of its codings is)."""
+    memo: dict[Hashable, Row] = {}
+
+    def one(coding: Mapping[str, Any]) -> ValidationResult:
+        system, code, display = coding.get("system"), coding.get("code"), coding.get("display")
+        key = (system, code, display)
+        if key not in memo:
+            if _is_missing(code):
+                memo[key] = (False, MISSING_MESSAGE, None, "missing", system)
+            else:
+                memo[key] = checker.check(system, str(code), display)
+        result, message, shown, issue, used = memo[key]
+        return ValidationResult(bool(result), message, shown, code, used, None, issue)
+
+    rows: list[Row] = []
+    for value in values:
+        if not isinstance(value, Mapping):
+            rows.append((pd.NA, MISSING_MESSAGE, None, "missing", None))
+            continue
+        codings = value.get("coding") if "coding" in value else [value]
+        if not codings:
+            rows.append((pd.NA, MISSING_MESSAGE, None, "missing", None))
+            continue
+        rows.append(_row(combine_codings([one(c) for c in codings])))
+    out = Columns.empty(len(rows))
+    for k, row in enumerate(rows):
+        out.set(k, row)
+    return out.take(np.arange(len(rows), dtype=np.int64))
+
+
+def prepare(
+    data: pd.Series | pd.DataFrame,
+    *,
+    code: str | None,
+    system: str | None,
+    display: str | None,
+) -> tuple[pd.Series, pd.Series | str | None, pd.Series | None]:
+    """Pick the code, system and display inputs out of a Series or a DataFrame."""
+    if isinstance(data, pd.DataFrame):
+        if code is None:
+            raise InvalidRequestError(
+                f"Name the code column: code=... (the columns are {list(data.columns)})"
+            )
+        codes = _column(data, code, "code")
+        systems: pd.Series | str | None = system
+        if system is not None and system in data.columns:
+            systems = data[system]
+        elif system is not None and "/" not in system and ":" not in system:
+            _column(data, system, "system")
+        displays = _column(data, display, "display") if display is not None else None
+        return codes, systems, displays
+    if isinstance(data, pd.Series):
+        if display is not None:
+            raise InvalidRequestError("display=... names a column; pass a DataFrame for that")
+        return data, system, None
+    raise TypeError(
+        f"validate_column takes a pandas Series or DataFrame, not {type(data).__name__}"
+    )
+
+
+def validate_pandas(
+    checker: Checker,
+    data: pd.Series | pd.DataFrame,
+    *,
+    code: str | None = None,
+    system: str | None = None,
+    display: str | None = None,
+) -> pd.DataFrame:
+    """Validate pandas data with a prepared checker; a plain frame of COLUMNS."""
+    codes, systems, displays = prepare(data, code=code, system=system, display=display)
+    if codes.dtype == object and _structured(codes):
+        frame = _validate_structured(checker, codes)
+    else:
+        frame = validate_arrays(checker, codes, systems, displays)
+    frame.index = codes.index
+    return frame
