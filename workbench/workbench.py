@@ -265,8 +265,9 @@ class Workbench:
         >>> vs = {"resourceType": "ValueSet", "url": "http://x/vs", "compose": {"include":
         ...     [{"system": "http://x"}]}}
         >>> _ = wb.load(vs)
-        >>> wb.validate_column(pd.Series(["a", "b", None]), "http://x/vs")["issue"].tolist()
-        [None, 'unknown-code', 'missing']
+        >>> report = wb.validate_column(pd.Series(["a", "b", None]), "http://x/vs")
+        >>> report["result"].tolist(), report["issue"].tolist()
+        ([True, False, <NA>], [nan, 'unknown-code', 'missing'])
         """
         from workbench import bulk, bulk_dask, report
 
