@@ -43,7 +43,7 @@ class ValidationSummary:
         )
         shown = self.top_invalid.head(top).iloc[::-1]
         labels = [
-            f"{c}" if not s else f"{c}  ({s.rsplit('/', 1)[-1]})"
+            f"{c}  ({s.rsplit('/', 1)[-1]})" if isinstance(s, str) else f"{c}"
             for c, s in zip(shown["code"], shown["system"], strict=True)
         ]
         left.barh(labels, shown["count"], color="#cf222e")

@@ -1,0 +1,184 @@
+"""ValueSetBrowser: find a value set, read its compose, page through its expansion, and walk a
+code system's hierarchy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as w
+
+from workbench.errors import WorkbenchError
+from workbench.notebook import views
+from workbench.workbench import Workbench
+
+
+class ValueSetBrowser(w.VBox):
+    """Search the loaded value sets by url, name or title; show the selected one's metadata,
+    compose and paged, filterable expansion; and browse code system hierarchies.
+
+    >>> browser = ValueSetBrowser(wb)                          # doctest: +SKIP
+    >>> browser.search.value = "gender"                        # doctest: +SKIP
+    """
+
+    def __init__(self, wb: Workbench, *, page_size: int = 25) -> None:
+        self.wb = wb
+        self.page_size = page_size
+        self.offset = 0
+        self.search = w.Text(placeholder="search url, name or title", description="Find")
+        self.select = w.Select(options=[], rows=8, layout=w.Layout(width="100%"))
+        self.metadata = w.HTML()
+        self.code_filter = w.Text(placeholder="filter codes and displays", description="Codes")
+        self.previous = w.Button(description="◀ previous", disabled=True)
+        self.next = w.Button(description="next ▶", disabled=True)
+        self.status = w.HTML()
+        self.table = w.HTML()
+        value_sets = w.VBox(
+            [
+                self.search,
+                self.select,
+                self.metadata,
+                self.code_filter,
+                w.HBox([self.previous, self.next, self.status]),
+                self.table,
+            ]
+        )
+        self.hierarchy = CodeSystemTree(wb)
+        tabs = w.Tab(children=[value_sets, self.hierarchy])
+        tabs.set_title(0, "Value sets")
+        tabs.set_title(1, "Code systems")
+        super().__init__([tabs])
+        self.add_class("workbench-valueset-browser")
+        self.search.observe(self._refresh_list, "value")
+        self.select.observe(self._on_select, "value")
+        self.code_filter.observe(self._on_filter, "value")
+        self.previous.on_click(lambda _: self._page(-1))
+        self.next.on_click(lambda _: self._page(+1))
+        self._refresh_list()
+
+    def _refresh_list(self, _: Any = None) -> None:
+        frame = self.wb.valuesets
+        text = self.search.value.strip().casefold()
+        if text:
+            hay = (
+                frame["url"].fillna("")
+                + " "
+                + frame["name"].fillna("")
+                + " "
+                + frame["title"].fillna("")
+            ).str.casefold()
+            frame = frame[hay.str.contains(text, regex=False)]
+        self.select.options = [
+            (f"{title or name or url} ({version or '-'})", f"{url}|{version}" if version else url)
+            for url, version, name, title in sorted(
+                zip(frame["url"], frame["version"], frame["name"], frame["title"], strict=True),
+                key=lambda row: str(row[0]),
+            )
+        ]
+
+    def _on_select(self, _: Any = None) -> None:
+        self.offset = 0
+        self._show()
+
+    def _on_filter(self, _: Any = None) -> None:
+        self.offset = 0
+        self._show()
+
+    def _page(self, step: int) -> None:
+        self.offset = max(0, self.offset + step * self.page_size)
+        self._show()
+
+    def _show(self) -> None:
+        canonical = self.select.value
+        if not canonical:
+            self.metadata.value = self.table.value = self.status.value = ""
+            return
+        try:
+            self.metadata.value = views.metadata_html(self.wb.resource("ValueSet", canonical))
+            expansion = self.wb.expand(
+                canonical,
+                filter=self.code_filter.value or None,
+                offset=self.offset,
+                count=self.page_size,
+            )
+        except WorkbenchError as exc:
+            self.table.value = views.message(exc.text)
+            self.status.value = ""
+            self.previous.disabled = self.next.disabled = True
+            return
+        end = min(self.offset + self.page_size, expansion.total)
+        self.status.value = (
+            f"codes {self.offset + 1 if expansion.total else 0}–{end} of {expansion.total}"
+        )
+        self.table.value = views.expansion_table(expansion.frame)
+        self.previous.disabled = self.offset == 0
+        self.next.disabled = end >= expansion.total
+
+
+class CodeSystemTree(w.VBox):
+    """Walk a code system's hierarchy: pick a system, then step into children or up."""
+
+    def __init__(self, wb: Workbench) -> None:
+        self.wb = wb
+        self.path: list[str] = []
+        self._updating = False
+        self.system = w.Dropdown(options=[], description="System", layout=w.Layout(width="100%"))
+        self.up = w.Button(description="▲ up", disabled=True)
+        self.breadcrumb = w.HTML()
+        self.children_list = w.Select(options=[], rows=10, layout=w.Layout(width="100%"))
+        self.detail = w.HTML()
+        super().__init__(
+            [self.system, w.HBox([self.up, self.breadcrumb]), self.children_list, self.detail]
+        )
+        self.system.observe(self._on_system, "value")
+        self.children_list.observe(self._on_child, "value")
+        self.up.on_click(self._go_up)
+        self.system.options = sorted(
+            str(cs["url"]) for cs in wb.registry.all("CodeSystem") if cs.get("url")
+        )
+
+    def _on_system(self, _: Any = None) -> None:
+        self.path = []
+        self._show()
+
+    def _on_child(self, change: Any) -> None:
+        code = change["new"]
+        if code and not self._updating:
+            self.path.append(code)
+            self._show()
+
+    def _go_up(self, _: Any = None) -> None:
+        if self.path:
+            self.path.pop()
+        self._show()
+
+    def _show(self) -> None:
+        url = self.system.value
+        if not url:
+            return
+        try:
+            cs = self.wb.terminology.require_codesystem(url)
+        except WorkbenchError as exc:
+            self.detail.value = views.message(exc.text)
+            return
+        if self.path:
+            here = cs.concepts[self.path[-1]]
+            children = [cs.concepts[c] for c in here.children if c in cs.concepts]
+            self.detail.value = (
+                f"<b>{views.esc(here.code)}</b> {views.esc(here.display)}"
+                f"{views.flags(here.abstract, here.inactive)}"
+                f"<div>{views.esc(here.definition)}</div>"
+            )
+        else:
+            children = [c for c in cs if not c.parents]
+            self.detail.value = f"{len(cs)} concepts; {len(children)} at the top"
+        self.breadcrumb.value = " › ".join(["<i>top</i>", *map(views.esc, self.path)])
+        self.up.disabled = not self.path
+        self._updating = True
+        try:
+            self.children_list.options = [
+                (f"{c.code}  {c.display or ''}{'  ▸' if c.children else ''}", c.code)
+                for c in children
+            ]
+            self.children_list.value = None
+        finally:
+            self._updating = False

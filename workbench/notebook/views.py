@@ -1,0 +1,126 @@
+"""Pure HTML helpers for the widgets: no ipywidgets here, so they test as plain functions."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+GREEN, AMBER, RED, GREY = "#1a7f37", "#9a6700", "#cf222e", "#57606a"
+
+
+def esc(value: Any) -> str:
+    """HTML-escape anything (None becomes an empty string)."""
+    return "" if value is None else html.escape(str(value))
+
+
+def message(text: str, colour: str = RED) -> str:
+    """A one-line coloured message (errors are shown like this, never as tracebacks)."""
+    return f"<div style='color:{colour};padding:4px 0'>{esc(text)}</div>"
+
+
+def compose_lines(resource: Mapping[str, Any]) -> list[str]:
+    """A readable summary of ``ValueSet.compose``: one line per include/exclude."""
+    compose = resource.get("compose") or {}
+    lines = []
+    for part in ("include", "exclude"):
+        for clause in compose.get(part) or []:
+            what = []
+            system = clause.get("system")
+            version = f" version {clause['version']}" if clause.get("version") else ""
+            concepts = [c.get("code") for c in clause.get("concept") or []]
+            filters = [
+                f"{f.get('property')} {f.get('op')} {f.get('value')}"
+                for f in clause.get("filter") or []
+            ]
+            if system and concepts:
+                shown = ", ".join(concepts[:8]) + (
+                    f" … ({len(concepts)} codes)" if len(concepts) > 8 else ""
+                )
+                what.append(f"codes {shown} from {system}{version}")
+            elif system and filters:
+                what.append(f"codes of {system}{version} where {' and '.join(filters)}")
+            elif system:
+                what.append(f"all codes of {system}{version}")
+            for imported in clause.get("valueSet") or []:
+                what.append(f"{'codes also in' if system else 'the codes of'} {imported}")
+            lines.append(f"{part} " + "; ".join(what))
+    if compose.get("inactive") is False:
+        lines.append("inactive codes are excluded")
+    return lines
+
+
+def metadata_html(resource: Mapping[str, Any]) -> str:
+    """Title, canonical, status and description of a resource, then its compose summary."""
+    title = resource.get("title") or resource.get("name") or resource.get("id")
+    head = (
+        f"<h4 style='margin:4px 0'>{esc(title)}</h4><div><code>{esc(resource.get('url'))}"
+        f"</code> version <b>{esc(resource.get('version') or '-')}</b>, status "
+        f"<b>{esc(resource.get('status'))}</b></div>"
+    )
+    description = resource.get("description")
+    if description:
+        head += f"<div style='color:{GREY}'>{esc(str(description)[:400])}</div>"
+    lines = compose_lines(resource)
+    if lines:
+        head += "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
+    return head
+
+
+def flags(abstract: bool, inactive: bool) -> str:
+    """Badges for abstract and inactive codes."""
+    out = ""
+    if abstract:
+        out += f" <span style='color:{GREY};border:1px solid;padding:0 3px'>abstract</span>"
+    if inactive:
+        out += f" <span style='color:{AMBER};border:1px solid;padding:0 3px'>inactive</span>"
+    return out
+
+
+def expansion_table(frame: pd.DataFrame) -> str:
+    """The expansion page as an HTML table, abstract and inactive codes marked."""
+    if frame.empty:
+        return message("No codes.", GREY)
+    rows = []
+    for row in frame.itertuples(index=False):
+        style = "font-style:italic;" if row.abstract else ""
+        style += "text-decoration:line-through;" if row.inactive else ""
+        rows.append(
+            f"<tr style='{style}'><td><code>{esc(row.code)}</code>"
+            f"{flags(bool(row.abstract), bool(row.inactive))}</td><td>{esc(row.display)}</td>"
+            f"<td style='color:{GREY}'>{esc(row.system)}</td></tr>"
+        )
+    return (
+        "<table class='workbench-expansion'><thead><tr><th>code</th><th>display</th>"
+        "<th>system</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+
+
+def result_html(result: Any) -> str:
+    """A validation result, coloured: green valid, amber valid with a warning, red invalid."""
+    if result.result:
+        colour, word = (AMBER, "valid, with a warning") if result.issues else (GREEN, "valid")
+    else:
+        colour, word = RED, "invalid"
+    parts = [
+        f"<div class='workbench-result' data-result='{str(bool(result.result)).lower()}'"
+        f" style='border-left:6px solid {colour};padding:4px 10px'>"
+        f"<b style='color:{colour}'>{word}</b>"
+    ]
+    if result.reason:
+        parts.append(f" <code>{esc(result.reason)}</code>")
+    if result.display:
+        parts.append(f"<div>display: <b>{esc(result.display)}</b></div>")
+    if result.message:
+        parts.append(f"<div>{esc(result.message)}</div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def frame_table(frame: pd.DataFrame, limit: int = 50) -> str:
+    """A plain HTML table of the first ``limit`` rows of a frame."""
+    if frame.empty:
+        return message("No rows.", GREY)
+    return frame.head(limit).to_html(na_rep="", escape=True)
