@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
 ARGS ?=
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: serve test lint typecheck unit bench lab clean
+.PHONY: serve test lint typecheck unit chromium bench lab clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +22,19 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-base
 
 serve: $(VENV)/.installed-base
-	$(BIN)/python server.py --host $(HOST) --port $(PORT) $(ARGS)
+	$(BIN)/python server.py --host $(HOST) --port $(PORT) --data data $(ARGS)
+
+# The browser test drives Debian's Chromium (Playwright never downloads a browser here).
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's chromium for the browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "Chromium is missing: install it with 'sudo apt-get install chromium' (Debian/Ubuntu)"; \
+	    echo "or point CHROMIUM=/path/to/chromium at one; the browser test fails without it."; \
+	  fi; \
+	fi
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check workbench tests benchmarks server.py
@@ -30,13 +43,16 @@ lint: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
-unit: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+unit: $(VENV)/.installed-test chromium
+	$(BIN)/python -m pytest workbench tests notebooks \
+	  --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 test: lint typecheck unit
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_bulk.py
+	$(BIN)/python benchmarks/bench_server.py
 
 lab: $(VENV)/.installed-test
 	$(BIN)/jupyter lab notebooks/

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     host = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{host}:{args.port}{app.state.base if hasattr(app.state, 'base') else args.base}"
+    url = f"http://{host}:{args.port}{app.state.base}"
     print(f"\nFHIR R4 terminology server: {url}")
     print(f"Access token: {token}")
     print(

@@ -65,4 +65,5 @@ def create_app(
     app.add_middleware(BearerAuth, token=token, base=base)
     app.state.workbench = workbench
     app.state.store = store
+    app.state.base = base
     return app
