@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from tqdm.auto import tqdm
 
-from workbench import packages
+from workbench import jsonio, packages
 from workbench.errors import InvalidResourceError, LoadError, PackageNotFoundError
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource, canonical_of
@@ -54,10 +54,10 @@ class LoadSummary:
         )
 
 
-def parse_json(data: bytes | str, origin: str) -> Any:
+def parse_json(data: bytes | str, origin: str, *, exact_decimals: bool = False) -> Any:
     """Parse JSON, raising LoadError that names ``origin`` when it is not valid JSON."""
     try:
-        return orjson.loads(data)
+        return jsonio.loads(data, exact_decimals=exact_decimals)
     except orjson.JSONDecodeError as exc:
         raise LoadError(f"{origin}: not valid JSON ({exc})") from exc
 
@@ -138,7 +138,8 @@ def _unbundle(resource: Resource, origin: str) -> Iterator[tuple[Resource, str]]
 class _Reader:
     """Collects resources from documents, keeping only the terminology types."""
 
-    def __init__(self) -> None:
+    def __init__(self, exact_decimals: bool = False) -> None:
+        self.exact_decimals = exact_decimals
         self.kept: list[Resource] = []
         self.skipped: Counter[str] = Counter()
         self.files = 0
@@ -152,7 +153,7 @@ class _Reader:
                 self.skipped[resource["resourceType"]] += 1
 
     def raw(self, data: bytes, origin: str) -> None:
-        self.document(parse_json(data, origin), origin)
+        self.document(parse_json(data, origin, exact_decimals=self.exact_decimals), origin)
 
 
 def _bar(items: list[Any], progress: bool | None, desc: str) -> Iterable[Any]:
@@ -178,7 +179,11 @@ def _read_files(reader: _Reader, files: list[Path], progress: bool | None, desc:
 
 
 def read_source(
-    source: Any, *, cache_dir: Path | None = None, progress: bool | None = None
+    source: Any,
+    *,
+    cache_dir: Path | None = None,
+    progress: bool | None = None,
+    exact_decimals: bool = False,
 ) -> tuple[list[Resource], LoadSummary]:
     """Read every terminology resource of ``source`` without storing anything.
 
@@ -186,7 +191,7 @@ def read_source(
     recursively), a FHIR NPM package (``.tgz``, or an extracted folder with ``package/``), or
     a package reference ``"name#version"`` resolved from the FHIR package cache.
     """
-    reader = _Reader()
+    reader = _Reader(exact_decimals)
     label: str
     if isinstance(source, Mapping):
         label = str(source.get("resourceType", "resource"))

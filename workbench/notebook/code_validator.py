@@ -67,6 +67,7 @@ class CodeValidator(w.VBox):
             self.abstract,
         ):
             control.observe(self._update, "value")
+        self._update()
 
     def _update(self, _: Any = None) -> None:
         self.result = None

@@ -17,10 +17,12 @@ class ColumnReport(w.VBox):
     def __init__(self, result: ValidationFrame, *, top: int = 10, rows: int = 50) -> None:
         self.report = result
         self.rows = rows
+        self.top = top
         self.summary = result.summary(top=top)
         self.counts = w.HTML(self._counts_html())
         self.chart = w.Image(format="png", value=self._chart_png())
-        reasons = [str(r) for r in self.summary.counts.index if r != "valid"]
+        failing = set(result.failure_cases["issue"].dropna().astype(str))
+        reasons = [str(r) for r in self.summary.counts.index if str(r) in failing]
         self.reason = w.Dropdown(options=["all failures", *reasons], description="Reason")
         self.table = w.HTML()
         super().__init__([self.counts, self.chart, self.reason, self.table])
@@ -41,7 +43,7 @@ class ColumnReport(w.VBox):
         )
 
     def _chart_png(self) -> bytes:
-        figure = self.summary.plot()
+        figure = self.summary.plot(top=self.top)
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)
         return buffer.getvalue()

@@ -54,6 +54,7 @@ class ValueSetBrowser(w.VBox):
         self.previous.on_click(lambda _: self._page(-1))
         self.next.on_click(lambda _: self._page(+1))
         self._refresh_list()
+        wb.registry.subscribe(lambda _change: self._refresh_list())
 
     def _refresh_list(self, _: Any = None) -> None:
         frame = self.wb.valuesets
@@ -67,13 +68,14 @@ class ValueSetBrowser(w.VBox):
                 + frame["title"].fillna("")
             ).str.casefold()
             frame = frame[hay.str.contains(text, regex=False)]
-        self.select.options = [
-            (f"{title or name or url} ({version or '-'})", f"{url}|{version}" if version else url)
-            for url, version, name, title in sorted(
-                zip(frame["url"], frame["version"], frame["name"], frame["title"], strict=True),
-                key=lambda row: str(row[0]),
-            )
-        ]
+        options = []
+        for url, version, name, title in zip(
+            frame["url"], frame["version"], frame["name"], frame["title"], strict=True
+        ):
+            version = None if views.blank(version) else str(version)
+            label = next(str(t) for t in (title, name, url) if not views.blank(t))
+            options.append((f"{label} ({version or '-'})", f"{url}|{version}" if version else url))
+        self.select.options = sorted(options, key=lambda option: option[1])
 
     def _on_select(self, _: Any = None) -> None:
         self.offset = 0

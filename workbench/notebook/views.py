@@ -12,8 +12,13 @@ GREEN, AMBER, RED, GREY = "#1a7f37", "#9a6700", "#cf222e", "#57606a"
 
 
 def esc(value: Any) -> str:
-    """HTML-escape anything (None becomes an empty string)."""
-    return "" if value is None else html.escape(str(value))
+    """HTML-escape anything (None, NaN and NA become an empty string)."""
+    return "" if blank(value) else html.escape(str(value))
+
+
+def blank(value: Any) -> bool:
+    """True for None, NaN and NA: a missing value in a frame."""
+    return value is None or (not isinstance(value, (str, list, dict)) and bool(pd.isna(value)))
 
 
 def message(text: str, colour: str = RED) -> str:

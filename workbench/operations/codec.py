@@ -15,6 +15,7 @@ from typing import Any
 
 from workbench.errors import InvalidRequestError, WorkbenchError
 from workbench.operations.definitions import OperationDef, ParamDef
+from workbench.terminology.lookup import TypedValue
 
 GENERAL_PARAMETERS = frozenset({"_format", "_pretty"})
 _INTEGER = re.compile(r"^[+-]?\d+$")
@@ -112,8 +113,13 @@ def parse_query(op: OperationDef, items: Iterable[tuple[str, str]]) -> dict[str,
     return _collect(op, pairs)
 
 
-def parse_parameters(op: OperationDef, body: Mapping[str, Any]) -> dict[str, Any]:
+def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
     """Parse a POSTed body: a Parameters resource, or the operation's single resource input."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequestError(
+            f"The body of ${op.code} must be a JSON object (a Parameters resource), not "
+            f"{type(body).__name__}"
+        )
     rtype = body.get("resourceType")
     single = op.resource_input
     if rtype != "Parameters":
@@ -227,6 +233,8 @@ def _output_entry(param: ParamDef, value: Any) -> dict[str, Any]:
         return {"name": param.name, "part": part_entries}
     if param.is_resource:
         return {"name": param.name, "resource": value}
+    if isinstance(value, TypedValue):
+        return {"name": param.name, value.key: value.value}
     kind = param.type
     if kind is None or kind == "Element" or (kind[:1].isupper() and not isinstance(value, Mapping)):
         kind = next((t for py, t in _PY_TYPES if isinstance(value, py)), "string")

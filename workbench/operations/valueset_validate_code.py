@@ -33,7 +33,10 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
             display=inputs.get("display"),
         )
     elif given == "coding":
-        kwargs["coding"] = inputs["coding"]
+        coding = inputs["coding"]
+        if inputs.get("display") is not None:
+            coding = {**coding, "display": inputs["display"]}
+        kwargs["coding"] = coding
     else:
         kwargs["codeable_concept"] = inputs["codeableConcept"]
     if isinstance(target, str):

@@ -16,7 +16,7 @@ from workbench.server.auth import BearerAuth
 from workbench.server.capability import capability_statement
 from workbench.server.errors import HANDLERS
 from workbench.server.responses import fhir
-from workbench.server.routes import OperationRoutes, resource_routes
+from workbench.server.routes import MethodNotAllowedError, OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
 
 if TYPE_CHECKING:
@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 
 DEFAULT_BASE = "/fhir/R4"
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
+ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def read_only(request: Request) -> None:
+    """Refuse anything but GET (405) on read-only endpoints."""
+    if request.method not in ("GET", "HEAD"):
+        raise MethodNotAllowedError(
+            f"{request.method} is not allowed on {request.url.path}: it is read-only (use GET)"
+        )
 
 
 def create_app(
@@ -43,10 +52,12 @@ def create_app(
     definitions = {op.definition.id: op.definition.resource for op in OPERATIONS}
 
     async def metadata(request: Request) -> Response:
+        read_only(request)
         root = str(request.base_url).rstrip("/") + base
         return fhir(capability_statement(OPERATIONS, root))
 
     async def operation_definition(request: Request) -> Response:
+        read_only(request)
         found = definitions.get(request.path_params["rid"])
         if found is None:
             raise ResourceNotFoundError(
@@ -55,8 +66,8 @@ def create_app(
         return fhir(found)
 
     routes = [
-        Route(f"{base}/metadata", metadata, methods=["GET"]),
-        Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=["GET"]),
+        Route(f"{base}/metadata", metadata, methods=ALL_METHODS),
+        Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=ALL_METHODS),
         *OperationRoutes(OPERATIONS, store, max_body).routes(base),
         *resource_routes(base, store, max_body),
     ]

@@ -8,6 +8,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from workbench import jsonio
 from workbench.errors import WorkbenchError
 
 FHIR_JSON = "application/fhir+json"
@@ -20,8 +21,8 @@ class FHIRResponse(Response):
     media_type = FHIR_JSON
 
     def render(self, content: Any) -> bytes:
-        """Serialise the content; ``_pretty`` is handled by the caller via ``pretty``."""
-        return orjson.dumps(content)
+        """Serialise the content (exact decimals)."""
+        return jsonio.dumps(content)
 
 
 def fhir(
@@ -29,8 +30,7 @@ def fhir(
 ) -> Response:
     """Return FHIR JSON, indented when ``pretty``."""
     if pretty:
-        body = orjson.dumps(content, option=orjson.OPT_INDENT_2)
-        return Response(body, status, headers, media_type=FHIR_JSON)
+        return Response(jsonio.dumps(content, pretty=True), status, headers, media_type=FHIR_JSON)
     return FHIRResponse(content, status, headers)
 
 
@@ -64,7 +64,7 @@ class MalformedError(WorkbenchError):
     msg_id = "WB-HTTP-400"
 
 
-async def read_json(request: Request, max_bytes: int) -> Any:
+async def read_json(request: Request, max_bytes: int, *, exact_decimals: bool = False) -> Any:
     """Read a JSON body, checking the content type and the size limit."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media not in _ACCEPTED_TYPES:
@@ -83,6 +83,6 @@ async def read_json(request: Request, max_bytes: int) -> Any:
             raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
         chunks.append(chunk)
     try:
-        return orjson.loads(b"".join(chunks))
+        return jsonio.loads(b"".join(chunks), exact_decimals=exact_decimals)
     except orjson.JSONDecodeError as exc:
         raise MalformedError(f"The body is not valid JSON: {exc}") from exc

@@ -155,18 +155,22 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
         if request.method == "GET":
             bundle = store.search(rtype, request.query_params.multi_items(), _base_url(request))
             return fhir(bundle, pretty=_pretty(request))
-        body = await read_json(request, max_body)
+        body = await read_json(request, max_body, exact_decimals=True)
         created = store.create(rtype, body)
         return _resource_response(created, 201, base)
 
     async def instance(request: Request) -> Response:
         rtype, rid = request.path_params["rtype"], request.path_params["rid"]
+        if rid.startswith("$"):
+            raise MethodNotAllowedError(
+                f"Operations take GET or POST, not {request.method} ({rtype}/{rid})"
+            )
         if request.method == "GET":
             return _resource_response(store.read(rtype, rid), 200, base, _pretty(request))
         if request.method == "DELETE":
             store.delete(rtype, rid)
             return Response(status_code=204)
-        body = await read_json(request, max_body)
+        body = await read_json(request, max_body, exact_decimals=True)
         stored, created = store.update(rtype, rid, body, request.headers.get("if-match"))
         return _resource_response(stored, 201 if created else 200, base)
 

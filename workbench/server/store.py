@@ -17,10 +17,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from workbench import jsonio
 from workbench.errors import InvalidRequestError, ResourceNotFoundError, WorkbenchError
-from workbench.loading import check_resource
+from workbench.loading import check_resource, read_source
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource
 
@@ -78,9 +77,9 @@ class ResourceStore:
 
     def _restore(self) -> None:
         assert self.data_dir is not None
-        files = sorted(self.data_dir.glob("*.json"))
-        if files:
-            self.workbench.load(self.data_dir, progress=False)
+        if any(self.data_dir.glob("*.json")):
+            resources, _ = read_source(self.data_dir, progress=False, exact_decimals=True)
+            self.registry.add_many(resources)
         for tombstone in sorted(self.data_dir.glob("*.deleted")):
             rtype, _, rid = tombstone.stem.partition("-")
             with contextlib.suppress(ResourceNotFoundError):
@@ -115,7 +114,7 @@ class ResourceStore:
         if self.data_dir is None:
             return
         rtype, rid = resource["resourceType"], resource["id"]
-        self._write_file(self._path(rtype, rid), orjson.dumps(resource))
+        self._write_file(self._path(rtype, rid), jsonio.dumps(resource))
         self._path(rtype, rid, ".deleted").unlink(missing_ok=True)
 
     def _persist_delete(self, rtype: str, rid: str) -> None:

@@ -30,6 +30,7 @@ class Concept:
     order: int
     designations: list[dict[str, Any]] = field(default_factory=list)
     properties: dict[str, list[Any]] = field(default_factory=dict)
+    value_keys: dict[str, str] = field(default_factory=dict)
     parents: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
     abstract: bool = False
@@ -49,10 +50,15 @@ class Concept:
 
 def property_value(prop: Mapping[str, Any]) -> Any:
     """Return the value of a ``concept.property`` element (its single ``value[x]``)."""
+    return typed_property_value(prop)[1]
+
+
+def typed_property_value(prop: Mapping[str, Any]) -> tuple[str, Any]:
+    """Return ``(value[x] key, value)`` of a ``concept.property`` element."""
     for key, value in prop.items():
         if key.startswith("value"):
-            return value
-    return None
+            return key, value
+    return "valueString", None
 
 
 def _as_string(value: Any) -> str:
@@ -124,8 +130,9 @@ class CodeSystemIndex:
     ) -> None:
         for prop in props:
             name = str(prop.get("code", ""))
-            value = property_value(prop)
+            key, value = typed_property_value(prop)
             concept.properties.setdefault(name, []).append(value)
+            concept.value_keys.setdefault(name, key)
             role = self._role.get(name, name)
             if role in ("parent", "subsumedBy"):
                 links.append((_as_string(value), concept.code))

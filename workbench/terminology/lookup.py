@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from workbench.errors import WorkbenchError
 from workbench.terminology.codesystem import CodeSystemIndex
-
-_VALUE_KEYS = {bool: "valueBoolean", int: "valueInteger", float: "valueDecimal"}
 
 
 class UnknownCodeError(WorkbenchError):
@@ -31,7 +29,7 @@ class LookupResult:
     definition: str | None
     abstract: bool
     designations: tuple[dict[str, Any], ...]
-    properties: tuple[tuple[str, Any], ...]
+    properties: tuple[tuple[str, TypedValue], ...]
 
     def to_parameters(self) -> dict[str, Any]:
         """Return the $lookup output Parameters."""
@@ -58,13 +56,15 @@ class LookupResult:
         return {"resourceType": "Parameters", "parameter": params}
 
 
-def _value_part(value: Any) -> dict[str, Any]:
-    if isinstance(value, dict):
-        return {"name": "value", "valueCoding": value}
-    key = _VALUE_KEYS.get(type(value), "valueString")
-    if isinstance(value, str) and not value.count(" "):
-        key = "valueCode"
-    return {"name": "value", key: value}
+class TypedValue(NamedTuple):
+    """A property value with its FHIR ``value[x]`` key (``valueCode``, ``valueInteger``…)."""
+
+    key: str
+    value: Any
+
+
+def _value_part(value: TypedValue) -> dict[str, Any]:
+    return {"name": "value", value.key: value.value}
 
 
 def lookup(
@@ -84,21 +84,22 @@ def lookup(
     def want(name: str) -> bool:
         return wanted is None or name in wanted
 
-    props: list[tuple[str, Any]] = []
+    props: list[tuple[str, TypedValue]] = []
     hierarchy = {"parent", "child", "subsumedBy"}
     for name, values in concept.properties.items():
         if cs.role_of(name) in hierarchy:
             continue
         if want(name):
-            props += [(name, v) for v in values]
+            key = concept.value_keys.get(name, "valueString")
+            props += [(name, TypedValue(key, v)) for v in values]
     if want("parent"):
-        props += [("parent", p) for p in concept.parents]
+        props += [("parent", TypedValue("valueCode", p)) for p in concept.parents]
     if want("child"):
-        props += [("child", c) for c in concept.children]
+        props += [("child", TypedValue("valueCode", c)) for c in concept.children]
     if want("inactive") and not any(n == "inactive" for n, _ in props):
-        props.append(("inactive", concept.inactive))
+        props.append(("inactive", TypedValue("valueBoolean", concept.inactive)))
     if wanted is not None and "definition" in wanted and concept.definition:
-        props.append(("definition", concept.definition))
+        props.append(("definition", TypedValue("valueString", concept.definition)))
     designations = tuple(concept.designations) if want("designation") else ()
     return LookupResult(
         name=str(cs.resource.get("title") or cs.resource.get("name") or cs.url),

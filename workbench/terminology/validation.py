@@ -292,7 +292,7 @@ def validate_in_codesystem(
         system=cs.url,
         version=cs.version,
         display=display,
-        abstract=True,
+        abstract=abstract,
         where=f"the CodeSystem {cs.url}",
     )
 
