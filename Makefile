@@ -6,6 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 ARGS ?=
 CHROMIUM ?= /usr/bin/chromium
+export CHROMIUM
 
 .PHONY: serve test lint typecheck unit chromium bench lab clean
 

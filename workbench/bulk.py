@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import InvalidRequestError, WorkbenchError
+from workbench.report import COLUMNS
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import NO_MATCH, CompiledValueSet, Match
 from workbench.terminology.validation import (
@@ -26,7 +27,6 @@ from workbench.terminology.validation import (
     validate_in_valueset,
 )
 
-COLUMNS = ["result", "message", "display", "issue", "system"]
 MISSING_MESSAGE = "No code was given"
 Resolver = Callable[[str, "str | None"], "CodeSystemIndex | None"]
 Row = tuple[Any, str | None, str | None, str | None, str | None]
@@ -182,14 +182,14 @@ class Columns:
     def take(self, row_ids: np.ndarray) -> pd.DataFrame:
         """Broadcast to the rows: row ``i`` gets the answer of key ``row_ids[i]``.
 
-        ``issue`` and ``system`` are categoricals (a few distinct values over many rows).
+        ``system`` is a categorical (a few distinct values over many rows).
         """
         data: dict[str, Any] = {
             "result": pd.arrays.BooleanArray(self.result.take(row_ids), self.mask.take(row_ids))
         }
-        for name in ("message", "display"):
+        for name in ("message", "display", "issue"):
             data[name] = pd.Series(getattr(self, name).take(row_ids), dtype=object, copy=False)
-        for name in ("issue", "system"):
+        for name in ("system",):
             ids, texts = pd.factorize(getattr(self, name), use_na_sentinel=True)
             data[name] = pd.Categorical.from_codes(
                 np.asarray(ids).take(row_ids), pd.Index(texts, dtype=object)

@@ -211,13 +211,16 @@ def read_source(
     summary = LoadSummary(
         source=label,
         files=reader.files,
-        valuesets=tuple(canonical_of(r) for r in reader.kept if r["resourceType"] == "ValueSet"),
-        codesystems=tuple(
-            canonical_of(r) for r in reader.kept if r["resourceType"] == "CodeSystem"
-        ),
+        valuesets=_distinct(r for r in reader.kept if r["resourceType"] == "ValueSet"),
+        codesystems=_distinct(r for r in reader.kept if r["resourceType"] == "CodeSystem"),
         skipped=dict(reader.skipped),
     )
     return reader.kept, summary
+
+
+def _distinct(resources: Iterable[Resource]) -> tuple[str, ...]:
+    """The canonicals, each once (a package may hold a resource and a Bundle repeating it)."""
+    return tuple(dict.fromkeys(canonical_of(r) or str(r.get("id")) for r in resources))
 
 
 def _read_path(reader: _Reader, text: str, cache_dir: Path | None, progress: bool | None) -> None:

@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+COLUMNS = ["result", "message", "display", "issue", "system"]
+
 
 @dataclass(frozen=True)
 class ValidationSummary:
@@ -77,19 +79,39 @@ class ValidationFrame(pd.DataFrame):
     def _constructor(self) -> type[ValidationFrame]:
         return ValidationFrame
 
+    def _checked_codes(self) -> pd.Series:
+        """The codes behind the rows shown (a slice keeps the codes of its own rows)."""
+        codes = getattr(self, "codes", None)
+        if codes is None:
+            return pd.Series(pd.NA, index=self.index, dtype=object)
+        if len(codes) == len(self) and codes.index.equals(self.index):
+            return codes
+        if codes.index.is_unique:
+            return codes.reindex(self.index)
+        return pd.Series(pd.NA, index=self.index, dtype=object)
+
+    def _is_complete(self) -> bool:
+        return all(column in self.columns for column in COLUMNS)
+
     @property
     def failure_cases(self) -> pd.DataFrame:
         """The failing rows (result false, or missing), with the failing code first."""
         failing = ~self["result"].fillna(False).astype(bool)
         frame = pd.DataFrame(self[failing], copy=False)
-        frame.insert(0, "code", self.codes[failing.to_numpy()].to_numpy())
+        frame.insert(0, "code", self._checked_codes()[failing.to_numpy()].to_numpy())
         return frame
 
+    @property
+    def reason(self) -> pd.Series:
+        """The issue of each row, with ``valid`` for plainly valid rows."""
+        return self["issue"].astype(object).where(self["issue"].notna(), "valid")
+
     def summary(self, top: int = 10) -> ValidationSummary:
-        """Counts per reason ('valid' for plain valid rows) and the ``top`` invalid codes."""
-        issue = self["issue"].astype(object).where(self["issue"].notna(), "valid")
-        counts = issue.value_counts()
+        """Counts per reason ('valid' for plain valid rows) and the ``top`` invalid codes
+        (missing values are counted as a reason, not listed as codes)."""
+        counts = self.reason.value_counts()
         failures = self.failure_cases
+        failures = failures[failures["issue"] != "missing"]
         if len(failures):
             grouped = failures.groupby(["code", "system", "issue"], dropna=False, sort=False)
             top_invalid = (
@@ -107,6 +129,8 @@ class ValidationFrame(pd.DataFrame):
 
     def _repr_html_(self) -> str | None:
         table = pd.DataFrame(self).head(20).to_html(na_rep="")
+        if not self._is_complete():
+            return table
         return (
             self.summary()._repr_html_() + "<details><summary>Rows</summary>" + table + "</details>"
         )

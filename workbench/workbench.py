@@ -267,7 +267,7 @@ class Workbench:
         >>> _ = wb.load(vs)
         >>> report = wb.validate_column(pd.Series(["a", "b", None]), "http://x/vs")
         >>> report["result"].tolist(), report["issue"].tolist()
-        ([True, False, <NA>], [nan, 'unknown-code', 'missing'])
+        ([True, False, <NA>], [None, 'unknown-code', 'missing'])
         """
         from workbench import bulk, bulk_dask, report
 

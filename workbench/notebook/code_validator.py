@@ -28,7 +28,7 @@ class CodeValidator(w.VBox):
             for vs in wb.registry.all("ValueSet")
             if vs.get("url")
         )
-        wide = w.Layout(width="100%")
+        wide = w.Layout(width="98%")
         self.valueset = w.Dropdown(
             options=options, value=valueset, description="Value set", layout=wide
         )

@@ -23,7 +23,7 @@ class ServerPanel(w.VBox):
         self.start = w.Button(description="Start server", button_style="success")
         self.stop = w.Button(description="Stop server", button_style="danger", disabled=True)
         self.info = w.HTML(views.message("Stopped.", views.GREY))
-        self.curl = w.Textarea(disabled=False, layout=w.Layout(width="100%", height="70px"))
+        self.curl = w.Textarea(disabled=False, layout=w.Layout(width="98%", height="70px"))
         super().__init__([w.HBox([self.start, self.stop]), self.info, self.curl])
         self.add_class("workbench-server-panel")
         self.start.on_click(self._start)

@@ -25,7 +25,7 @@ class ValueSetBrowser(w.VBox):
         self.page_size = page_size
         self.offset = 0
         self.search = w.Text(placeholder="search url, name or title", description="Find")
-        self.select = w.Select(options=[], rows=8, layout=w.Layout(width="100%"))
+        self.select = w.Select(options=[], rows=8, layout=w.Layout(width="98%"))
         self.metadata = w.HTML()
         self.code_filter = w.Text(placeholder="filter codes and displays", description="Codes")
         self.previous = w.Button(description="◀ previous", disabled=True)
@@ -55,6 +55,13 @@ class ValueSetBrowser(w.VBox):
         self.next.on_click(lambda _: self._page(+1))
         self._refresh_list()
         wb.registry.subscribe(lambda _change: self._refresh_list())
+
+    def show(self, valueset: str) -> None:
+        """Select a value set by ``url`` (its latest version) or ``url|version``."""
+        resource = self.wb.resource("ValueSet", valueset)
+        version = resource.get("version")
+        self.search.value = ""
+        self.select.value = f"{resource['url']}|{version}" if version else resource["url"]
 
     def _refresh_list(self, _: Any = None) -> None:
         frame = self.wb.valuesets
@@ -123,10 +130,10 @@ class CodeSystemTree(w.VBox):
         self.wb = wb
         self.path: list[str] = []
         self._updating = False
-        self.system = w.Dropdown(options=[], description="System", layout=w.Layout(width="100%"))
+        self.system = w.Dropdown(options=[], description="System", layout=w.Layout(width="98%"))
         self.up = w.Button(description="▲ up", disabled=True)
         self.breadcrumb = w.HTML()
-        self.children_list = w.Select(options=[], rows=10, layout=w.Layout(width="100%"))
+        self.children_list = w.Select(options=[], rows=10, layout=w.Layout(width="98%"))
         self.detail = w.HTML()
         super().__init__(
             [self.system, w.HBox([self.up, self.breadcrumb]), self.children_list, self.detail]

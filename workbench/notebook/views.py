@@ -128,4 +128,5 @@ def frame_table(frame: pd.DataFrame, limit: int = 50) -> str:
     """A plain HTML table of the first ``limit`` rows of a frame."""
     if frame.empty:
         return message("No rows.", GREY)
-    return frame.head(limit).to_html(na_rep="", escape=True)
+    shown = frame.head(limit).astype(object)
+    return shown.where(shown.notna(), "").to_html(escape=True)

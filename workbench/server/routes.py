@@ -143,17 +143,21 @@ class OperationRoutes:
         return endpoint
 
 
-def _base_url(request: Request) -> str:
-    return str(request.url)
-
-
 def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Route]:
     """read, create, update, delete and search of ValueSet and CodeSystem."""
 
     async def search_or_create(request: Request) -> Response:
         rtype = request.path_params["rtype"]
         if request.method == "GET":
-            bundle = store.search(rtype, request.query_params.multi_items(), _base_url(request))
+            strict = "handling=strict" in request.headers.get("prefer", "").replace(" ", "")
+            root = str(request.base_url).rstrip("/") + base
+            bundle = store.search(
+                rtype,
+                request.query_params.multi_items(),
+                self_url=str(request.url),
+                root=root,
+                strict=strict,
+            )
             return fhir(bundle, pretty=_pretty(request))
         body = await read_json(request, max_body, exact_decimals=True)
         created = store.create(rtype, body)

@@ -201,8 +201,20 @@ class ResourceStore:
             self._persist_delete(rtype, rid)
             self.registry.delete(rtype, rid)
 
-    def search(self, rtype: str, params: list[tuple[str, str]], base_url: str) -> Resource:
-        """Search by url, version, name, title, status or _id; return a searchset Bundle."""
+    def search(
+        self,
+        rtype: str,
+        params: list[tuple[str, str]],
+        *,
+        self_url: str,
+        root: str,
+        strict: bool = False,
+    ) -> Resource:
+        """Search by url, version, name, title, status or _id; return a searchset Bundle.
+
+        Unknown search parameters are ignored, as FHIR servers do, unless ``strict`` (the
+        client sent ``Prefer: handling=strict``), which makes them an error.
+        """
         self.check_type(rtype)
         count: int | None = None
         tests = []
@@ -214,6 +226,8 @@ class ResourceStore:
             elif name in _IGNORED_SEARCH:
                 continue
             elif name not in SEARCH_PARAMETERS:
+                if not strict:
+                    continue
                 raise InvalidRequestError(
                     f"Unknown search parameter '{name}' for {rtype} (supported: "
                     f"{', '.join(SEARCH_PARAMETERS)})"
@@ -226,10 +240,10 @@ class ResourceStore:
             "resourceType": "Bundle",
             "type": "searchset",
             "total": len(found),
-            "link": [{"relation": "self", "url": base_url}],
+            "link": [{"relation": "self", "url": self_url}],
             "entry": [
                 {
-                    "fullUrl": f"{r['resourceType']}/{r['id']}",
+                    "fullUrl": f"{root}/{r['resourceType']}/{r['id']}",
                     "resource": with_meta(r),
                     "search": {"mode": "match"},
                 }
