@@ -125,7 +125,7 @@ class Checker:
         rest = np.flatnonzero(~hit & ~missing)
         cs = self.resolve(system, None)
         vs = self.valueset
-        if cs is not None and self.members is not None:
+        if cs is not None and cs.case_sensitive and self.members is not None:
             members = self.members
             outside = np.fromiter(
                 ((system, c) not in members for c in codes[rest]), dtype=bool, count=len(rest)
@@ -182,17 +182,20 @@ class Columns:
     def take(self, row_ids: np.ndarray) -> pd.DataFrame:
         """Broadcast to the rows: row ``i`` gets the answer of key ``row_ids[i]``.
 
-        ``system`` is a categorical (a few distinct values over many rows).
+        ``message``, ``display`` and ``system`` are categoricals: each distinct text is stored
+        once however many rows share it. ``issue`` stays a plain column, so that
+        ``fillna("valid")`` works on it.
         """
         data: dict[str, Any] = {
             "result": pd.arrays.BooleanArray(self.result.take(row_ids), self.mask.take(row_ids))
         }
-        for name in ("message", "display", "issue"):
-            data[name] = pd.Series(getattr(self, name).take(row_ids), dtype=object, copy=False)
-        for name in ("system",):
+        data["issue"] = pd.Series(self.issue.take(row_ids), dtype=object, copy=False)
+        for name in ("message", "display", "system"):
             ids, texts = pd.factorize(getattr(self, name), use_na_sentinel=True)
             data[name] = pd.Categorical.from_codes(
-                np.asarray(ids).take(row_ids), pd.Index(texts, dtype=object)
+                np.asarray(ids, dtype=np.int32).take(row_ids),
+                pd.Index(texts, dtype=object),
+                validate=False,
             )
         return pd.DataFrame(data, columns=COLUMNS, copy=False)
 
@@ -269,8 +272,15 @@ def _is_missing(value: Any) -> bool:
 
 
 def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    return np.asarray(codes, dtype=np.int64), np.asarray(uniques, dtype=object)
+    """Distinct values and each row's index into them; missing values share one last slot."""
+    codes, uniques = pd.factorize(values)
+    ids = np.asarray(codes, dtype=np.int64)
+    distinct = np.asarray(uniques, dtype=object)
+    missing = ids < 0
+    if missing.any():
+        ids[missing] = len(distinct)
+        distinct = np.append(distinct, None)
+    return ids, distinct
 
 
 def _uniform(values: pd.Series) -> str | None:
@@ -354,8 +364,9 @@ def _column(data: pd.DataFrame, name: str, role: str) -> pd.Series:
 
 
 def _structured(values: pd.Series) -> bool:
-    """True when a column holds Coding or CodeableConcept dicts rather than codes."""
-    for value in values.head(50):
+    """True when a column holds Coding or CodeableConcept dicts rather than codes (decided
+    by its first value that is not missing)."""
+    for value in values:
         if isinstance(value, Mapping):
             return True
         if not _is_missing(value):
