@@ -85,9 +85,11 @@ class Checker:
     members: frozenset[tuple[str, str]] | None = None
     fast_by_system: dict[str, tuple[pd.Index, np.ndarray]] = field(default_factory=dict, repr=False)
 
-    def check(self, system: str | None, code: str, display: str | None) -> Row:
+    def check(
+        self, system: str | None, code: str, display: str | None, version: str | None = None
+    ) -> Row:
         """Validate one coding: (result, message, display, issue, system)."""
-        if display is None and system is not None:
+        if display is None and system is not None and version is None:
             key = (system, code)
             if key in self.fast:
                 return True, None, self.fast[key], None, system
@@ -96,6 +98,7 @@ class Checker:
             self.resolve,
             code=code,
             system=system,
+            version=version,
             display=display,
             abstract=self.abstract,
         )
@@ -239,7 +242,8 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
 def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
     """A picklable checker (the Dask path): the expansion index and every loaded code system.
 
-    Raises the expansion's error when the value set cannot be expanded.
+    A value set that cannot be expanded is shipped as its compiled compose instead, so
+    its rows get the same answers as on pandas.
     """
     compiled = wb.terminology.compiled(valueset)
     codesystems = {}
@@ -249,7 +253,15 @@ def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
             found = wb.terminology.codesystem(url)
             if found is not None:
                 codesystems[url] = found
-    index = MembershipIndex(compiled, codesystems)
+    try:
+        index = MembershipIndex(compiled, codesystems)
+    except WorkbenchError:
+        # Not expandable (a code system it needs is missing): ship the compose itself, as
+        # validate_code uses it. Its filters are closures, which Dask serialises with
+        # cloudpickle.
+        table = MembershipIndex.__new__(MembershipIndex)
+        table.codesystems = codesystems
+        return Checker(compiled, table.codesystem, abstract)
     return Checker(
         index,
         index.codesystem,
@@ -279,7 +291,7 @@ def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     missing = ids < 0
     if missing.any():
         ids[missing] = len(distinct)
-        distinct = np.append(distinct, None)
+        distinct = np.concatenate([distinct, np.array([None], dtype=object)])
     return ids, distinct
 
 
@@ -288,7 +300,7 @@ def _uniform(values: pd.Series) -> str | None:
     if len(values) == 0:
         return None
     first = values.iloc[0]
-    if not isinstance(first, str) or first == "":
+    if not isinstance(first, str) or first == "" or bool(values.isna().any()):
         return None
     return first if bool((values == first).all()) else None
 
@@ -354,13 +366,24 @@ def validate_arrays(
 # --- the public entry --------------------------------------------------------------------
 
 
-def _column(data: pd.DataFrame, name: str, role: str) -> pd.Series:
-    if name not in data.columns:
-        raise KeyError(
-            f"The {role} column {name!r} is not in the data; its columns are "
-            f"{[str(c) for c in data.columns]}"
-        )
-    return data[name]
+def check_columns(
+    columns: list[Any], *, code: str | None, system: str | None, display: str | None
+) -> None:
+    """Check the column arguments against a frame's columns (pandas and Dask alike).
+
+    ``system`` names a column, or is a system URI (it has a ':' or a '/').
+    """
+    if code is None:
+        raise InvalidRequestError(f"Name the code column: code=... (the columns are {columns})")
+    named = [(code, "code"), (display, "display")]
+    if system is not None and system not in columns and "/" not in system and ":" not in system:
+        named.append((system, "system"))
+    for name, role in named:
+        if name is not None and name not in columns:
+            raise KeyError(
+                f"The {role} column {name!r} is not in the data; its columns are "
+                f"{[str(c) for c in columns]}"
+            )
 
 
 def _structured(values: pd.Series) -> bool:
@@ -381,12 +404,13 @@ def _validate_structured(checker: Checker, values: pd.Series) -> pd.DataFrame:
 
     def one(coding: Mapping[str, Any]) -> ValidationResult:
         system, code, display = coding.get("system"), coding.get("code"), coding.get("display")
-        key = (system, code, display)
+        version = coding.get("version")
+        key = (system, code, display, version)
         if key not in memo:
             if _is_missing(code):
                 memo[key] = (False, MISSING_MESSAGE, None, "missing", system)
             else:
-                memo[key] = checker.check(system, str(code), display)
+                memo[key] = checker.check(system, str(code), display, version)
         result, message, shown, issue, used = memo[key]
         return ValidationResult(bool(result), message, shown, code, used, None, issue)
 
@@ -415,17 +439,13 @@ def prepare(
 ) -> tuple[pd.Series, pd.Series | str | None, pd.Series | None]:
     """Pick the code, system and display inputs out of a Series or a DataFrame."""
     if isinstance(data, pd.DataFrame):
-        if code is None:
-            raise InvalidRequestError(
-                f"Name the code column: code=... (the columns are {list(data.columns)})"
-            )
-        codes = _column(data, code, "code")
+        check_columns(list(data.columns), code=code, system=system, display=display)
+        assert code is not None
+        codes = data[code]
         systems: pd.Series | str | None = system
         if system is not None and system in data.columns:
             systems = data[system]
-        elif system is not None and "/" not in system and ":" not in system:
-            _column(data, system, "system")
-        displays = _column(data, display, "display") if display is not None else None
+        displays = data[display] if display is not None else None
         return codes, systems, displays
     if isinstance(data, pd.Series):
         if display is not None:
@@ -434,6 +454,22 @@ def prepare(
     raise TypeError(
         f"validate_column takes a pandas Series or DataFrame, not {type(data).__name__}"
     )
+
+
+def checked_codes(values: pd.Series) -> pd.Series:
+    """The codes a result's rows are about, for reports: a Coding's code, the codes of a
+    CodeableConcept joined with commas; plain codes as they are."""
+    if values.dtype != object or not _structured(values):
+        return values
+
+    def code_of(value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return None
+        codings = value.get("coding") if "coding" in value else [value]
+        codes = [str(c.get("code")) for c in codings or [] if isinstance(c, Mapping)]
+        return ", ".join(codes) or None
+
+    return pd.Series([code_of(v) for v in values], index=values.index, dtype=object)
 
 
 def validate_pandas(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.bulk import COLUMNS, Checker, validate_pandas
+from workbench.bulk import Checker, check_columns, validate_pandas
 
 
 def is_dask(data: Any) -> bool:
@@ -22,11 +22,18 @@ def is_dask(data: Any) -> bool:
 
 
 def meta() -> pd.DataFrame:
-    """The empty frame that describes the result's columns and dtypes."""
+    """The empty frame that describes the result's columns and dtypes (the categoricals'
+    categories are only known per partition)."""
+    from dask.dataframe.utils import UNKNOWN_CATEGORIES
+
+    unknown = pd.CategoricalDtype([UNKNOWN_CATEGORIES])
     return pd.DataFrame(
         {
             "result": pd.Series(dtype="boolean"),
-            **{name: pd.Series(dtype=object) for name in COLUMNS[1:]},
+            "message": pd.Series(dtype=unknown),
+            "display": pd.Series(dtype=unknown),
+            "issue": pd.Series(dtype=object),
+            "system": pd.Series(dtype=unknown),
         }
     )
 
@@ -45,7 +52,7 @@ def _ship(checker: Checker) -> Any:
 
         client = get_client()
     except (ImportError, ValueError):
-        return dask.delayed(checker, pure=True, traverse=False)
+        return dask.delayed(checker, pure=False, traverse=False)
     return client.scatter(checker, broadcast=True, hash=False)
 
 
@@ -62,15 +69,7 @@ def validate_dask(
     import dask.dataframe as dd
 
     if isinstance(data, dd.DataFrame):
-        wanted = [c for c in (code, display) if c is not None]
-        if system is not None and system in data.columns:
-            wanted.append(system)
-        missing = [c for c in wanted if c not in data.columns]
-        if missing or code is None:
-            raise KeyError(
-                f"Columns {missing or ['code=...']} are not in the data; its "
-                f"columns are {list(data.columns)}"
-            )
+        check_columns(list(data.columns), code=code, system=system, display=display)
     shipped = _ship(checker)
     result = data.map_partitions(
         _partition, shipped, code, system, display, meta=meta(), align_dataframes=False

@@ -98,7 +98,8 @@ class ValidationFrame(pd.DataFrame):
         """The failing rows (result false, or missing), with the failing code first."""
         failing = ~self["result"].fillna(False).astype(bool)
         frame = pd.DataFrame(self[failing], copy=False)
-        frame.insert(0, "code", self._checked_codes()[failing.to_numpy()].to_numpy())
+        codes = self._checked_codes()[failing.to_numpy()].to_numpy(dtype=object)
+        frame.insert(0, "code", pd.Series(codes, index=frame.index, dtype=object))
         return frame
 
     @property

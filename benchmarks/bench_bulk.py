@@ -1,0 +1,736 @@
+"""Benchmark of bulk validation: ``Workbench.validate_column`` over a million rows of
+ICD-10-CM codes against a large is-a value set, against a bare ``Series.isin`` baseline.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_bulk.py                      # 1,000,000 rows, 5 runs
+    .venv/bin/python benchmarks/bench_bulk.py --rows 100000 --repeat 7
+    .venv/bin/python benchmarks/bench_bulk.py --profile            # plus a cProfile per dtype
+
+The case: ICD-10-CM (about 98,000 codes, built from ``simple-icd-10-cm`` by
+``benchmarks/icd10cm.py``) and a ValueSet with one include, ``is-a`` chapter ``"19"`` (injury
+and poisoning, S00-T88: about 54,000 codes). ``--rows`` rows (fixed seed) with a ``code``
+and a ``system`` column (the ICD-10-CM URI in every row): 70% valid members (selectable
+codes of chapter 19), 24% real ICD-10-CM codes outside the value set, 4% made-up codes,
+1.5% members with surrounding whitespace, 0.5% missing values. The primary figures use
+pandas' default string dtype (``str`` in pandas 3); the same figures follow for ``object``
+and ``category`` columns as secondary lines.
+
+What it measures, per dtype:
+
+1. Time. Baseline: ``df["code"].isin(valid)``, ``valid`` being the precomputed Python set of
+   the value set's valid member codes; median of ``--repeat`` runs (after one untimed call).
+   Target: ``wb.validate_column(df, url, code="code", system="system")``, the whole result
+   frame, median of ``--repeat`` warm runs <= 1.0x that baseline. One warm-up call comes
+   first (for the first dtype it compiles the value set and builds the expansion and the
+   bulk indexes); its time is reported on its own. The timed runs alternate baseline and
+   target, so both see the same load. Rows/s, both medians, the ratio and PASS/MISS (on
+   wall time), plus the same ratio in CPU time. For an Arrow-backed column it also prints,
+   for information only, a tighter reference: ``pyarrow.compute.is_in`` with a precomputed
+   value-set array (``Series.isin`` on ``str`` converts the set value by value per call).
+2. Memory of one warm call, over the input's own size (``df.memory_usage(deep=True)``):
+   the tracemalloc peak in this process (numpy and Python allocations; Arrow's own memory
+   pool is invisible to it), and the peak RSS growth of one call in a fresh child process
+   that builds the same data: VmHWM after the call minus VmRSS before it, VmHWM being reset
+   through ``/proc/self/clear_refs`` just before the call (``ru_maxrss`` where there is no
+   /proc). Also the result frame's own ``memory_usage(deep=True)``.
+3. Sanity (asserted): the issues per kind of row (members valid, outsiders ``not-in-vs``,
+   made-up and padded codes ``unknown-code``, missing ``missing``, about 70% valid), 1,000
+   random rows equal to ``wb.validate_code`` on those rows (result, message, display,
+   reason, system; NaN/NA taken as None; ``validate_code`` refuses a missing code, so a
+   missing row is compared with the documented bulk answer: result NA, issue ``missing``),
+   and the ``object`` and ``category`` results equal to the primary one.
+
+The machine is shared and noisy, so every time comes with a ratio against a baseline
+measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import ctypes
+import gc
+import io
+import json
+import math
+import pstats
+import random
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from workbench import Workbench
+
+BENCH_DIR = Path(__file__).resolve().parent
+SEED = 20240611
+CHAPTER = "19"  # ICD-10-CM chapters are the codes "1" to "22"
+VS_URL = "http://example.org/fhir/ValueSet/bench-bulk-icd10cm-chapter-19"
+TARGET_RATIO = 1.0
+SAMPLE_ROWS = 1_000
+DTYPES = ("default", "object", "category")
+# Kinds of row and their shares; every kind has one expected issue (None: valid).
+KINDS = ("member", "outside", "made-up", "whitespace", "missing")
+SHARES = (0.70, 0.24, 0.04, 0.015, 0.005)
+EXPECTED_ISSUE: dict[str, str | None] = {
+    "member": None,
+    "outside": "not-in-vs",
+    "made-up": "unknown-code",
+    "whitespace": "unknown-code",
+    "missing": "missing",
+}
+MADE_UP_POOL = 5_000
+PADDED_POOL = 2_000
+MB = 1024 * 1024
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def header(title: str) -> None:
+    print()
+    print(f"=== {title} " + "=" * max(0, 76 - len(title)))
+
+
+def interleaved(
+    calls: dict[str, Callable[[], object]], repeat: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU times (``process_time``) of ``repeat`` rounds, each round calling every
+    call once in turn, so that the baseline and the target see the same load on a shared
+    machine. A full collection runs before each call; a call's result is dropped before the
+    next one starts."""
+    wall: dict[str, list[float]] = {name: [] for name in calls}
+    cpu: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(repeat):
+        for name, call in calls.items():
+            gc.collect()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            out = call()
+            cpu[name].append(time.process_time() - start_cpu)
+            wall[name].append(time.perf_counter() - start)
+            del out
+    return wall, cpu
+
+
+def runs(times: Sequence[float]) -> str:
+    return ", ".join(f"{t:.3f}" for t in times)
+
+
+def mb(n: float) -> str:
+    return f"{n / MB:,.1f} MB"
+
+
+def plain(value: Any) -> Any:
+    """None for every kind of missing value (None, NaN, NA), Python scalars otherwise."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# --- the data ---------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """The loaded Workbench and the pools of codes the rows are drawn from."""
+
+    wb: Workbench
+    system: str
+    pools: dict[str, np.ndarray]
+    valid: set[str]
+    chapter_size: int  # codes under the chapter, abstract ones (chapter, blocks) included
+    build: dict[str, float]
+
+
+def build_case() -> Case:
+    """ICD-10-CM loaded into a Workbench with the is-a ValueSet; the value set is left cold
+    (nothing here compiles or expands it)."""
+    if str(BENCH_DIR) not in sys.path:
+        sys.path.insert(0, str(BENCH_DIR))
+    from icd10cm import ICD10CM_URL, icd10cm_codesystem, icd10cm_frame
+
+    t0 = time.perf_counter()
+    frame = icd10cm_frame()
+    cs = icd10cm_codesystem(frame)
+    t1 = time.perf_counter()
+    wb = Workbench()
+    wb.load(cs, progress=False)
+    wb.load(
+        {
+            "resourceType": "ValueSet",
+            "url": VS_URL,
+            "version": "1",
+            "status": "active",
+            "compose": {
+                "include": [
+                    {
+                        "system": ICD10CM_URL,
+                        "filter": [{"property": "concept", "op": "is-a", "value": CHAPTER}],
+                    }
+                ]
+            },
+        },
+        progress=False,
+    )
+    t2 = time.perf_counter()
+
+    # Chapter of every code from the parent links (the frame lists parents first).
+    chapter_of: dict[str, str] = {}
+    for code, parent in zip(frame["code"].tolist(), frame["parent"].tolist(), strict=True):
+        chapter_of[code] = code if not isinstance(parent, str) else chapter_of[parent]
+    if CHAPTER not in chapter_of:
+        raise SystemExit(f"ICD-10-CM has no chapter {CHAPTER!r}; chapters are '1' to '22'")
+    abstract = dict(zip(frame["code"].tolist(), frame["abstract"].tolist(), strict=True))
+    members = sorted(c for c, ch in chapter_of.items() if ch == CHAPTER and not abstract[c])
+    outside = sorted(c for c, ch in chapter_of.items() if ch != CHAPTER and not abstract[c])
+    chapter_size = sum(1 for ch in chapter_of.values() if ch == CHAPTER)
+
+    rng = random.Random(SEED)
+    alphabet = "0123456789ABXYZ"
+    made_up: set[str] = set()
+    while len(made_up) < MADE_UP_POOL:
+        tail = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4)))
+        code = f"{rng.choice('ABCDEFGHIJKLMNOPQRSTUVWXYZ')}{rng.randint(0, 99):02d}.{tail}"
+        if code not in chapter_of:
+            made_up.add(code)
+    pads = (" {}", "{} ", " {} ", "{}\t", "  {}")
+    padded = sorted({rng.choice(pads).format(c) for c in rng.sample(members, PADDED_POOL)})
+    pools = {
+        "member": np.array(members, dtype=object),
+        "outside": np.array(outside, dtype=object),
+        "made-up": np.array(sorted(made_up), dtype=object),
+        "whitespace": np.array(padded, dtype=object),
+        "missing": np.array([None], dtype=object),
+    }
+    build = {"icd10cm": t1 - t0, "load": t2 - t1}
+    return Case(wb, ICD10CM_URL, pools, set(members), chapter_size, build)
+
+
+def make_rows(case: Case, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The codes (an object array) and the kind of each row (indexes into KINDS)."""
+    rng = np.random.default_rng(SEED)
+    kinds = rng.choice(len(KINDS), size=rows, p=SHARES).astype(np.int8)
+    codes = np.empty(rows, dtype=object)
+    for k, name in enumerate(KINDS):
+        where = np.flatnonzero(kinds == k)
+        pool = case.pools[name]
+        codes[where] = pool[rng.integers(0, len(pool), len(where))]
+    return codes, kinds
+
+
+def make_frame(case: Case, codes: np.ndarray, dtype: str) -> pd.DataFrame:
+    """The input frame in one dtype: ``default`` is what pandas infers for strings
+    (``str`` in pandas 3), else ``object`` or ``category``."""
+    systems = np.full(len(codes), case.system, dtype=object)
+    if dtype == "default":
+        return pd.DataFrame({"code": pd.Series(codes), "system": pd.Series(systems)})
+    return pd.DataFrame(
+        {"code": pd.Series(codes, dtype=dtype), "system": pd.Series(systems, dtype=dtype)}
+    )
+
+
+def validate(case: Case, df: pd.DataFrame) -> pd.DataFrame:
+    result: pd.DataFrame = case.wb.validate_column(df, VS_URL, code="code", system="system")
+    return result
+
+
+# --- memory in a fresh child ------------------------------------------------------------
+
+
+def _status(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _maxrss() -> int:
+    import resource
+
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def _malloc_trim() -> bool:
+    """Give the C heap's free pages back to the OS, so RSS before the call is tight."""
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):
+        return False
+
+
+def child_memory(dtype: str, rows: int) -> None:
+    """Build the same data, warm the value set on 1,000 rows, then measure one full call.
+
+    Prints one JSON line. On Linux the peak comes from VmHWM, reset just before the call
+    through /proc/self/clear_refs, because ru_maxrss also holds the peak of building the
+    data (and, through exec, the parent's).
+    """
+    case = build_case()
+    codes, _ = make_rows(case, rows)
+    df = make_frame(case, codes, dtype)
+    del codes
+    validate(case, df.head(SAMPLE_ROWS))  # compiles, expands, builds the bulk indexes
+    pool: Any = None
+    try:
+        import pyarrow
+
+        pool = pyarrow.default_memory_pool()
+    except ImportError:
+        pass
+    gc.collect()
+    if pool is not None:
+        pool.release_unused()  # Arrow's allocator gives back what it holds but does not use
+    out: dict[str, Any] = {
+        "input_bytes": int(df.memory_usage(deep=True).sum()),
+        "trimmed": _malloc_trim(),
+        "hwm_reset": False,
+    }
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        out["hwm_reset"] = True
+    except OSError:
+        pass
+    out["rss_before"] = _status("VmRSS")
+    out["hwm_before"] = _status("VmHWM")
+    out["maxrss_before"] = _maxrss()
+    if pool is not None:
+        out["arrow_backend"] = pool.backend_name
+        out["arrow_before"] = pool.bytes_allocated()
+        out["arrow_max_before"] = pool.max_memory()
+    start = time.perf_counter()
+    result = validate(case, df)
+    out["seconds"] = time.perf_counter() - start
+    out["hwm_after"] = _status("VmHWM")
+    out["maxrss_after"] = _maxrss()
+    out["rss_after"] = _status("VmRSS")
+    if pool is not None:
+        out["arrow_after"] = pool.bytes_allocated()
+        out["arrow_max_after"] = pool.max_memory()
+    out["result_bytes"] = int(result.memory_usage(deep=True).sum())
+    out["rows"] = len(result)
+    print(json.dumps(out))
+
+
+def run_child(dtype: str, rows: int) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child-memory",
+            dtype,
+            "--rows",
+            str(rows),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"memory child failed ({done.returncode}):\n{done.stderr}")
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def report_child(found: dict[str, Any]) -> float:
+    """Print the child's figures; return the peak RSS growth of the call in bytes."""
+    before = found["rss_before"]
+    after = found["hwm_after"]
+    if before is None or after is None:  # no /proc: ru_maxrss is all there is
+        before, after = found["maxrss_before"], found["maxrss_after"]
+        print("  (no /proc/self/status: ru_maxrss after - before, an under-estimate)")
+    peak = float(after - before)
+    size = found["input_bytes"]
+    held = (found["rss_after"] or 0) - (found["rss_before"] or 0)
+    print(
+        f"  peak RSS growth of one call, fresh child (VmHWM after - VmRSS before): {mb(peak)}"
+        f" = {peak / size:.2f}x the input ({mb(size)})"
+    )
+    print(
+        f"    VmHWM reset before the call: {'yes' if found['hwm_reset'] else 'no'}; "
+        f"malloc_trim before: {'yes' if found['trimmed'] else 'no'}; RSS before "
+        f"{mb(found['rss_before'] or 0)}, still held after {mb(held)}"
+        f"; call took {found['seconds']:.3f} s"
+    )
+    if "arrow_before" in found:
+        arrow_peak = found["arrow_max_after"] - found["arrow_before"]
+        if found["arrow_max_after"] > found["arrow_max_before"]:
+            peak_text = f"peak during the call {mb(arrow_peak)} above 'before'"
+        else:
+            peak_text = f"its peak was not exceeded during the call (<= {mb(arrow_peak)})"
+        print(
+            f"    Arrow pool ({found['arrow_backend']}): {mb(found['arrow_before'])} before, "
+            f"{mb(found['arrow_after'])} after; {peak_text}"
+        )
+    return peak
+
+
+# --- the benchmark ----------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    dtype: str
+    label: str
+    base_s: float
+    call_s: float
+    first_s: float
+    input_bytes: int
+    result_bytes: int
+    traced_peak: float
+    rss_peak: float | None = None
+
+    @property
+    def ratio(self) -> float:
+        return self.call_s / self.base_s
+
+
+def arrow_reference(column: pd.Series, valid: set[str]) -> Callable[[], object] | None:
+    """``pyarrow.compute.is_in`` with the value set already an Arrow array, when the column
+    is Arrow-backed (information only: what ``Series.isin`` costs without converting the
+    set value by value on every call)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        return None
+    if "pyarrow" not in str(getattr(column.dtype, "storage", "")):
+        return None
+    arrow = pa.array(column.array)
+    value_set = pa.array(sorted(valid), type=arrow.type)
+
+    def call() -> object:
+        return pc.is_in(arrow, value_set=value_set).to_numpy(zero_copy_only=False)
+
+    return call
+
+
+def shared_bytes(frame: pd.DataFrame) -> int:
+    """The frame's memory counting each distinct Python object once (what it really holds):
+    the object columns' pointers plus every distinct object, the other columns as usual."""
+    total = int(frame.index.memory_usage(deep=True))
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype != object:
+            total += int(column.memory_usage(index=False, deep=True))
+            continue
+        values = column.to_numpy()
+        distinct = {id(v): v for v in values.tolist()}
+        total += values.nbytes + sum(sys.getsizeof(v) for v in distinct.values())
+    return total
+
+
+def traced_peak(case: Case, df: pd.DataFrame) -> tuple[float, float, float]:
+    """tracemalloc peak and still-held bytes over one call, and the call's time under it."""
+    gc.collect()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    start_bytes, _ = tracemalloc.get_traced_memory()
+    start = time.perf_counter()
+    result = validate(case, df)
+    seconds = time.perf_counter() - start
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del result
+    return float(peak - start_bytes), float(current - start_bytes), seconds
+
+
+def profile_call(case: Case, df: pd.DataFrame) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    validate(case, df)
+    profiler.disable()
+    for order, limit in (("tottime", 15), ("cumulative", 25)):
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(limit)
+        print(f"  cProfile of one warm call, by {order}:")
+        for line in text.getvalue().splitlines():
+            if line.strip() and not line.startswith(("   Ordered", "   List reduced")):
+                print(f"    {line}")
+
+
+def bench_dtype(
+    case: Case, df: pd.DataFrame, dtype: str, repeat: int, primary: bool
+) -> tuple[Figures, pd.DataFrame]:
+    rows = len(df)
+    column = df["code"]
+    label = f"{dtype} ({column.dtype})" if dtype == "default" else dtype
+    header(f"{'primary' if primary else 'secondary'}: code and system columns of dtype {label}")
+    input_bytes = int(df.memory_usage(deep=True).sum())
+    print(f"input frame: {rows:,} rows, memory_usage(deep=True) {mb(input_bytes)}")
+
+    gc.collect()
+    start = time.perf_counter()
+    result = validate(case, df)
+    first_s = time.perf_counter() - start
+    what = (
+        "compiles the value set, builds the expansion and the bulk indexes"
+        if primary
+        else "value set already warm"
+    )
+    print(f"warm-up validate_column (one-off, {what}): {first_s:.3f} s")
+    del result
+
+    calls: dict[str, Callable[[], object]] = {
+        "isin": lambda: column.isin(case.valid),
+        "validate": lambda: validate(case, df),
+    }
+    reference = arrow_reference(column, case.valid)
+    if reference is not None:
+        calls["arrow"] = reference
+    for call in calls.values():  # untimed first calls (validate_column's was the warm-up)
+        if call is not calls["validate"]:
+            call()
+    times, cpu = interleaved(calls, repeat)
+    base_s = statistics.median(times["isin"])
+    call_s = statistics.median(times["validate"])
+    print(
+        f"baseline Series.isin(set of {len(case.valid):,} valid codes): median of {repeat} "
+        f"{base_s:.3f} s = {rows / base_s:,.0f} rows/s  (runs: {runs(times['isin'])})"
+    )
+    arrow_s = statistics.median(times["arrow"]) if "arrow" in times else None
+    if arrow_s is not None:
+        print(
+            f"  reference only, not the target: pyarrow.compute.is_in with a precomputed "
+            f"value-set array {arrow_s:.3f} s = {rows / arrow_s:,.0f} rows/s (runs: "
+            f"{runs(times['arrow'])}): Series.isin spends ~{max(0.0, base_s - arrow_s):.3f} s "
+            "turning the set into Arrow scalars, one by one, on every call"
+        )
+    print(
+        f"validate_column, whole result frame: median of {repeat} warm runs {call_s:.3f} s "
+        f"= {rows / call_s:,.0f} rows/s  (runs: {runs(times['validate'])})"
+    )
+    ratio = call_s / base_s
+    print(
+        f"ratio validate_column / isin baseline = {ratio:.2f}  target <= {TARGET_RATIO:.1f}  "
+        f"{verdict(ratio <= TARGET_RATIO)}"
+        + ("" if arrow_s is None else f"  (vs the pyarrow reference: {call_s / arrow_s:.2f})")
+    )
+    base_cpu, call_cpu = statistics.median(cpu["isin"]), statistics.median(cpu["validate"])
+    print(
+        f"  CPU time (process_time, less sensitive to other load on the machine): isin "
+        f"{base_cpu:.3f} s, validate_column {call_cpu:.3f} s, ratio {call_cpu / base_cpu:.2f}"
+    )
+
+    peak, held, traced_s = traced_peak(case, df)
+    print(
+        f"tracemalloc peak of one call: {mb(peak)} = {peak / input_bytes:.2f}x the input "
+        f"(held after: {mb(held)}; call under tracing {traced_s:.3f} s; Arrow's pool unseen)"
+    )
+    result = validate(case, df)
+    usage = result.memory_usage(deep=True)
+    result_bytes = int(usage.sum())
+    per_column = ", ".join(f"{name} {mb(n)}" for name, n in usage.items() if name != "Index")
+    print(
+        f"result frame memory_usage(deep=True): {mb(result_bytes)} = "
+        f"{result_bytes / input_bytes:.2f}x the input ({per_column}; index {mb(usage['Index'])})"
+    )
+    shared = shared_bytes(result)
+    print(
+        f"  (deep counts a string once per row; rows share their message and display objects:"
+        f" counting each object once, the result holds {mb(shared)} = "
+        f"{shared / input_bytes:.2f}x the input)"
+    )
+    figures = Figures(dtype, label, base_s, call_s, first_s, input_bytes, result_bytes, peak)
+    return figures, result
+
+
+# --- sanity -------------------------------------------------------------------------------
+
+
+def check_counts(result: pd.DataFrame, kinds: np.ndarray) -> None:
+    """Counts per issue, per kind of row; asserts that every kind got its expected issue."""
+    issue = result["issue"].astype(object).where(result["issue"].notna(), "(valid)")
+    kind = pd.Series(np.asarray(KINDS, dtype=object)[kinds], index=result.index, name="kind")
+    table = pd.crosstab(kind, issue.rename("issue")).reindex(list(KINDS), fill_value=0)
+    print("rows per kind of input (down) and issue (across):")
+    for line in table.to_string().splitlines():
+        print(f"  {line}")
+    rows = len(result)
+    counts = issue.value_counts()
+    print("issues: " + ", ".join(f"{name} {n:,} ({n / rows:.1%})" for name, n in counts.items()))
+    for name, expected in EXPECTED_ISSUE.items():
+        mask = kinds == KINDS.index(name)
+        got = issue[mask].unique().tolist()
+        want = "(valid)" if expected is None else expected
+        assert got in ([want], []), f"{name} rows got issues {got}, expected {want}"
+    result_values = result["result"]
+    valid = int(result_values.fillna(False).astype(bool).sum())
+    missing = int(result_values.isna().sum())
+    share = valid / rows
+    tolerance = max(0.01, 5 * math.sqrt(SHARES[0] * (1 - SHARES[0]) / rows))
+    assert abs(share - SHARES[0]) <= tolerance, f"{share:.1%} valid, expected about 70%"
+    assert missing == int((kinds == KINDS.index("missing")).sum()), "missing rows are not NA"
+    print(
+        f"valid rows {valid:,} = {share:.2%} (expected {SHARES[0]:.0%} +- {tolerance:.1%}); "
+        f"result NA {missing:,}  PASS"
+    )
+
+
+def check_sample(case: Case, df: pd.DataFrame, result: pd.DataFrame, kinds: np.ndarray) -> None:
+    """SAMPLE_ROWS random rows equal validate_code on those rows."""
+    rng = random.Random(SEED + 1)
+    picked = sorted(rng.sample(range(len(df)), min(SAMPLE_ROWS, len(df))))
+    columns = {
+        name: result[name].iloc[picked].astype(object).tolist()
+        for name in ("result", "message", "display", "issue", "system")
+    }
+    codes = df["code"].iloc[picked].astype(object).tolist()
+    systems = df["system"].iloc[picked].astype(object).tolist()
+    compared = 0
+    missing = 0
+    mismatches: list[str] = []
+    for j, row in enumerate(picked):
+        got = tuple(plain(columns[name][j]) for name in columns)
+        code, system = plain(codes[j]), plain(systems[j])
+        if code is None:  # validate_code refuses a missing code: the documented bulk answer
+            expected: tuple[Any, ...] = (None, "No code was given", None, "missing", system)
+            missing += 1
+        else:
+            single = case.wb.validate_code(VS_URL, code=str(code), system=system)
+            expected = (
+                single.result,
+                single.message,
+                single.display,
+                single.reason,
+                single.system,
+            )
+            compared += 1
+        if tuple(plain(v) for v in expected) != got:
+            mismatches.append(f"row {row} ({KINDS[kinds[row]]}) {code!r}: {got} != {expected}")
+    sampled = pd.Series(np.asarray(KINDS, dtype=object)[kinds[picked]]).value_counts()
+    by_kind = ", ".join(f"{k} {n}" for k, n in sampled.items())
+    print(
+        f"{len(picked):,} random rows: {compared:,} equal to validate_code, {missing} missing "
+        f"rows equal to the bulk 'missing' answer ({by_kind})"
+        f"  {verdict(not mismatches)}"
+    )
+    assert not mismatches, "\n".join(mismatches[:10])
+
+
+def check_same(primary: pd.DataFrame, other: pd.DataFrame, dtype: str) -> None:
+    left = pd.DataFrame(primary, copy=False).astype(object)
+    right = pd.DataFrame(other, copy=False).astype(object)
+    same = bool(left.isna().equals(right.isna())) and bool(
+        left.where(left.notna(), None).equals(right.where(right.notna(), None))
+    )
+    print(f"{dtype} result equals the primary result: {verdict(same)}")
+    assert same, f"the {dtype} result differs from the primary one"
+
+
+# --- main ---------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of input")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per figure (>= 5)")
+    parser.add_argument("--profile", action="store_true", help="cProfile one call per dtype")
+    parser.add_argument("--child-memory", choices=DTYPES, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child_memory:
+        child_memory(args.child_memory, args.rows)
+        return
+    if args.repeat < 5:
+        parser.error("--repeat must be at least 5 (medians of >= 5 runs)")
+
+    import pyarrow
+
+    print(
+        f"python {sys.version.split()[0]} on {sys.platform}; pandas {pd.__version__}, "
+        f"numpy {np.__version__}, pyarrow {pyarrow.__version__}"
+    )
+    case = build_case()
+    print(
+        f"one-off: ICD-10-CM CodeSystem built in {case.build['icd10cm']:.2f} s, loaded with "
+        f"the ValueSet in {case.build['load']:.2f} s"
+    )
+    print(
+        f"value set: is-a chapter {CHAPTER!r}, {case.chapter_size:,} codes "
+        f"({len(case.valid):,} valid, i.e. not abstract); pools: "
+        + ", ".join(f"{k} {len(v):,}" for k, v in case.pools.items() if k != "missing")
+    )
+    t0 = time.perf_counter()
+    codes, kinds = make_rows(case, args.rows)
+    frames = {dtype: make_frame(case, codes, dtype) for dtype in DTYPES}
+    t1 = time.perf_counter()
+    shares = ", ".join(f"{name} {int((kinds == k).sum()):,}" for k, name in enumerate(KINDS))
+    distinct = int(pd.Series(codes).nunique(dropna=True))
+    print(
+        f"rows: {args.rows:,} (seed {SEED}): {shares}; {distinct:,} distinct codes; "
+        f"built in {t1 - t0:.2f} s"
+    )
+    del codes
+
+    figures: list[Figures] = []
+    results: dict[str, pd.DataFrame] = {}
+    for dtype in DTYPES:
+        found, results[dtype] = bench_dtype(
+            case, frames[dtype], dtype, args.repeat, primary=dtype == DTYPES[0]
+        )
+        figures.append(found)
+        if args.profile:
+            profile_call(case, frames[dtype])
+
+    header("sanity")
+    primary = results[DTYPES[0]]
+    check_counts(primary, kinds)
+    check_sample(case, frames[DTYPES[0]], primary, kinds)
+    for dtype in DTYPES[1:]:
+        check_same(primary, results[dtype], dtype)
+    size = len(case.wb.expand(VS_URL))
+    print(
+        f"len(wb.expand(...)) = {size:,}, the codes under chapter {CHAPTER!r}: "
+        f"{verdict(size == case.chapter_size)}"
+    )
+    assert size == case.chapter_size
+    results.clear()
+    del primary
+
+    header("peak RSS of one warm call, in a fresh child per dtype")
+    for found in figures:
+        print(f"{found.label}:")
+        found.rss_peak = report_child(run_child(found.dtype, args.rows))
+
+    header("summary")
+    print(
+        f"{'dtype':<26} {'isin s':>7} {'validate s':>10} {'rows/s':>11} {'ratio':>6} "
+        f"{'':4} {'warm-up s':>9} {'traced/in':>9} {'RSS/in':>7} {'result/in':>9}"
+    )
+    for f in figures:
+        rss = "n/a" if f.rss_peak is None else f"{f.rss_peak / f.input_bytes:.2f}"
+        print(
+            f"{f.label:<26} {f.base_s:>7.3f} {f.call_s:>10.3f} {args.rows / f.call_s:>11,.0f} "
+            f"{f.ratio:>6.2f} {verdict(f.ratio <= TARGET_RATIO):4} {f.first_s:>9.3f} "
+            f"{f.traced_peak / f.input_bytes:>9.2f} {rss:>7} "
+            f"{f.result_bytes / f.input_bytes:>9.2f}"
+        )
+    main_figures = figures[0]
+    print(
+        f"target: validate_column <= {TARGET_RATIO:.1f}x Series.isin on the {main_figures.label}"
+        f" column: ratio {main_figures.ratio:.2f}  {verdict(main_figures.ratio <= TARGET_RATIO)}"
+    )
+
+
+if __name__ == "__main__":
+    main()
