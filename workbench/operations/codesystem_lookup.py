@@ -35,7 +35,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
             {"language": d.get("language"), "use": d.get("use"), "value": d.get("value")}
             for d in found.designations
         ],
-        "property": [{"code": name, "value": value} for name, value in found.properties],
+        "property": [{"code": name, "value": value} for name, value in found.typed_properties],
     }
 
 

@@ -29,7 +29,13 @@ class LookupResult:
     definition: str | None
     abstract: bool
     designations: tuple[dict[str, Any], ...]
-    properties: tuple[tuple[str, TypedValue], ...]
+    typed_properties: tuple[tuple[str, TypedValue], ...]
+
+    @property
+    def properties(self) -> tuple[tuple[str, Any], ...]:
+        """The properties as ``(code, value)`` pairs (``typed_properties`` keeps each
+        value's FHIR type, ``valueCode``, ``valueInteger``…)."""
+        return tuple((name, typed.value) for name, typed in self.typed_properties)
 
     def to_parameters(self) -> dict[str, Any]:
         """Return the $lookup output Parameters."""
@@ -46,7 +52,7 @@ class LookupResult:
                 part.append({"name": "use", "valueCoding": d["use"]})
             part.append({"name": "value", "valueString": d.get("value", "")})
             params.append({"name": "designation", "part": part})
-        for code, value in self.properties:
+        for code, value in self.typed_properties:
             params.append(
                 {
                     "name": "property",
@@ -109,7 +115,7 @@ def lookup(
         definition=concept.definition,
         abstract=concept.abstract,
         designations=designations,
-        properties=tuple(props),
+        typed_properties=tuple(props),
     )
 
 
