@@ -182,7 +182,7 @@ class Columns:
         else:
             self.result[k] = bool(result)
 
-    def take(self, row_ids: np.ndarray) -> pd.DataFrame:
+    def take(self, row_ids: np.ndarray, system: str | None = None) -> pd.DataFrame:
         """Broadcast to the rows: row ``i`` gets the answer of key ``row_ids[i]``.
 
         ``message``, ``display`` and ``system`` are categoricals: each distinct text is stored
@@ -193,7 +193,14 @@ class Columns:
             "result": pd.arrays.BooleanArray(self.result.take(row_ids), self.mask.take(row_ids))
         }
         data["issue"] = pd.Series(self.issue.take(row_ids), dtype=object, copy=False)
-        for name in ("message", "display", "system"):
+        names = ["message", "display"]
+        if system is None:
+            names.append("system")
+        else:
+            data["system"] = pd.Categorical.from_codes(
+                np.zeros(len(row_ids), dtype=np.int8), pd.Index([system]), validate=False
+            )
+        for name in names:
             ids, texts = pd.factorize(getattr(self, name), use_na_sentinel=True)
             data[name] = pd.Categorical.from_codes(
                 np.asarray(ids, dtype=np.int32).take(row_ids),
@@ -360,7 +367,7 @@ def validate_arrays(
             out.set(k, (pd.NA, MISSING_MESSAGE, None, "missing", system))
         else:
             out.set(k, checker.check(system, str(code), display))
-    return out.take(row_ids)
+    return out.take(row_ids, systems if isinstance(systems, str) else None)
 
 
 # --- the public entry --------------------------------------------------------------------
