@@ -16,8 +16,10 @@ class ValueSetBrowser(w.VBox):
     """Search the loaded value sets by url, name or title; show the selected one's metadata,
     compose and paged, filterable expansion; and browse code system hierarchies.
 
-    >>> browser = ValueSetBrowser(wb)                          # doctest: +SKIP
-    >>> browser.search.value = "gender"                        # doctest: +SKIP
+    In a notebook::
+
+        browser = ValueSetBrowser(wb)
+        browser.show("http://hl7.org/fhir/ValueSet/administrative-gender")
     """
 
     def __init__(self, wb: Workbench, *, page_size: int = 25) -> None:
