@@ -84,6 +84,7 @@ class Checker:
     fast: dict[tuple[str, str], str | None] = field(default_factory=dict)
     members: frozenset[tuple[str, str]] | None = None
     fast_by_system: dict[str, tuple[pd.Index, np.ndarray]] = field(default_factory=dict, repr=False)
+    member_by_system: dict[str, pd.Index] = field(default_factory=dict, repr=False)
 
     def check(
         self, system: str | None, code: str, display: str | None, version: str | None = None
@@ -104,6 +105,15 @@ class Checker:
         )
         return _row(result)
 
+    def _member_index(self, system: str) -> pd.Index:
+        """The codes of one system that are in the expansion, as a hash index."""
+        found = self.member_by_system.get(system)
+        if found is None:
+            members = self.members or frozenset()
+            found = pd.Index([c for s, c in members if s == system], dtype=object)
+            self.member_by_system[system] = found
+        return found
+
     def _fast_index(self, system: str) -> tuple[pd.Index, np.ndarray]:
         found = self.fast_by_system.get(system)
         if found is None:
@@ -121,7 +131,8 @@ class Checker:
         out.result[where[hit]] = True
         out.display[where[hit]] = shown[position[hit]]
         out.system[where] = system
-        missing = ~hit & _missing_mask(codes)
+        missing = np.zeros(len(codes), dtype=bool)
+        missing[~hit] = _missing_mask(codes[~hit])
         out.mask[where[missing]] = True
         out.message[where[missing]] = MISSING_MESSAGE
         out.issue[where[missing]] = "missing"
@@ -129,10 +140,7 @@ class Checker:
         cs = self.resolve(system, None)
         vs = self.valueset
         if cs is not None and cs.case_sensitive and self.members is not None:
-            members = self.members
-            outside = np.fromiter(
-                ((system, c) not in members for c in codes[rest]), dtype=bool, count=len(rest)
-            )
+            outside = self._member_index(system).get_indexer(pd.Index(codes[rest])) < 0
             chosen = rest[outside]
             context = f"the value set {vs.canonical}"
             reasons, messages, displays = non_members(
@@ -235,15 +243,18 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
             compiled, ("bulk-fast", abstract), lambda: fast_members(compiled, abstract)
         )
         by_system = wb.terminology.memo(compiled, ("bulk-fast-index", abstract), dict)
+        member_index = wb.terminology.memo(compiled, "bulk-member-index", dict)
     except WorkbenchError:
-        fast, by_system = {}, {}
+        fast, by_system, member_index = {}, {}, {}
     try:
         members: frozenset[tuple[str, str]] | None = wb.terminology.memo(
             compiled, "bulk-members", lambda: frozenset(compiled.member_index())
         )
     except WorkbenchError:
         members = None
-    return Checker(compiled, wb.terminology.codesystem, abstract, fast, members, by_system)
+    return Checker(
+        compiled, wb.terminology.codesystem, abstract, fast, members, by_system, member_index
+    )
 
 
 def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
