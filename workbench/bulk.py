@@ -35,7 +35,21 @@ Row = tuple[Any, str | None, str | None, str | None, str | None]
 # --- what a worker needs ----------------------------------------------------------------
 
 
-class MembershipIndex:
+class CodeSystemTable:
+    """Code system indexes by URL, resolved like the engine resolves them (picklable)."""
+
+    def __init__(self, codesystems: dict[str, CodeSystemIndex]) -> None:
+        self.codesystems = codesystems
+
+    def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
+        """The latest version of a code system, as the engine had it."""
+        found = self.codesystems.get(url)
+        if found is None or (version is not None and found.version != version):
+            return None
+        return found
+
+
+class MembershipIndex(CodeSystemTable):
     """A value set's expansion as a hash index, with the code system indexes it needs.
 
     It answers ``contains``/``systems``/``canonical``/``inactive_allowed`` like a compiled
@@ -44,10 +58,10 @@ class MembershipIndex:
     """
 
     def __init__(self, compiled: CompiledValueSet, codesystems: dict[str, CodeSystemIndex]):
+        super().__init__(codesystems)
         self.canonical = compiled.canonical
         self.inactive_allowed = compiled.inactive_allowed
         self._systems = compiled.systems()
-        self.codesystems = codesystems
         self.members: dict[tuple[str, str], Match] = {
             key: compiled.contains(*key) for key in compiled.member_index()
         }
@@ -59,13 +73,6 @@ class MembershipIndex:
     def contains(self, system: str, code: str) -> Match:
         """Membership from the expansion."""
         return self.members.get((system, code), NO_MATCH)
-
-    def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
-        """The latest version of a code system, as the engine had it."""
-        found = self.codesystems.get(url)
-        if found is None or (version is not None and found.version != version):
-            return None
-        return found
 
 
 @dataclass
@@ -277,9 +284,7 @@ def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
         # Not expandable (a code system it needs is missing): ship the compose itself, as
         # validate_code uses it. Its filters are closures, which Dask serialises with
         # cloudpickle.
-        table = MembershipIndex.__new__(MembershipIndex)
-        table.codesystems = codesystems
-        return Checker(compiled, table.codesystem, abstract)
+        return Checker(compiled, CodeSystemTable(codesystems).codesystem, abstract)
     return Checker(
         index,
         index.codesystem,

@@ -19,8 +19,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from workbench.errors import InvalidRequestError
-
 Resource = dict[str, Any]
 
 _SEMVER = re.compile(
@@ -83,34 +81,3 @@ def latest(resources: Iterable[Resource]) -> Resource | None:
     if all(r.get("date") for r in versioned):
         return max(versioned, key=lambda r: (str(r["date"]), str(r["version"])))
     return max(versioned, key=lambda r: str(r["version"]))
-
-
-def as_coding(
-    value: Any, *, name: str = "coding"
-) -> tuple[str | None, str | None, str | None, str | None]:
-    """Read a FHIR Coding dict into ``(system, version, code, display)``.
-
-    Raises InvalidRequestError when ``value`` is not a JSON object.
-    """
-    if not isinstance(value, Mapping):
-        raise InvalidRequestError(f"'{name}' must be a Coding (a JSON object), not {value!r}")
-    return (
-        _str_or_none(value.get("system")),
-        _str_or_none(value.get("version")),
-        _str_or_none(value.get("code")),
-        _str_or_none(value.get("display")),
-    )
-
-
-def codings_of(concept: Any, *, name: str = "codeableConcept") -> list[Mapping[str, Any]]:
-    """Return the codings of a CodeableConcept dict; raise when it is not one or has none."""
-    if not isinstance(concept, Mapping):
-        raise InvalidRequestError(f"'{name}' must be a CodeableConcept (a JSON object)")
-    codings = concept.get("coding") or []
-    if not isinstance(codings, list) or not codings:
-        raise InvalidRequestError(f"'{name}' must contain at least one coding")
-    return codings
-
-
-def _str_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)

@@ -18,7 +18,7 @@ Semantics (FHIR R4 ``ValueSet.compose``, with R5's clarifications):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
@@ -49,8 +49,6 @@ class Match(NamedTuple):
 
 
 NO_MATCH = Match(False)
-
-CodeSystemResolver = Callable[[str, "str | None"], "CodeSystemIndex | None"]
 
 
 class Clause:
