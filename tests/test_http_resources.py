@@ -811,6 +811,14 @@ CREDENTIALS = [
 ]
 
 
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_auth_scheme_is_case_insensitive(read_server: ServerHandle, scheme: str) -> None:
+    with client(read_server.url, token=None) as anonymous:
+        response = anonymous.get("/ValueSet", headers={"Authorization": f"{scheme} {TOKEN}"})
+    assert response.status_code == 200
+    assert response.json()["resourceType"] == "Bundle"
+
+
 @pytest.mark.parametrize(("authorization", "text"), CREDENTIALS)
 @pytest.mark.parametrize(("method", "path", "body"), GATED)
 def test_auth_required(

@@ -29,7 +29,7 @@ class BearerAuth:
 
     def __init__(self, app: ASGIApp, *, token: str, base: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
         self.open_paths = {f"{base}/metadata", f"{base}/metadata/"}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -43,7 +43,8 @@ class BearerAuth:
             if name == b"authorization":
                 given = value
                 break
-        if hmac.compare_digest(given, self.expected):
+        scheme, _, credentials = given.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self.expected):
             await self.app(scope, receive, send)
             return
         text = "A bearer token is required" if not given else "The bearer token is not valid"
