@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from workbench.errors import ResourceNotFoundError
-from workbench.registry import Change, DuplicateCanonicalError, Registry
+from workbench.errors import DuplicateCanonicalError, ResourceNotFoundError
+from workbench.registry import Change, Registry
 from workbench.resources import latest
 
 URL = "http://example.org/fhir/CodeSystem/reg"

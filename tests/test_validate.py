@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from workbench import ValidationResult, ValueSetNotFoundError, Workbench
-from workbench.terminology.lookup import UnknownCodeError
+from workbench.errors import UnknownCodeError
 
 DEMO = "http://example.org/fhir/CodeSystem/workbench-demo"
 GENDER = "http://hl7.org/fhir/administrative-gender"

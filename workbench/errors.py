@@ -182,3 +182,100 @@ class InvalidRequestError(WorkbenchError):
     code = "invalid"
     status = 400
     msg_id = "WB-REQ-001"
+
+
+# --- requests ------------------------------------------------------------------------
+
+
+class RequiredError(WorkbenchError):
+    """A required input is missing."""
+
+    code = "required"
+    status = 400
+    msg_id = "WB-REQ-002"
+
+
+class NotSupportedError(WorkbenchError):
+    """The request uses something this server does not support (GET with a complex type…)."""
+
+    code = "not-supported"
+    status = 400
+    msg_id = "WB-REQ-003"
+
+
+# --- terminology and storage ------------------------------------------------------------
+
+
+class UnknownCodeError(WorkbenchError):
+    """$lookup / $subsumes on a code that is not in the code system."""
+
+    code = "not-found"
+    status = 404
+    msg_id = "WB-CS-001"
+
+
+class DuplicateCanonicalError(WorkbenchError):
+    """A write would give a second resource the same ``url|version`` as an existing one."""
+
+    code = "duplicate"
+    status = 409
+    msg_id = "WB-RES-409"
+
+
+# --- HTTP -----------------------------------------------------------------------------
+
+
+class UnsupportedMediaTypeError(WorkbenchError):
+    """The body is not FHIR JSON."""
+
+    code = "not-supported"
+    status = 415
+    msg_id = "WB-HTTP-415"
+
+
+class TooLargeError(WorkbenchError):
+    """The body is over the configured size limit."""
+
+    code = "too-long"
+    status = 413
+    msg_id = "WB-HTTP-413"
+
+
+class MalformedError(WorkbenchError):
+    """The body is not valid JSON."""
+
+    code = "structure"
+    status = 400
+    msg_id = "WB-HTTP-400"
+
+
+class LoginError(WorkbenchError):
+    """A missing or wrong bearer token."""
+
+    code = "login"
+    status = 401
+    msg_id = "WB-AUTH-401"
+
+
+class MethodNotAllowedError(WorkbenchError):
+    """The operation exists, but not with this method or at this level."""
+
+    code = "not-supported"
+    status = 405
+    msg_id = "WB-OP-405"
+
+
+class UnknownOperationError(WorkbenchError):
+    """No operation of that name is defined here."""
+
+    code = "not-found"
+    status = 404
+    msg_id = "WB-OP-404"
+
+
+class VersionConflictError(WorkbenchError):
+    """If-Match names another version than the current one."""
+
+    code = "conflict"
+    status = 412
+    msg_id = "WB-RES-412"

@@ -18,19 +18,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.errors import ResourceNotFoundError, WorkbenchError
+from workbench.errors import DuplicateCanonicalError, ResourceNotFoundError
 from workbench.resources import Resource, latest
 
 TERMINOLOGY_TYPES = ("CodeSystem", "ValueSet")
 _ID_CHARS = re.compile(r"[^A-Za-z0-9\-.]")
-
-
-class DuplicateCanonicalError(WorkbenchError):
-    """A write would give a second resource the same ``url|version`` as an existing one."""
-
-    code = "duplicate"
-    status = 409
-    msg_id = "WB-RES-409"
 
 
 @dataclass(frozen=True)

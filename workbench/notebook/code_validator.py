@@ -46,26 +46,10 @@ class CodeValidator(w.VBox):
         )
         self.abstract = w.Checkbox(description="abstract codes allowed", value=False)
         self.output = w.HTML()
-        super().__init__(
-            [
-                self.valueset,
-                self.system,
-                self.code,
-                self.display,
-                self.coding,
-                self.abstract,
-                self.output,
-            ]
-        )
+        controls = (self.valueset, self.system, self.code, self.display, self.coding, self.abstract)
+        super().__init__([*controls, self.output])
         self.add_class("workbench-code-validator")
-        for control in (
-            self.valueset,
-            self.system,
-            self.code,
-            self.display,
-            self.coding,
-            self.abstract,
-        ):
+        for control in controls:
             control.observe(self._update, "value")
         self._update()
 

@@ -6,8 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InvalidRequestError
-from workbench.operations.codec import NotSupportedError, RequiredError
+from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError
 from workbench.operations.definitions import OperationDef
 from workbench.resources import Resource
 

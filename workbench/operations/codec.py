@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from workbench.errors import InvalidRequestError, WorkbenchError
+from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError, WorkbenchError
 from workbench.operations.definitions import OperationDef, ParamDef
 from workbench.terminology.lookup import TypedValue
 
@@ -22,22 +22,6 @@ _INTEGER = re.compile(r"^[+-]?\d+$")
 _INTEGER_TYPES = {"integer", "positiveInt", "unsignedInt"}
 # Alternative value[x] names accepted for a declared type (rule 3: code may come as string).
 _ALSO_ACCEPTED = {"code": ("valueString",)}
-
-
-class RequiredError(WorkbenchError):
-    """A required input is missing."""
-
-    code = "required"
-    status = 400
-    msg_id = "WB-REQ-002"
-
-
-class NotSupportedError(WorkbenchError):
-    """The request uses something this server does not support (GET with a complex type…)."""
-
-    code = "not-supported"
-    status = 400
-    msg_id = "WB-REQ-003"
 
 
 def value_key(type_name: str) -> str:

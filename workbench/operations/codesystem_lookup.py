@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from workbench.errors import RequiredError
 from workbench.operations.base import Inputs, Operation, one_of
-from workbench.operations.codec import RequiredError
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 

@@ -10,13 +10,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from workbench.errors import ResourceNotFoundError
+from workbench.errors import MethodNotAllowedError, ResourceNotFoundError
 from workbench.operations import OPERATIONS
 from workbench.server.auth import BearerAuth
 from workbench.server.capability import capability_statement
 from workbench.server.errors import HANDLERS
 from workbench.server.responses import fhir
-from workbench.server.routes import MethodNotAllowedError, OperationRoutes, resource_routes
+from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
 
 if TYPE_CHECKING:

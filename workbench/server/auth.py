@@ -8,15 +8,7 @@ import secrets
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from workbench.errors import WorkbenchError
-
-
-class LoginError(WorkbenchError):
-    """A missing or wrong bearer token."""
-
-    code = "login"
-    status = 401
-    msg_id = "WB-AUTH-401"
+from workbench.errors import LoginError
 
 
 def new_token() -> str:

@@ -9,7 +9,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from workbench import jsonio
-from workbench.errors import WorkbenchError
+from workbench.errors import (
+    MalformedError,
+    TooLargeError,
+    UnsupportedMediaTypeError,
+    WorkbenchError,
+)
 
 FHIR_JSON = "application/fhir+json"
 _ACCEPTED_TYPES = ("application/fhir+json", "application/json")
@@ -38,30 +43,6 @@ def outcome(code: str, text: str, *, status: int = 400, msg_id: str = "WB-HTTP")
     """An OperationOutcome response with one error issue."""
     error = WorkbenchError(text, code=code, status=status, msg_id=msg_id)
     return fhir(error.to_outcome(), status)
-
-
-class UnsupportedMediaTypeError(WorkbenchError):
-    """The body is not FHIR JSON."""
-
-    code = "not-supported"
-    status = 415
-    msg_id = "WB-HTTP-415"
-
-
-class TooLargeError(WorkbenchError):
-    """The body is over the configured size limit."""
-
-    code = "too-long"
-    status = 413
-    msg_id = "WB-HTTP-413"
-
-
-class MalformedError(WorkbenchError):
-    """The body is not valid JSON."""
-
-    code = "structure"
-    status = 400
-    msg_id = "WB-HTTP-400"
 
 
 async def read_json(request: Request, max_bytes: int, *, exact_decimals: bool = False) -> Any:

@@ -16,29 +16,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from workbench.errors import WorkbenchError
+from workbench.errors import MethodNotAllowedError, UnknownOperationError
 from workbench.operations import Operation
 from workbench.operations.codec import build_output, parse_parameters, parse_query
 from workbench.server.responses import fhir, outcome, read_json
 from workbench.server.store import ResourceStore, etag
 
 Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-class MethodNotAllowedError(WorkbenchError):
-    """The operation exists, but not with this method or at this level."""
-
-    code = "not-supported"
-    status = 405
-    msg_id = "WB-OP-405"
-
-
-class UnknownOperationError(WorkbenchError):
-    """No operation of that name is defined here."""
-
-    code = "not-found"
-    status = 404
-    msg_id = "WB-OP-404"
 
 
 def _pretty(request: Request) -> bool:

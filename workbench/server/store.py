@@ -18,7 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench import jsonio
-from workbench.errors import InvalidRequestError, ResourceNotFoundError, WorkbenchError
+from workbench.errors import (
+    InvalidRequestError,
+    ResourceNotFoundError,
+    VersionConflictError,
+)
 from workbench.loading import check_resource, read_source
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource
@@ -29,14 +33,6 @@ if TYPE_CHECKING:
 _ID = re.compile(r"^[A-Za-z0-9\-.]{1,64}$")
 SEARCH_PARAMETERS = ("url", "version", "name", "title", "status", "_id")
 _IGNORED_SEARCH = frozenset({"_format", "_pretty", "_count", "_summary"})
-
-
-class VersionConflictError(WorkbenchError):
-    """If-Match names another version than the current one."""
-
-    code = "conflict"
-    status = 412
-    msg_id = "WB-RES-412"
 
 
 def etag(resource: Resource) -> str:

@@ -6,16 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from workbench.errors import WorkbenchError
+from workbench.errors import UnknownCodeError
 from workbench.terminology.codesystem import CodeSystemIndex
-
-
-class UnknownCodeError(WorkbenchError):
-    """$lookup / $subsumes on a code that is not in the code system."""
-
-    code = "not-found"
-    status = 404
-    msg_id = "WB-CS-001"
 
 
 @dataclass(frozen=True)
