@@ -279,3 +279,32 @@ class VersionConflictError(WorkbenchError):
     code = "conflict"
     status = 412
     msg_id = "WB-RES-412"
+
+
+# --- SNOMED CT releases and expressions -----------------------------------------------
+
+
+class ReleaseFormatError(LoadError):
+    """A terminology release is not what it claims: no release files, a truncated archive, a
+    file with a wrong header or a broken row (the text names the file and the line)."""
+
+    msg_id = "WB-REL-001"
+
+    def __init__(self, text: str, *, file: str | None = None, line: int | None = None) -> None:
+        where = f"{file}, line {line}: " if file and line else f"{file}: " if file else ""
+        super().__init__(f"{where}{text}")
+        self.file = file
+        self.line = line
+
+
+class ExpressionSyntaxError(WorkbenchError):
+    """A SNOMED CT expression constraint (ECL) or post-coordinated expression does not parse;
+    the text says where (line, column and what was expected)."""
+
+    code = "invalid"
+    status = 400
+    msg_id = "WB-SCT-001"
+
+    def __init__(self, text: str, *, position: int | None = None) -> None:
+        super().__init__(text)
+        self.position = position

@@ -1,0 +1,620 @@
+"""SNOMED CT as a code system over an opened store: look-up, displays, designations,
+properties, subsumption, filters, implicit value sets, historical associations and
+post-coordinated expressions.
+
+Codes are SCTIDs as strings. The version is the edition URI
+``http://snomed.info/sct/{module}/version/{yyyymmdd}`` (``xsct`` for unpublished releases).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+
+from workbench.errors import (
+    InvalidRequestError,
+    UnknownCodeError,
+    UnsupportedFilterError,
+    WorkbenchError,
+)
+from workbench.releases.snomed import scg
+from workbench.releases.snomed.ecl_eval import DIALECTS, Evaluator, Mask
+from workbench.releases.snomed.store import SCT, Store
+from workbench.terminology.lookup import LookupResult, TypedValue
+
+FSN = 900000000000003001
+SYNONYM = 900000000000013009
+DEFINITION = 900000000000550004
+PREFERRED = 900000000000548007
+IS_A = 116680003
+ATTRIBUTE_ROOT = 410662002
+USES = {
+    FSN: "Fully specified name",
+    SYNONYM: "Synonym",
+    DEFINITION: "Definition",
+}
+USE_SYSTEM = SCT
+VERSION_PATTERN = re.compile(r"^http://snomed\.info/x?sct/[1-9][0-9]{5,17}(/version/[0-9]{8})?$")
+ASSOCIATIONS = {
+    900000000000526001: "REPLACED BY",
+    900000000000527005: "SAME AS",
+    900000000000523009: "POSSIBLY EQUIVALENT TO",
+    900000000000528000: "WAS A",
+    900000000000530003: "ALTERNATIVE",
+    1186921001: "POSSIBLY REPLACED BY",
+    1186924009: "PARTIALLY EQUIVALENT TO",
+    734139008: "REFERS TO",
+    900000000000531004: "REFERS TO (concept)",
+}
+
+
+def check_version(version: str) -> str:
+    """Return ``version`` when it is a SNOMED CT edition/version URI, else raise."""
+    if not VERSION_PATTERN.match(version):
+        raise InvalidRequestError(
+            f"'{version}' is not a SNOMED CT version URI: expected "
+            "http://snomed.info/sct/{module}/version/{yyyymmdd} (or …/xsct/… for an "
+            "unpublished release)"
+        )
+    return version
+
+
+@dataclass(frozen=True)
+class ExpressionCheck:
+    """The outcome of checking a post-coordinated expression: ok, and the problems found."""
+
+    ok: bool
+    problems: tuple[str, ...]
+    expression: scg.Expression
+
+
+class SnomedCT:
+    """One SNOMED CT edition/version, over its store."""
+
+    system = SCT
+    name = "SNOMED CT"
+
+    def __init__(self, store: Store, *, version: str | None = None) -> None:
+        self.store = store
+        self.version: str = check_version(version) if version else str(store.meta["version"])
+        self.evaluate = Evaluator(store)
+        self._default_refset = store.meta.get("defaultLanguageRefset")
+
+    def __len__(self) -> int:
+        return self.store.n
+
+    # --- concepts ---------------------------------------------------------------------
+
+    def row(self, code: str) -> int:
+        """The concept row of a code (-1 when unknown)."""
+        return self.store.row(code) if code.isdigit() else -1
+
+    def require(self, code: str) -> int:
+        """The concept row of a code; UnknownCodeError when there is none."""
+        row = self.row(code)
+        if row < 0:
+            raise UnknownCodeError(
+                f"Unknown code '{code}' in the CodeSystem '{SCT}' version '{self.version}'"
+            )
+        return row
+
+    def is_active(self, row: int) -> bool:
+        """Whether the concept at ``row`` is active."""
+        return bool(self.store.active[row])
+
+    def display(self, row: int, language: str | None = None) -> str | None:
+        """The preferred term of a concept, in a language or dialect when asked
+        (``en-GB``, ``en-US``, ``es`` …); the release's default preferred term otherwise."""
+        if language:
+            term = self._preferred_in(row, language)
+            if term is not None:
+                return term
+        value = self.store.value("display", row)
+        return str(value) if value is not None else None
+
+    def _preferred_in(self, row: int, language: str) -> str | None:
+        tag = language.split(",")[0].split(";")[0].strip().lower()
+        refset = DIALECTS.get(tag)
+        descriptions = self.store.descriptions(row)
+        if not descriptions.num_rows:
+            return None
+        lo = int(descriptions.column("row")[0].as_py())
+        hi = lo + descriptions.num_rows
+        acc = self.store.acceptability(lo, hi).to_pydict()
+        preferred = {
+            d
+            for d, r, a in zip(acc["description"], acc["refset"], acc["acceptability"], strict=True)
+            if a == PREFERRED and (refset is None or r == refset)
+        }
+        table = descriptions.to_pydict()
+        base = tag.split("-")[0]
+        for pos in range(descriptions.num_rows):
+            if (
+                table["active"][pos]
+                and table["typeId"][pos] == SYNONYM
+                and table["row"][pos] in preferred
+                and (refset is not None or table["language"][pos].lower() == base)
+            ):
+                return str(table["term"][pos])
+        return None
+
+    def designations(self, row: int, *, active_only: bool = True) -> list[dict[str, Any]]:
+        """Every description of a concept as a FHIR designation (language, use, value)."""
+        table = self.store.descriptions(row).to_pydict()
+        out = []
+        for pos in range(len(table["term"])):
+            if active_only and not table["active"][pos]:
+                continue
+            type_id = int(table["typeId"][pos])
+            out.append(
+                {
+                    "language": table["language"][pos],
+                    "use": {
+                        "system": USE_SYSTEM,
+                        "code": str(type_id),
+                        "display": USES.get(type_id, str(type_id)),
+                    },
+                    "value": table["term"][pos],
+                }
+            )
+        return out
+
+    def texts(self, row: int) -> list[str]:
+        """Every active description term of a concept (all valid displays)."""
+        table = self.store.descriptions(row)
+        return [
+            str(t)
+            for t, a in zip(
+                table.column("term").to_pylist(), table.column("active").to_pylist(), strict=True
+            )
+            if a
+        ]
+
+    # --- hierarchy --------------------------------------------------------------------
+
+    def parents(self, row: int) -> list[str]:
+        """Codes of the direct parents."""
+        return [str(self.store.ids[r]) for r in self.store.closure.parents[row]]
+
+    def children(self, row: int) -> list[str]:
+        """Codes of the direct children."""
+        return [str(self.store.ids[r]) for r in self.store.closure.children[row]]
+
+    def subsumes(self, code_a: str, code_b: str) -> str:
+        """``equivalent``, ``subsumes``, ``subsumed-by`` or ``not-subsumed`` (A against B).
+        Either code may be a post-coordinated expression; it is compared by its focus concepts."""
+        a, b = (self._subsumption_rows(c) for c in (code_a, code_b))
+        if a == b:
+            return "equivalent"
+        closure = self.store.closure
+        if all(any(x == y or closure.is_below(y, x) for y in b) for x in a):
+            return "subsumes"
+        if all(any(x == y or closure.is_below(x, y) for x in a) for y in b):
+            return "subsumed-by"
+        return "not-subsumed"
+
+    def _subsumption_rows(self, code: str) -> tuple[int, ...]:
+        if scg.looks_like_expression(code):
+            return tuple(self.require(str(c)) for c in scg.parse(code).focus)
+        return (self.require(code),)
+
+    # --- properties -------------------------------------------------------------------
+
+    def lookup(
+        self,
+        code: str,
+        *,
+        properties: Sequence[str] | None = None,
+        display_language: str | None = None,
+    ) -> LookupResult:
+        """$lookup: display, designations and the SNOMED CT properties of a concept.
+
+        Properties: ``parent``, ``child``, ``inactive``, ``moduleId``, ``effectiveTime``,
+        ``sufficientlyDefined``, ``normalForm``, every attribute relationship under its
+        attribute's concept id (``valueCode``), every concrete value (``valueInteger``,
+        ``valueDecimal``, ``valueString``, ``valueBoolean``) and, for inactive concepts,
+        their historical associations under the association refset's id.
+        """
+        row = self.require(code)
+        wanted = set(properties) if properties else None
+
+        def want(name: str) -> bool:
+            return wanted is None or name in wanted or "*" in wanted
+
+        props: list[tuple[str, TypedValue]] = []
+        if want("inactive"):
+            props.append(("inactive", TypedValue("valueBoolean", not self.is_active(row))))
+        if want("sufficientlyDefined"):
+            props.append(
+                ("sufficientlyDefined", TypedValue("valueBoolean", bool(self.store.defined[row])))
+            )
+        if want("moduleId"):
+            props.append(
+                ("moduleId", TypedValue("valueCode", str(self.store.value("moduleId", row))))
+            )
+        if want("effectiveTime"):
+            props.append(
+                (
+                    "effectiveTime",
+                    TypedValue("valueString", str(self.store.value("effectiveTime", row))),
+                )
+            )
+        if want("parent"):
+            props += [("parent", TypedValue("valueCode", p)) for p in self.parents(row)]
+        if want("child"):
+            props += [("child", TypedValue("valueCode", c)) for c in self.children(row)]
+        if want("normalForm"):
+            props.append(("normalForm", TypedValue("valueString", self.normal_form(row))))
+        seen: set[tuple[str, Any]] = set()
+        for type_id, key, value in self._attributes(row):
+            if want(type_id) and (type_id, value) not in seen:
+                seen.add((type_id, value))
+                props.append((type_id, TypedValue(key, value)))
+        for _source, target, refset, active in self.associations_of(row):
+            if active and want(str(refset)):
+                props.append((str(refset), TypedValue("valueCode", target)))
+        designations = tuple(self.designations(row)) if want("designation") else ()
+        return LookupResult(
+            name=self.name,
+            version=self.version,
+            code=code,
+            display=self.display(row, display_language),
+            definition=None,
+            abstract=False,
+            designations=designations,
+            typed_properties=tuple(props),
+        )
+
+    def _attributes(self, row: int) -> list[tuple[str, str, Any]]:
+        rels = self.store.relationships(row)
+        out: list[tuple[str, str, Any]] = []
+        for type_row, dst_id in zip(rels["rel_type"], rels["rel_dst_id"], strict=True):
+            type_id = int(self.store.ids[type_row])
+            if type_id != IS_A:
+                out.append((str(type_id), "valueCode", str(int(dst_id))))
+        concrete = self.store.concrete(row).to_pydict()
+        for type_id, value in zip(concrete["typeId"], concrete["value"], strict=True):
+            key, typed = _concrete(value)
+            out.append((str(type_id), key, typed))
+        return out
+
+    def normal_form(self, row: int) -> str:
+        """The concept's necessary normal form in compositional grammar: its parents and
+        its attributes (ungrouped, then each group), ``===`` when sufficiently defined."""
+        rels = self.store.relationships(row)
+        groups: dict[int, list[str]] = {}
+        for type_row, dst_id, group in zip(
+            rels["rel_type"], rels["rel_dst_id"], rels["rel_group"], strict=True
+        ):
+            type_id = int(self.store.ids[type_row])
+            if type_id != IS_A:
+                groups.setdefault(int(group), []).append(f"{type_id}={int(dst_id)}")
+        concrete = self.store.concrete(row).to_pydict()
+        for type_id, value, group in zip(
+            concrete["typeId"], concrete["value"], concrete["group"], strict=True
+        ):
+            groups.setdefault(int(group), []).append(f"{type_id}={value}")
+        focus = "+".join(self.parents(row)) or str(self.store.ids[row])
+        parts = []
+        if groups.get(0):
+            parts.append(",".join(groups[0]))
+        parts += ["{" + ",".join(v) + "}" for g, v in sorted(groups.items()) if g != 0]
+        status = "===" if self.store.defined[row] else "<<<"
+        return f"{status} {focus}" + (":" + ",".join(parts) if parts else "")
+
+    # --- historical associations ------------------------------------------------------
+
+    def associations(self) -> pd.DataFrame:
+        """Every historical association row: ``source``, ``target``, ``refsetId`` (strings)
+        and ``active`` (bool), for implicit ConceptMaps (``?fhir_cm={refsetId}``)."""
+        table = self.store.associations()
+        return pd.DataFrame(
+            {
+                "source": table.column("source").cast(pa.string()).to_pandas(),
+                "target": table.column("target").cast(pa.string()).to_pandas(),
+                "refsetId": table.column("refsetId").cast(pa.string()).to_pandas(),
+                "active": table.column("active").to_pandas(),
+            }
+        )
+
+    def associations_of(self, row: int) -> list[tuple[str, str, int, bool]]:
+        """The historical associations whose source is the concept at ``row``."""
+        table = self.store.associations(int(self.store.ids[row])).to_pydict()
+        return [
+            (str(s), str(t), int(r), bool(a))
+            for s, t, r, a in zip(
+                table["source"], table["target"], table["refsetId"], table["active"], strict=True
+            )
+        ]
+
+    def replacements(self, row: int) -> str:
+        """A sentence naming the active historical associations of an inactive concept."""
+        found = [
+            f"{ASSOCIATIONS.get(refset, str(refset))} {target}"
+            + (f" |{self.display(self.row(target))}|" if self.row(target) >= 0 else "")
+            for _s, target, refset, active in self.associations_of(row)
+            if active
+        ]
+        return "; ".join(found)
+
+    # --- filters and implicit value sets ----------------------------------------------
+
+    def filter(self, prop: str, op: str, value: str) -> Mask:
+        """The concepts a ValueSet ``compose.include.filter`` selects (FHIR's SNOMED CT
+        filters: ``concept is-a / descendent-of / in / =`` (in = refset members),
+        ``constraint =`` ECL, ``expression =`` ECL or an expression's focus concepts,
+        ``parent``/``child =``, ``inactive =``, ``moduleId =`` and any attribute id ``=``)."""
+        if prop in ("concept", "code"):
+            ecl_text = {
+                "is-a": f"<< {value}",
+                "descendent-of": f"< {value}",
+                "in": " OR ".join(f"^ {v.strip()}" for v in value.split(",") if v.strip()),
+                "=": value,
+                "generalizes": f">> {value}",
+                "child-of": f"<! {value}",
+            }.get(op)
+            if ecl_text is None or not value.strip():
+                raise UnsupportedFilterError(
+                    f"Filter '{prop} {op} {value}' on {SCT}: '{op}' is not supported on concept"
+                )
+            return self._checked_ecl(ecl_text)
+        if op != "=":
+            raise UnsupportedFilterError(
+                f"Filter '{prop} {op} {value}' on {SCT}: only '=' is supported on '{prop}'"
+            )
+        if prop == "constraint":
+            return self._checked_ecl(value)
+        if prop == "expression":
+            if scg.looks_like_expression(value) and ":" in value:
+                return self._expression_members(value)
+            return self._checked_ecl(value)
+        if prop == "expressions":
+            if value not in ("true", "false"):
+                raise UnsupportedFilterError("The 'expressions' filter takes true or false")
+            return np.ones(self.store.n, dtype=bool)
+        if prop == "parent":
+            return self._checked_ecl(f"<! {value}")
+        if prop == "child":
+            return self._checked_ecl(f">! {value}")
+        if prop == "inactive":
+            return ~self.store.active if value == "true" else np.asarray(self.store.active)
+        if prop == "moduleId":
+            modules = self.store.tables["concepts"].column("moduleId").to_numpy()
+            return np.asarray(modules == int(value), dtype=bool) if value.isdigit() else modules < 0
+        if prop.isdigit():
+            return self._checked_ecl(f"* : {prop} = {value}")
+        raise UnsupportedFilterError(
+            f"Filter '{prop} {op} {value}' on {SCT}: the property '{prop}' is not supported "
+            "(concept, constraint, expression, expressions, parent, child, inactive, moduleId, "
+            "or an attribute id)"
+        )
+
+    def _checked_ecl(self, text: str) -> Mask:
+        return self.evaluate(text)
+
+    def _expression_members(self, text: str) -> Mask:
+        expression = scg.parse(text)
+        ecl_text = " AND ".join(f"<< {c}" for c in expression.focus)
+        refinements = [f"{a.name} = {_ecl_value(a.value)}" for a in expression.ungrouped]
+        refinements += [
+            "{" + ", ".join(f"{a.name} = {_ecl_value(a.value)}" for a in g) + "}"
+            for g in expression.groups
+        ]
+        if refinements:
+            ecl_text = f"({ecl_text}) : " + ", ".join(refinements)
+        return self.evaluate(ecl_text)
+
+    def implicit(self, url: str) -> Mask | None:
+        """The members of an implicit value set URL (``http://snomed.info/sct?fhir_vs``,
+        ``…=isa/{id}``, ``…=refset/{id}``, ``…=refset`` (the refset concepts), ``…=ecl/{ecl}``;
+        an edition URI may stand before the ``?``), or None when the URL is not one."""
+        base, _, query = url.partition("?")
+        if not (base == SCT or base.startswith(SCT + "/")) or not query.startswith("fhir_vs"):
+            return None
+        rest = query[len("fhir_vs") :]
+        if rest == "":
+            return np.asarray(self.store.active, dtype=bool).copy()
+        rest = urllib.parse.unquote(rest[1:] if rest.startswith("=") else rest)
+        if rest.startswith("isa/"):
+            return self.evaluate(f"<< {rest[4:]}")
+        if rest == "refset":
+            mask = np.zeros(self.store.n, dtype=bool)
+            rows = self.store.rows(np.array(self.store.refsets(), dtype=np.int64))
+            mask[rows[rows >= 0]] = True
+            return mask
+        if rest.startswith("refset/"):
+            return self.evaluate(f"^ {rest[7:]}")
+        if rest.startswith("ecl/"):
+            return self.evaluate(rest[4:])
+        raise InvalidRequestError(
+            f"'{url}' is not a SNOMED CT implicit value set: after fhir_vs expected nothing, "
+            "=isa/{id}, =refset, =refset/{id} or =ecl/{ecl}"
+        )
+
+    def codes(self, mask: Mask) -> npt.NDArray[np.int64]:
+        """The rows a mask selects, in SCTID order."""
+        return np.flatnonzero(mask)
+
+    # --- post-coordinated expressions -------------------------------------------------
+
+    def check_expression(self, text: str) -> ExpressionCheck:
+        """Parse an expression (ExpressionSyntaxError when malformed) and check it: every
+        concept known and active, attribute names below 410662002 |Concept model attribute|,
+        and, where the release has MRCM refsets, each attribute allowed for the focus
+        concepts' domain and each value within the attribute's range."""
+        expression = scg.parse(text)
+        problems: list[str] = []
+        self._check(expression, problems)
+        return ExpressionCheck(not problems, tuple(problems), expression)
+
+    def _check(self, expression: scg.Expression, problems: list[str]) -> None:
+        for concept in expression.concepts():
+            row = self.row(str(concept))
+            if row < 0:
+                problems.append(f"The concept {concept} is not in {SCT} version {self.version}")
+            elif not self.is_active(row):
+                extra = self.replacements(row)
+                problems.append(
+                    f"The concept {concept} |{self.display(row)}| is inactive"
+                    + (f" ({extra})" if extra else "")
+                )
+        if problems:
+            return
+        attributes = (
+            self.evaluate(f"<< {ATTRIBUTE_ROOT}") if self.row(str(ATTRIBUTE_ROOT)) >= 0 else None
+        )
+        focus_rows = [self.row(str(c)) for c in expression.focus]
+        for group_index, group in enumerate([expression.ungrouped, *expression.groups]):
+            for attribute in group:
+                name_row = self.row(str(attribute.name))
+                if attributes is not None and not attributes[name_row]:
+                    problems.append(
+                        f"{attribute.name} |{self.display(name_row)}| is not an attribute "
+                        f"(not a descendant of {ATTRIBUTE_ROOT} |Concept model attribute|)"
+                    )
+                    continue
+                self._check_mrcm(attribute, focus_rows, group_index > 0, problems)
+                if isinstance(attribute.value, scg.Expression):
+                    self._check(attribute.value, problems)
+
+    def _check_mrcm(
+        self, attribute: scg.Attribute, focus_rows: list[int], grouped: bool, problems: list[str]
+    ) -> None:
+        domains = self.mrcm_domains.get(attribute.name)
+        name_row = self.row(str(attribute.name))
+        label = f"{attribute.name} |{self.display(name_row)}|"
+        if domains is None:
+            if self.mrcm_domains:
+                problems.append(f"The attribute {label} has no MRCM domain rule in this release")
+            return
+        closure = self.store.closure
+        allowed = False
+        for domain in domains:
+            d = self.row(str(domain))
+            if d >= 0 and all(f == d or closure.is_below(f, d) for f in focus_rows):
+                allowed = True
+        if not allowed:
+            names = ", ".join(f"{d} |{self.display(self.row(str(d)))}|" for d in domains)
+            problems.append(
+                f"The attribute {label} is not allowed on the focus concept(s) "
+                f"{', '.join(str(self.store.ids[f]) for f in focus_rows)}: its MRCM domain is "
+                f"{names}"
+            )
+            return
+        ranges = self.mrcm_ranges.get(attribute.name, [])
+        value = attribute.value
+        if isinstance(value, scg.Expression):
+            value_rows = [self.row(str(c)) for c in value.focus]
+        elif isinstance(value, int) and not isinstance(value, bool):
+            value_rows = [self.row(str(value))]
+        else:
+            return
+        checked = []
+        for constraint in ranges:
+            try:
+                mask = self.evaluate(constraint)
+            except WorkbenchError:  # a concrete-domain range such as dec(>#0..)
+                continue
+            if all(mask[r] for r in value_rows):
+                return
+            checked.append(constraint)
+        if checked:
+            shown = value if not isinstance(value, scg.Expression) else value.focus
+            problems.append(
+                f"The value {shown} of the attribute {label} is outside its MRCM range {checked[0]}"
+            )
+
+    @cached_property
+    def mrcm_domains(self) -> dict[int, list[int]]:
+        """Attribute id -> the domain concept ids its MRCM domain rows allow."""
+        table = self.store.tables["mrcm_domain"].to_pydict()
+        found: dict[int, list[int]] = {}
+        for attribute, domain in zip(
+            table.get("referencedComponentId", []), table.get("domainId", []), strict=True
+        ):
+            found.setdefault(int(attribute), []).append(int(domain))
+        return found
+
+    @cached_property
+    def mrcm_ranges(self) -> dict[int, list[str]]:
+        """Attribute id -> the ECL range constraints of its MRCM range rows."""
+        table = self.store.tables["mrcm_range"].to_pydict()
+        found: dict[int, list[str]] = {}
+        for attribute, constraint in zip(
+            table.get("referencedComponentId", []), table.get("rangeConstraint", []), strict=True
+        ):
+            if constraint and constraint not in found.get(int(attribute), []):
+                found.setdefault(int(attribute), []).append(constraint)
+        return found
+
+    # --- frames -----------------------------------------------------------------------
+
+    def concepts_frame(self) -> pd.DataFrame:
+        """Every concept: code, display, fsn, active, moduleId, effectiveTime,
+        sufficientlyDefined (straight from the store's columns)."""
+        t = self.store.tables["concepts"]
+        return pd.DataFrame(
+            {
+                "code": self.store.codes.to_pandas(),
+                "display": t.column("display").to_pandas(),
+                "fsn": t.column("fsn").to_pandas(),
+                "active": t.column("active").to_pandas(),
+                "moduleId": t.column("moduleId").cast(pa.string()).to_pandas(),
+                "effectiveTime": t.column("effectiveTime").cast(pa.string()).to_pandas(),
+                "sufficientlyDefined": t.column("defined").to_pandas(),
+            }
+        )
+
+    def designations_frame(self) -> pd.DataFrame:
+        """Every description: code, language, use (its type id), use display, value, active."""
+        t = self.store.tables["descriptions"]
+        concept = t.column("concept").to_numpy()
+        uses = t.column("typeId").to_numpy()
+        use_codes = np.select([uses == FSN, uses == SYNONYM, uses == DEFINITION], [0, 1, 2], 3)
+        use_display = pd.Categorical.from_codes(
+            use_codes.astype(np.int64), categories=pd.Index([*USES.values(), "Other"])
+        )
+        return pd.DataFrame(
+            {
+                "code": self.store.codes.take(pa.array(concept)).to_pandas(),
+                "language": t.column("language").to_pandas(),
+                "use": t.column("typeId").cast(pa.string()).to_pandas(),
+                "use_display": use_display,
+                "value": t.column("term").to_pandas(),
+                "active": t.column("active").to_pandas(),
+            }
+        )
+
+
+def _concrete(value: str) -> tuple[str, Any]:
+    if value.startswith("#"):
+        number = value[1:]
+        if re.fullmatch(r"[+-]?[0-9]+", number):
+            return "valueInteger", int(number)
+        return "valueDecimal", float(number)
+    if value.startswith('"') and value.endswith('"'):
+        return "valueString", value[1:-1]
+    if value.lower() in ("true", "false"):
+        return "valueBoolean", value.lower() == "true"
+    return "valueString", value
+
+
+def _ecl_value(value: Any) -> str:
+    if isinstance(value, scg.Expression):
+        return " AND ".join(f"<< {c}" for c in value.focus)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"#{value:g}"
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    return f"<< {value}"

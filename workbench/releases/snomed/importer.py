@@ -1,0 +1,411 @@
+"""Import an RF2 Snapshot release into a SNOMED CT store folder (built once, reopened fast).
+
+The import reads every Snapshot file (``rf2``), resolves identifiers to concept rows, picks the
+displays from the language reference sets, computes the transitive closure of the inferred
+is-a relationships (``closure``) and writes the store's files (``store.FILES``) into a
+temporary folder that is renamed into place only when complete, so a failed import leaves no
+half-built store behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from workbench.errors import ReleaseFormatError
+from workbench.releases.snomed import rf2
+from workbench.releases.snomed.closure import Closure
+from workbench.releases.snomed.store import FORMAT, SCT
+
+IS_A = 116680003
+FSN = 900000000000003001
+SYNONYM = 900000000000013009
+DEFINITION = 900000000000550004
+PREFERRED = 900000000000548007
+ACCEPTABLE = 900000000000549004
+DEFINED = 900000000000073002
+CORE_MODULE = 900000000000207008
+US_ENGLISH = 900000000000509007
+GB_ENGLISH = 900000000000508004
+
+Progress = Callable[[str], None]
+
+
+def build(
+    files: list[rf2.ReleaseFile], dest: Path, *, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Import ``files`` (from ``rf2.find_files``) into the store folder ``dest``.
+
+    Returns the store's metadata. Raises ReleaseFormatError for a broken file; then nothing
+    is left at ``dest`` or beside it.
+    """
+    started = time.perf_counter()
+    step = progress or (lambda _msg: None)
+    tmp = dest.with_name(f"{dest.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        meta = _build(files, tmp, step)
+        meta["importSeconds"] = round(time.perf_counter() - started, 2)
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        if dest.exists():
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, dest)
+        return meta
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _concat(files: list[rf2.ReleaseFile], kind: str, step: Progress) -> pa.Table | None:
+    tables = []
+    for file in rf2.iter_kind(files, kind):
+        step(f"reading {rf2.label(file)}")
+        tables.append(rf2.read(file))
+    if not tables:
+        return None
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except pa.ArrowInvalid as exc:
+        raise ReleaseFormatError(f"the {kind} files do not share their columns ({exc})") from exc
+
+
+def _np(table: pa.Table, column: str) -> np.ndarray:
+    return table.column(column).to_numpy()
+
+
+def _write(table: pa.Table, path: Path) -> None:
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=1 << 20)
+
+
+def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str, Any]:
+    concepts = _concat(files, "concept", step)
+    assert concepts is not None  # find_files guarantees a concept file
+    concepts = concepts.sort_by("id")
+    ids = _np(concepts, "id")
+    if len(ids) and np.any(ids[1:] == ids[:-1]):
+        dup = int(ids[1:][ids[1:] == ids[:-1]][0])
+        raise ReleaseFormatError(f"concept {dup} appears twice in the Snapshot concept file")
+    n = len(ids)
+
+    def rows_of(values: np.ndarray) -> np.ndarray:
+        at = np.searchsorted(ids, values)
+        at = np.minimum(at, max(n - 1, 0))
+        found = ids[at] == values if n else np.zeros(len(values), dtype=bool)
+        return np.where(found, at, -1).astype(np.int32)
+
+    # descriptions and their acceptability in every language reference set
+    step("descriptions")
+    desc_tables = [t for t in (_concat(files, k, step) for k in ("description",)) if t is not None]
+    textdefs = _concat(files, "textdefinition", step)
+    if textdefs is not None:
+        desc_tables.append(textdefs)
+    if desc_tables:
+        descriptions = pa.concat_tables(desc_tables)
+    else:
+        descriptions = pa.table(
+            {
+                name: pa.array([], type=rf2._type_of(name, "description"))
+                for name in rf2.HEADERS["description"]
+            }
+        )
+    d_rows = rows_of(_np(descriptions, "conceptId"))
+    descriptions = descriptions.append_column("concept", pa.array(d_rows, type=pa.int32()))
+    descriptions = descriptions.filter(pc.greater_equal(descriptions.column("concept"), 0))
+    descriptions = descriptions.sort_by([("concept", "ascending"), ("id", "ascending")])
+    d_ids = _np(descriptions, "id")
+    order = np.argsort(d_ids, kind="stable")
+    sorted_d_ids = d_ids[order]
+
+    language = _concat(files, "language", step)
+    if language is None:
+        language = pa.table(
+            {
+                "referencedComponentId": pa.array([], pa.int64()),
+                "refsetId": pa.array([], pa.int64()),
+                "acceptabilityId": pa.array([], pa.int64()),
+                "active": pa.array([], pa.int8()),
+            }
+        )
+    language = language.filter(pc.equal(language.column("active"), 1))
+    lang_desc = _np(language, "referencedComponentId")
+    at = np.searchsorted(sorted_d_ids, lang_desc)
+    at = np.minimum(at, max(len(sorted_d_ids) - 1, 0))
+    ok = sorted_d_ids[at] == lang_desc if len(sorted_d_ids) else np.zeros(len(at), bool)
+    lang_row = np.where(ok, order[at] if len(order) else 0, -1)
+    acceptability = pa.table(
+        {
+            "description": pa.array(lang_row, pa.int32()),
+            "refset": language.column("refsetId"),
+            "acceptability": language.column("acceptabilityId"),
+        }
+    ).filter(pa.array(ok))
+    acceptability = acceptability.sort_by([("description", "ascending"), ("refset", "ascending")])
+    refsets_seen = sorted(set(_np(acceptability, "refset").tolist()))
+    default_refset = (
+        US_ENGLISH if US_ENGLISH in refsets_seen else (refsets_seen[0] if refsets_seen else None)
+    )
+
+    step("displays")
+    display, fsn = _displays(n, descriptions, acceptability, default_refset)
+    defined = pc.equal(concepts.column("definitionStatusId"), DEFINED)
+    concept_table = pa.table(
+        {
+            "id": concepts.column("id"),
+            "active": pc.equal(concepts.column("active"), 1),
+            "moduleId": concepts.column("moduleId"),
+            "effectiveTime": concepts.column("effectiveTime"),
+            "defined": defined,
+            "display": display,
+            "fsn": fsn,
+        }
+    )
+    _write(concept_table, out / "concepts.arrow")
+    _write(
+        pa.table(
+            {
+                "id": descriptions.column("id"),
+                "concept": descriptions.column("concept"),
+                "active": pc.equal(descriptions.column("active"), 1),
+                "effectiveTime": descriptions.column("effectiveTime"),
+                "moduleId": descriptions.column("moduleId"),
+                "language": descriptions.column("languageCode"),
+                "typeId": descriptions.column("typeId"),
+                "term": descriptions.column("term"),
+                "caseSignificanceId": descriptions.column("caseSignificanceId"),
+            }
+        ),
+        out / "descriptions.arrow",
+    )
+    _write(acceptability, out / "acceptability.arrow")
+
+    # relationships (active ones) and the closure of is-a
+    step("relationships")
+    rels = _concat(files, "relationship", step)
+    if rels is None:
+        rels = pa.table(
+            {
+                name: pa.array([], rf2._type_of(name, "relationship"))
+                for name in rf2.HEADERS["relationship"]
+            }
+        )
+    rels = rels.filter(pc.equal(rels.column("active"), 1))
+    src = rows_of(_np(rels, "sourceId"))
+    dst = rows_of(_np(rels, "destinationId"))
+    typ = rows_of(_np(rels, "typeId"))
+    keep = (src >= 0) & (typ >= 0)
+    rel_order = np.lexsort((_np(rels, "relationshipGroup")[keep], src[keep]))
+    rel = {
+        "rel_src": src[keep][rel_order],
+        "rel_dst": dst[keep][rel_order],
+        "rel_type": typ[keep][rel_order],
+        "rel_group": _np(rels, "relationshipGroup")[keep][rel_order].astype(np.int16),
+        "rel_dst_id": _np(rels, "destinationId")[keep][rel_order],
+        "rel_char": _np(rels, "characteristicTypeId")[keep][rel_order],
+    }
+    is_a = (_np(rels, "typeId") == IS_A) & (src >= 0) & (dst >= 0)
+    step("transitive closure")
+    closure = Closure.build(n, src[is_a], dst[is_a])
+    arrays: dict[str, np.ndarray] = dict(rel)
+    for name, csr in (
+        ("parents", closure.parents),
+        ("children", closure.children),
+        ("up", closure.up),
+        ("down", closure.down),
+    ):
+        arrays[f"{name}_off"] = csr.offsets
+        arrays[name] = csr.values
+    arrays["rel_by_dst"] = np.argsort(arrays["rel_dst"], kind="stable").astype(np.int32)
+    for name, array in arrays.items():
+        np.save(out / f"{name}.npy", np.ascontiguousarray(array))
+
+    # concrete values
+    concrete = _concat(files, "concrete", step)
+    if concrete is None:
+        concrete = pa.table(
+            {name: pa.array([], rf2._type_of(name, "concrete")) for name in rf2.HEADERS["concrete"]}
+        )
+    concrete = concrete.filter(pc.equal(concrete.column("active"), 1))
+    c_src = rows_of(_np(concrete, "sourceId"))
+    c_type = rows_of(_np(concrete, "typeId"))
+    values = concrete.column("value").to_pylist()
+    _write(
+        pa.table(
+            {
+                "source": pa.array(c_src, pa.int32()),
+                "type": pa.array(c_type, pa.int32()),
+                "typeId": concrete.column("typeId"),
+                "group": concrete.column("relationshipGroup"),
+                "value": pa.array(values, pa.string()),
+                "number": pa.array([_number(v) for v in values], pa.float64()),
+            }
+        ).sort_by([("source", "ascending"), ("group", "ascending")]),
+        out / "concrete.arrow",
+    )
+
+    # reference sets: members, historical associations, the concept model
+    step("reference sets")
+    members = []
+    for file in rf2.iter_kind(files, "refset"):
+        step(f"reading {rf2.label(file)}")
+        table = rf2.read(file)
+        members.append(
+            table.filter(pc.equal(table.column("active"), 1)).select(
+                ["refsetId", "referencedComponentId"]
+            )
+        )
+    for kind in ("association", "mrcm_domain", "mrcm_range"):
+        for file in rf2.iter_kind(files, kind):
+            table = rf2.read(file)
+            members.append(
+                table.filter(pc.equal(table.column("active"), 1)).select(
+                    ["refsetId", "referencedComponentId"]
+                )
+            )
+    member_table = (
+        pa.concat_tables(members)
+        if members
+        else pa.table(
+            {
+                "refsetId": pa.array([], pa.int64()),
+                "referencedComponentId": pa.array([], pa.int64()),
+            }
+        )
+    )
+    _write(
+        member_table.sort_by([("refsetId", "ascending"), ("referencedComponentId", "ascending")]),
+        out / "members.arrow",
+    )
+    assoc = _concat(files, "association", step)
+    if assoc is None:
+        assoc = pa.table(
+            {
+                name: pa.array([], rf2._type_of(name, "association"))
+                for name in rf2.HEADERS["association"]
+            }
+        )
+    _write(
+        pa.table(
+            {
+                "source": assoc.column("referencedComponentId"),
+                "target": assoc.column("targetComponentId"),
+                "refsetId": assoc.column("refsetId"),
+                "active": pc.equal(assoc.column("active"), 1),
+            }
+        ).sort_by([("source", "ascending"), ("refsetId", "ascending")]),
+        out / "associations.arrow",
+    )
+    for kind in ("mrcm_domain", "mrcm_range"):
+        table = _concat(files, kind, step)
+        if table is None:
+            table = pa.table(
+                {name: pa.array([], rf2._type_of(name, kind)) for name in rf2.HEADERS[kind]}
+            )
+        _write(table.filter(pc.equal(table.column("active"), 1)), out / f"{kind}.arrow")
+
+    module, effective = _edition(files, step, concepts)
+    refset_ids = sorted(
+        set(_np(member_table, "refsetId").tolist()) | set(_np(assoc, "refsetId").tolist())
+    )
+    return {
+        "format": FORMAT,
+        "system": SCT,
+        "module": str(module),
+        "effectiveTime": str(effective),
+        "version": f"{SCT}/{module}/version/{effective}",
+        "concepts": n,
+        "activeConcepts": int(pc.sum(concept_table.column("active")).as_py() or 0),
+        "descriptions": descriptions.num_rows,
+        "relationships": len(rel["rel_src"]),
+        "languageRefsets": refsets_seen,
+        "defaultLanguageRefset": default_refset,
+        "refsets": refset_ids,
+        "sources": [rf2.label(f) for f in files],
+    }
+
+
+def _number(value: str | None) -> float:
+    if value and value.startswith("#"):
+        try:
+            return float(value[1:])
+        except ValueError:
+            return float("nan")
+    return float("nan")
+
+
+def _displays(
+    n: int, descriptions: pa.Table, acceptability: pa.Table, refset: int | None
+) -> tuple[pa.Array, pa.Array]:
+    """The display (preferred synonym) and FSN of every concept row, for one language refset.
+
+    Preferred in the refset wins; then any active description of that type; else null.
+    """
+    concept = _np(descriptions, "concept").astype(np.int64)
+    active = _np(descriptions, "active") == 1
+    typ = _np(descriptions, "typeId")
+    preferred = np.zeros(len(concept), dtype=bool)
+    if refset is not None and acceptability.num_rows:
+        acc = acceptability.filter(
+            pc.and_(
+                pc.equal(acceptability.column("refset"), refset),
+                pc.equal(acceptability.column("acceptability"), PREFERRED),
+            )
+        )
+        preferred[_np(acc, "description")] = True
+    terms = descriptions.column("term")
+    out = []
+    for wanted in (SYNONYM, FSN):
+        pick = np.full(n, -1, dtype=np.int64)
+        for mask in (active & (typ == wanted), active & (typ == wanted) & preferred):
+            rows = np.flatnonzero(mask)
+            pick[concept[rows]] = rows
+        has = pick >= 0
+        taken = terms.take(pa.array(np.where(has, pick, 0))) if len(concept) else None
+        if taken is None:
+            out.append(pa.nulls(n, pa.string()))
+        else:
+            out.append(pc.if_else(pa.array(has), taken, pa.scalar(None, pa.string())))
+    display, fsn = out
+    display = pc.coalesce(display, fsn)
+    return display, fsn
+
+
+def _edition(files: list[rf2.ReleaseFile], step: Progress, concepts: pa.Table) -> tuple[int, int]:
+    """The edition's module and effective time, from the module dependency refset.
+
+    Among the modules that own concepts, the edition module is the one no other such module
+    depends on (the most concepts decides a tie or a cycle); its effective time is the
+    latest ``sourceEffectiveTime`` of its dependencies. Without a module dependency refset:
+    the module owning most concepts and the latest concept effective time.
+    """
+    latest = int(pc.max(concepts.column("effectiveTime")).as_py() or 0)
+    modules, counts = np.unique(_np(concepts, "moduleId"), return_counts=True)
+    owned = dict(zip(modules.tolist(), counts.tolist(), strict=True))
+    biggest = max(owned, key=lambda m: owned[m]) if owned else CORE_MODULE
+    deps = _concat(files, "dependency", step)
+    if deps is None or deps.num_rows == 0:
+        return int(biggest), latest
+    deps = deps.filter(pc.equal(deps.column("active"), 1))
+    src = _np(deps, "moduleId")
+    dst = _np(deps, "referencedComponentId")
+    edges = [
+        (int(a), int(b))
+        for a, b in zip(src.tolist(), dst.tolist(), strict=True)
+        if a != b and a in owned and b in owned
+    ]
+    targets = {b for _a, b in edges}
+    top = [m for m in owned if m not in targets]
+    module = max(top, key=lambda m: owned[m]) if top else biggest
+    times = _np(deps, "sourceEffectiveTime")[src == module]
+    return int(module), int(times.max()) if len(times) else latest

@@ -1,0 +1,64 @@
+"""Load a SNOMED CT RF2 release: find its files, import it once into the cache, open it.
+
+The store's folder name is a fingerprint of the release's Snapshot files (names and sizes,
+and the first bytes of the concept file), so the same release is imported once and then
+reopened; a release whose files change gets a new store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+from workbench.releases.snomed import importer, rf2
+from workbench.releases.snomed.codesystem import SnomedCT, check_version
+from workbench.releases.snomed.store import FORMAT, Store, is_store
+
+
+def detect(path: str | Path) -> bool:
+    """True when ``path`` (a folder or zip) holds an RF2 Snapshot concept file."""
+    try:
+        return any(f.kind == "concept" for f in rf2.find_files(path))
+    except Exception:
+        return False
+
+
+def fingerprint(files: list[rf2.ReleaseFile]) -> str:
+    """A short hash naming a release's store: file names, sizes, the concept file's head."""
+    digest = hashlib.sha256(f"format{FORMAT}".encode())
+    for file in files:
+        digest.update(Path(file.name).name.encode())
+        if file.archive is None:
+            digest.update(str(Path(file.name).stat().st_size).encode())
+        else:
+            digest.update(str(file.archive.stat().st_size).encode())
+    concept = next(f for f in files if f.kind == "concept")
+    with concept.open() as stream:
+        digest.update(stream.read(1 << 16))
+    return digest.hexdigest()[:16]
+
+
+def load(
+    path: str | Path,
+    cache_dir: str | Path,
+    *,
+    version: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[SnomedCT, bool]:
+    """Import (unless cached) and open a release; returns the code system and whether it
+    was imported now (False: reopened from the cache).
+
+    Raises ReleaseFormatError for anything that is not a complete, well-formed RF2 Snapshot;
+    the cache is left as it was.
+    """
+    if version is not None:
+        check_version(version)
+    files = rf2.find_files(path)
+    folder = Path(cache_dir) / f"snomed-{fingerprint(files)}"
+    built = False
+    if not is_store(folder):
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        importer.build(files, folder, progress=progress)
+        built = True
+    return SnomedCT(Store(folder), version=version), built

@@ -1,0 +1,287 @@
+"""Reading an RF2 Snapshot release (a folder or a zip) into Arrow tables.
+
+RF2 files are UTF-8, tab-separated, with a header row and no quoting. Only ``Snapshot`` files
+are read (``Full`` and ``Delta`` files are ignored). Every file's header is checked against the
+columns RF2 defines for its kind; a malformed row raises ReleaseFormatError naming the file and
+the line.
+
+>>> kind_of("SnomedCT/Snapshot/Terminology/sct2_Concept_Snapshot_INT_20250131.txt")
+'concept'
+>>> kind_of("der2_cRefset_AssociationSnapshot_INT_20250131.txt")
+'association'
+>>> kind_of("sct2_Concept_Full_INT_20250131.txt") is None
+True
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from workbench.errors import ReleaseFormatError
+
+BASE = ["id", "effectiveTime", "active", "moduleId"]
+REFSET = [*BASE, "refsetId", "referencedComponentId"]
+
+#: The columns of each kind of file, as RF2 names them.
+HEADERS: dict[str, list[str]] = {
+    "concept": [*BASE, "definitionStatusId"],
+    "description": [
+        *BASE,
+        "conceptId",
+        "languageCode",
+        "typeId",
+        "term",
+        "caseSignificanceId",
+    ],
+    "relationship": [
+        *BASE,
+        "sourceId",
+        "destinationId",
+        "relationshipGroup",
+        "typeId",
+        "characteristicTypeId",
+        "modifierId",
+    ],
+    "concrete": [
+        *BASE,
+        "sourceId",
+        "value",
+        "relationshipGroup",
+        "typeId",
+        "characteristicTypeId",
+        "modifierId",
+    ],
+    "textdefinition": [
+        *BASE,
+        "conceptId",
+        "languageCode",
+        "typeId",
+        "term",
+        "caseSignificanceId",
+    ],
+    "language": [*REFSET, "acceptabilityId"],
+    "association": [*REFSET, "targetComponentId"],
+    "dependency": [*REFSET, "sourceEffectiveTime", "targetEffectiveTime"],
+    "mrcm_domain": [
+        *REFSET,
+        "domainId",
+        "grouped",
+        "attributeCardinality",
+        "attributeInGroupCardinality",
+        "ruleStrengthId",
+        "contentTypeId",
+    ],
+    "mrcm_range": [*REFSET, "rangeConstraint", "attributeRule", "ruleStrengthId", "contentTypeId"],
+}
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("concept", re.compile(r"^x?sct2_Concept_[^_]*Snapshot")),
+    ("description", re.compile(r"^x?sct2_Description_[^_]*Snapshot")),
+    ("textdefinition", re.compile(r"^x?sct2_TextDefinition_[^_]*Snapshot")),
+    ("concrete", re.compile(r"^x?sct2_RelationshipConcreteValues_[^_]*Snapshot")),
+    ("relationship", re.compile(r"^x?sct2_Relationship_[^_]*Snapshot")),
+    ("language", re.compile(r"^x?der2_cRefset_Language[^_]*Snapshot")),
+    ("association", re.compile(r"^x?der2_cRefset_Association[^_]*Snapshot")),
+    ("dependency", re.compile(r"^x?der2_ssRefset_ModuleDependency[^_]*Snapshot")),
+    ("mrcm_domain", re.compile(r"^x?der2_[a-z]*Refset_MRCMAttributeDomain[^_]*Snapshot")),
+    ("mrcm_range", re.compile(r"^x?der2_[a-z]*Refset_MRCMAttributeRange[^_]*Snapshot")),
+    ("refset", re.compile(r"^x?der2_[a-zA-Z]*Refset_[^_]*Snapshot")),
+]
+
+_INT = pa.int64()
+_TYPES: dict[str, pa.DataType] = {
+    "effectiveTime": pa.int32(),
+    "active": pa.int8(),
+    "relationshipGroup": pa.int16(),
+    "sourceEffectiveTime": pa.int32(),
+    "targetEffectiveTime": pa.int32(),
+    "grouped": pa.int8(),
+}
+_STRINGS = {
+    "id_uuid",
+    "languageCode",
+    "term",
+    "value",
+    "attributeCardinality",
+    "attributeInGroupCardinality",
+    "rangeConstraint",
+    "attributeRule",
+}
+
+
+def kind_of(name: str) -> str | None:
+    """Return the kind of RF2 Snapshot file a path names, or None for any other file."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    if not base.endswith(".txt"):
+        return None
+    for kind, pattern in _PATTERNS:
+        if pattern.match(base):
+            return kind
+    return None
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    """One RF2 file of a release: its kind and where it is (a path, or a member of a zip)."""
+
+    kind: str
+    name: str
+    archive: Path | None = None
+
+    def open(self) -> io.BufferedIOBase | Any:
+        """Open the file for binary reading."""
+        if self.archive is None:
+            return open(self.name, "rb")
+        with zipfile.ZipFile(self.archive) as zf:
+            return io.BytesIO(zf.read(self.name))
+
+
+def find_files(path: str | Path) -> list[ReleaseFile]:
+    """List the RF2 Snapshot files of a release folder or zip.
+
+    Raises ReleaseFormatError when the path is missing, the zip is truncated or corrupt, or
+    there is no concept file (then it is not an RF2 release).
+    """
+    root = Path(path)
+    found: list[ReleaseFile] = []
+    if root.is_dir():
+        for file in sorted(root.rglob("*.txt")):
+            kind = kind_of(file.name)
+            if kind is not None:
+                found.append(ReleaseFile(kind, str(file)))
+    elif root.is_file() and zipfile.is_zipfile(root):
+        try:
+            with zipfile.ZipFile(root) as zf:
+                names = zf.namelist()
+                bad = zf.testzip()
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise ReleaseFormatError(f"the zip archive is damaged ({exc})", file=str(root)) from exc
+        if bad is not None:
+            raise ReleaseFormatError(f"the zip member {bad} is damaged", file=str(root))
+        for name in sorted(names):
+            kind = kind_of(name)
+            if kind is not None:
+                found.append(ReleaseFile(kind, name, root))
+    elif root.is_file():
+        raise ReleaseFormatError(
+            "not an RF2 release: neither a folder nor a readable zip archive (truncated?)",
+            file=str(root),
+        )
+    else:
+        raise ReleaseFormatError("no such file or folder", file=str(root))
+    if not any(f.kind == "concept" for f in found):
+        raise ReleaseFormatError(
+            "not an RF2 Snapshot release: no sct2_Concept_…Snapshot… file was found",
+            file=str(root),
+        )
+    return found
+
+
+def label(file: ReleaseFile) -> str:
+    """A name for messages: the path, or ``archive.zip!member``."""
+    return f"{file.archive}!{file.name}" if file.archive is not None else file.name
+
+
+def read(file: ReleaseFile) -> pa.Table:
+    """Read one RF2 file into an Arrow table, checking its header and every row.
+
+    Identifier columns become int64 (``id`` of refsets stays a UUID string), effective times
+    int32, ``active`` int8; terms and other texts stay strings.
+    """
+    with file.open() as stream:
+        data = stream.read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    first_end = data.find(b"\n")
+    header_line = data[: first_end if first_end >= 0 else len(data)].rstrip(b"\r")
+    try:
+        header = header_line.decode("utf-8").split("\t")
+    except UnicodeDecodeError as exc:
+        raise ReleaseFormatError("the header is not UTF-8", file=label(file), line=1) from exc
+    expected = HEADERS.get(file.kind)
+    if expected is not None and header != expected:
+        raise ReleaseFormatError(
+            f"wrong header for a {file.kind} file: expected {' '.join(expected)!r}, "
+            f"found {' '.join(header)!r}",
+            file=label(file),
+            line=1,
+        )
+    if expected is None and header[: len(REFSET)] != REFSET and header[:1] != ["id"]:
+        raise ReleaseFormatError(
+            f"wrong header for an RF2 file: expected it to start with {' '.join(REFSET)!r}",
+            file=label(file),
+            line=1,
+        )
+    types = {name: _type_of(name, file.kind) for name in header}
+    bad: list[int] = []
+
+    def on_invalid(row: Any) -> str:
+        bad.append(row.number if row.number is not None else -1)
+        return "error"
+
+    try:
+        return pacsv.read_csv(
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(use_threads=True, block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(
+                delimiter="\t", quote_char=False, escape_char=False, invalid_row_handler=on_invalid
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False
+            ),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        line, why = _locate(data, header, types)
+        if line is None and bad:
+            line = bad[0]
+        raise ReleaseFormatError(
+            f"broken row: {why or exc}", file=label(file), line=line if line else None
+        ) from exc
+
+
+def _type_of(name: str, kind: str) -> pa.DataType:
+    if name in _TYPES:
+        return _TYPES[name]
+    if name in _STRINGS or (name == "id" and kind not in _SCTID_KEYED):
+        return pa.string()
+    if name.endswith("Id") or name == "id":
+        return _INT
+    return pa.string()
+
+
+_SCTID_KEYED = {"concept", "description", "textdefinition", "relationship", "concrete"}
+
+
+def _locate(
+    data: bytes, header: list[str], types: dict[str, pa.DataType]
+) -> tuple[int | None, str | None]:
+    """Find the first line that breaks the file's shape or types (only on the error path)."""
+    checks = [(i, types[name]) for i, name in enumerate(header)]
+    for number, raw in enumerate(data.split(b"\n")[1:], start=2):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.rstrip(b"\r").decode("utf-8")
+        except UnicodeDecodeError:
+            return number, "the row is not UTF-8"
+        cells = text.split("\t")
+        if len(cells) != len(header):
+            return number, f"expected {len(header)} tab-separated columns, found {len(cells)}"
+        for i, kind in checks:
+            if pa.types.is_integer(kind) and not cells[i].lstrip("-").isdigit():
+                return number, f"column {header[i]} should be a number, not {cells[i]!r}"
+    return None, None
+
+
+def iter_kind(files: list[ReleaseFile], kind: str) -> Iterator[ReleaseFile]:
+    """The files of one kind."""
+    return (f for f in files if f.kind == kind)
