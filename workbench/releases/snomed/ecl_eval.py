@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from workbench.errors import UnsupportedFilterError
 from workbench.releases.snomed import ecl
-from workbench.releases.snomed.closure import CSR
+from workbench.releases.snomed.closure import CSR, sorted_unique, unique_counts
 from workbench.releases.snomed.store import Store
 
 Mask = npt.NDArray[np.bool_]
@@ -253,10 +253,10 @@ class Evaluator:
         hit, table = self._relationship_hits(node)
         owners, groups = self._owners(table, node.reverse)
         keys = owners.astype(np.int64) * _GROUPS + groups.astype(np.int64)
-        matched, counts = np.unique(keys[hit & (owners >= 0)], return_counts=True)
+        matched, counts = unique_counts(keys[hit & (owners >= 0)])
         low, high = (1, None) if node.card is None else (node.card.min, node.card.max)
         if low == 0:
-            universe = np.unique(keys[owners >= 0])
+            universe = sorted_unique(keys[owners >= 0])
             full = np.zeros(len(universe), dtype=np.int64)
             full[np.searchsorted(universe, matched)] = counts
             matched, counts = universe, full

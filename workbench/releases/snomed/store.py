@@ -72,8 +72,18 @@ class Store:
         self.arrays: dict[str, np.ndarray] = {
             name: np.load(self.path / f"{name}.npy", mmap_mode="r") for name in _ARRAYS
         }
-        self.ids: npt.NDArray[np.int64] = self.tables["concepts"].column("id").to_numpy()
+        self._np: dict[str, np.ndarray] = {}
+        self.ids: npt.NDArray[np.int64] = self.np("concepts", "id")
         self.n = len(self.ids)
+
+    def np(self, table: str, column: str) -> np.ndarray:
+        """A table column as a numpy array (zero-copy for numbers; remembered)."""
+        key = f"{table}.{column}"
+        found = self._np.get(key)
+        if found is None:
+            found = self.tables[table].column(column).to_numpy()
+            self._np[key] = found
+        return found
 
     # --- concepts ---------------------------------------------------------------------
 
@@ -133,9 +143,9 @@ class Store:
 
     # --- descriptions -----------------------------------------------------------------
 
-    @cached_property
+    @property
     def _desc_concept(self) -> npt.NDArray[np.int32]:
-        return self.tables["descriptions"].column("concept").to_numpy()
+        return self.np("descriptions", "concept")
 
     def descriptions(self, row: int) -> pa.Table:
         """The descriptions of one concept row (with a ``row`` column: their position)."""
@@ -143,9 +153,9 @@ class Store:
         table = self.tables["descriptions"].slice(int(lo), int(hi - lo))
         return table.append_column("row", pa.array(np.arange(lo, hi, dtype=np.int64)))
 
-    @cached_property
+    @property
     def _acc_desc(self) -> npt.NDArray[np.int32]:
-        return self.tables["acceptability"].column("description").to_numpy()
+        return self.np("acceptability", "description")
 
     def acceptability(self, lo: int, hi: int) -> pa.Table:
         """Language refset rows of the description rows ``lo..hi-1``."""
@@ -163,15 +173,15 @@ class Store:
     def concrete(self, row: int) -> pa.Table:
         """The active concrete values whose source is ``row``."""
         table = self.tables["concrete"]
-        source = table.column("source").to_numpy()
+        source = self.np("concrete", "source")
         lo, hi = np.searchsorted(source, [row, row + 1])
         return table.slice(int(lo), int(hi - lo))
 
     # --- reference sets -----------------------------------------------------------------
 
-    @cached_property
+    @property
     def _member_refsets(self) -> npt.NDArray[np.int64]:
-        return self.tables["members"].column("refsetId").to_numpy()
+        return self.np("members", "refsetId")
 
     def members(self, refset: int) -> npt.NDArray[np.int64]:
         """The active referenced component ids of a refset (sorted)."""
@@ -192,6 +202,6 @@ class Store:
         table = self.tables["associations"]
         if source is None:
             return table
-        col = table.column("source").to_numpy()
+        col = self.np("associations", "source")
         lo, hi = np.searchsorted(col, [source, source + 1])
         return table.slice(int(lo), int(hi - lo))
