@@ -52,7 +52,7 @@ WORDS = (
     "pain swelling mass cyst ulcer injury procedure excision repair biopsy imaging therapy "
     "drug tablet capsule oral injection dose substance organism bacteria virus fungus "
     "observable measurement level concentration rate volume pressure temperature index"
-).split()
+)
 
 
 def sctid(n: np.ndarray, partition: str) -> np.ndarray:
@@ -82,10 +82,13 @@ def generate(out: Path, scale: float = 1.0, seed: int = 20250131) -> dict[str, i
     weights = np.array(list(TOPS.values()))
     rest = generated[EXTRA_ATTRIBUTES:]
     hierarchy = rng.choice(len(top_list), size=len(rest), p=weights / weights.sum())
-    child_parts, parent_parts = [np.array(list(TOPS)), np.array([ATTRIBUTE_ROOT])], [
-        np.full(len(TOPS), ROOT),
-        np.array([900000000000441003]),
-    ]
+    child_parts, parent_parts = (
+        [np.array(list(TOPS)), np.array([ATTRIBUTE_ROOT])],
+        [
+            np.full(len(TOPS), ROOT),
+            np.array([900000000000441003]),
+        ],
+    )
     child_parts += [np.array([IS_A, *ATTRIBUTES]), extra_attr, np.array([900000000000441003])]
     parent_parts += [
         np.full(1 + len(ATTRIBUTES), ATTRIBUTE_ROOT),
@@ -112,9 +115,7 @@ def generate(out: Path, scale: float = 1.0, seed: int = 20250131) -> dict[str, i
     # substance / organism, sources in findings, procedures and products
     total_rel = int(3_150_000 * scale)  # about 3M once inactive sources are dropped
     n_attr = total_rel - isa
-    sources = np.concatenate(
-        [members_of[FINDING], members_of[71388002], members_of[373873005]]
-    )
+    sources = np.concatenate([members_of[FINDING], members_of[71388002], members_of[373873005]])
     destinations = np.concatenate(
         [members_of[123037004], members_of[49755003], members_of[105590001], members_of[410607006]]
     )
@@ -139,8 +140,9 @@ def generate(out: Path, scale: float = 1.0, seed: int = 20250131) -> dict[str, i
     )
     # concepts: 5% inactive (among the generated ones), 30% sufficiently defined
     active = np.ones(len(ids), dtype=np.int8)
-    inactive = rng.choice(np.arange(len(fixed) + EXTRA_ATTRIBUTES, len(ids)), size=n // 20,
-                          replace=False)
+    inactive = rng.choice(
+        np.arange(len(fixed) + EXTRA_ATTRIBUTES, len(ids)), size=n // 20, replace=False
+    )
     active[inactive] = 0
     keep = np.isin(rels["sourceId"].to_numpy(), ids[inactive], invert=True)
     rels = rels[keep]
@@ -155,7 +157,7 @@ def generate(out: Path, scale: float = 1.0, seed: int = 20250131) -> dict[str, i
         }
     )
     # descriptions: FSN + preferred synonym + on average 2.3 more synonyms
-    words = np.array(WORDS)
+    words = np.array(WORDS.split(" "))
     counts = 2 + rng.poisson(2.3, size=len(ids))
     d_concept = np.repeat(ids, counts)
     nd = len(d_concept)
@@ -163,8 +165,9 @@ def generate(out: Path, scale: float = 1.0, seed: int = 20250131) -> dict[str, i
     kind = np.full(nd, 900000000000013009, dtype=np.int64)
     kind[first_of] = 900000000000003001
     w = rng.integers(0, len(words), size=(nd, 3))
-    terms = pd.Series(words[w[:, 0]]).str.cat([pd.Series(words[w[:, 1]]),
-                                               pd.Series(words[w[:, 2]])], sep=" ")
+    terms = pd.Series(words[w[:, 0]]).str.cat(
+        [pd.Series(words[w[:, 1]]), pd.Series(words[w[:, 2]])], sep=" "
+    )
     terms = terms.str.capitalize() + " " + pd.Series(d_concept.astype(str)).str[-5:]
     terms = terms.where(kind != 900000000000003001, terms + " (finding)")
     d_ids = sctid(np.arange(1, nd + 1), "01")
@@ -253,9 +256,7 @@ def generate(out: Path, scale: float = 1.0, seed: int = 20250131) -> dict[str, i
     _write(ref / "Language" / f"der2_cRefset_LanguageSnapshot-en_INT_{TIME}.txt", language)
     _write(ref / "Content" / f"der2_Refset_SimpleSnapshot_INT_{TIME}.txt", simple)
     _write(ref / "Content" / f"der2_cRefset_AssociationSnapshot_INT_{TIME}.txt", association)
-    _write(
-        ref / "Metadata" / f"der2_ssRefset_ModuleDependencySnapshot_INT_{TIME}.txt", dependency
-    )
+    _write(ref / "Metadata" / f"der2_ssRefset_ModuleDependencySnapshot_INT_{TIME}.txt", dependency)
     return {
         "concepts": len(concepts),
         "descriptions": len(descriptions),

@@ -73,10 +73,10 @@ class Store:
             name: np.load(self.path / f"{name}.npy", mmap_mode="r") for name in _ARRAYS
         }
         self._np: dict[str, np.ndarray] = {}
-        self.ids: npt.NDArray[np.int64] = self.np("concepts", "id")
+        self.ids: npt.NDArray[np.int64] = self.column_np("concepts", "id")
         self.n = len(self.ids)
 
-    def np(self, table: str, column: str) -> np.ndarray:
+    def column_np(self, table: str, column: str) -> np.ndarray:
         """A table column as a numpy array (zero-copy for numbers; remembered)."""
         key = f"{table}.{column}"
         found = self._np.get(key)
@@ -145,7 +145,7 @@ class Store:
 
     @property
     def _desc_concept(self) -> npt.NDArray[np.int32]:
-        return self.np("descriptions", "concept")
+        return self.column_np("descriptions", "concept")
 
     def descriptions(self, row: int) -> pa.Table:
         """The descriptions of one concept row (with a ``row`` column: their position)."""
@@ -155,7 +155,7 @@ class Store:
 
     @property
     def _acc_desc(self) -> npt.NDArray[np.int32]:
-        return self.np("acceptability", "description")
+        return self.column_np("acceptability", "description")
 
     def acceptability(self, lo: int, hi: int) -> pa.Table:
         """Language refset rows of the description rows ``lo..hi-1``."""
@@ -173,7 +173,7 @@ class Store:
     def concrete(self, row: int) -> pa.Table:
         """The active concrete values whose source is ``row``."""
         table = self.tables["concrete"]
-        source = self.np("concrete", "source")
+        source = self.column_np("concrete", "source")
         lo, hi = np.searchsorted(source, [row, row + 1])
         return table.slice(int(lo), int(hi - lo))
 
@@ -181,7 +181,7 @@ class Store:
 
     @property
     def _member_refsets(self) -> npt.NDArray[np.int64]:
-        return self.np("members", "refsetId")
+        return self.column_np("members", "refsetId")
 
     def members(self, refset: int) -> npt.NDArray[np.int64]:
         """The active referenced component ids of a refset (sorted)."""
@@ -202,6 +202,6 @@ class Store:
         table = self.tables["associations"]
         if source is None:
             return table
-        col = self.np("associations", "source")
+        col = self.column_np("associations", "source")
         lo, hi = np.searchsorted(col, [source, source + 1])
         return table.slice(int(lo), int(hi - lo))
