@@ -413,32 +413,86 @@ class SnomedCT:
             ecl_text = f"({ecl_text}) : " + ", ".join(refinements)
         return self.evaluate(ecl_text)
 
-    def implicit(self, url: str) -> Mask | None:
-        """The members of an implicit value set URL (``http://snomed.info/sct?fhir_vs``,
-        ``…=isa/{id}``, ``…=refset/{id}``, ``…=refset`` (the refset concepts), ``…=ecl/{ecl}``;
-        an edition URI may stand before the ``?``), or None when the URL is not one."""
+    @staticmethod
+    def implicit_kind(url: str) -> tuple[str, str] | None:
+        """Parse an implicit value set URL into ``(kind, argument)``: ``("all", "")``,
+        ``("isa", id)``, ``("refsets", "")``, ``("refset", id)`` or ``("ecl", text)``; None
+        when the URL is not a SNOMED CT implicit value set. An edition URI may stand before
+        the ``?``. Raises InvalidRequestError for an unknown ``fhir_vs`` form."""
         base, _, query = url.partition("?")
         if not (base == SCT or base.startswith(SCT + "/")) or not query.startswith("fhir_vs"):
             return None
         rest = query[len("fhir_vs") :]
         if rest == "":
-            return np.asarray(self.store.active, dtype=bool).copy()
+            return "all", ""
         rest = urllib.parse.unquote(rest[1:] if rest.startswith("=") else rest)
-        if rest.startswith("isa/"):
-            return self.evaluate(f"<< {rest[4:]}")
+        for prefix, kind in (("isa/", "isa"), ("refset/", "refset"), ("ecl/", "ecl")):
+            if rest.startswith(prefix) and rest[len(prefix) :].strip():
+                return kind, rest[len(prefix) :]
         if rest == "refset":
-            mask = np.zeros(self.store.n, dtype=bool)
-            rows = self.store.rows(np.array(self.store.refsets(), dtype=np.int64))
-            mask[rows[rows >= 0]] = True
-            return mask
-        if rest.startswith("refset/"):
-            return self.evaluate(f"^ {rest[7:]}")
-        if rest.startswith("ecl/"):
-            return self.evaluate(rest[4:])
+            return "refsets", ""
         raise InvalidRequestError(
             f"'{url}' is not a SNOMED CT implicit value set: after fhir_vs expected nothing, "
             "=isa/{id}, =refset, =refset/{id} or =ecl/{ecl}"
         )
+
+    def implicit_valueset(self, url: str) -> dict[str, Any] | None:
+        """The ValueSet resource an implicit value set URL stands for (its compose uses this
+        code system's filters), or None when the URL is not one."""
+        found = self.implicit_kind(url)
+        if found is None:
+            return None
+        kind, arg = found
+        include: dict[str, Any] = {"system": SCT}
+        base = url.partition("?")[0]
+        if base != SCT:
+            include["version"] = base
+        if kind == "isa":
+            include["filter"] = [{"property": "concept", "op": "is-a", "value": arg}]
+        elif kind == "refset":
+            include["filter"] = [{"property": "concept", "op": "in", "value": arg}]
+        elif kind == "ecl":
+            include["filter"] = [{"property": "constraint", "op": "=", "value": arg}]
+        elif kind == "refsets":
+            include["concept"] = [
+                {"code": str(r)} for r in self.store.refsets() if self.row(str(r)) >= 0
+            ]
+        titles = {
+            "all": "All of SNOMED CT",
+            "isa": f"SNOMED CT concepts subsumed by {arg}",
+            "refset": f"SNOMED CT reference set {arg}",
+            "refsets": "SNOMED CT reference sets",
+            "ecl": f"SNOMED CT concepts matching the ECL {arg}",
+        }
+        return {
+            "resourceType": "ValueSet",
+            "url": url,
+            "status": "active",
+            "name": "SNOMEDCTImplicit",
+            "title": titles[kind],
+            "compose": {"include": [include]},
+        }
+
+    def implicit(self, url: str) -> Mask | None:
+        """The members of an implicit value set URL (``http://snomed.info/sct?fhir_vs``,
+        ``…=isa/{id}``, ``…=refset/{id}``, ``…=refset`` (the refset concepts), ``…=ecl/{ecl}``),
+        or None when the URL is not one."""
+        found = self.implicit_kind(url)
+        if found is None:
+            return None
+        kind, arg = found
+        if kind == "all":
+            return np.asarray(self.store.active, dtype=bool).copy()
+        if kind == "isa":
+            return self.evaluate(f"<< {arg}")
+        if kind == "refset":
+            return self.evaluate(f"^ {arg}")
+        if kind == "ecl":
+            return self.evaluate(arg)
+        mask = np.zeros(self.store.n, dtype=bool)
+        rows = self.store.rows(np.array(self.store.refsets(), dtype=np.int64))
+        mask[rows[rows >= 0]] = True
+        return mask
 
     def codes(self, mask: Mask) -> npt.NDArray[np.int64]:
         """The rows a mask selects, in SCTID order."""
