@@ -219,3 +219,13 @@ def test_a_failed_import_leaves_the_cache_as_it_was(
         load(other, cache)
     assert sorted(p.name for p in cache.iterdir()) == before
     assert os.listdir(cache) == before
+
+
+def test_pickles_as_its_store_folder(sct: SnomedCT) -> None:
+    import pickle
+
+    data = pickle.dumps(sct)
+    assert len(data) < 2000
+    again = pickle.loads(data)
+    assert again.version == sct.version
+    assert again.lookup("57054005").display == "Acute myocardial infarction"

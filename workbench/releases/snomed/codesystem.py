@@ -92,6 +92,13 @@ class SnomedCT:
     def __len__(self) -> int:
         return self.store.n
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as the store's folder and the version (reopened on unpickling)."""
+        return {"store": self.store, "version": self.version}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["store"], version=state["version"])  # type: ignore[misc]
+
     # --- concepts ---------------------------------------------------------------------
 
     def row(self, code: str) -> int:

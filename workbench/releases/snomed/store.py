@@ -85,6 +85,13 @@ class Store:
             self._np[key] = found
         return found
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its folder (Dask ships code systems to workers, which reopen it)."""
+        return {"path": str(self.path)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"])  # type: ignore[misc]
+
     # --- concepts ---------------------------------------------------------------------
 
     def row(self, code: str | int) -> int:
