@@ -185,3 +185,61 @@ def test_associations_for_implicit_concept_maps(sct: SnomedCT) -> None:
 def test_subsumption_of_expressions_by_their_focus(sct: SnomedCT) -> None:
     assert sct.subsumes("49601007", "56265001 : 363698007 = 80891009") == "subsumes"
     assert sct.subsumes("56265001 : 363698007 = 80891009", "64572001") == "subsumed-by"
+
+
+# --- the provider the engine sees ------------------------------------------------------------
+
+
+def test_provider_concepts_on_demand(sct: SnomedCT) -> None:
+    from workbench.releases.snomed.provider import SnomedProvider
+
+    provider = SnomedProvider(sct)
+    concept = provider.get("22298006")
+    assert concept is not None and concept.display == "Myocardial infarction"
+    assert provider.get("22298006") is concept  # touched concepts are remembered
+    assert concept.displays() == [
+        "Myocardial infarction",
+        "Myocardial infarction (disorder)",
+        "Heart attack",
+        "Cardiac infarction",
+    ]
+    assert provider.get("64572001 : 363698007 = 80891009") is None
+    assert "307530000" in provider and "1" not in provider and len(provider) == 26
+    assert provider.get("307530000").inactive  # type: ignore[union-attr]
+    assert provider.descendants("56265001") == {"22298006", "57054005"}
+    assert provider.ancestors("56265001") == {"49601007", "64572001", "404684003", "138875005"}
+    assert [c.code for c in provider.in_order({"57054005", "22298006", "nope"})] == [
+        "22298006",
+        "57054005",
+    ]
+    assert provider.resource["version"] == snomed_rf2.VERSION
+
+
+def test_provider_filters_test_masks(sct: SnomedCT) -> None:
+    from workbench.releases.snomed.provider import SnomedProvider
+
+    provider = SnomedProvider(sct)
+    compiled = provider.compile_filter(
+        {"property": "constraint", "op": "=", "value": "<< 56265001"}
+    )
+    assert compiled.candidates == {"56265001", "22298006", "57054005"}
+    heart = provider.get("22298006")
+    asthma = provider.get("195967001")
+    assert heart is not None and asthma is not None
+    assert compiled.matches(heart) and not compiled.matches(asthma)
+
+
+def test_provider_checks_expressions(sct: SnomedCT) -> None:
+    from workbench.releases.snomed.provider import SnomedProvider
+
+    provider = SnomedProvider(sct)
+    assert provider.is_expression("64572001 : 363698007 = 80891009")
+    assert not provider.is_expression("64572001")
+    assert provider.validate_expression("64572001 : 363698007 = 80891009") == (
+        True,
+        None,
+        ["64572001"],
+    )
+    ok, message, focus = provider.validate_expression("64572001 : 363698007 = 322236009")
+    assert not ok and "outside its MRCM range" in str(message) and focus == ["64572001"]
+    assert provider.inactive_note("307530000") == "REPLACED BY 22298006 |Myocardial infarction|"

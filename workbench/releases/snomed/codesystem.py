@@ -88,6 +88,8 @@ class SnomedCT:
         self.version: str = check_version(version) if version else str(store.meta["version"])
         self.evaluate = Evaluator(store)
         self._default_refset = store.meta.get("defaultLanguageRefset")
+        self._displays: dict[int, str | None] = {}  # the rows touched so far
+        self._rows: dict[str, int] = {}
 
     def __len__(self) -> int:
         return self.store.n
@@ -102,8 +104,14 @@ class SnomedCT:
     # --- concepts ---------------------------------------------------------------------
 
     def row(self, code: str) -> int:
-        """The concept row of a code (-1 when unknown)."""
-        return self.store.row(code) if code.isdigit() else -1
+        """The concept row of a code (-1 when unknown); codes seen before are a dict hit."""
+        found = self._rows.get(code)
+        if found is None:
+            found = self.store.row(code) if code.isdigit() else -1
+            if len(self._rows) > 1_000_000:
+                self._rows.clear()
+            self._rows[code] = found
+        return found
 
     def require(self, code: str) -> int:
         """The concept row of a code; UnknownCodeError when there is none."""
@@ -125,8 +133,13 @@ class SnomedCT:
             term = self._preferred_in(row, language)
             if term is not None:
                 return term
-        value = self.store.value("display", row)
-        return str(value) if value is not None else None
+        try:
+            return self._displays[row]
+        except KeyError:
+            value = self.store.value("display", row)
+            shown = str(value) if value is not None else None
+            self._displays[row] = shown
+            return shown
 
     def _preferred_in(self, row: int, language: str) -> str | None:
         tag = language.split(",")[0].split(";")[0].strip().lower()

@@ -1,0 +1,175 @@
+"""SNOMED CT as a code system the terminology engine can use like a CodeSystem's index.
+
+``SnomedProvider`` answers what value sets, validation, look-up and expansion ask of a code
+system (a concept by code, the hierarchy, filters, iteration, the version), from the store:
+membership in a filter is one look-up in a boolean mask over concept rows, and concepts become
+Python objects only when a call needs them. Post-coordinated expressions are validated by
+``validate_expression``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from workbench.releases.snomed import scg
+from workbench.releases.snomed.codesystem import SCT, SnomedCT
+from workbench.releases.snomed.concepts import (
+    ConceptTable,
+    SnomedConcept,
+    make_concept,
+    make_concepts,
+)
+from workbench.terminology.codesystem import Concept
+from workbench.terminology.filters import CodeFilter
+
+PROPERTIES = {
+    "inactive": "boolean",
+    "sufficientlyDefined": "boolean",
+    "moduleId": "code",
+    "effectiveTime": "string",
+    "parent": "code",
+    "child": "code",
+    "normalForm": "string",
+    "constraint": "string",
+    "expression": "string",
+    "expressions": "boolean",
+}
+
+
+class SnomedProvider:
+    """One SNOMED CT edition/version, seen as a code system by the engine."""
+
+    content = "complete"
+    case_sensitive = True
+    hierarchy_meaning = "is-a"
+    is_complete = True
+
+    def __init__(self, sct: SnomedCT) -> None:
+        self.sct = sct
+        self.url = SCT
+        self.version: str | None = sct.version
+        self.property_types = dict(PROPERTIES)
+        self.concepts = ConceptTable(sct)
+        self._made: dict[str, SnomedConcept] = {}  # the concepts touched so far
+        self.resource: dict[str, Any] = {
+            "resourceType": "CodeSystem",
+            "url": SCT,
+            "version": sct.version,
+            "name": "SNOMED_CT",
+            "title": "SNOMED CT",
+            "status": "active",
+            "publisher": "SNOMED International",
+            "caseSensitive": True,
+            "hierarchyMeaning": "is-a",
+            "compositional": True,
+            "content": "not-present",
+            "count": len(sct),
+            "property": [{"code": code, "type": kind} for code, kind in PROPERTIES.items()],
+        }
+
+    # --- the CodeSystemIndex surface ------------------------------------------------------
+
+    def role_of(self, property_code: str) -> str:
+        """Properties play their own role."""
+        return property_code
+
+    def has_property(self, name: str) -> bool:
+        """Known properties, and any attribute id."""
+        return name in self.property_types or name.isdigit()
+
+    def property_codes_for(self, role: str) -> list[str]:
+        """Properties play their own role."""
+        return [role]
+
+    def get(self, code: str) -> SnomedConcept | None:
+        """The concept of an SCTID (None for anything else, expressions included)."""
+        found = self._made.get(code)
+        if found is None:
+            row = self.sct.row(code) if isinstance(code, str) else -1
+            if row < 0:
+                return None
+            found = make_concept(self.sct, row)
+            if len(self._made) > 100_000:
+                self._made.clear()
+            self._made[code] = found
+        return found
+
+    def __contains__(self, code: object) -> bool:
+        return isinstance(code, str) and self.sct.row(code) >= 0
+
+    def __iter__(self) -> Iterator[Concept]:
+        rows = np.arange(len(self.sct))
+        for start in range(0, len(rows), 50_000):
+            yield from make_concepts(self.sct, rows[start : start + 50_000])
+
+    def __len__(self) -> int:
+        return len(self.sct)
+
+    def ancestors(self, code: str) -> frozenset[str]:
+        """Codes of every ancestor."""
+        row = self.sct.row(code)
+        if row < 0:
+            return frozenset()
+        rows = self.sct.store.closure.ancestors(row)
+        return frozenset(self.sct.store.codes.take(np.asarray(rows)).to_pylist())
+
+    def descendants(self, code: str) -> frozenset[str]:
+        """Codes of every descendant."""
+        row = self.sct.row(code)
+        if row < 0:
+            return frozenset()
+        rows = self.sct.store.closure.descendants(row)
+        return frozenset(self.sct.store.codes.take(np.asarray(rows)).to_pylist())
+
+    def subsumes(self, code_a: str, code_b: str) -> str:
+        """The $subsumes outcome of A against B."""
+        return self.sct.subsumes(code_a, code_b)
+
+    def in_order(self, codes: set[str] | frozenset[str]) -> list[Concept]:
+        """The concepts of ``codes`` in SCTID order."""
+        rows = np.sort(
+            np.array([r for r in (self.sct.row(c) for c in codes) if r >= 0], dtype=np.int64)
+        )
+        return list(make_concepts(self.sct, rows))
+
+    # --- filters --------------------------------------------------------------------------
+
+    def compile_filter(self, raw: Mapping[str, Any]) -> CodeFilter:
+        """A compose filter as a mask test (membership) and its members (expansion)."""
+        prop, op, value = (str(raw.get(k, "")) for k in ("property", "op", "value"))
+        mask = self.sct.filter(prop, op, value)
+        rows = np.flatnonzero(mask)
+        members = frozenset(self.sct.store.codes.take(rows).to_pylist())
+
+        def matches(concept: Concept) -> bool:
+            if isinstance(concept, SnomedConcept):
+                return bool(mask[concept.order])
+            row = self.sct.row(concept.code)
+            return row >= 0 and bool(mask[row])
+
+        return CodeFilter(f"{prop} {op} {value}", matches, members)
+
+    # --- expressions ----------------------------------------------------------------------
+
+    @staticmethod
+    def is_expression(code: str) -> bool:
+        """True when a code is a post-coordinated expression, not a plain SCTID."""
+        return scg.looks_like_expression(code)
+
+    def validate_expression(self, code: str) -> tuple[bool, str | None, list[str]]:
+        """Check a post-coordinated expression: (valid, message, focus concept codes).
+
+        Raises ExpressionSyntaxError when it does not parse."""
+        checked = self.sct.check_expression(code)
+        focus = [str(c) for c in checked.expression.focus]
+        if checked.ok:
+            return True, None, focus
+        return False, "; ".join(checked.problems), focus
+
+    def inactive_note(self, code: str) -> str:
+        """What replaces an inactive concept (empty when nothing does)."""
+        row = self.sct.row(code)
+        return self.sct.replacements(row) if row >= 0 else ""
