@@ -21,6 +21,7 @@ from workbench.terminology.validation import ValidationResult
 
 if TYPE_CHECKING:
     from workbench.loading import LoadSummary
+    from workbench.releases.loading import ReleaseSummary
     from workbench.server.embedded import ServerHandle
 
 
@@ -104,6 +105,35 @@ class Workbench:
         )
         return self.load(folder, progress=progress)
 
+    def load_release(
+        self,
+        path: str | Path,
+        *,
+        kind: str | None = None,
+        version: str | None = None,
+        cache_dir: str | Path | None = None,
+        progress: bool | None = None,
+    ) -> ReleaseSummary:
+        """Load a terminology from its release files as distributed (a folder or a zip).
+
+        ``kind`` (``"snomed"``) is detected from the files when omitted; ``version``
+        overrides the release's own (for SNOMED CT the version URI, e.g.
+        ``http://snomed.info/xsct/31000003106/version/20250909``). The release is imported
+        once into ``cache_dir`` (default ``$WORKBENCH_RELEASE_CACHE`` or
+        ``~/.cache/workbench/releases``) and reopened from there afterwards; a progress bar
+        shows while it imports. Returns the summary (system, version, concepts, time, cache).
+        Raises ReleaseFormatError (naming the file and line) for a broken release and
+        DuplicateCanonicalError when that system and version is already loaded; either way
+        nothing changes.
+        """
+        from workbench.releases.loading import open_release
+
+        provider, summary = open_release(
+            path, kind=kind, version=version, cache_dir=cache_dir, progress=progress
+        )
+        self.terminology.add_provider(provider)
+        return summary
+
     # --- frames -----------------------------------------------------------------------
 
     @property
@@ -113,16 +143,23 @@ class Workbench:
 
     @property
     def codesystems(self) -> pd.DataFrame:
-        """One row per loaded CodeSystem (url, version, name, title, status, content, …)."""
-        return frames.codesystems_frame(self.registry.all("CodeSystem"))
+        """One row per loaded CodeSystem (url, version, name, title, status, content, …),
+        the ones loaded from release files included."""
+        headers = [p.resource for p in self.terminology.providers()]
+        return frames.codesystems_frame([*self.registry.all("CodeSystem"), *headers])
 
     def concepts(self, codesystem: str, version: str | None = None) -> pd.DataFrame:
-        """One row per concept of a code system, with parents, flags and properties."""
-        return frames.concepts_frame(self.terminology.require_codesystem(codesystem, version))
+        """One row per concept of a code system, with parents, flags and properties (for a
+        release, straight from its store's columns)."""
+        found = self.terminology.require_codesystem(codesystem, version)
+        own = getattr(found, "concepts_frame", None)
+        return own() if own is not None else frames.concepts_frame(found)
 
     def designations(self, codesystem: str, version: str | None = None) -> pd.DataFrame:
         """The designations of a code system's concepts, in long form."""
-        return frames.designations_frame(self.terminology.require_codesystem(codesystem, version))
+        found = self.terminology.require_codesystem(codesystem, version)
+        own = getattr(found, "designations_frame", None)
+        return own() if own is not None else frames.designations_frame(found)
 
     def resource(self, resource_type: str, url: str, version: str | None = None) -> Resource:
         """Return a stored ValueSet or CodeSystem by canonical URL (as FHIR JSON)."""
@@ -227,9 +264,11 @@ class Workbench:
         properties: Sequence[str] | None = None,
     ) -> LookupResult:
         """Look a code up in its code system: display, designations and properties."""
-        return lookup(
-            self.terminology.require_codesystem(system, version), code, properties=properties
-        )
+        found = self.terminology.require_codesystem(system, version)
+        own = getattr(found, "lookup", None)
+        if own is not None:
+            return own(code, properties=properties)
+        return lookup(found, code, properties=properties)
 
     def subsumes(self, system: str, code_a: str, code_b: str, *, version: str | None = None) -> str:
         """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""

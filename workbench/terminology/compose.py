@@ -71,7 +71,7 @@ class Clause:
             str(c.get("code")): c for c in raw.get("concept", ()) or ()
         }
         self.filters: list[CodeFilter] = (
-            [compile_filter(cs, f) for f in raw.get("filter", ()) or ()] if cs is not None else []
+            [_compile_filter(cs, f) for f in raw.get("filter", ()) or ()] if cs is not None else []
         )
         self.has_filters = bool(raw.get("filter"))
 
@@ -287,6 +287,12 @@ class CompiledValueSet:
         if self._keys is None:
             self._keys = {(e.system, e.code): e for e in self.entries()}
         return self._keys
+
+
+def _compile_filter(cs: CodeSystemIndex, raw: Mapping[str, Any]) -> CodeFilter:
+    """A provider compiles its own filters; a CodeSystem's index goes through ``filters``."""
+    own = getattr(cs, "compile_filter", None)
+    return own(raw) if own is not None else compile_filter(cs, raw)
 
 
 def import_refs(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from workbench.errors import (
     CodeSystemNotFoundError,
+    DuplicateCanonicalError,
     ImportCycleError,
     InvalidRequestError,
     ValueSetNotFoundError,
@@ -42,7 +43,34 @@ class Terminology:
         self._lock = threading.RLock()
         self._cs_cache: dict[int, tuple[Resource, CodeSystemIndex]] = {}
         self._vs_cache: dict[tuple[str, str | None], CompiledValueSet] = {}
+        self._providers: dict[str, list[Any]] = {}
         registry.subscribe(self._on_change)
+
+    # --- code systems from release files ------------------------------------------------
+
+    def add_provider(self, provider: Any) -> None:
+        """Make a code system provider (a terminology loaded from its release files) known.
+
+        A provider has ``url`` and ``version`` and the code-system surface the engine uses
+        (``get``, ``compile_filter``, ``subsumes`` …). The latest added is the default
+        version. Raises DuplicateCanonicalError when that url and version is already
+        loaded, and then changes nothing.
+        """
+        with self._lock:
+            known = self._providers.get(provider.url, [])
+            clash = any(p.version == provider.version for p in known) or (
+                self.registry.get("CodeSystem", provider.url, provider.version) is not None
+            )
+            if clash:
+                raise DuplicateCanonicalError(
+                    f"CodeSystem {provider.url}|{provider.version} is already loaded"
+                )
+            self._providers[provider.url] = [provider, *known]
+            self._vs_cache.clear()
+
+    def providers(self) -> list[Any]:
+        """Every loaded provider (the default version of each system first)."""
+        return [p for found in self._providers.values() for p in found]
 
     # --- caches -----------------------------------------------------------------------
 
@@ -58,6 +86,9 @@ class Terminology:
 
     def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
         """Return the index of a code system (latest version when none given), or None."""
+        for provider in self._providers.get(url, ()):
+            if version is None or provider.version == version:
+                return provider
         resource = self.registry.get("CodeSystem", url, version)
         if resource is None:
             return None
@@ -87,9 +118,22 @@ class Terminology:
         if version is None:
             url, version = split_canonical(url)
         found = self.registry.get("ValueSet", url, version)
+        if found is None and version is None:
+            found = self._implicit_valueset(url)
         if found is None:
             raise ValueSetNotFoundError(f"{url}|{version}" if version else url)
         return found
+
+    def _implicit_valueset(self, url: str) -> Resource | None:
+        """A provider's implicit value set (``http://snomed.info/sct?fhir_vs=…``)."""
+        base = url.partition("?")[0]
+        for system, found in self._providers.items():
+            if found and (base == system or base.startswith(system + "/")):
+                make = getattr(found[0], "implicit_valueset", None)
+                if make is not None:
+                    resource: Resource | None = make(url)
+                    return resource
+        return None
 
     def compiled(
         self, valueset: str | Mapping[str, Any], version: str | None = None

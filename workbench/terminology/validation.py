@@ -24,6 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
 from workbench.terminology.compose import CompiledValueSet
@@ -211,6 +214,8 @@ def validate_in_valueset(
             system=system,
             version=version,
         )
+    if cs is not None and not found and _is_expression(cs, code):
+        return _check_expression(cs, code, where, vs)
     if cs is not None and not found:
         reasons, texts, shown = non_members(where, cs, system, [code], vs.inactive_allowed)
         return failure(
@@ -246,6 +251,28 @@ def non_members(
     reasons: list[str] = []
     messages: list[str] = []
     displays: list[str | None] = []
+    describe = getattr(cs, "describe", None)
+    if describe is not None:
+        # a code system that answers for many codes at once (a release store)
+        known, inactive, shown = describe(codes)
+        texts = pd.Series(codes, dtype=object)
+        stale = inactive & known & (not inactive_allowed)
+        out_reasons = np.where(
+            known, np.where(stale, "inactive", "not-in-vs"), "unknown-code"
+        ).astype(object)
+        out = pd.Series(f"The code {system}#" + texts + f" is not in {where}", dtype=object)
+        if stale.any():
+            out[stale] = (
+                f"The code {system}#" + texts[stale] + f" is inactive, and {where} excludes "
+                "inactive codes"
+            )
+        if not known.all():
+            unknown = texts[~known]
+            padded = (unknown != unknown.str.strip()).map(
+                {True: " (the code has leading or trailing whitespace)", False: ""}
+            )
+            out[~known] = "Unknown code '" + unknown + f"' in the CodeSystem '{label}'" + padded
+        return list(out_reasons), out.tolist(), list(shown)
     concepts = cs.concepts
     for code in codes:
         concept = concepts.get(code) or (None if cs.case_sensitive else cs.get(code))
@@ -275,6 +302,8 @@ def validate_in_codesystem(
     """Validate a code against a whole code system (CodeSystem/$validate-code)."""
     if code is None or code == "":
         return failure("missing", "No code was given", code=code, system=cs.url)
+    if _is_expression(cs, code):
+        return _check_expression(cs, code, f"the CodeSystem {cs.url}")
     concept = cs.get(code)
     if concept is None:
         label = f"{cs.url}|{cs.version}" if cs.version else cs.url
@@ -295,6 +324,33 @@ def validate_in_codesystem(
         abstract=abstract,
         where=f"the CodeSystem {cs.url}",
     )
+
+
+def _is_expression(cs: CodeSystemIndex, code: str) -> bool:
+    """A compositional code system (SNOMED CT) takes post-coordinated expressions as codes."""
+    check = getattr(cs, "is_expression", None)
+    return bool(check is not None and check(code))
+
+
+def _check_expression(
+    cs: Any, code: str, where: str, vs: CompiledValueSet | None = None
+) -> ValidationResult:
+    """Validate a post-coordinated expression: well-formed (else ExpressionSyntaxError),
+    every concept known and active, the concept model respected; in a value set, every
+    focus concept must be a member."""
+    ok, problems, focus = cs.validate_expression(code)
+    if not ok:
+        text = f"The expression {code!r} is not valid in {cs.url}: {problems}"
+        return failure("unknown-code", text, code=code, system=cs.url, version=cs.version)
+    if vs is not None:
+        outside = [f for f in focus if not vs.contains(cs.url, f).found]
+        if outside:
+            text = (
+                f"The expression {code!r} is not in {where}: its focus concept(s) "
+                f"{', '.join(outside)} are not members"
+            )
+            return failure("not-in-vs", text, code=code, system=cs.url, version=cs.version)
+    return ValidationResult(True, None, None, code, cs.url, cs.version)
 
 
 def _check_concept(
@@ -327,6 +383,9 @@ def _check_concept(
         issues.append(Issue("error", _TX_TYPE["invalid-display"], text, "invalid-display"))
     if concept is not None and concept.inactive:
         status = f" (status '{concept.status}')" if concept.status else ""
+        note = getattr(concept, "note", "")  # a release's replacement (REPLACED BY …)
+        if note:
+            status += f" ({note})"
         text = f"The code {_fmt(system, real_code)} is inactive{status}; review its use"
         issues.append(Issue("warning", _TX_TYPE["inactive"], text, "inactive"))
     if concept is None:
