@@ -24,6 +24,7 @@ class SnomedConcept(Concept):
 
     source: SnomedCT | None = None
     loaded: bool = False
+    note: str = ""
 
     def load(self) -> None:
         """Read the designations (active descriptions) from the store, once."""
@@ -47,6 +48,8 @@ def make_concept(sct: SnomedCT, row: int, *, designations: bool = False) -> Snom
         inactive=not sct.is_active(row),
         source=sct,
     )
+    if concept.inactive:
+        concept.note = sct.replacements(row)
     if designations:
         concept.load()
     return concept

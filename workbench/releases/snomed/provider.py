@@ -9,10 +9,14 @@ Python objects only when a call needs them. Post-coordinated expressions are val
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from workbench.releases.snomed import scg
 from workbench.releases.snomed.codesystem import SCT, SnomedCT
@@ -24,6 +28,7 @@ from workbench.releases.snomed.concepts import (
 )
 from workbench.terminology.codesystem import Concept
 from workbench.terminology.filters import CodeFilter
+from workbench.terminology.lookup import LookupResult
 
 PROPERTIES = {
     "inactive": "boolean",
@@ -130,10 +135,29 @@ class SnomedProvider:
 
     def in_order(self, codes: set[str] | frozenset[str]) -> list[Concept]:
         """The concepts of ``codes`` in SCTID order."""
-        rows = np.sort(
-            np.array([r for r in (self.sct.row(c) for c in codes) if r >= 0], dtype=np.int64)
-        )
-        return list(make_concepts(self.sct, rows))
+        rows = np.sort(self.rows_of(list(codes)))
+        return list(make_concepts(self.sct, rows[rows >= 0]))
+
+    def rows_of(self, codes: Sequence[str]) -> npt.NDArray[np.int64]:
+        """The concept rows of many codes at once (-1 for anything that is not a concept)."""
+        texts = pa.array([c if isinstance(c, str) else None for c in codes], type=pa.string())
+        plain = pc.fill_null(pc.match_substring_regex(texts, r"^[0-9]{1,18}$"), False)
+        ints = pc.cast(pc.if_else(plain, texts, "0"), pa.int64()).to_numpy()
+        plain = plain.to_numpy(zero_copy_only=False)
+        rows = self.sct.store.rows(ints)
+        return np.where(plain, rows, -1)
+
+    def describe(
+        self, codes: Sequence[str]
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], list[str | None]]:
+        """For many codes at once: known, inactive and display (vectorised over the store,
+        for bulk validation's non-members)."""
+        rows = self.rows_of(codes)
+        known = rows >= 0
+        safe = np.where(known, rows, 0)
+        inactive = known & ~np.asarray(self.sct.store.active)[safe]
+        shown = self.sct.store.column("display", safe)
+        return known, inactive, [s if k else None for s, k in zip(shown, known, strict=True)]
 
     # --- filters --------------------------------------------------------------------------
 
@@ -151,6 +175,34 @@ class SnomedProvider:
             return row >= 0 and bool(mask[row])
 
         return CodeFilter(f"{prop} {op} {value}", matches, members)
+
+    # --- what the workbench delegates -----------------------------------------------------
+
+    def implicit_valueset(self, url: str) -> dict[str, Any] | None:
+        """The ValueSet an implicit value set URL stands for (``?fhir_vs…``), or None."""
+        return self.sct.implicit_valueset(url)
+
+    def lookup(
+        self,
+        code: str,
+        *,
+        properties: Sequence[str] | None = None,
+        display_language: str | None = None,
+    ) -> LookupResult:
+        """$lookup (see ``SnomedCT.lookup``)."""
+        return self.sct.lookup(code, properties=properties, display_language=display_language)
+
+    def concepts_frame(self) -> pd.DataFrame:
+        """Every concept, from the store's columns."""
+        return self.sct.concepts_frame()
+
+    def designations_frame(self) -> pd.DataFrame:
+        """Every description, from the store's columns."""
+        return self.sct.designations_frame()
+
+    def associations(self) -> pd.DataFrame:
+        """Every historical association row (source, target, refsetId, active)."""
+        return self.sct.associations()
 
     # --- expressions ----------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ _EXPRESSION_HINT = re.compile(r"[:+{=]|\s|\|")
 
 def looks_like_expression(code: str) -> bool:
     """True when a code is a post-coordinated expression rather than a bare concept id."""
-    return bool(_EXPRESSION_HINT.search(code.strip()))
+    return isinstance(code, str) and bool(_EXPRESSION_HINT.search(code.strip()))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,272 @@
+"""SNOMED CT through the Workbench and over HTTP: load_release, validate-code (codes and
+post-coordinated expressions), $lookup, $subsumes, $expand of ECL and implicit value sets,
+frames, bulk validation of a column against an ECL value set, and bad input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+import snomed_rf2
+from http_support import TOKEN, assert_outcome, client
+
+from workbench import Workbench
+from workbench.errors import ExpressionSyntaxError, ReleaseFormatError, WorkbenchError
+from workbench.server.embedded import ServerHandle
+
+SCT = "http://snomed.info/sct"
+ECL_VS = f"{SCT}?fhir_vs=ecl/<< 49601007"
+CARDIO = {"49601007", "56265001", "22298006", "57054005"}
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return snomed_rf2.write(tmp_path_factory.mktemp("rf2"))
+
+
+@pytest.fixture(scope="module")
+def wb(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Workbench:
+    bench = Workbench()
+    bench.load_release(release, cache_dir=tmp_path_factory.mktemp("cache"), progress=False)
+    bench.load(
+        {
+            "resourceType": "ValueSet",
+            "url": "http://example.org/vs/heart",
+            "status": "active",
+            "compose": {
+                "include": [
+                    {
+                        "system": SCT,
+                        "filter": [
+                            {
+                                "property": "constraint",
+                                "op": "=",
+                                "value": "< 404684003 : 363698007 = << 80891009",
+                            }
+                        ],
+                    }
+                ]
+            },
+        },
+        progress=False,
+    )
+    return bench
+
+
+@pytest.fixture(scope="module")
+def server(wb: Workbench) -> Iterator[ServerHandle]:
+    with wb.serve(port=0, token=TOKEN) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="module")
+def http(server: ServerHandle) -> Iterator[httpx.Client]:
+    with client(server.url) as c:
+        yield c
+
+
+def values(body: dict[str, Any], name: str) -> list[Any]:
+    found = []
+    for p in body["parameter"]:
+        if p["name"] == name:
+            found.append(next(v for k, v in p.items() if k.startswith("value")))
+    return found
+
+
+# --- Python ----------------------------------------------------------------------------
+
+
+def test_load_release_summary_and_listing(wb: Workbench, release: Path, tmp_path: Path) -> None:
+    summary = Workbench().load_release(release, cache_dir=tmp_path, progress=False)
+    text = str(summary)
+    assert SCT in text and snomed_rf2.VERSION in text
+    listed = wb.codesystems
+    row = listed[listed["url"] == SCT].iloc[0]
+    assert row["version"] == snomed_rf2.VERSION
+
+
+def test_concepts_and_designations_frames(wb: Workbench) -> None:
+    concepts = wb.concepts(SCT)
+    assert len(concepts) == len(snomed_rf2.CONCEPTS)
+    assert concepts.set_index("code").loc["22298006", "display"] == "Myocardial infarction"
+    designations = wb.designations(SCT)
+    assert "Heart attack" in set(designations[designations["code"] == "22298006"]["value"])
+
+
+@pytest.mark.parametrize(
+    ("url", "code", "result", "reason"),
+    [
+        (ECL_VS, "22298006", True, None),
+        (ECL_VS, "195967001", False, "not-in-vs"),
+        (ECL_VS, "123456789", False, "unknown-code"),
+        (f"{SCT}?fhir_vs=isa/56265001", "57054005", True, None),
+        (f"{SCT}?fhir_vs=refset/723264001", "39607008", True, None),
+        (f"{SCT}?fhir_vs=refset/723264001", "22298006", False, "not-in-vs"),
+        (f"{SCT}?fhir_vs", "195967001", True, None),
+        ("http://example.org/vs/heart", "57054005", True, None),
+        ("http://example.org/vs/heart", "195967001", False, "not-in-vs"),
+    ],
+)
+def test_validate_code(
+    wb: Workbench, url: str, code: str, result: bool, reason: str | None
+) -> None:
+    found = wb.validate_code(url, code=code, system=SCT)
+    assert found.result is result and found.reason == reason, found
+
+
+def test_validate_code_display_and_dialect(wb: Workbench) -> None:
+    ok = wb.validate_code(ECL_VS, code="22298006", system=SCT, display="Heart attack")
+    assert ok.result and ok.display == "Myocardial infarction"
+    wrong = wb.validate_code(ECL_VS, code="22298006", system=SCT, display="Stroke")
+    assert not wrong.result and wrong.reason == "invalid-display"
+
+
+def test_inactive_code_names_its_replacement(wb: Workbench) -> None:
+    found = wb.validate_in_codesystem(SCT, "307530000")
+    assert found.result and found.reason == "inactive"
+    assert "REPLACED BY 22298006" in str(found.message)
+
+
+@pytest.mark.parametrize(
+    ("code", "result", "text"),
+    [
+        ("56265001 : 363698007 = 80891009", True, None),
+        ("64572001 : { 363698007 = 80891009, 116676008 = 55641003 }", True, None),
+        ("64572001 : 363698007 = 322236009", False, "outside its MRCM range"),
+        ("322236009 : 363698007 = 80891009", False, "not allowed on the focus concept"),
+        ("64572001 : 363698007 = 999999001", False, "999999001 is not in"),
+        ("307530000 : 363698007 = 80891009", False, "is inactive"),
+    ],
+)
+def test_post_coordinated_expressions(
+    wb: Workbench, code: str, result: bool, text: str | None
+) -> None:
+    found = wb.validate_in_codesystem(SCT, code)
+    assert found.result is result, found
+    if text:
+        assert text in str(found.message)
+    in_vs = wb.validate_code(ECL_VS, code="56265001 : 363698007 = 80891009", system=SCT)
+    assert in_vs.result
+
+
+def test_malformed_expression_is_an_error(wb: Workbench) -> None:
+    with pytest.raises(ExpressionSyntaxError, match="does not parse at line 1, column 22"):
+        wb.validate_in_codesystem(SCT, "64572001 : 363698007 80891009")
+
+
+def test_lookup_and_subsumes(wb: Workbench) -> None:
+    found = wb.lookup(SCT, "22298006")
+    assert found.display == "Myocardial infarction"
+    assert ("parent", "56265001") in found.properties
+    assert wb.subsumes(SCT, "49601007", "57054005") == "subsumes"
+
+
+def test_expand_an_ecl_value_set(wb: Workbench) -> None:
+    expansion = wb.expand(ECL_VS)
+    assert {e.code for e in expansion.entries} == CARDIO
+    assert expansion.total == 4
+    shown = {e.code: e.display for e in expansion.entries}
+    assert shown["22298006"] == "Myocardial infarction"
+
+
+def test_bulk_validation_against_an_ecl_value_set(wb: Workbench) -> None:
+    codes = pd.Series(["22298006", "57054005", "195967001", "123456789", None, "22298006"])
+    report = wb.validate_column(codes, ECL_VS, system=SCT)
+    assert report["result"].tolist() == [True, True, False, False, pd.NA, True]
+    assert report["issue"].tolist() == [None, None, "not-in-vs", "unknown-code", "missing", None]
+    for code, row in zip(codes, report.itertuples(), strict=True):
+        if isinstance(code, str):
+            single = wb.validate_code(ECL_VS, code=code, system=SCT)
+            message = row.message if isinstance(row.message, str) else None
+            assert (single.result, single.message) == (bool(row.result), message)
+
+
+def test_a_version_clash_changes_nothing(wb: Workbench, release: Path, tmp_path: Path) -> None:
+    before = wb.codesystems.copy()
+    with pytest.raises(WorkbenchError, match="already loaded"):
+        wb.load_release(release, cache_dir=tmp_path, version=snomed_rf2.VERSION, progress=False)
+    assert wb.codesystems.equals(before)
+
+
+def test_not_a_release_changes_nothing(wb: Workbench, tmp_path: Path) -> None:
+    before = wb.codesystems.copy()
+    (tmp_path / "readme.txt").write_text("not a release")
+    with pytest.raises(ReleaseFormatError):
+        wb.load_release(tmp_path, kind="snomed", cache_dir=tmp_path / "cache", progress=False)
+    assert wb.codesystems.equals(before)
+
+
+# --- HTTP ------------------------------------------------------------------------------
+
+
+def test_http_lookup(http: httpx.Client) -> None:
+    body = http.get("/CodeSystem/$lookup", params={"system": SCT, "code": "322236009"}).json()
+    assert values(body, "display") == ["Paracetamol 500 mg oral tablet"]
+    props = {
+        (p["part"][0]["valueCode"], next(v for k, v in p["part"][1].items() if k != "name"))
+        for p in body["parameter"]
+        if p["name"] == "property"
+    }
+    assert ("1142135004", 500) in props and ("parent", "373873005") in props
+
+
+@pytest.mark.parametrize(
+    ("url", "code", "result"),
+    [
+        (ECL_VS, "57054005", True),
+        (ECL_VS, "195967001", False),
+        (f"{SCT}?fhir_vs=isa/56265001", "22298006", True),
+    ],
+)
+def test_http_validate_code(http: httpx.Client, url: str, code: str, result: bool) -> None:
+    body = http.get(
+        "/ValueSet/$validate-code", params={"url": url, "code": code, "system": SCT}
+    ).json()
+    assert values(body, "result") == [result]
+
+
+def test_http_expand_ecl(http: httpx.Client) -> None:
+    body = http.get("/ValueSet/$expand", params={"url": ECL_VS}).json()
+    assert {c["code"] for c in body["expansion"]["contains"]} == CARDIO
+
+
+def test_http_subsumes(http: httpx.Client) -> None:
+    body = http.get(
+        "/CodeSystem/$subsumes", params={"system": SCT, "codeA": "64572001", "codeB": "22298006"}
+    ).json()
+    assert values(body, "outcome") == ["subsumes"]
+
+
+def test_http_expression_in_validate_code(http: httpx.Client) -> None:
+    body = http.get(
+        "/CodeSystem/$validate-code",
+        params={"url": SCT, "code": "64572001 : 363698007 = 322236009"},
+    ).json()
+    assert values(body, "result") == [False]
+    assert "MRCM range" in values(body, "message")[0]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "where"),
+    [
+        ("/ValueSet/$expand", {"url": f"{SCT}?fhir_vs=ecl/<< 404684003 AND"}, "end of the text"),
+        (
+            "/ValueSet/$validate-code",
+            {"url": f"{SCT}?fhir_vs=ecl/< 404684003 : 363698007 = ", "code": "1", "system": SCT},
+            "end of the text",
+        ),
+        (
+            "/CodeSystem/$validate-code",
+            {"url": SCT, "code": "64572001 : 363698007 80891009"},
+            "line 1, column 22",
+        ),
+    ],
+)
+def test_http_malformed_ecl_or_expression_is_a_400(
+    http: httpx.Client, path: str, params: dict[str, str], where: str
+) -> None:
+    assert_outcome(http.get(path, params=params), 400, "invalid", where)
