@@ -107,8 +107,7 @@ def main() -> None:
 
         wb = Workbench()
         wb.load_release(args.release, cache_dir=cache, progress=False)
-        expansion = wb.expand(VS_URL, count=10)
-        members = wb.expand(VS_URL, count=expansion.total).to_frame()["code"].tolist()
+        members = [e.code for e in wb.expand(VS_URL).entries]
         rng = np.random.default_rng(1)
         everything = wb.concepts(SCT)["code"].to_numpy()
         member_set = set(members)

@@ -270,3 +270,18 @@ def test_http_malformed_ecl_or_expression_is_a_400(
     http: httpx.Client, path: str, params: dict[str, str], where: str
 ) -> None:
     assert_outcome(http.get(path, params=params), 400, "invalid", where)
+
+
+def test_server_option_loads_a_release(release: Path, tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("server_script", Path("server.py").resolve())
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    xsct = "http://snomed.info/xsct/31000003106/version/20250909"
+    args = script.parse_args(
+        ["--release", f"{release}|{xsct}", "--release", str(release), "--release-cache", "c"]
+    )
+    assert args.release == [f"{release}|{xsct}", str(release)]
+    assert args.release_cache == Path("c")

@@ -57,7 +57,7 @@ class SnomedProvider:
         self.url = SCT
         self.version: str | None = sct.version
         self.property_types = dict(PROPERTIES)
-        self.concepts = ConceptTable(sct)
+        self.concepts = ConceptTable(sct, self.get)
         self._made: dict[str, SnomedConcept] = {}  # the concepts touched so far
         self.resource: dict[str, Any] = {
             "resourceType": "CodeSystem",
@@ -140,7 +140,14 @@ class SnomedProvider:
 
     def rows_of(self, codes: Sequence[str]) -> npt.NDArray[np.int64]:
         """The concept rows of many codes at once (-1 for anything that is not a concept)."""
-        texts = pa.array([c if isinstance(c, str) else None for c in codes], type=pa.string())
+        if len(codes) < 256:
+            return np.array(
+                [self.sct.row(c) if isinstance(c, str) else -1 for c in codes], dtype=np.int64
+            )
+        try:
+            texts = pa.array(codes, type=pa.string(), from_pandas=True)
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            texts = pa.array([c if isinstance(c, str) else None for c in codes], pa.string())
         plain = pc.fill_null(pc.match_substring_regex(texts, r"^[0-9]{1,18}$"), False)
         ints = pc.cast(pc.if_else(plain, texts, "0"), pa.int64()).to_numpy()
         plain = plain.to_numpy(zero_copy_only=False)
@@ -156,7 +163,10 @@ class SnomedProvider:
         known = rows >= 0
         safe = np.where(known, rows, 0)
         inactive = known & ~np.asarray(self.sct.store.active)[safe]
-        shown = self.sct.store.column("display", safe)
+        if len(codes) < 256:
+            shown = [self.sct.display(int(r)) for r in safe]
+        else:
+            shown = self.sct.store.column("display", safe)
         return known, inactive, [s if k else None for s, k in zip(shown, known, strict=True)]
 
     # --- filters --------------------------------------------------------------------------
