@@ -591,6 +591,12 @@ class SnomedCT:
         elif isinstance(value, int) and not isinstance(value, bool):
             value_rows = [self.row(str(value))]
         else:
+            concrete = [r for r in ranges if _CONCRETE_RANGE.match(r)]
+            if concrete and not any(_in_concrete_range(value, r) for r in concrete):
+                problems.append(
+                    f"The value {value!r} of the attribute {label} is outside its MRCM range "
+                    f"{concrete[0]}"
+                )
             return
         checked = []
         for constraint in ranges:
@@ -667,6 +673,33 @@ class SnomedCT:
                 "active": t.column("active").to_pandas(),
             }
         )
+
+
+_NUMBER = r"[+-]?[0-9]+(?:\.[0-9]+)?"
+_CONCRETE_RANGE = re.compile(
+    rf"^\s*(int|dec|str|bool)\s*\(\s*(?:(>)?#({_NUMBER}))?\s*"
+    rf"(?:\.\.\s*(?:(<)?#({_NUMBER}))?)?\s*\)\s*$"
+)
+
+
+def _in_concrete_range(value: Any, text: str) -> bool:
+    """Whether a concrete value fits an MRCM concrete range such as ``dec(>#0..)`` or
+    ``int(#1..#10)``."""
+    found = _CONCRETE_RANGE.match(text)
+    if found is None:
+        return True
+    kind, low_open, low, high_open, high = found.groups()
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if kind == "int" and float(value) != int(value):
+        return False
+    if low is not None and (value <= float(low) if low_open else value < float(low)):
+        return False
+    return not (high is not None and (value >= float(high) if high_open else value > float(high)))
 
 
 def _concrete(value: str) -> tuple[str, Any]:
