@@ -173,6 +173,20 @@ def test_expand_an_ecl_value_set(wb: Workbench) -> None:
     assert shown["22298006"] == "Myocardial infarction"
 
 
+def test_expansion_with_designations_and_a_dialect(wb: Workbench) -> None:
+    url = f"{SCT}?fhir_vs=isa/271737000"
+    plain = wb.expand(url)
+    assert [(e.code, e.display, e.designations) for e in plain.entries] == [
+        ("271737000", "Anemia", ())
+    ]
+    british = wb.expand(url, display_language="en-GB", include_designations=True)
+    entry = british.entries[0]
+    assert entry.display == "Anaemia"
+    assert {d["value"] for d in entry.designations} == {"Anemia", "Anemia (disorder)", "Anaemia"}
+    contains = british.to_fhir()["contains"][0]
+    assert contains["display"] == "Anaemia" and len(contains["designation"]) == 3
+
+
 def test_bulk_validation_against_an_ecl_value_set(wb: Workbench) -> None:
     codes = pd.Series(["22298006", "57054005", "195967001", "123456789", None, "22298006"])
     report = wb.validate_column(codes, ECL_VS, system=SCT)

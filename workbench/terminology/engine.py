@@ -218,6 +218,8 @@ class Terminology:
             words = filter.casefold().split()
             entries = [e for e in entries if _text_match(e, words)]
             params.append(("filter", filter))
+        if include_designations or display_language:
+            entries = self._from_providers(entries, include_designations, display_language)
         if display_language:
             entries = [_in_language(e, display_language) for e in entries]
             params.append(("displayLanguage", display_language))
@@ -234,6 +236,24 @@ class Terminology:
             include_designations=include_designations,
             max_size=self.max_expansion if max_size is None else max_size,
         )
+
+    def _from_providers(
+        self, entries: Sequence[Entry], designations: bool, language: str | None
+    ) -> list[Entry]:
+        """Entries of release code systems read their designations (and their display in a
+        language or dialect) from the provider only when an expansion asks for them."""
+        out = []
+        for e in entries:
+            cs: Any = self.codesystem(e.system, e.version) if e.system in self._providers else None
+            if cs is not None:
+                if designations and not e.designations:
+                    e = e._replace(designations=tuple(cs.designations_of(e.code)))
+                if language:
+                    shown = cs.display_in(e.code, language)
+                    if shown:
+                        e = e._replace(display=shown)
+            out.append(e)
+        return out
 
     def validate_code(
         self,

@@ -202,6 +202,16 @@ class SnomedProvider:
         """$lookup (see ``SnomedCT.lookup``)."""
         return self.sct.lookup(code, properties=properties, display_language=display_language)
 
+    def designations_of(self, code: str) -> list[dict[str, Any]]:
+        """The designations of a concept (for expansions that include them)."""
+        row = self.sct.row(code)
+        return self.sct.designations(row) if row >= 0 else []
+
+    def display_in(self, code: str, language: str) -> str | None:
+        """A concept's preferred term in a language or dialect (``en-GB``), if it has one."""
+        row = self.sct.row(code)
+        return self.sct._preferred_in(row, language) if row >= 0 else None
+
     def concepts_frame(self) -> pd.DataFrame:
         """Every concept, from the store's columns."""
         return self.sct.concepts_frame()
