@@ -10,6 +10,7 @@ Python objects only when a call needs them. Post-coordinated expressions are val
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from workbench.releases.snomed.concepts import (
     make_concepts,
 )
 from workbench.terminology.codesystem import Concept
+from workbench.terminology.compose import Entry
 from workbench.terminology.filters import CodeFilter
 from workbench.terminology.lookup import LookupResult
 
@@ -42,6 +44,13 @@ PROPERTIES = {
     "expression": "string",
     "expressions": "boolean",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class MaskFilter(CodeFilter):
+    """A compiled SNOMED CT filter that also keeps its boolean mask over concept rows."""
+
+    mask: Any = None
 
 
 class SnomedProvider:
@@ -184,7 +193,24 @@ class SnomedProvider:
             row = self.sct.row(concept.code)
             return row >= 0 and bool(mask[row])
 
-        return CodeFilter(f"{prop} {op} {value}", matches, members)
+        return MaskFilter(f"{prop} {op} {value}", matches, members, mask)
+
+    def filter_entries(self, filters: Sequence[CodeFilter]) -> list[Entry] | None:
+        """The expansion of an include's filters, built column-wise from the store (None
+        when a filter is not this provider's)."""
+        if not filters or not all(isinstance(f, MaskFilter) for f in filters):
+            return None
+        masks = [f.mask for f in filters if isinstance(f, MaskFilter)]
+        rows = np.flatnonzero(np.logical_and.reduce(masks) if len(masks) > 1 else masks[0])
+        store = self.sct.store
+        codes = store.codes.take(rows).to_pylist()
+        displays = store.column("display", rows)
+        inactive = (~np.asarray(store.active)[rows]).tolist()
+        url, version = self.url, self.version
+        return [
+            Entry(url, version, code, display, False, stale)
+            for code, display, stale in zip(codes, displays, inactive, strict=True)
+        ]
 
     # --- what the workbench delegates -----------------------------------------------------
 
