@@ -153,6 +153,22 @@ def test_post_coordinated_expressions(
     assert in_vs.result
 
 
+@pytest.mark.parametrize(
+    ("version", "found"),
+    [
+        (snomed_rf2.VERSION, True),
+        (f"{SCT}/{snomed_rf2.CORE}", True),
+        (f"{SCT}/{snomed_rf2.CORE}/version/20240101", False),
+        (f"{SCT}/449080006", False),
+    ],
+)
+def test_versions_and_editions(wb: Workbench, version: str, found: bool) -> None:
+    result = wb.validate_in_codesystem(SCT, "22298006", version=version)
+    assert result.result is found, result
+    if not found:
+        assert result.reason == "unknown-system"
+
+
 def test_malformed_expression_is_an_error(wb: Workbench) -> None:
     with pytest.raises(ExpressionSyntaxError, match="does not parse at line 1, column 22"):
         wb.validate_in_codesystem(SCT, "64572001 : 363698007 80891009")
@@ -299,3 +315,16 @@ def test_server_option_loads_a_release(release: Path, tmp_path: Path) -> None:
     )
     assert args.release == [f"{release}|{xsct}", str(release)]
     assert args.release_cache == Path("c")
+
+
+def test_bulk_validation_on_dask_equals_pandas(wb: Workbench) -> None:
+    import dask.dataframe as dd
+
+    codes = pd.Series(["22298006", "195967001", "1234", None, "57054005", "307530000"])
+    on_pandas = wb.validate_column(codes, ECL_VS, system=SCT)
+    lazy = wb.validate_column(dd.from_pandas(codes, npartitions=2), ECL_VS, system=SCT)
+    on_dask = lazy.compute()
+    for column in ("result", "issue", "message", "display"):
+        assert on_dask[column].astype(object).where(on_dask[column].notna(), None).tolist() == (
+            on_pandas[column].astype(object).where(on_pandas[column].notna(), None).tolist()
+        ), column

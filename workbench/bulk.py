@@ -278,6 +278,8 @@ def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
             found = wb.terminology.codesystem(url)
             if found is not None:
                 codesystems[url] = found
+    for provider in wb.terminology.providers():  # code systems loaded from release files
+        codesystems.setdefault(provider.url, provider)
     try:
         index = MembershipIndex(compiled, codesystems)
     except WorkbenchError:

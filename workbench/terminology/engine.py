@@ -87,7 +87,8 @@ class Terminology:
     def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
         """Return the index of a code system (latest version when none given), or None."""
         for provider in self._providers.get(url, ()):
-            if version is None or provider.version == version:
+            accepts = getattr(provider, "accepts_version", None)
+            if version is None or provider.version == version or (accepts and accepts(version)):
                 return provider
         resource = self.registry.get("CodeSystem", url, version)
         if resource is None:

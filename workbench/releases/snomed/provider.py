@@ -84,6 +84,20 @@ class SnomedProvider:
             "property": [{"code": code, "type": kind} for code, kind in PROPERTIES.items()],
         }
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its code system (the store's folder and the version)."""
+        return {"sct": self.sct}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["sct"])  # type: ignore[misc]
+
+    def accepts_version(self, version: str) -> bool:
+        """An edition URI without a date (``http://snomed.info/sct/{module}``) asks for the
+        latest loaded version of that edition."""
+        return bool(self.version) and str(self.version).startswith(
+            version.rstrip("/") + "/version/"
+        )
+
     # --- the CodeSystemIndex surface ------------------------------------------------------
 
     def role_of(self, property_code: str) -> str:
