@@ -171,7 +171,8 @@ class SnomedProvider:
             texts = pa.array(codes, type=pa.string(), from_pandas=True)
         except (pa.ArrowTypeError, pa.ArrowInvalid):
             texts = pa.array([c if isinstance(c, str) else None for c in codes], pa.string())
-        plain = pc.fill_null(pc.match_substring_regex(texts, r"^[0-9]{1,18}$"), False)
+        digits = pc.and_(pc.utf8_is_digit(texts), pc.less_equal(pc.utf8_length(texts), 18))
+        plain = pc.fill_null(pc.and_(digits, pc.ascii_is_decimal(texts)), False)
         ints = pc.cast(pc.if_else(plain, texts, "0"), pa.int64()).to_numpy()
         plain = plain.to_numpy(zero_copy_only=False)
         rows = self.sct.store.rows(ints)
