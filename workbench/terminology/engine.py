@@ -22,6 +22,7 @@ from workbench.resources import Resource, canonical_of, split_canonical
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
+from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.validation import (
     ValidationResult,
     coding_parts,
@@ -48,11 +49,11 @@ class Terminology:
 
     # --- code systems from release files ------------------------------------------------
 
-    def add_provider(self, provider: Any) -> None:
+    def add_provider(self, provider: CodeSystemProvider) -> None:
         """Make a code system provider (a terminology loaded from its release files) known.
 
-        A provider has ``url`` and ``version`` and the code-system surface the engine uses
-        (``get``, ``compile_filter``, ``subsumes`` …). The latest added is the default
+        A provider has the code-system surface the engine uses (``provider.py``:
+        ``CodeSystemProvider`` and its optional hooks). The latest added is the default
         version. Raises DuplicateCanonicalError when that url and version is already
         loaded, and then changes nothing.
         """

@@ -7,7 +7,7 @@ designations), not when the concept is made.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +76,7 @@ def make_concepts(sct: SnomedCT, rows: npt.NDArray[np.integer]) -> list[SnomedCo
     ]
 
 
-class ConceptTable:
+class ConceptTable(Mapping[str, Concept]):
     """A read-only mapping code -> SnomedConcept over the whole store (made on demand)."""
 
     def __init__(
