@@ -103,8 +103,9 @@ def test_frames_come_from_the_store(sct: SnomedCT) -> None:
     row = concepts.set_index("code").loc["22298006"]
     assert row["display"] == "Myocardial infarction"
     assert row["fsn"] == "Myocardial infarction (disorder)"
-    assert bool(row["sufficientlyDefined"]) and bool(row["active"])
-    assert not concepts.set_index("code").loc["307530000", "active"]
+    assert bool(row["sufficientlyDefined"]) and not row["inactive"]
+    assert list(row["parents"]) == ["56265001"] and row["status"] == "active"
+    assert concepts.set_index("code").loc["307530000", "inactive"]
     designations = sct.designations_frame()
     mi = designations[designations["code"] == "22298006"]
     assert set(mi["value"]) == {

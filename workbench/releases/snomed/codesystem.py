@@ -639,15 +639,27 @@ class SnomedCT:
     # --- frames -----------------------------------------------------------------------
 
     def concepts_frame(self) -> pd.DataFrame:
-        """Every concept: code, display, fsn, active, moduleId, effectiveTime,
-        sufficientlyDefined (straight from the store's columns)."""
+        """Every concept, with the columns of every code system's concept frame (code,
+        display, definition, parents, abstract, inactive, status) and then fsn, moduleId,
+        effectiveTime and sufficientlyDefined, built from the store's columns."""
         t = self.store.tables["concepts"]
+        n = self.store.n
+        parents = self.store.closure.parents
+        codes = self.store.codes
+        offsets = np.asarray(parents.offsets)
+        parent_codes = codes.take(pa.array(np.asarray(parents.values, dtype=np.int64)))
+        lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), parent_codes)
+        inactive = ~np.asarray(self.store.active, dtype=bool)
         return pd.DataFrame(
             {
-                "code": self.store.codes.to_pandas(),
+                "code": codes.to_pandas(),
                 "display": t.column("display").to_pandas(),
+                "definition": pd.Series([None] * n, dtype=object),
+                "parents": pd.Series(lists.to_pylist(), dtype=object),
+                "abstract": np.zeros(n, dtype=bool),
+                "inactive": inactive,
+                "status": pd.Series(np.where(inactive, "inactive", "active"), dtype=object),
                 "fsn": t.column("fsn").to_pandas(),
-                "active": t.column("active").to_pandas(),
                 "moduleId": t.column("moduleId").cast(pa.string()).to_pandas(),
                 "effectiveTime": t.column("effectiveTime").cast(pa.string()).to_pandas(),
                 "sufficientlyDefined": t.column("defined").to_pandas(),
@@ -655,7 +667,8 @@ class SnomedCT:
         )
 
     def designations_frame(self) -> pd.DataFrame:
-        """Every description: code, language, use (its type id), use display, value, active."""
+        """Every description, with the columns of every code system's designation frame
+        (code, language, use_system, use_code, value) and then use_display and active."""
         t = self.store.tables["descriptions"]
         concept = t.column("concept").to_numpy()
         uses = t.column("typeId").to_numpy()
@@ -667,9 +680,10 @@ class SnomedCT:
             {
                 "code": self.store.codes.take(pa.array(concept)).to_pandas(),
                 "language": t.column("language").to_pandas(),
-                "use": t.column("typeId").cast(pa.string()).to_pandas(),
-                "use_display": use_display,
+                "use_system": pd.Categorical([USE_SYSTEM] * len(concept)),
+                "use_code": t.column("typeId").cast(pa.string()).to_pandas(),
                 "value": t.column("term").to_pandas(),
+                "use_display": use_display,
                 "active": t.column("active").to_pandas(),
             }
         )
