@@ -243,3 +243,12 @@ def test_provider_checks_expressions(sct: SnomedCT) -> None:
     ok, message, focus = provider.validate_expression("64572001 : 363698007 = 322236009")
     assert not ok and "outside its MRCM range" in str(message) and focus == ["64572001"]
     assert provider.inactive_note("307530000") == "REPLACED BY 22298006 |Myocardial infarction|"
+
+
+def test_provider_has_the_code_system_provider_surface(sct: SnomedCT) -> None:
+    from workbench.releases.snomed.provider import SnomedProvider
+    from workbench.terminology.provider import CodeSystemProvider
+
+    provider = SnomedProvider(sct)
+    assert isinstance(provider, CodeSystemProvider)
+    assert dict(provider.concepts.items())["22298006"].display == "Myocardial infarction"

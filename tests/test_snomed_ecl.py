@@ -191,6 +191,8 @@ def test_malformed_expressions_say_where(text: str, where: str) -> None:
         ("64572001 : 363698007 = 80891009", None),
         ("64572001 : { 363698007 = 80891009, 116676008 = 55641003 }", None),
         ("322236009 : 1142135004 = #250", None),
+        ("322236009 : 1142135004 = #0", "outside its MRCM range dec(>#0..)"),
+        ('322236009 : 1142135004 = "ten"', "outside its MRCM range dec(>#0..)"),
         ("64572001 : 363698007 = 322236009", "outside its MRCM range << 123037004"),
         ("322236009 : 363698007 = 80891009", "not allowed on the focus concept(s) 322236009"),
         ("64572001 : 80891009 = 80891009", "is not an attribute"),

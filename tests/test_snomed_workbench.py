@@ -153,6 +153,22 @@ def test_post_coordinated_expressions(
     assert in_vs.result
 
 
+@pytest.mark.parametrize(
+    ("version", "found"),
+    [
+        (snomed_rf2.VERSION, True),
+        (f"{SCT}/{snomed_rf2.CORE}", True),
+        (f"{SCT}/{snomed_rf2.CORE}/version/20240101", False),
+        (f"{SCT}/449080006", False),
+    ],
+)
+def test_versions_and_editions(wb: Workbench, version: str, found: bool) -> None:
+    result = wb.validate_in_codesystem(SCT, "22298006", version=version)
+    assert result.result is found, result
+    if not found:
+        assert result.reason == "unknown-system"
+
+
 def test_malformed_expression_is_an_error(wb: Workbench) -> None:
     with pytest.raises(ExpressionSyntaxError, match="does not parse at line 1, column 22"):
         wb.validate_in_codesystem(SCT, "64572001 : 363698007 80891009")
@@ -171,6 +187,20 @@ def test_expand_an_ecl_value_set(wb: Workbench) -> None:
     assert expansion.total == 4
     shown = {e.code: e.display for e in expansion.entries}
     assert shown["22298006"] == "Myocardial infarction"
+
+
+def test_expansion_with_designations_and_a_dialect(wb: Workbench) -> None:
+    url = f"{SCT}?fhir_vs=isa/271737000"
+    plain = wb.expand(url)
+    assert [(e.code, e.display, e.designations) for e in plain.entries] == [
+        ("271737000", "Anemia", ())
+    ]
+    british = wb.expand(url, display_language="en-GB", include_designations=True)
+    entry = british.entries[0]
+    assert entry.display == "Anaemia"
+    assert {d["value"] for d in entry.designations} == {"Anemia", "Anemia (disorder)", "Anaemia"}
+    contains = british.to_fhir()["contains"][0]
+    assert contains["display"] == "Anaemia" and len(contains["designation"]) == 3
 
 
 def test_bulk_validation_against_an_ecl_value_set(wb: Workbench) -> None:
@@ -270,3 +300,31 @@ def test_http_malformed_ecl_or_expression_is_a_400(
     http: httpx.Client, path: str, params: dict[str, str], where: str
 ) -> None:
     assert_outcome(http.get(path, params=params), 400, "invalid", where)
+
+
+def test_server_option_loads_a_release(release: Path, tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("server_script", Path("server.py").resolve())
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    xsct = "http://snomed.info/xsct/31000003106/version/20250909"
+    args = script.parse_args(
+        ["--release", f"{release}|{xsct}", "--release", str(release), "--release-cache", "c"]
+    )
+    assert args.release == [f"{release}|{xsct}", str(release)]
+    assert args.release_cache == Path("c")
+
+
+def test_bulk_validation_on_dask_equals_pandas(wb: Workbench) -> None:
+    import dask.dataframe as dd
+
+    codes = pd.Series(["22298006", "195967001", "1234", None, "57054005", "307530000"])
+    on_pandas = wb.validate_column(codes, ECL_VS, system=SCT)
+    lazy = wb.validate_column(dd.from_pandas(codes, npartitions=2), ECL_VS, system=SCT)
+    on_dask = lazy.compute()
+    for column in ("result", "issue", "message", "display"):
+        assert on_dask[column].astype(object).where(on_dask[column].notna(), None).tolist() == (
+            on_pandas[column].astype(object).where(on_pandas[column].notna(), None).tolist()
+        ), column

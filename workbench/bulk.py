@@ -292,6 +292,8 @@ def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
             found = wb.terminology.codesystem(url)
             if found is not None:
                 codesystems[url] = found
+    for provider in wb.terminology.providers():  # code systems loaded from release files
+        codesystems.setdefault(provider.url, provider)
     versions = {url: wb.terminology.codesystem_versions(url) for url in codesystems}.get
     try:
         index = MembershipIndex(compiled, codesystems)

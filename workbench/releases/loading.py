@@ -18,6 +18,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from workbench.errors import InvalidRequestError, ReleaseFormatError
+from workbench.terminology.provider import CodeSystemProvider
 
 KINDS = ("snomed",)
 
@@ -103,7 +104,7 @@ def open_release(
         sct, imported = snomed.load(path, cache, version=version, progress=step)
     finally:
         bar.close()
-    provider = SnomedProvider(sct)
+    provider: CodeSystemProvider = SnomedProvider(sct)
     summary = ReleaseSummary(
         kind=kind,
         system=provider.url,

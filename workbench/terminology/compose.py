@@ -180,6 +180,12 @@ class Clause:
                     f"CodeSystem {canonical_of(cs.resource)} has content 'not-present': "
                     "its codes are not available to filter"
                 )
+            at_once = getattr(cs, "filter_entries", None)
+            if at_once is not None:
+                # a release store expands its own filters column-wise
+                found: list[Entry] | None = at_once(self.filters)
+                if found is not None:
+                    return found
             candidates: frozenset[str] | None = None
             for f in self.filters:
                 if f.candidates is not None:

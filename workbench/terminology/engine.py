@@ -23,6 +23,7 @@ from workbench.resources import Resource, canonical_of, split_canonical
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
+from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.validation import (
     CheckOptions,
     ValidationResult,
@@ -52,11 +53,11 @@ class Terminology:
 
     # --- code systems from release files ------------------------------------------------
 
-    def add_provider(self, provider: Any) -> None:
+    def add_provider(self, provider: CodeSystemProvider) -> None:
         """Make a code system provider (a terminology loaded from its release files) known.
 
-        A provider has ``url`` and ``version`` and the code-system surface the engine uses
-        (``get``, ``compile_filter``, ``subsumes`` …). The latest added is the default
+        A provider has the code-system surface the engine uses (``provider.py``:
+        ``CodeSystemProvider`` and its optional hooks). The latest added is the default
         version. Raises DuplicateCanonicalError when that url and version is already
         loaded, and then changes nothing.
         """
@@ -91,7 +92,8 @@ class Terminology:
     def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
         """Return the index of a code system (latest version when none given), or None."""
         for provider in self._providers.get(url, ()):
-            if version is None or provider.version == version:
+            accepts = getattr(provider, "accepts_version", None)
+            if version is None or provider.version == version or (accepts and accepts(version)):
                 return provider
         resource = self.registry.get("CodeSystem", url, version)
         if resource is None:
@@ -231,6 +233,8 @@ class Terminology:
             words = filter.casefold().split()
             entries = [e for e in entries if _text_match(e, words)]
             params.append(("filter", filter))
+        if include_designations or display_language:
+            entries = self._from_providers(entries, include_designations, display_language)
         if display_language:
             entries = [_in_language(e, display_language) for e in entries]
             params.append(("displayLanguage", display_language))
@@ -247,6 +251,24 @@ class Terminology:
             include_designations=include_designations,
             max_size=self.max_expansion if max_size is None else max_size,
         )
+
+    def _from_providers(
+        self, entries: Sequence[Entry], designations: bool, language: str | None
+    ) -> list[Entry]:
+        """Entries of release code systems read their designations (and their display in a
+        language or dialect) from the provider only when an expansion asks for them."""
+        out = []
+        for e in entries:
+            cs: Any = self.codesystem(e.system, e.version) if e.system in self._providers else None
+            if cs is not None:
+                if designations and not e.designations:
+                    e = e._replace(designations=tuple(cs.designations_of(e.code)))
+                if language:
+                    shown = cs.display_in(e.code, language)
+                    if shown:
+                        e = e._replace(display=shown)
+            out.append(e)
+        return out
 
     def validate_code(
         self,

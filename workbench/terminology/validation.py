@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
@@ -546,27 +545,8 @@ def non_members(
     messages: list[str] = []
     displays: list[str | None] = []
     describe = getattr(cs, "describe", None)
-    if describe is not None:
-        # a code system that answers for many codes at once (a release store)
-        known, inactive, shown = describe(codes)
-        texts = pd.Series(codes, dtype=object)
-        stale = inactive & known & (not inactive_allowed)
-        out_reasons = np.where(
-            known, np.where(stale, "inactive", "not-in-vs"), "unknown-code"
-        ).astype(object)
-        out = pd.Series(f"The code {system}#" + texts + f" is not in {where}", dtype=object)
-        if stale.any():
-            out[stale] = (
-                f"The code {system}#" + texts[stale] + f" is inactive, and {where} excludes "
-                "inactive codes"
-            )
-        if not known.all():
-            unknown = texts[~known]
-            padded = (unknown != unknown.str.strip()).map(
-                {True: " (the code has leading or trailing whitespace)", False: ""}
-            )
-            out[~known] = "Unknown code '" + unknown + f"' in the CodeSystem '{label}'" + padded
-        return list(out_reasons), out.tolist(), list(shown)
+    if describe is not None and len(codes) >= 256:
+        return _non_members_at_once(describe, where, label, system, codes, inactive_allowed)
     concepts = cs.concepts
     for code in codes:
         concept = concepts.get(code) or (None if cs.case_sensitive else cs.get(code))
@@ -588,6 +568,32 @@ def non_members(
             messages.append(f"The code {system}#{code} is not in {where}")
             displays.append(concept.display)
     return reasons, messages, displays
+
+
+def _non_members_at_once(
+    describe: Callable[[Sequence[str]], tuple[Any, Any, list[str | None]]],
+    where: str,
+    label: str,
+    system: str,
+    codes: Sequence[str],
+    inactive_allowed: bool,
+) -> tuple[list[str], list[str], list[str | None]]:
+    """``non_members`` for a code system that answers for many codes at once (a release
+    store): the same reasons and messages, built column-wise."""
+    known, inactive, shown = describe(codes)
+    stale = inactive & known & (not inactive_allowed)
+    reasons = np.where(known, np.where(stale, "inactive", "not-in-vs"), "unknown-code")
+    outside = f" is not in {where}"
+    excluded = f" is inactive, and {where} excludes inactive codes"
+    unknown = f"' in the CodeSystem '{label}'"
+    padded = " (the code has leading or trailing whitespace)"
+    messages = [
+        (f"The code {system}#{code}{excluded if old else outside}")
+        if found
+        else (f"Unknown code '{code}{unknown}" + (padded if code != code.strip() else ""))
+        for code, found, old in zip(codes, known.tolist(), stale.tolist(), strict=True)
+    ]
+    return reasons.astype(object).tolist(), messages, list(shown)
 
 
 def validate_in_codesystem(

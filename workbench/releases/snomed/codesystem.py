@@ -591,6 +591,12 @@ class SnomedCT:
         elif isinstance(value, int) and not isinstance(value, bool):
             value_rows = [self.row(str(value))]
         else:
+            concrete = [r for r in ranges if _CONCRETE_RANGE.match(r)]
+            if concrete and not any(_in_concrete_range(value, r) for r in concrete):
+                problems.append(
+                    f"The value {value!r} of the attribute {label} is outside its MRCM range "
+                    f"{concrete[0]}"
+                )
             return
         checked = []
         for constraint in ranges:
@@ -633,15 +639,27 @@ class SnomedCT:
     # --- frames -----------------------------------------------------------------------
 
     def concepts_frame(self) -> pd.DataFrame:
-        """Every concept: code, display, fsn, active, moduleId, effectiveTime,
-        sufficientlyDefined (straight from the store's columns)."""
+        """Every concept, with the columns of every code system's concept frame (code,
+        display, definition, parents, abstract, inactive, status) and then fsn, moduleId,
+        effectiveTime and sufficientlyDefined, built from the store's columns."""
         t = self.store.tables["concepts"]
+        n = self.store.n
+        parents = self.store.closure.parents
+        codes = self.store.codes
+        offsets = np.asarray(parents.offsets)
+        parent_codes = codes.take(pa.array(np.asarray(parents.values, dtype=np.int64)))
+        lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), parent_codes)
+        inactive = ~np.asarray(self.store.active, dtype=bool)
         return pd.DataFrame(
             {
-                "code": self.store.codes.to_pandas(),
+                "code": codes.to_pandas(),
                 "display": t.column("display").to_pandas(),
+                "definition": pd.Series([None] * n, dtype=object),
+                "parents": pd.Series(lists.to_pylist(), dtype=object),
+                "abstract": np.zeros(n, dtype=bool),
+                "inactive": inactive,
+                "status": pd.Series(np.where(inactive, "inactive", "active"), dtype=object),
                 "fsn": t.column("fsn").to_pandas(),
-                "active": t.column("active").to_pandas(),
                 "moduleId": t.column("moduleId").cast(pa.string()).to_pandas(),
                 "effectiveTime": t.column("effectiveTime").cast(pa.string()).to_pandas(),
                 "sufficientlyDefined": t.column("defined").to_pandas(),
@@ -649,7 +667,8 @@ class SnomedCT:
         )
 
     def designations_frame(self) -> pd.DataFrame:
-        """Every description: code, language, use (its type id), use display, value, active."""
+        """Every description, with the columns of every code system's designation frame
+        (code, language, use_system, use_code, value) and then use_display and active."""
         t = self.store.tables["descriptions"]
         concept = t.column("concept").to_numpy()
         uses = t.column("typeId").to_numpy()
@@ -661,12 +680,40 @@ class SnomedCT:
             {
                 "code": self.store.codes.take(pa.array(concept)).to_pandas(),
                 "language": t.column("language").to_pandas(),
-                "use": t.column("typeId").cast(pa.string()).to_pandas(),
-                "use_display": use_display,
+                "use_system": pd.Categorical([USE_SYSTEM] * len(concept)),
+                "use_code": t.column("typeId").cast(pa.string()).to_pandas(),
                 "value": t.column("term").to_pandas(),
+                "use_display": use_display,
                 "active": t.column("active").to_pandas(),
             }
         )
+
+
+_NUMBER = r"[+-]?[0-9]+(?:\.[0-9]+)?"
+_CONCRETE_RANGE = re.compile(
+    rf"^\s*(int|dec|str|bool)\s*\(\s*(?:(>)?#({_NUMBER}))?\s*"
+    rf"(?:\.\.\s*(?:(<)?#({_NUMBER}))?)?\s*\)\s*$"
+)
+
+
+def _in_concrete_range(value: Any, text: str) -> bool:
+    """Whether a concrete value fits an MRCM concrete range such as ``dec(>#0..)`` or
+    ``int(#1..#10)``."""
+    found = _CONCRETE_RANGE.match(text)
+    if found is None:
+        return True
+    kind, low_open, low, high_open, high = found.groups()
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if kind == "int" and float(value) != int(value):
+        return False
+    if low is not None and (value <= float(low) if low_open else value < float(low)):
+        return False
+    return not (high is not None and (value >= float(high) if high_open else value > float(high)))
 
 
 def _concrete(value: str) -> tuple[str, Any]:

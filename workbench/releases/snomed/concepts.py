@@ -7,7 +7,7 @@ designations), not when the concept is made.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,14 +76,20 @@ def make_concepts(sct: SnomedCT, rows: npt.NDArray[np.integer]) -> list[SnomedCo
     ]
 
 
-class ConceptTable:
+class ConceptTable(Mapping[str, Concept]):
     """A read-only mapping code -> SnomedConcept over the whole store (made on demand)."""
 
-    def __init__(self, sct: SnomedCT) -> None:
+    def __init__(
+        self, sct: SnomedCT, make: Callable[[str], SnomedConcept | None] | None = None
+    ) -> None:
         self.sct = sct
+        self.make = make
 
     def get(self, code: str, default: Any = None) -> SnomedConcept | Any:
         """The concept of a code, or ``default``."""
+        if self.make is not None:
+            found = self.make(code)
+            return default if found is None else found
         row = self.sct.row(code) if isinstance(code, str) else -1
         return make_concept(self.sct, row) if row >= 0 else default
 

@@ -10,6 +10,7 @@ Python objects only when a call needs them. Post-coordinated expressions are val
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from workbench.releases.snomed.concepts import (
     make_concepts,
 )
 from workbench.terminology.codesystem import Concept
+from workbench.terminology.compose import Entry
 from workbench.terminology.filters import CodeFilter
 from workbench.terminology.lookup import LookupResult
 
@@ -44,6 +46,13 @@ PROPERTIES = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class MaskFilter(CodeFilter):
+    """A compiled SNOMED CT filter that also keeps its boolean mask over concept rows."""
+
+    mask: Any = None
+
+
 class SnomedProvider:
     """One SNOMED CT edition/version, seen as a code system by the engine."""
 
@@ -57,7 +66,7 @@ class SnomedProvider:
         self.url = SCT
         self.version: str | None = sct.version
         self.property_types = dict(PROPERTIES)
-        self.concepts = ConceptTable(sct)
+        self.concepts = ConceptTable(sct, self.get)
         self._made: dict[str, SnomedConcept] = {}  # the concepts touched so far
         self.resource: dict[str, Any] = {
             "resourceType": "CodeSystem",
@@ -74,6 +83,20 @@ class SnomedProvider:
             "count": len(sct),
             "property": [{"code": code, "type": kind} for code, kind in PROPERTIES.items()],
         }
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its code system (the store's folder and the version)."""
+        return {"sct": self.sct}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["sct"])  # type: ignore[misc]
+
+    def accepts_version(self, version: str) -> bool:
+        """An edition URI without a date (``http://snomed.info/sct/{module}``) asks for the
+        latest loaded version of that edition."""
+        return bool(self.version) and str(self.version).startswith(
+            version.rstrip("/") + "/version/"
+        )
 
     # --- the CodeSystemIndex surface ------------------------------------------------------
 
@@ -140,8 +163,16 @@ class SnomedProvider:
 
     def rows_of(self, codes: Sequence[str]) -> npt.NDArray[np.int64]:
         """The concept rows of many codes at once (-1 for anything that is not a concept)."""
-        texts = pa.array([c if isinstance(c, str) else None for c in codes], type=pa.string())
-        plain = pc.fill_null(pc.match_substring_regex(texts, r"^[0-9]{1,18}$"), False)
+        if len(codes) < 256:
+            return np.array(
+                [self.sct.row(c) if isinstance(c, str) else -1 for c in codes], dtype=np.int64
+            )
+        try:
+            texts = pa.array(codes, type=pa.string(), from_pandas=True)
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            texts = pa.array([c if isinstance(c, str) else None for c in codes], pa.string())
+        digits = pc.and_(pc.utf8_is_digit(texts), pc.less_equal(pc.utf8_length(texts), 18))
+        plain = pc.fill_null(pc.and_(digits, pc.ascii_is_decimal(texts)), False)
         ints = pc.cast(pc.if_else(plain, texts, "0"), pa.int64()).to_numpy()
         plain = plain.to_numpy(zero_copy_only=False)
         rows = self.sct.store.rows(ints)
@@ -156,7 +187,10 @@ class SnomedProvider:
         known = rows >= 0
         safe = np.where(known, rows, 0)
         inactive = known & ~np.asarray(self.sct.store.active)[safe]
-        shown = self.sct.store.column("display", safe)
+        if len(codes) < 256:
+            shown = [self.sct.display(int(r)) for r in safe]
+        else:
+            shown = self.sct.store.column("display", safe)
         return known, inactive, [s if k else None for s, k in zip(shown, known, strict=True)]
 
     # --- filters --------------------------------------------------------------------------
@@ -174,7 +208,24 @@ class SnomedProvider:
             row = self.sct.row(concept.code)
             return row >= 0 and bool(mask[row])
 
-        return CodeFilter(f"{prop} {op} {value}", matches, members)
+        return MaskFilter(f"{prop} {op} {value}", matches, members, mask)
+
+    def filter_entries(self, filters: Sequence[CodeFilter]) -> list[Entry] | None:
+        """The expansion of an include's filters, built column-wise from the store (None
+        when a filter is not this provider's)."""
+        if not filters or not all(isinstance(f, MaskFilter) for f in filters):
+            return None
+        masks = [f.mask for f in filters if isinstance(f, MaskFilter)]
+        rows = np.flatnonzero(np.logical_and.reduce(masks) if len(masks) > 1 else masks[0])
+        store = self.sct.store
+        codes = store.codes.take(rows).to_pylist()
+        displays = store.column("display", rows)
+        inactive = (~np.asarray(store.active)[rows]).tolist()
+        url, version = self.url, self.version
+        return [
+            Entry(url, version, code, display, False, stale)
+            for code, display, stale in zip(codes, displays, inactive, strict=True)
+        ]
 
     # --- what the workbench delegates -----------------------------------------------------
 
@@ -191,6 +242,16 @@ class SnomedProvider:
     ) -> LookupResult:
         """$lookup (see ``SnomedCT.lookup``)."""
         return self.sct.lookup(code, properties=properties, display_language=display_language)
+
+    def designations_of(self, code: str) -> list[dict[str, Any]]:
+        """The designations of a concept (for expansions that include them)."""
+        row = self.sct.row(code)
+        return self.sct.designations(row) if row >= 0 else []
+
+    def display_in(self, code: str, language: str) -> str | None:
+        """A concept's preferred term in a language or dialect (``en-GB``), if it has one."""
+        row = self.sct.row(code)
+        return self.sct._preferred_in(row, language) if row >= 0 else None
 
     def concepts_frame(self) -> pd.DataFrame:
         """Every concept, from the store's columns."""
