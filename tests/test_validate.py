@@ -33,6 +33,8 @@ TWO_SYSTEMS = {
     "compose": {"include": [{"system": DEMO}, {"system": GENDER}]},
 }
 ONE = f"{DEMO}#"
+TX = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
+INACTIVE = f"The code {ONE}group is inactive (status 'retired'); review its use"
 
 
 def outcome(r: ValidationResult) -> tuple[Any, ...]:
@@ -159,10 +161,18 @@ CASES = [
     pytest.param(
         TWO_SYSTEMS,
         {"code": "video"},
-        (False, "unknown-system", None, "video", None, None),
-        f"The code 'video' has no system, and it cannot be inferred: the value set {VS}two "
+        (True, None, "Video consultation", "video", DEMO, "1.0.0"),
+        None,
+        (),
+        id="system-inferred-from-the-one-system-with-the-code",
+    ),
+    pytest.param(
+        TWO_SYSTEMS,
+        {"code": "nope"},
+        (False, "unknown-system", None, "nope", None, None),
+        f"The code 'nope' has no system, and it cannot be inferred: the value set {VS}two "
         f"draws on 2 code systems ({DEMO}, {GENDER})",
-        (("error", "not-found"),),
+        (("error", "cannot-infer"),),
         id="system-not-inferable",
     ),
     pytest.param(
@@ -208,7 +218,7 @@ CASES = [
         (True, None, "Telephone consultation", "phone", DEMO, "1.0.0"),
         f"Coding 2 ({ONE}phone) is valid; coding 1 ({ONE}nope): Unknown code 'nope' in the "
         f"CodeSystem '{DEMO}|1.0.0'",
-        (("warning", "invalid-code"),),
+        (("information", "invalid-code"),),
         id="codeable-concept-one-valid",
     ),
     pytest.param(
@@ -225,7 +235,7 @@ CASES = [
         f"None of the 2 codings is valid: coding 1 ({ONE}nope): Unknown code 'nope' in the "
         f"CodeSystem '{DEMO}|1.0.0'; coding 2 (http://nope#phone): A definition for CodeSystem "
         "'http://nope' could not be found, so the code 'phone' cannot be validated",
-        (("error", "invalid-code"), ("error", "not-found")),
+        (("error", "not-in-vs"), ("error", "invalid-code"), ("error", "not-found")),
         id="codeable-concept-none-valid",
     ),
     pytest.param(
@@ -244,7 +254,7 @@ CASES = [
         "'Videosprechstunde', 'Téléconsultation vidéo'; coding 2 "
         f"({ONE}remote): The code {ONE}remote is abstract, and abstract codes are not allowed "
         "here (set abstract=true to allow them)",
-        (("error", "invalid-display"), ("error", "code-rule")),
+        (("error", "not-in-vs"), ("error", "invalid-display"), ("error", "code-rule")),
         id="codeable-concept-display-and-abstract",
     ),
 ]
@@ -311,6 +321,9 @@ def test_unknown_value_set(
                 "parameter": [
                     {"name": "result", "valueBoolean": True},
                     {"name": "display", "valueString": "Video consultation"},
+                    {"name": "code", "valueCode": "video"},
+                    {"name": "system", "valueUri": DEMO},
+                    {"name": "version", "valueString": "1.0.0"},
                 ],
             },
             id="valid",
@@ -325,6 +338,28 @@ def test_unknown_value_set(
                         "name": "message",
                         "valueString": f"Unknown code 'nope' in the CodeSystem '{DEMO}|1.0.0'",
                     },
+                    {"name": "code", "valueCode": "nope"},
+                    {"name": "system", "valueUri": DEMO},
+                    {"name": "version", "valueString": "1.0.0"},
+                    {
+                        "name": "issues",
+                        "resource": {
+                            "resourceType": "OperationOutcome",
+                            "issue": [
+                                {
+                                    "severity": "error",
+                                    "code": "code-invalid",
+                                    "details": {
+                                        "coding": [{"system": TX, "code": "invalid-code"}],
+                                        "text": f"Unknown code 'nope' in the CodeSystem "
+                                        f"'{DEMO}|1.0.0'",
+                                    },
+                                    "location": ["code"],
+                                    "expression": ["code"],
+                                }
+                            ],
+                        },
+                    },
                 ],
             },
             id="invalid",
@@ -335,12 +370,31 @@ def test_unknown_value_set(
                 "resourceType": "Parameters",
                 "parameter": [
                     {"name": "result", "valueBoolean": True},
-                    {
-                        "name": "message",
-                        "valueString": f"The code {ONE}group is inactive (status 'retired'); "
-                        "review its use",
-                    },
+                    {"name": "message", "valueString": INACTIVE},
                     {"name": "display", "valueString": "Group visit"},
+                    {"name": "code", "valueCode": "group"},
+                    {"name": "system", "valueUri": DEMO},
+                    {"name": "version", "valueString": "1.0.0"},
+                    {
+                        "name": "issues",
+                        "resource": {
+                            "resourceType": "OperationOutcome",
+                            "issue": [
+                                {
+                                    "severity": "warning",
+                                    "code": "business-rule",
+                                    "details": {
+                                        "coding": [{"system": TX, "code": "code-comment"}],
+                                        "text": INACTIVE,
+                                    },
+                                    "location": ["code"],
+                                    "expression": ["code"],
+                                }
+                            ],
+                        },
+                    },
+                    {"name": "inactive", "valueBoolean": True},
+                    {"name": "status", "valueCode": "retired"},
                 ],
             },
             id="warning",
@@ -434,7 +488,7 @@ def versioned_wb() -> Workbench:
         pytest.param(
             VS + "latest",
             {"code": "a", "system": VER, "version": "9.9"},
-            (False, "unknown-system", None, "a", VER, "9.9"),
+            (False, "unknown-system", "Alpha two", "a", VER, "2.0.0"),
             id="coding-version-not-loaded",
         ),
     ],

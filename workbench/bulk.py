@@ -62,6 +62,7 @@ class MembershipIndex(CodeSystemTable):
         self.canonical = compiled.canonical
         self.inactive_allowed = compiled.inactive_allowed
         self._systems = compiled.systems()
+        self._pins = {s: compiled.pinned_version(s) for s in self._systems}
         self.members: dict[tuple[str, str], Match] = {
             key: compiled.contains(*key) for key in compiled.member_index()
         }
@@ -69,6 +70,10 @@ class MembershipIndex(CodeSystemTable):
     def systems(self) -> list[str]:
         """The code systems the value set draws on."""
         return self._systems
+
+    def pinned_version(self, system: str) -> str | None:
+        """The version the value set pins for ``system``, if any."""
+        return self._pins.get(system)
 
     def contains(self, system: str, code: str) -> Match:
         """Membership from the expansion."""
@@ -92,6 +97,7 @@ class Checker:
     members: frozenset[tuple[str, str]] | None = None
     fast_by_system: dict[str, tuple[pd.Index, np.ndarray]] = field(default_factory=dict, repr=False)
     member_by_system: dict[str, pd.Index] = field(default_factory=dict, repr=False)
+    versions: Callable[[str], list[str] | None] | None = field(default=None, repr=False)
 
     def check(
         self, system: str | None, code: str, display: str | None, version: str | None = None
@@ -109,6 +115,7 @@ class Checker:
             version=version,
             display=display,
             abstract=self.abstract,
+            versions=self.versions,
         )
         return _row(result)
 
@@ -260,7 +267,14 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
     except WorkbenchError:
         members = None
     return Checker(
-        compiled, wb.terminology.codesystem, abstract, fast, members, by_system, member_index
+        compiled,
+        wb.terminology.codesystem,
+        abstract,
+        fast,
+        members,
+        by_system,
+        member_index,
+        versions=wb.terminology.codesystem_versions,
     )
 
 
@@ -280,19 +294,22 @@ def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
                 codesystems[url] = found
     for provider in wb.terminology.providers():  # code systems loaded from release files
         codesystems.setdefault(provider.url, provider)
+    versions = {url: wb.terminology.codesystem_versions(url) for url in codesystems}.get
     try:
         index = MembershipIndex(compiled, codesystems)
     except WorkbenchError:
         # Not expandable (a code system it needs is missing): ship the compose itself, as
         # validate_code uses it. Its filters are closures, which Dask serialises with
         # cloudpickle.
-        return Checker(compiled, CodeSystemTable(codesystems).codesystem, abstract)
+        table = CodeSystemTable(codesystems)
+        return Checker(compiled, table.codesystem, abstract, versions=versions)
     return Checker(
         index,
         index.codesystem,
         abstract,
         fast_members(compiled, abstract),
         frozenset(index.members),
+        versions=versions,
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from workbench.errors import DuplicateCanonicalError, ResourceNotFoundError
 from workbench.resources import Resource, latest
+from workbench.terminology.versions import matches
 
 TERMINOLOGY_TYPES = ("CodeSystem", "ValueSet")
 _ID_CHARS = re.compile(r"[^A-Za-z0-9\-.]")
@@ -77,9 +78,8 @@ class Registry:
             return None
         found = versions.get(version)
         if found is None:
-            # FHIR allows a partial version ("1.0" for "1.0.3"): take the latest match.
-            matches = [r for v, r in versions.items() if v.startswith(version + ".")]
-            found = latest(matches)
+            # A partial version ("1.0" for "1.0.3") or a pattern ("1.x"): the latest match.
+            found = latest(r for v, r in versions.items() if matches(version, v))
         return found
 
     def versions(self, resource_type: str, url: str) -> list[str]:

@@ -17,7 +17,8 @@ from workbench.resources import Resource
 from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
 from workbench.terminology.lookup import LookupResult, lookup, subsumes
-from workbench.terminology.validation import ValidationResult
+from workbench.terminology.validation import CheckOptions, ValidationResult
+from workbench.terminology.versions import VersionPolicy
 
 if TYPE_CHECKING:
     from workbench.loading import LoadSummary
@@ -213,13 +214,38 @@ class Workbench:
         codeable_concept: Mapping[str, Any] | None = None,
         abstract: bool = False,
         valueset_version: str | None = None,
+        system_version: str | Sequence[str] | None = None,
+        force_system_version: str | Sequence[str] | None = None,
+        check_system_version: str | Sequence[str] | None = None,
+        default_valueset_version: str | Sequence[str] | None = None,
+        lenient_display: bool = False,
+        membership_only: bool = False,
+        active_only: bool = False,
     ) -> ValidationResult:
         """Validate a code (or a Coding, or a CodeableConcept) against a value set.
 
-        Returns a ValidationResult; a code that fails is ``result=False`` with a message and
-        a ``reason``, never an exception. Raises ValueSetNotFoundError for an unknown value
-        set. When ``system`` is omitted and the value set draws on one system, that one is
-        used.
+        Returns a ValidationResult; a code that fails is ``result=False`` with a message, a
+        ``reason`` and its ``issues``, never an exception. Raises ValueSetNotFoundError for
+        an unknown value set. When ``system`` is omitted it is inferred: the value set's one
+        system, else the one system of the value set that has the code.
+
+        Versions (see the README's "Versions"): ``system_version``, ``force_system_version``
+        and ``check_system_version`` take ``"system|version"`` strings (one or a list; a
+        version may be a pattern such as ``1.x``); ``default_valueset_version`` takes
+        ``"url|version"`` for value sets imported without a version. ``lenient_display``
+        makes a wrong display a warning, ``membership_only`` checks membership alone, and
+        ``active_only`` refuses inactive codes.
+
+        >>> wb = Workbench()
+        >>> _ = wb.load([{"resourceType": "CodeSystem", "url": "http://x", "version": v,
+        ...     "content": "complete", "concept": [{"code": "a", "display": f"A {v}"}]}
+        ...     for v in ("1.0.0", "2.0.0")])
+        >>> vs = {"resourceType": "ValueSet", "compose": {"include": [{"system": "http://x"}]}}
+        >>> wb.validate_code(valueset=vs, code="a", system="http://x").version
+        '2.0.0'
+        >>> wb.validate_code(valueset=vs, code="a", system="http://x",
+        ...                  system_version="http://x|1.x").display
+        'A 1.0.0'
         """
         target = url if url is not None else valueset
         if target is None:
@@ -237,7 +263,18 @@ class Workbench:
             display=display,
             coding=coding,
             codeable_concept=codeable_concept,
-            abstract=abstract,
+            policy=VersionPolicy.from_parameters(
+                system_version=_listed(system_version),
+                force_system_version=_listed(force_system_version),
+                check_system_version=_listed(check_system_version),
+                default_valueset_version=_listed(default_valueset_version),
+            ),
+            options=CheckOptions(
+                abstract=abstract,
+                lenient_display=lenient_display,
+                membership_only=membership_only,
+                active_only=active_only,
+            ),
         )
 
     def validate_in_codesystem(
@@ -340,3 +377,10 @@ class Workbench:
         from workbench.server.embedded import serve
 
         return serve(self, host=host, port=port, token=token, base=base, data_dir=data_dir)
+
+
+def _listed(value: str | Sequence[str] | None) -> list[str] | None:
+    """One ``system|version`` string or several, as a list."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)

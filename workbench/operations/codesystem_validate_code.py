@@ -8,7 +8,7 @@ from workbench.errors import InvalidRequestError, RequiredError
 from workbench.operations.base import Inputs, Operation, one_of
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
-from workbench.terminology.validation import ValidationResult, combine_codings
+from workbench.terminology.validation import ValidationResult, combine_codings, located
 
 if TYPE_CHECKING:
     from workbench.workbench import Workbench
@@ -47,7 +47,9 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         result = check(inputs["code"], inputs.get("display"))
     elif given == "coding":
         coding = inputs["coding"]
-        result = check(coding.get("code"), coding.get("display"), coding.get("system"))
+        result = located(
+            check(coding.get("code"), coding.get("display"), coding.get("system")), "Coding"
+        )
     else:
         codings = inputs["codeableConcept"].get("coding") or []
         if not codings:
@@ -55,7 +57,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         result = combine_codings(
             [check(c.get("code"), c.get("display"), c.get("system")) for c in codings]
         )
-    return {"result": result.result, "message": result.message, "display": result.display}
+    return result.outputs()
 
 
 OPERATION = Operation(

@@ -251,6 +251,17 @@ class CompiledValueSet:
             found.extend(n for n in names if n and n not in found)
         return found
 
+    def pinned_version(self, system: str) -> str | None:
+        """The version (or version pattern) the includes pin for ``system``, if any."""
+        for clause in self.includes:
+            if clause.system == system and clause.version:
+                return clause.version
+            for imported in clause.imports if clause.system in (None, system) else ():
+                found = imported.pinned_version(system)
+                if found:
+                    return found
+        return None
+
     def contains(self, system: str, code: str) -> Match:
         """Is the code in the value set? With the value set's display override and the
         concept (from the code system version the matching include uses).

@@ -6,6 +6,7 @@ depend on changes (the registry announces the canonical URLs each write touches)
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -24,13 +25,16 @@ from workbench.terminology.compose import Clause, CompiledValueSet, Entry, impor
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.validation import (
+    CheckOptions,
     ValidationResult,
     coding_parts,
     combine_codings,
     failure,
+    located,
     validate_in_codesystem,
     validate_in_valueset,
 )
+from workbench.terminology.versions import NO_POLICY, VersionPolicy
 
 T = TypeVar("T")
 
@@ -138,16 +142,21 @@ class Terminology:
         return None
 
     def compiled(
-        self, valueset: str | Mapping[str, Any], version: str | None = None
+        self,
+        valueset: str | Mapping[str, Any],
+        version: str | None = None,
+        policy: VersionPolicy = NO_POLICY,
     ) -> CompiledValueSet:
-        """Compile a value set given by canonical URL or as a ValueSet dict (cached by URL)."""
+        """Compile a value set given by canonical URL or as a ValueSet dict (cached by URL
+        and by the request's version parameters)."""
         if isinstance(valueset, Mapping):
-            return self._compile(dict(valueset), ())
+            return self._compile(dict(valueset), (), policy)
         url, pinned = split_canonical(valueset)
-        key = (url, version or pinned)
+        key = (url, version or pinned, *policy.key()) if policy else (url, version or pinned)
         found = self._vs_cache.get(key)
         if found is None:
-            found = self._compile(self.valueset_resource(url, version or pinned), ())
+            resource = self.valueset_resource(url, version or pinned)
+            found = self._compile(resource, (), policy)
             with self._lock:
                 self._vs_cache[key] = found
         return found
@@ -161,7 +170,9 @@ class Terminology:
                 compiled.extras[key] = value
         return compiled.extras[key]
 
-    def _compile(self, resource: Resource, stack: tuple[str, ...]) -> CompiledValueSet:
+    def _compile(
+        self, resource: Resource, stack: tuple[str, ...], policy: VersionPolicy = NO_POLICY
+    ) -> CompiledValueSet:
         canonical = canonical_of(resource) or "(inline ValueSet)"
         if canonical in stack:
             chain = " -> ".join((*stack, canonical))
@@ -177,11 +188,13 @@ class Terminology:
             cs = None
             if system:
                 deps.add(("CodeSystem", str(system)))
-                cs = self.codesystem(str(system), raw.get("version"))
+                wanted = policy.resolve(str(system), raw.get("version"))
+                cs = self.codesystem(str(system), wanted)
             imports = []
             for url, version in import_refs(raw):
                 deps.add(("ValueSet", url))
-                imported = self._compile(self.valueset_resource(url, version), stack)
+                version = version or policy.valueset_defaults.get(url)
+                imported = self._compile(self.valueset_resource(url, version), stack, policy)
                 deps.update(imported.dependencies)
                 imports.append(imported)
             return Clause(raw, cs, imports, exclude=exclude)
@@ -269,33 +282,53 @@ class Terminology:
         coding: Mapping[str, Any] | None = None,
         codeable_concept: Mapping[str, Any] | None = None,
         abstract: bool = False,
+        policy: VersionPolicy = NO_POLICY,
+        options: CheckOptions | None = None,
     ) -> ValidationResult:
-        """Validate a code, Coding or CodeableConcept against a value set."""
-        compiled = self.compiled(valueset, valueset_version)
-        resolve = self.codesystem
+        """Validate a code, Coding or CodeableConcept against a value set.
+
+        ``policy`` carries the request's version parameters (force/default/check per
+        system, default value set versions); ``options`` the strictness switches. A Coding's
+        own version is the default version of its system for the includes that pin none.
+        """
+        opts = options or CheckOptions(abstract=abstract)
+        opts = dataclasses.replace(
+            opts, check_versions={**policy.check}, force_versions={**policy.force}
+        )
+
+        def one(parts: Mapping[str, str | None], path: str) -> ValidationResult:
+            used = policy
+            wanted, of = parts.get("version"), parts.get("system")
+            if wanted and of and of not in policy.force:
+                used = policy.with_default(of, wanted)
+            compiled = self.compiled(valueset, valueset_version, used)
+            result = validate_in_valueset(
+                compiled,
+                self.codesystem,
+                code=parts.get("code"),
+                system=parts.get("system"),
+                version=parts.get("version"),
+                display=parts.get("display"),
+                options=opts,
+                versions=self.codesystem_versions,
+            )
+            return located(result, path)
+
         if codeable_concept is not None:
             codings = codeable_concept.get("coding") or []
             if not codings:
                 raise InvalidRequestError("The codeableConcept has no coding to validate")
-            return combine_codings(
-                [
-                    validate_in_valueset(compiled, resolve, abstract=abstract, **coding_parts(c))
-                    for c in codings
-                ]
-            )
+            where = f"the value set '{self.compiled(valueset, valueset_version, policy).canonical}'"
+            return combine_codings([one(coding_parts(c), "") for c in codings], where)
         if coding is not None:
-            return validate_in_valueset(
-                compiled, resolve, abstract=abstract, **coding_parts(coding)
-            )
-        return validate_in_valueset(
-            compiled,
-            resolve,
-            code=code,
-            system=system,
-            version=version,
-            display=display,
-            abstract=abstract,
-        )
+            return one(coding_parts(coding), "Coding")
+        given = {"code": code, "system": system, "version": version, "display": display}
+        return one(given, "")
+
+    def codesystem_versions(self, url: str) -> list[str]:
+        """Every loaded version of a code system (release providers and resources)."""
+        found = [str(p.version) for p in self._providers.get(url, ()) if p.version]
+        return found + [v for v in self.registry.versions("CodeSystem", url) if v]
 
     def validate_in_codesystem(
         self,
