@@ -328,3 +328,18 @@ def test_bulk_validation_on_dask_equals_pandas(wb: Workbench) -> None:
         assert on_dask[column].astype(object).where(on_dask[column].notna(), None).tolist() == (
             on_pandas[column].astype(object).where(on_pandas[column].notna(), None).tolist()
         ), column
+
+
+def test_hierarchy_widget_walks_snomed(wb: Workbench) -> None:
+    from workbench.notebook.valueset_browser import CodeSystemTree
+
+    tree = CodeSystemTree(wb)
+    assert SCT in tree.system.options
+    tree.system.value = SCT
+    assert [code for _label, code in tree.children_list.options] == ["138875005"]
+    tree.children_list.value = "138875005"
+    below = [code for _label, code in tree.children_list.options]
+    assert "404684003" in below and "123037004" in below
+    tree.children_list.value = "404684003"
+    assert [code for _label, code in tree.children_list.options] == ["64572001"]
+    assert "Clinical finding" in tree.detail.value

@@ -20,6 +20,7 @@ hook                        used for
 ``designations_of(code)``   designations for expansions that include them
 ``display_in(code, lang)``  the display in a language or dialect for ``displayLanguage``
 ``accepts_version(v)``      a version spelled another way (an edition URI without a date)
+``roots()``                 the top of the hierarchy, without iterating every concept
 ==========================  ===============================================================
 
 Concepts the provider returns may carry a ``note`` (what replaces an inactive concept), which

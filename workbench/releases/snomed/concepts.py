@@ -48,6 +48,9 @@ def make_concept(sct: SnomedCT, row: int, *, designations: bool = False) -> Snom
         inactive=not sct.is_active(row),
         source=sct,
     )
+    closure = sct.store.closure
+    concept.parents = [str(int(sct.store.ids[r])) for r in closure.parents[row]]
+    concept.children = [str(int(sct.store.ids[r])) for r in closure.children[row]]
     if concept.inactive:
         concept.note = sct.replacements(row)
     if designations:
@@ -56,7 +59,8 @@ def make_concept(sct: SnomedCT, row: int, *, designations: bool = False) -> Snom
 
 
 def make_concepts(sct: SnomedCT, rows: npt.NDArray[np.integer]) -> list[SnomedConcept]:
-    """Many concepts at once, columns read in bulk (for expansions)."""
+    """Many concepts at once, columns read in bulk (for iteration; without their parents and
+    children, which ``make_concept`` fills in)."""
     rows = np.asarray(rows, dtype=np.int64)
     codes = sct.store.codes.take(rows).to_pylist()
     displays = sct.store.column("display", rows)

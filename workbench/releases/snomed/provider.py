@@ -136,6 +136,12 @@ class SnomedProvider:
     def __len__(self) -> int:
         return len(self.sct)
 
+    def roots(self) -> list[Concept]:
+        """The concepts without a parent (the top of the hierarchy, 138875005)."""
+        offsets = np.asarray(self.sct.store.closure.parents.offsets)
+        rows = np.flatnonzero((offsets[1:] == offsets[:-1]) & np.asarray(self.sct.store.active))
+        return [c for c in (self.get(str(int(self.sct.store.ids[r]))) for r in rows) if c]
+
     def ancestors(self, code: str) -> frozenset[str]:
         """Codes of every ancestor."""
         row = self.sct.row(code)
