@@ -343,3 +343,38 @@ def test_hierarchy_widget_walks_snomed(wb: Workbench) -> None:
     tree.children_list.value = "404684003"
     assert [code for _label, code in tree.children_list.options] == ["64572001"]
     assert "Clinical finding" in tree.detail.value
+
+
+@pytest.mark.parametrize(("language", "display"), [("en-GB", "Anaemia"), ("en-US", "Anemia")])
+def test_http_lookup_display_language(http: httpx.Client, language: str, display: str) -> None:
+    body = http.get(
+        "/CodeSystem/$lookup",
+        params={"system": SCT, "code": "271737000", "displayLanguage": language},
+    ).json()
+    assert values(body, "display") == [display]
+
+
+def test_lookup_display_language_on_a_fhir_code_system() -> None:
+    bench = Workbench()
+    bench.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": "http://example.org/colours",
+            "status": "active",
+            "content": "complete",
+            "concept": [
+                {
+                    "code": "red",
+                    "display": "Red",
+                    "designation": [{"language": "de-CH", "value": "Rot"}],
+                }
+            ],
+        },
+        progress=False,
+    )
+    assert bench.lookup("http://example.org/colours", "red").display == "Red"
+    german = bench.lookup("http://example.org/colours", "red", display_language="de-CH")
+    assert german.display == "Rot"
+    assert bench.lookup("http://example.org/colours", "red", display_language="fr").display == (
+        "Red"
+    )
