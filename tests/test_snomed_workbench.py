@@ -259,9 +259,20 @@ def test_http_validate_code(http: httpx.Client, url: str, code: str, result: boo
     assert values(body, "result") == [result]
 
 
-def test_http_expand_ecl(http: httpx.Client) -> None:
-    body = http.get("/ValueSet/$expand", params={"url": ECL_VS}).json()
-    assert {c["code"] for c in body["expansion"]["contains"]} == CARDIO
+@pytest.mark.parametrize(
+    ("url", "codes"),
+    [
+        (ECL_VS, CARDIO),
+        (f"{SCT}?fhir_vs=isa/56265001", {"56265001", "22298006", "57054005"}),
+        (f"{SCT}?fhir_vs=refset/723264001", {"39607008", "80891009"}),
+        (f"{SCT}?fhir_vs=refset", {"723264001", "900000000000526001"}),
+        (f"{SCT}?fhir_vs=ecl/(< 404684003 : 116676008 = *) . 116676008", {"55641003"}),
+    ],
+)
+def test_http_expand_implicit_value_sets(http: httpx.Client, url: str, codes: set[str]) -> None:
+    body = http.get("/ValueSet/$expand", params={"url": url}).json()
+    assert {c["code"] for c in body["expansion"]["contains"]} == codes
+    assert body["url"] == url
 
 
 def test_http_subsumes(http: httpx.Client) -> None:
