@@ -48,6 +48,14 @@ _TABLES = (
 )
 
 
+_CSR = ("parents", "children", "up", "down")
+FILES = (
+    *(f"{name}.arrow" for name in _TABLES),
+    *(f"{name}.npy" for name in _ARRAYS),
+    *(f"{name}{part}.npy" for name in _CSR for part in ("", "_off")),
+)
+
+
 def is_store(path: Path) -> bool:
     """True when ``path`` holds a complete store of this format."""
     meta = path / "meta.json"
@@ -65,6 +73,9 @@ class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.meta: dict[str, Any] = json.loads((self.path / "meta.json").read_text())
+        missing = [name for name in FILES if not (self.path / name).is_file()]
+        if missing:
+            raise FileNotFoundError(f"the store {self.path} lacks {', '.join(missing)}")
         self.tables: dict[str, pa.Table] = {}
         for name in _TABLES:
             source = pa.memory_map(str(self.path / f"{name}.arrow"), "r")
