@@ -1083,11 +1083,11 @@ ERRORS = [
         EXP,
     ),
     get(
-        "unsupported-lookup-displayLanguage",
-        {"system": DEMO_CS, "code": "office", "displayLanguage": "de"},
+        "unsupported-lookup-date",
+        {"system": DEMO_CS, "code": "office", "date": "2020-01-01"},
         400,
         "not-supported",
-        r"parameter\(s\) displayLanguage are defined by FHIR but not supported",
+        r"parameter\(s\) date are defined by FHIR but not supported",
         LOOKUP,
     ),
     # url and an instance that disagree; valueSet together with url or an instance.

@@ -252,3 +252,13 @@ def test_other_refsets_keep_their_extra_columns_as_text(tmp_path: Path) -> None:
     assert {str(cs.store.ids[r]) for r in np.flatnonzero(cs.evaluate("^ 447562003"))} == {
         "22298006"
     }
+
+
+def test_a_damaged_store_is_imported_again(release: Path, tmp_path: Path) -> None:
+    first, _ = load(release, tmp_path)
+    (first.store.path / "up.npy").unlink()
+    again, built = load(release, tmp_path)
+    assert built and again.lookup("57054005").display == "Acute myocardial infarction"
+    (again.store.path / "concepts.arrow").write_bytes(b"not arrow")
+    third, built = load(release, tmp_path)
+    assert built and third.subsumes("404684003", "57054005") == "subsumes"

@@ -259,9 +259,20 @@ def test_http_validate_code(http: httpx.Client, url: str, code: str, result: boo
     assert values(body, "result") == [result]
 
 
-def test_http_expand_ecl(http: httpx.Client) -> None:
-    body = http.get("/ValueSet/$expand", params={"url": ECL_VS}).json()
-    assert {c["code"] for c in body["expansion"]["contains"]} == CARDIO
+@pytest.mark.parametrize(
+    ("url", "codes"),
+    [
+        (ECL_VS, CARDIO),
+        (f"{SCT}?fhir_vs=isa/56265001", {"56265001", "22298006", "57054005"}),
+        (f"{SCT}?fhir_vs=refset/723264001", {"39607008", "80891009"}),
+        (f"{SCT}?fhir_vs=refset", {"723264001", "900000000000526001"}),
+        (f"{SCT}?fhir_vs=ecl/(< 404684003 : 116676008 = *) . 116676008", {"55641003"}),
+    ],
+)
+def test_http_expand_implicit_value_sets(http: httpx.Client, url: str, codes: set[str]) -> None:
+    body = http.get("/ValueSet/$expand", params={"url": url}).json()
+    assert {c["code"] for c in body["expansion"]["contains"]} == codes
+    assert body["url"] == url
 
 
 def test_http_subsumes(http: httpx.Client) -> None:
@@ -343,3 +354,38 @@ def test_hierarchy_widget_walks_snomed(wb: Workbench) -> None:
     tree.children_list.value = "404684003"
     assert [code for _label, code in tree.children_list.options] == ["64572001"]
     assert "Clinical finding" in tree.detail.value
+
+
+@pytest.mark.parametrize(("language", "display"), [("en-GB", "Anaemia"), ("en-US", "Anemia")])
+def test_http_lookup_display_language(http: httpx.Client, language: str, display: str) -> None:
+    body = http.get(
+        "/CodeSystem/$lookup",
+        params={"system": SCT, "code": "271737000", "displayLanguage": language},
+    ).json()
+    assert values(body, "display") == [display]
+
+
+def test_lookup_display_language_on_a_fhir_code_system() -> None:
+    bench = Workbench()
+    bench.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": "http://example.org/colours",
+            "status": "active",
+            "content": "complete",
+            "concept": [
+                {
+                    "code": "red",
+                    "display": "Red",
+                    "designation": [{"language": "de-CH", "value": "Rot"}],
+                }
+            ],
+        },
+        progress=False,
+    )
+    assert bench.lookup("http://example.org/colours", "red").display == "Red"
+    german = bench.lookup("http://example.org/colours", "red", display_language="de-CH")
+    assert german.display == "Rot"
+    assert bench.lookup("http://example.org/colours", "red", display_language="fr").display == (
+        "Red"
+    )

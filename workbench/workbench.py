@@ -3,6 +3,7 @@ and delegates to them; the server, the widgets and the pandas accessor all use t
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -299,13 +300,23 @@ class Workbench:
         *,
         version: str | None = None,
         properties: Sequence[str] | None = None,
+        display_language: str | None = None,
     ) -> LookupResult:
-        """Look a code up in its code system: display, designations and properties."""
+        """Look a code up in its code system: display, designations and properties.
+
+        ``display_language`` picks the display in that language (for SNOMED CT, the
+        preferred term of its dialect, e.g. ``en-GB``) when the code system has one."""
         found = self.terminology.require_codesystem(system, version)
         own = getattr(found, "lookup", None)
         if own is not None:
-            return own(code, properties=properties)
-        return lookup(found, code, properties=properties)
+            return own(code, properties=properties, display_language=display_language)
+        result = lookup(found, code, properties=properties)
+        if display_language:
+            for d in found.concepts[result.code].designations if result.code in found else ():
+                lang = str(d.get("language", ""))
+                if lang in (display_language, display_language.split("-")[0]) and d.get("value"):
+                    return dataclasses.replace(result, display=d["value"])
+        return result
 
     def subsumes(self, system: str, code_a: str, code_b: str, *, version: str | None = None) -> str:
         """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""

@@ -26,7 +26,13 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         version = inputs.get("version") or coding.get("version")
     if not system or not code:
         raise RequiredError("$lookup needs both a system and a code")
-    found = wb.lookup(system, code, version=version, properties=inputs.get("property"))
+    found = wb.lookup(
+        system,
+        code,
+        version=version,
+        properties=inputs.get("property"),
+        display_language=inputs.get("displayLanguage"),
+    )
     return {
         "name": found.name,
         "version": found.version,
@@ -40,5 +46,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
 
 
 OPERATION = Operation(
-    DEFINITION, run, frozenset({"code", "system", "version", "coding", "property"})
+    DEFINITION,
+    run,
+    frozenset({"code", "system", "version", "coding", "property", "displayLanguage"}),
 )

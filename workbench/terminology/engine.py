@@ -292,9 +292,10 @@ class Terminology:
         own version is the default version of its system for the includes that pin none.
         """
         opts = options or CheckOptions(abstract=abstract)
-        opts = dataclasses.replace(
-            opts, check_versions={**policy.check}, force_versions={**policy.force}
-        )
+        if policy.check or policy.force or opts.check_versions or opts.force_versions:
+            opts = dataclasses.replace(
+                opts, check_versions={**policy.check}, force_versions={**policy.force}
+            )
 
         def one(parts: Mapping[str, str | None], path: str) -> ValidationResult:
             used = policy

@@ -739,6 +739,8 @@ def _check_concept(
 
 def located(result: ValidationResult, path: str) -> ValidationResult:
     """The result with its issues placed at ``path`` (``Coding``, ``CodeableConcept…``)."""
+    if all(i.path == path for i in result.issues):
+        return result  # already there (a valid code, or a plain code input): no copy to make
     return dataclasses.replace(result, issues=tuple(i.at(path) for i in result.issues))
 
 

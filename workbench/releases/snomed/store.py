@@ -48,6 +48,20 @@ _TABLES = (
 )
 
 
+_CSR = ("parents", "children", "up", "down")
+FILES = (
+    *(f"{name}.arrow" for name in _TABLES),
+    *(f"{name}.npy" for name in _ARRAYS),
+    *(f"{name}{part}.npy" for name in _CSR for part in ("", "_off")),
+)
+
+
+def _mapped(path: Path) -> np.ndarray:
+    """A memory-mapped .npy file as a plain ndarray view (np.memmap's own indexing costs
+    microseconds per call; the view shares the same mapped pages)."""
+    return np.load(path, mmap_mode="r").view(np.ndarray)
+
+
 def is_store(path: Path) -> bool:
     """True when ``path`` holds a complete store of this format."""
     meta = path / "meta.json"
@@ -65,12 +79,15 @@ class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.meta: dict[str, Any] = json.loads((self.path / "meta.json").read_text())
+        missing = [name for name in FILES if not (self.path / name).is_file()]
+        if missing:
+            raise FileNotFoundError(f"the store {self.path} lacks {', '.join(missing)}")
         self.tables: dict[str, pa.Table] = {}
         for name in _TABLES:
             source = pa.memory_map(str(self.path / f"{name}.arrow"), "r")
             self.tables[name] = pa.ipc.open_file(source).read_all()
         self.arrays: dict[str, np.ndarray] = {
-            name: np.load(self.path / f"{name}.npy", mmap_mode="r") for name in _ARRAYS
+            name: _mapped(self.path / f"{name}.npy") for name in _ARRAYS
         }
         self._np: dict[str, np.ndarray] = {}
         self.ids: npt.NDArray[np.int64] = self.column_np("concepts", "id")
@@ -137,8 +154,8 @@ class Store:
 
     def _csr(self, name: str) -> CSR:
         return CSR(
-            np.load(self.path / f"{name}_off.npy", mmap_mode="r"),
-            np.load(self.path / f"{name}.npy", mmap_mode="r"),
+            _mapped(self.path / f"{name}_off.npy"),
+            _mapped(self.path / f"{name}.npy"),
         )
 
     @cached_property
