@@ -59,7 +59,7 @@ def client() -> Iterator[Client]:
             processes=True,
             threads_per_worker=1,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",  # a free port: never clash on 8787
         )
     found = Client(cluster, set_as_default=False)
     pids = list(found.run(os.getpid).values())

@@ -539,9 +539,7 @@ def test_lookup_content(http: httpx.Client) -> None:
     by_name: dict[str, list[dict[str, Any]]] = {}
     for entry in full:
         by_name.setdefault(entry["name"], []).append(entry)
-    assert by_name["name"] == [
-        {"name": "name", "valueString": "Workbench demo: clinic visit types"}
-    ]
+    assert by_name["name"] == [{"name": "name", "valueString": "WorkbenchDemo"}]
     assert by_name["version"] == [{"name": "version", "valueString": "1.0.0"}]
     assert by_name["display"] == [{"name": "display", "valueString": "New patient office visit"}]
     use = {"system": "http://terminology.hl7.org/CodeSystem/designation-usage", "code": "display"}
@@ -565,7 +563,7 @@ def test_lookup_content(http: httpx.Client) -> None:
         [("system", DEMO_CS), ("code", "office-new"), ("property", "duration-minutes")],
     )
     entries = ok_body(selected)["parameter"]
-    assert [e["name"] for e in entries] == ["name", "version", "display", "property"]
+    assert [e["name"] for e in entries] == ["name", "version", "display", "definition", "property"]
     assert entries[-1]["part"] == [
         {"name": "code", "valueCode": "duration-minutes"},
         {"name": "value", "valueInteger": 30},

@@ -580,7 +580,7 @@ def test_validate_in_codesystem(
 def test_lookup(default_wb: Workbench) -> None:
     found = default_wb.lookup(DEMO, "office")
     assert (found.name, found.version, found.code, found.display, found.abstract) == (
-        "Workbench demo: clinic visit types",
+        "WorkbenchDemo",
         "1.0.0",
         "office",
         "Office visit",
@@ -664,9 +664,14 @@ def test_lookup_abstract_and_parameters(default_wb: Workbench) -> None:
     assert params == {
         "resourceType": "Parameters",
         "parameter": [
-            {"name": "name", "valueString": "Workbench demo: clinic visit types"},
+            {"name": "name", "valueString": "WorkbenchDemo"},
             {"name": "version", "valueString": "1.0.0"},
             {"name": "display", "valueString": "Remote visit"},
+            {
+                "name": "definition",
+                "valueString": "Grouping concept for visits conducted at a distance using "
+                "telecommunication. Abstract: not to be used in records.",
+            },
             {
                 "name": "property",
                 "part": [
@@ -716,3 +721,71 @@ def test_unknown_code_raises(default_wb: Workbench, call: Any, message: str) -> 
 )
 def test_subsumes(default_wb: Workbench, a: str, b: str, expected: str) -> None:
     assert default_wb.subsumes(DEMO, a, b) == expected
+
+
+LOOKUP_STATUS = {
+    "resourceType": "CodeSystem",
+    "url": "http://example.org/fhir/CodeSystem/lookup-status",
+    "name": "LookupStatus",
+    "title": "Lookup status (a title, not the name)",
+    "status": "active",
+    "content": "complete",
+    "property": [
+        {"code": "status", "uri": "http://hl7.org/fhir/concept-properties#status", "type": "code"},
+        {"code": "abstract", "type": "boolean"},
+    ],
+    "concept": [
+        {"code": "grp", "property": [{"code": "abstract", "valueBoolean": True}]},
+        {"code": "old", "property": [{"code": "status", "valueCode": "retired"}]},
+        {"code": "plain", "definition": "A plain code"},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("code", "properties", "expected"),
+    [
+        pytest.param(
+            "grp",
+            None,
+            [("abstract", True), ("inactive", False)],
+            id="abstract-defined-property-not-repeated-as-notSelectable",
+        ),
+        pytest.param(
+            "old", None, [("status", "retired"), ("inactive", True)], id="status-and-inactive"
+        ),
+        pytest.param("plain", None, [("inactive", False)], id="plain"),
+        pytest.param("old", ["inactive"], [("inactive", True)], id="selected"),
+    ],
+)
+def test_lookup_properties_and_name(
+    code: str, properties: list[str] | None, expected: list[tuple[str, Any]]
+) -> None:
+    wb = Workbench()
+    wb.load(LOOKUP_STATUS)
+    found = wb.lookup(LOOKUP_STATUS["url"], code, properties=properties)
+    assert found.name == "LookupStatus"  # CodeSystem.name, not its title
+    assert list(found.properties) == expected
+
+
+def test_lookup_not_selectable_from_nesting_role() -> None:
+    """An abstract concept whose code system has no such property gets notSelectable."""
+    wb = Workbench()
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": "http://example.org/fhir/CodeSystem/ns",
+            "content": "complete",
+            "property": [
+                {
+                    "code": "ns",
+                    "uri": "http://hl7.org/fhir/concept-properties#notSelectable",
+                    "type": "boolean",
+                }
+            ],
+            "concept": [{"code": "g", "property": [{"code": "ns", "valueBoolean": True}]}],
+        }
+    )
+    found = wb.lookup("http://example.org/fhir/CodeSystem/ns", "g")
+    assert list(found.properties) == [("ns", True), ("inactive", False)]
+    assert found.name == "http://example.org/fhir/CodeSystem/ns"

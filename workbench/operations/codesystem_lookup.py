@@ -37,6 +37,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         "name": found.name,
         "version": found.version,
         "display": found.display if found.display is not None else found.code,
+        "definition": found.definition,
         "designation": [
             {"language": d.get("language"), "use": d.get("use"), "value": d.get("value")}
             for d in found.designations
