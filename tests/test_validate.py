@@ -130,7 +130,7 @@ CASES = [
         {"code": "group", "system": DEMO},
         (False, "inactive", "Group visit", "group", DEMO, "1.0.0"),
         f"The code {ONE}group is inactive, and the value set {VS}active excludes inactive codes",
-        (("error", "code-comment"),),
+        (("error", "not-in-vs"),),
         id="inactive-excluded",
     ),
     pytest.param(

@@ -519,7 +519,16 @@ def _non_member(
     display: str | None,
 ) -> ValidationResult:
     """The failure for a code of a known system that is not in the value set."""
-    result = failure(reason, text, code=code, system=system, version=cs.version, display=display)
+    result = failure(
+        reason,
+        text,
+        code=code,
+        system=system,
+        version=cs.version,
+        display=display,
+        tx="not-in-vs" if reason == "inactive" else None,
+        element="code",
+    )
     if reason == "inactive":
         concept = cs.get(code)
         status = concept.status if concept is not None and concept.status else "inactive"
