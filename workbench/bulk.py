@@ -154,7 +154,12 @@ class Checker:
         cs = self.resolve(system, None)
         vs = self.valueset
         if cs is not None and cs.case_sensitive and self.members is not None:
-            outside = self._member_index(system).get_indexer(pd.Index(codes[rest])) < 0
+            members = self._member_index(system)
+            if len(members) == len(index):
+                # every member of this system is plainly valid, so no other code is a member
+                outside = np.ones(len(rest), dtype=bool)
+            else:
+                outside = members.get_indexer(pd.Index(codes[rest])) < 0
             chosen = rest[outside]
             context = f"the value set {vs.canonical}"
             reasons, messages, displays = non_members(
