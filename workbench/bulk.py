@@ -154,7 +154,12 @@ class Checker:
         cs = self.resolve(system, None)
         vs = self.valueset
         if cs is not None and cs.case_sensitive and self.members is not None:
-            outside = self._member_index(system).get_indexer(pd.Index(codes[rest])) < 0
+            members = self._member_index(system)
+            if len(members) == len(index):
+                # every member of this system is plainly valid, so no other code is a member
+                outside = np.ones(len(rest), dtype=bool)
+            else:
+                outside = members.get_indexer(pd.Index(codes[rest])) < 0
             chosen = rest[outside]
             context = f"the value set {vs.canonical}"
             reasons, messages, displays = non_members(
@@ -240,6 +245,14 @@ def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, 
     """Members whose validation is plainly valid: a known, active concept (not abstract unless
     allowed). Their display is the value set's display, else the concept's."""
     fast: dict[tuple[str, str], str | None] = {}
+    if compiled.includes and all(_from_a_release(c) for c in compiled.includes):
+        # every member comes from a release store's own concepts (no listed codes, no
+        # imports, no value-set displays): its expansion entry already says it all
+        return {
+            key: e.display
+            for key, e in compiled.member_index().items()
+            if not e.inactive and (abstract or not e.abstract)
+        }
     for key in compiled.member_index():
         match = compiled.contains(*key)
         concept = match.concept
@@ -247,6 +260,16 @@ def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, 
             continue
         fast[key] = match.display or concept.display
     return fast
+
+
+def _from_a_release(clause: Any) -> bool:
+    """An include whose members are exactly a release provider's filtered concepts."""
+    return (
+        clause.cs is not None
+        and getattr(clause.cs, "filter_entries", None) is not None
+        and not clause.concepts
+        and not clause.imports
+    )
 
 
 def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
