@@ -26,7 +26,7 @@ from workbench.errors import (
     UnsupportedFilterError,
     WorkbenchError,
 )
-from workbench.releases.snomed import scg
+from workbench.releases.snomed import ecl, scg
 from workbench.releases.snomed.ecl_eval import DIALECTS, Evaluator, Mask
 from workbench.releases.snomed.store import SCT, Store
 from workbench.terminology.lookup import LookupResult, TypedValue
@@ -559,6 +559,25 @@ class SnomedCT:
                 self._check_mrcm(attribute, focus_rows, group_index > 0, problems)
                 if isinstance(attribute.value, scg.Expression):
                     self._check(attribute.value, problems)
+            if group_index > 0:
+                self._check_in_group_cardinality(group, problems)
+
+    def _check_in_group_cardinality(
+        self, group: tuple[scg.Attribute, ...], problems: list[str]
+    ) -> None:
+        """Each attribute at most as often in one group as its MRCM in-group cardinality
+        (``0..1`` for most) allows."""
+        counts: dict[int, int] = {}
+        for attribute in group:
+            counts[attribute.name] = counts.get(attribute.name, 0) + 1
+        for name, count in counts.items():
+            limits = self.mrcm_in_group.get(name)
+            if limits and all(high is not None and count > high for high in limits):
+                label = f"{name} |{self.display(self.row(str(name)))}|"
+                problems.append(
+                    f"The attribute {label} appears {count} times in one group; its MRCM "
+                    f"in-group cardinality allows at most {max(h for h in limits if h is not None)}"
+                )
 
     def _check_mrcm(
         self, attribute: scg.Attribute, focus_rows: list[int], grouped: bool, problems: list[str]
@@ -570,6 +589,8 @@ class SnomedCT:
             if self.mrcm_domains:
                 problems.append(f"The attribute {label} has no MRCM domain rule in this release")
             return
+        if not any(self.row(str(d)) >= 0 for d in domains):
+            return  # the release lacks the domain's concepts: it cannot judge
         closure = self.store.closure
         allowed = False
         for domain in domains:
@@ -601,6 +622,9 @@ class SnomedCT:
         checked = []
         for constraint in ranges:
             try:
+                named = ecl.concept_ids(ecl.parse(constraint))
+                if any(self.row(str(c)) < 0 for c in named):
+                    continue  # the release lacks the range's concepts: it cannot judge
                 mask = self.evaluate(constraint)
             except WorkbenchError:  # a concrete-domain range such as dec(>#0..)
                 continue
@@ -622,6 +646,21 @@ class SnomedCT:
             table.get("referencedComponentId", []), table.get("domainId", []), strict=True
         ):
             found.setdefault(int(attribute), []).append(int(domain))
+        return found
+
+    @cached_property
+    def mrcm_in_group(self) -> dict[int, list[int | None]]:
+        """Attribute id -> the maximum of each MRCM domain row's in-group cardinality
+        (None for ``*``)."""
+        table = self.store.tables["mrcm_domain"].to_pydict()
+        found: dict[int, list[int | None]] = {}
+        for attribute, cardinality in zip(
+            table.get("referencedComponentId", []),
+            table.get("attributeInGroupCardinality", []),
+            strict=True,
+        ):
+            high = str(cardinality).partition("..")[2].strip()
+            found.setdefault(int(attribute), []).append(int(high) if high.isdigit() else None)
         return found
 
     @cached_property
