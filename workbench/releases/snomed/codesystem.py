@@ -130,7 +130,7 @@ class SnomedCT:
         """The preferred term of a concept, in a language or dialect when asked
         (``en-GB``, ``en-US``, ``es`` …); the release's default preferred term otherwise."""
         if language:
-            term = self._preferred_in(row, language)
+            term = self.preferred_in(row, language)
             if term is not None:
                 return term
         try:
@@ -141,7 +141,9 @@ class SnomedCT:
             self._displays[row] = shown
             return shown
 
-    def _preferred_in(self, row: int, language: str) -> str | None:
+    def preferred_in(self, row: int, language: str) -> str | None:
+        """The preferred synonym of a concept in a dialect (``en-GB``: the GB language
+        refset) or language (``es``: a preferred term whose language is es), or None."""
         tag = language.split(",")[0].split(";")[0].strip().lower()
         refset = DIALECTS.get(tag)
         descriptions = self.store.descriptions(row)
