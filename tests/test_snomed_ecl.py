@@ -146,6 +146,11 @@ def test_malformed_ecl_says_where(text: str, where: str) -> None:
         ),
         ("322236009 : 1142135004 = #500", (322236009,), [(1142135004, 500.0)]),
         (
+            "64572001 : 363698007 = 80891009, { 116676008 = 55641003 } { 363698007 = 39607008 }",
+            (64572001,),
+            [(363698007, 80891009), (116676008, 55641003), (363698007, 39607008)],
+        ),
+        (
             '322236009 : 1142135004 = "x", 1142135004 = true',
             (322236009,),
             [(1142135004, "x"), (1142135004, True)],
@@ -177,6 +182,7 @@ def test_nested_expression_values() -> None:
         ("64572001 :", "the end of the text"),
         ("64572001 : 363698007 80891009", "line 1, column 22"),
         ("12", "line 1, column 1"),
+        ("64572001 : { 363698007 = 80891009 }, 116676008 = 55641003", "comes after an attribute"),
     ],
 )
 def test_malformed_expressions_say_where(text: str, where: str) -> None:
@@ -192,6 +198,11 @@ def test_malformed_expressions_say_where(text: str, where: str) -> None:
         ("64572001 : { 363698007 = 80891009, 116676008 = 55641003 }", None),
         ("322236009 : 1142135004 = #250", None),
         ("322236009 : 1142135004 = #0", "outside its MRCM range dec(>#0..)"),
+        (
+            "64572001 : { 363698007 = 80891009, 363698007 = 39607008 }",
+            "appears 2 times in one group; its MRCM in-group cardinality allows at most 1",
+        ),
+        ("64572001 : { 363698007 = 80891009 }, { 363698007 = 39607008 }", None),
         ('322236009 : 1142135004 = "ten"', "outside its MRCM range dec(>#0..)"),
         ("64572001 : 363698007 = 322236009", "outside its MRCM range << 123037004"),
         ("322236009 : 363698007 = 80891009", "not allowed on the focus concept(s) 322236009"),

@@ -389,3 +389,14 @@ def test_lookup_display_language_on_a_fhir_code_system() -> None:
     assert bench.lookup("http://example.org/colours", "red", display_language="fr").display == (
         "Red"
     )
+
+
+def test_an_inactive_description_as_display_is_valid_with_a_warning(wb: Workbench) -> None:
+    found = wb.validate_in_codesystem(SCT, "4147007", display="Tumour mass")
+    assert found.result
+    assert "'Tumour mass' for http://snomed.info/sct#4147007 is no longer current" in str(
+        found.message
+    )
+    assert [i.code for i in found.issues] == ["display-comment"]
+    wrong = wb.validate_in_codesystem(SCT, "4147007", display="Tumor")
+    assert not wrong.result and wrong.reason == "invalid-display"

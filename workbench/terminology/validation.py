@@ -736,7 +736,14 @@ def _check_concept(
         return dataclasses.replace(result, normalized_code=normalized)
     issues: list[Issue] = []
     problem = None if opts.membership_only else display_problem(display, concept, override)
-    if problem is not None:
+    retired = getattr(concept, "retired_displays", None)  # a release's inactive terms
+    if problem is not None and retired is not None and display in retired():
+        text = (
+            f"The display '{display}' for {_fmt(system, real_code)} is no longer current "
+            f"(an inactive description); the current one is '{problem[1]}'"
+        )
+        issues.append(Issue("warning", "display-comment", text, "invalid-display", "display"))
+    elif problem is not None:
         text = f"Wrong display '{display}' for {_fmt(system, real_code)}. {problem[0]}"
         severity = "warning" if opts.lenient_display else "error"
         issues.append(Issue(severity, "invalid-display", text, "invalid-display", "display"))

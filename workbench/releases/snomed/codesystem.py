@@ -26,7 +26,7 @@ from workbench.errors import (
     UnsupportedFilterError,
     WorkbenchError,
 )
-from workbench.releases.snomed import scg
+from workbench.releases.snomed import ecl, scg
 from workbench.releases.snomed.ecl_eval import DIALECTS, Evaluator, Mask
 from workbench.releases.snomed.store import SCT, Store
 from workbench.terminology.lookup import LookupResult, TypedValue
@@ -130,7 +130,7 @@ class SnomedCT:
         """The preferred term of a concept, in a language or dialect when asked
         (``en-GB``, ``en-US``, ``es`` …); the release's default preferred term otherwise."""
         if language:
-            term = self._preferred_in(row, language)
+            term = self.preferred_in(row, language)
             if term is not None:
                 return term
         try:
@@ -141,7 +141,9 @@ class SnomedCT:
             self._displays[row] = shown
             return shown
 
-    def _preferred_in(self, row: int, language: str) -> str | None:
+    def preferred_in(self, row: int, language: str) -> str | None:
+        """The preferred synonym of a concept in a dialect (``en-GB``: the GB language
+        refset) or language (``es``: a preferred term whose language is es), or None."""
         tag = language.split(",")[0].split(";")[0].strip().lower()
         refset = DIALECTS.get(tag)
         descriptions = self.store.descriptions(row)
@@ -559,6 +561,25 @@ class SnomedCT:
                 self._check_mrcm(attribute, focus_rows, group_index > 0, problems)
                 if isinstance(attribute.value, scg.Expression):
                     self._check(attribute.value, problems)
+            if group_index > 0:
+                self._check_in_group_cardinality(group, problems)
+
+    def _check_in_group_cardinality(
+        self, group: tuple[scg.Attribute, ...], problems: list[str]
+    ) -> None:
+        """Each attribute at most as often in one group as its MRCM in-group cardinality
+        (``0..1`` for most) allows."""
+        counts: dict[int, int] = {}
+        for attribute in group:
+            counts[attribute.name] = counts.get(attribute.name, 0) + 1
+        for name, count in counts.items():
+            limits = self.mrcm_in_group.get(name)
+            if limits and all(high is not None and count > high for high in limits):
+                label = f"{name} |{self.display(self.row(str(name)))}|"
+                problems.append(
+                    f"The attribute {label} appears {count} times in one group; its MRCM "
+                    f"in-group cardinality allows at most {max(h for h in limits if h is not None)}"
+                )
 
     def _check_mrcm(
         self, attribute: scg.Attribute, focus_rows: list[int], grouped: bool, problems: list[str]
@@ -570,6 +591,8 @@ class SnomedCT:
             if self.mrcm_domains:
                 problems.append(f"The attribute {label} has no MRCM domain rule in this release")
             return
+        if not any(self.row(str(d)) >= 0 for d in domains):
+            return  # the release lacks the domain's concepts: it cannot judge
         closure = self.store.closure
         allowed = False
         for domain in domains:
@@ -601,6 +624,9 @@ class SnomedCT:
         checked = []
         for constraint in ranges:
             try:
+                named = ecl.concept_ids(ecl.parse(constraint))
+                if any(self.row(str(c)) < 0 for c in named):
+                    continue  # the release lacks the range's concepts: it cannot judge
                 mask = self.evaluate(constraint)
             except WorkbenchError:  # a concrete-domain range such as dec(>#0..)
                 continue
@@ -622,6 +648,21 @@ class SnomedCT:
             table.get("referencedComponentId", []), table.get("domainId", []), strict=True
         ):
             found.setdefault(int(attribute), []).append(int(domain))
+        return found
+
+    @cached_property
+    def mrcm_in_group(self) -> dict[int, list[int | None]]:
+        """Attribute id -> the maximum of each MRCM domain row's in-group cardinality
+        (None for ``*``)."""
+        table = self.store.tables["mrcm_domain"].to_pydict()
+        found: dict[int, list[int | None]] = {}
+        for attribute, cardinality in zip(
+            table.get("referencedComponentId", []),
+            table.get("attributeInGroupCardinality", []),
+            strict=True,
+        ):
+            high = str(cardinality).partition("..")[2].strip()
+            found.setdefault(int(attribute), []).append(int(high) if high.isdigit() else None)
         return found
 
     @cached_property

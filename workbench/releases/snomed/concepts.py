@@ -32,6 +32,19 @@ class SnomedConcept(Concept):
             self.designations = self.source.designations(self.order)
             self.loaded = True
 
+    def retired_displays(self) -> list[str]:
+        """The terms of the concept's inactive descriptions (valid, with a warning)."""
+        if self.source is None:
+            return []
+        table = self.source.store.descriptions(self.order)
+        return [
+            str(t)
+            for t, a in zip(
+                table.column("term").to_pylist(), table.column("active").to_pylist(), strict=True
+            )
+            if not a
+        ]
+
     def displays(self) -> list[str]:
         """The display and every active description: all texts valid as a display."""
         self.load()

@@ -209,6 +209,20 @@ class Refined:
     refinement: Any
 
 
+def concept_ids(node: Any) -> set[int]:
+    """Every concept id a parsed constraint names (focus concepts, attributes, values)."""
+    if isinstance(node, Concept):
+        return {node.id}
+    found: set[int] = set()
+    if isinstance(node, tuple):
+        for item in node:
+            found |= concept_ids(item)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:
+            found |= concept_ids(getattr(node, name))
+    return found
+
+
 # --- parsing -------------------------------------------------------------------------
 
 

@@ -257,7 +257,7 @@ class SnomedProvider:
     def display_in(self, code: str, language: str) -> str | None:
         """A concept's preferred term in a language or dialect (``en-GB``), if it has one."""
         row = self.sct.row(code)
-        return self.sct._preferred_in(row, language) if row >= 0 else None
+        return self.sct.preferred_in(row, language) if row >= 0 else None
 
     def concepts_frame(self) -> pd.DataFrame:
         """Every concept, from the store's columns."""
