@@ -182,6 +182,7 @@ class Workbench:
         active_only: bool = False,
         include_designations: bool = False,
         display_language: str | None = None,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> Expansion:
         """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
 
@@ -189,9 +190,10 @@ class Workbench:
         page the result (``.frame`` and ``.to_fhir()`` show the page; ``total`` counts all).
         Raises ValueSetNotFoundError, CodeSystemNotFoundError, IncompleteCodeSystemError,
         ImportCycleError or UnsupportedFilterError; ``.to_fhir()`` raises TooCostlyError for
-        an unpaged expansion over the size limit.
+        an unpaged expansion over the size limit. ``tx_resources`` are CodeSystems and
+        ValueSets used for this call only, before the stored ones (``tx-resource``).
         """
-        return self.terminology.expand(
+        return self.engine(tx_resources).expand(
             valueset,
             version=version,
             filter=filter,
@@ -201,6 +203,13 @@ class Workbench:
             include_designations=include_designations,
             display_language=display_language,
         )
+
+    def engine(self, tx_resources: Sequence[Mapping[str, Any]] | None = None) -> Terminology:
+        """The terminology engine, or a view of it that sees ``tx_resources`` first (used for
+        one call: nothing is stored, nothing leaks into other calls)."""
+        if not tx_resources:
+            return self.terminology
+        return self.terminology.with_resources(tx_resources)
 
     def validate_code(
         self,
@@ -222,6 +231,7 @@ class Workbench:
         lenient_display: bool = False,
         membership_only: bool = False,
         active_only: bool = False,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> ValidationResult:
         """Validate a code (or a Coding, or a CodeableConcept) against a value set.
 
@@ -235,7 +245,8 @@ class Workbench:
         version may be a pattern such as ``1.x``); ``default_valueset_version`` takes
         ``"url|version"`` for value sets imported without a version. ``lenient_display``
         makes a wrong display a warning, ``membership_only`` checks membership alone, and
-        ``active_only`` refuses inactive codes.
+        ``active_only`` refuses inactive codes. ``tx_resources`` are CodeSystems and ValueSets
+        used for this call only, before the stored ones (``tx-resource``).
 
         >>> wb = Workbench()
         >>> _ = wb.load([{"resourceType": "CodeSystem", "url": "http://x", "version": v,
@@ -255,7 +266,7 @@ class Workbench:
             raise InvalidRequestError(
                 "Give something to validate: code, coding or codeable_concept"
             )
-        return self.terminology.validate_code(
+        return self.engine(tx_resources).validate_code(
             target,
             valueset_version=valueset_version,
             code=code,
@@ -286,10 +297,11 @@ class Workbench:
         version: str | None = None,
         display: str | None = None,
         abstract: bool = True,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> ValidationResult:
         """Validate a code against a whole code system (abstract codes are valid unless
         ``abstract=False``)."""
-        return self.terminology.validate_in_codesystem(
+        return self.engine(tx_resources).validate_in_codesystem(
             system, code=code, version=version, display=display, abstract=abstract
         )
 
@@ -301,12 +313,13 @@ class Workbench:
         version: str | None = None,
         properties: Sequence[str] | None = None,
         display_language: str | None = None,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> LookupResult:
         """Look a code up in its code system: display, designations and properties.
 
         ``display_language`` picks the display in that language (for SNOMED CT, the
         preferred term of its dialect, e.g. ``en-GB``) when the code system has one."""
-        found = self.terminology.require_codesystem(system, version)
+        found = self.engine(tx_resources).require_codesystem(system, version)
         own = getattr(found, "lookup", None)
         if own is not None:
             return own(code, properties=properties, display_language=display_language)

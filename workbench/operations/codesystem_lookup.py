@@ -32,6 +32,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         version=version,
         properties=inputs.get("property"),
         display_language=inputs.get("displayLanguage"),
+        tx_resources=inputs.get("tx-resource"),
     )
     return {
         "name": found.name,
@@ -49,5 +50,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
 OPERATION = Operation(
     DEFINITION,
     run,
-    frozenset({"code", "system", "version", "coding", "property", "displayLanguage"}),
+    frozenset(
+        {"code", "system", "version", "coding", "property", "displayLanguage", "tx-resource"}
+    ),
 )

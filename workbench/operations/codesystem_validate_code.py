@@ -34,13 +34,15 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
     given = one_of(inputs, ("code", "coding", "codeableConcept"), "validate")
     version, abstract = inputs.get("version"), inputs.get("abstract", True)
 
+    extra = inputs.get("tx-resource")
+
     def check(code: Any, display: Any, system: Any = None) -> ValidationResult:
         if system is not None and system != url:
             return wb.validate_in_codesystem(
-                str(system), str(code), display=display, abstract=abstract
+                str(system), str(code), display=display, abstract=abstract, tx_resources=extra
             )
         return wb.validate_in_codesystem(
-            str(url), code, version=version, display=display, abstract=abstract
+            str(url), code, version=version, display=display, abstract=abstract, tx_resources=extra
         )
 
     if given == "code":
@@ -63,5 +65,16 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
 OPERATION = Operation(
     DEFINITION,
     run,
-    frozenset({"url", "code", "version", "display", "coding", "codeableConcept", "abstract"}),
+    frozenset(
+        {
+            "url",
+            "code",
+            "version",
+            "display",
+            "coding",
+            "codeableConcept",
+            "abstract",
+            "tx-resource",
+        }
+    ),
 )

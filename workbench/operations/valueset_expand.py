@@ -31,6 +31,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         active_only=inputs.get("activeOnly", False),
         include_designations=inputs.get("includeDesignations", False),
         display_language=inputs.get("displayLanguage"),
+        tx_resources=inputs.get("tx-resource"),
     )
     return {"return": expansion.to_valueset()}
 
@@ -51,6 +52,7 @@ OPERATION = Operation(
             "displayLanguage",
             "excludeNested",
             "excludePostCoordinated",
+            "tx-resource",
         }
     ),
     blocking=True,

@@ -27,6 +27,7 @@ def strictness(inputs: Inputs) -> dict[str, Any]:
         "lenient_display": inputs.get("lenient-display-validation", False),
         "membership_only": inputs.get("valueset-membership-only", False),
         "active_only": inputs.get("activeOnly", False),
+        "tx_resources": inputs.get("tx-resource"),
     }
 
 
@@ -87,6 +88,7 @@ OPERATION = Operation(
             "check-system-version",
             "force-system-version",
             "default-valueset-version",
+            "tx-resource",
         }
     ),
 )

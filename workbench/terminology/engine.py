@@ -11,14 +11,17 @@ import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from workbench import loading
 from workbench.errors import (
     CodeSystemNotFoundError,
     DuplicateCanonicalError,
     ImportCycleError,
     InvalidRequestError,
+    InvalidResourceError,
+    LoadError,
     ValueSetNotFoundError,
 )
-from workbench.registry import Change, Registry
+from workbench.registry import Change, OverlayRegistry, Registry
 from workbench.resources import Resource, canonical_of, split_canonical
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
@@ -42,14 +45,55 @@ T = TypeVar("T")
 class Terminology:
     """Expansion, validation, lookup and subsumption over the resources of a Registry."""
 
-    def __init__(self, registry: Registry, *, max_expansion: int = DEFAULT_MAX_EXPANSION) -> None:
+    def __init__(
+        self,
+        registry: Registry | OverlayRegistry,
+        *,
+        max_expansion: int = DEFAULT_MAX_EXPANSION,
+        parent: Terminology | None = None,
+    ) -> None:
         self.registry = registry
         self.max_expansion = max_expansion
         self._lock = threading.RLock()
         self._cs_cache: dict[int, tuple[Resource, CodeSystemIndex]] = {}
         self._vs_cache: dict[tuple[str, str | None], CompiledValueSet] = {}
         self._providers: dict[str, list[Any]] = {}
+        self._parent = parent
+        if parent is not None:
+            self._providers = parent._providers
         registry.subscribe(self._on_change)
+
+    def with_resources(self, resources: Sequence[Mapping[str, Any]]) -> Terminology:
+        """A view of this engine that sees ``resources`` (CodeSystems, ValueSets and
+        supplements passed with one request, ``tx-resource``) before the stored ones.
+
+        Nothing is stored and nothing is cached beyond the view, so concurrent requests
+        never see each other's resources. Raises InvalidRequestError for anything that is
+        not a well-formed CodeSystem or ValueSet with a url.
+        """
+        own = Registry()
+        checked: list[Resource] = []
+        for i, resource in enumerate(resources):
+            if not isinstance(resource, Mapping):
+                raise InvalidRequestError(f"tx-resource {i + 1} is not a resource")
+            rtype = resource.get("resourceType")
+            if rtype not in ("CodeSystem", "ValueSet"):
+                raise InvalidRequestError(
+                    f"tx-resource {i + 1} must be a CodeSystem or a ValueSet, not {rtype!r}"
+                )
+            if not isinstance(resource.get("url"), str) or not resource["url"]:
+                raise InvalidRequestError(
+                    f"tx-resource {i + 1} ({rtype}) needs a url, so that it can be referred to"
+                )
+            checked.append(dict(resource))
+        try:
+            found, _ = loading.read_source(checked, progress=False)
+        except (LoadError, InvalidResourceError) as exc:
+            raise InvalidRequestError(f"A tx-resource is not valid: {exc.text}") from exc
+        own.add_many(found)
+        return Terminology(
+            OverlayRegistry(own, self.registry), max_expansion=self.max_expansion, parent=self
+        )
 
     # --- code systems from release files ------------------------------------------------
 
@@ -102,6 +146,8 @@ class Terminology:
 
     def index_of(self, resource: Resource) -> CodeSystemIndex:
         """Return the (cached) index of a CodeSystem resource."""
+        if self._parent is not None and not self._owns(resource):
+            return self._parent.index_of(resource)  # a stored one: the shared cache
         cached = self._cs_cache.get(id(resource))
         if cached is not None and cached[0] is resource:
             return cached[1]
@@ -109,6 +155,11 @@ class Terminology:
         with self._lock:
             self._cs_cache[id(resource)] = (resource, index)
         return index
+
+    def _owns(self, resource: Resource) -> bool:
+        """True when ``resource`` came with this view's request (tx-resource)."""
+        own = self.registry.top if isinstance(self.registry, OverlayRegistry) else None
+        return own is not None and any(r is resource for r in own.all("CodeSystem"))
 
     def require_codesystem(self, url: str | None, version: str | None = None) -> CodeSystemIndex:
         """Return a code system's index or raise CodeSystemNotFoundError."""
@@ -192,6 +243,11 @@ class Terminology:
                 cs = self.codesystem(str(system), wanted)
             imports = []
             for url, version in import_refs(raw):
+                if url.startswith("#"):
+                    imported = self._compile(contained(resource, url), stack, policy)
+                    deps.update(imported.dependencies)
+                    imports.append(imported)
+                    continue
                 deps.add(("ValueSet", url))
                 version = version or policy.valueset_defaults.get(url)
                 imported = self._compile(self.valueset_resource(url, version), stack, policy)
@@ -353,6 +409,19 @@ class Terminology:
                 version=version,
             )
         return validate_in_codesystem(found, code=code, display=display, abstract=abstract)
+
+
+def contained(resource: Resource, reference: str) -> Resource:
+    """The ValueSet a ``#id`` reference names among ``resource.contained``."""
+    for inner in resource.get("contained", ()) or ():
+        if isinstance(inner, Mapping) and inner.get("id") == reference[1:]:
+            if inner.get("resourceType") != "ValueSet":
+                raise InvalidRequestError(f"The contained resource {reference} is not a ValueSet")
+            found = dict(inner)
+            found.setdefault("url", f"{canonical_of(resource) or 'inline'}{reference}")
+            return found
+    where = canonical_of(resource) or "the value set"
+    raise ValueSetNotFoundError(f"{reference} (no contained ValueSet with that id in {where})")
 
 
 def _text_match(entry: Entry, words: list[str]) -> bool:
