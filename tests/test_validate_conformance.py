@@ -23,7 +23,7 @@ import pytest
 from http_support import TOKEN, assert_outcome, client, params
 
 from workbench import Workbench
-from workbench.errors import InvalidRequestError
+from workbench.errors import IncompleteCodeSystemError, InvalidRequestError
 
 S = "http://example.org/fhir/CodeSystem/versions"
 OTHER = "http://example.org/fhir/CodeSystem/other"
@@ -574,3 +574,142 @@ def test_version_parameters_repeat_per_system(vwb: Workbench) -> None:
         system_version=[f"{S}|1.0.0", f"{OTHER}|1"],
     )
     assert (result.result, result.version) == (True, "1.0.0")
+
+
+# --- code system content kinds (point 8) --------------------------------------------------
+
+KINDS = "http://example.org/fhir/CodeSystem/kind-"
+
+
+def kind_codesystem(name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "resourceType": "CodeSystem",
+        "id": f"kind-{name}",
+        "url": KINDS + name,
+        "version": "1",
+        "status": "active",
+        "content": "complete",
+        "concept": [{"code": "a", "display": "A"}],
+        **extra,
+    }
+
+
+def whole(name: str) -> dict[str, Any]:
+    return {"resourceType": "ValueSet", "compose": {"include": [{"system": KINDS + name}]}}
+
+
+@pytest.fixture(scope="module")
+def kinds_wb() -> Workbench:
+    wb = Workbench()
+    wb.load(
+        [
+            kind_codesystem("fragment", content="fragment"),
+            kind_codesystem("example", content="example"),
+            kind_codesystem("not-present", content="not-present", concept=[]),
+            kind_codesystem("version-needed", versionNeeded=True),
+            kind_codesystem("compositional", compositional=True),
+        ]
+    )
+    return wb
+
+
+@pytest.fixture(scope="module")
+def kinds_http(kinds_wb: Workbench) -> Iterator[httpx.Client]:
+    with kinds_wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as session:
+        yield session
+
+
+FRAGMENT_NOTE = (
+    f"Unknown Code 'zz' in the CodeSystem '{KINDS}fragment' version '1' - note that the code "
+    "system is labeled as a fragment, so the code may be valid in some other fragment"
+)
+
+KIND_CASES = [
+    pytest.param("fragment", "a", {}, (True, None, ()), id="fragment-known-code"),
+    pytest.param(
+        "fragment",
+        "zz",
+        {},
+        (True, FRAGMENT_NOTE, (("warning", "invalid-code", "code"),)),
+        id="fragment-unknown-code-is-a-warning",
+    ),
+    pytest.param(
+        "version-needed",
+        "a",
+        {},
+        (
+            False,
+            f"The code system '{KINDS}version-needed' says a version is needed "
+            "(versionNeeded), but the code 'a' was given without one",
+            (("error", "version-error", "version"),),
+        ),
+        id="version-needed-without-version",
+    ),
+    pytest.param("version-needed", "a", {"version": "1"}, (True, None, ()), id="version-given"),
+    pytest.param(
+        "compositional",
+        "a:b=c",
+        {},
+        (
+            False,
+            f"Unknown code 'a:b=c' in the CodeSystem '{KINDS}compositional|1' (the code system "
+            "is compositional, but this server does not know its grammar, so an expression "
+            "cannot be checked)",
+            (("error", "invalid-code", "code"),),
+        ),
+        id="compositional-grammar-unknown",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "code", "extra", "expected"), KIND_CASES)
+def test_content_kinds(
+    kinds_wb: Workbench,
+    kinds_http: httpx.Client,
+    name: str,
+    code: str,
+    extra: dict[str, Any],
+    expected: tuple[Any, ...],
+) -> None:
+    result = kinds_wb.validate_code(valueset=whole(name), code=code, system=KINDS + name, **extra)
+    issues = tuple((i.severity, i.code, i.expression) for i in result.issues)
+    assert (result.result, result.message, issues) == expected
+    entries: list[tuple[str, dict[str, Any]]] = [
+        ("valueSet", {"resource": whole(name)}),
+        ("code", {"valueCode": code}),
+        ("system", {"valueUri": KINDS + name}),
+    ]
+    if "version" in extra:
+        entries.append(("systemVersion", {"valueString": extra["version"]}))
+    answer = kinds_http.post("/ValueSet/$validate-code", json=params(*entries))
+    assert answer.json() == result.to_parameters()
+
+
+@pytest.mark.parametrize("name", ["example", "not-present"])
+def test_example_and_not_present_are_refused(
+    kinds_wb: Workbench, kinds_http: httpx.Client, name: str
+) -> None:
+    text = f"has content '{name}': its codes cannot be used"
+    with pytest.raises(IncompleteCodeSystemError, match=text):
+        kinds_wb.validate_code(valueset=whole(name), code="a", system=KINDS + name)
+    with pytest.raises(IncompleteCodeSystemError, match=text):
+        kinds_wb.expand(whole(name))
+    with pytest.raises(IncompleteCodeSystemError, match=text):
+        kinds_wb.validate_in_codesystem(KINDS + name, "a")
+    body = params(
+        ("valueSet", {"resource": whole(name)}),
+        ("code", {"valueCode": "a"}),
+        ("system", {"valueUri": KINDS + name}),
+    )
+    response = kinds_http.post("/ValueSet/$validate-code", json=body)
+    assert_outcome(response, 422, "not-supported", text)
+    query = {"url": KINDS + name, "code": "a"}
+    assert_outcome(
+        kinds_http.get("/CodeSystem/$validate-code", params=query), 422, "not-supported", text
+    )
+
+
+def test_fragment_is_not_expanded_as_if_complete(kinds_wb: Workbench) -> None:
+    with pytest.raises(IncompleteCodeSystemError, match="has content 'fragment'"):
+        kinds_wb.expand(whole("fragment"))
+    assert kinds_wb.validate_in_codesystem(KINDS + "fragment", "zz").message == FRAGMENT_NOTE

@@ -63,6 +63,7 @@ class MembershipIndex(CodeSystemTable):
         self.inactive_allowed = compiled.inactive_allowed
         self._systems = compiled.systems()
         self._pins = {s: compiled.pinned_version(s) for s in self._systems}
+        self._whole = frozenset(s for s in self._systems if compiled.takes_whole(s))
         self.members: dict[tuple[str, str], Match] = {
             key: compiled.contains(*key) for key in compiled.member_index()
         }
@@ -74,6 +75,10 @@ class MembershipIndex(CodeSystemTable):
     def pinned_version(self, system: str) -> str | None:
         """The version the value set pins for ``system``, if any."""
         return self._pins.get(system)
+
+    def takes_whole(self, system: str) -> bool:
+        """True when the value set includes the whole of ``system``."""
+        return system in self._whole
 
     def contains(self, system: str, code: str) -> Match:
         """Membership from the expansion."""

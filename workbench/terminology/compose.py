@@ -94,6 +94,8 @@ class Clause:
                 elif self.has_filters or self.imports or not self.exclude:
                     raise self._missing()
             else:
+                if not self.concepts and self.cs.content in UNUSABLE_CONTENT:
+                    raise unusable(self.cs)
                 concept = self.cs.get(code)
                 if concept is None:
                     if self.cs.is_complete or code not in self.concepts:
@@ -175,11 +177,8 @@ class Clause:
                 )
             return out
         if self.filters:
-            if cs.content == "not-present":
-                raise IncompleteCodeSystemError(
-                    f"CodeSystem {canonical_of(cs.resource)} has content 'not-present': "
-                    "its codes are not available to filter"
-                )
+            if cs.content in UNUSABLE_CONTENT:
+                raise unusable(cs)
             at_once = getattr(cs, "filter_entries", None)
             if at_once is not None:
                 # a release store expands its own filters column-wise
@@ -192,12 +191,28 @@ class Clause:
                     candidates = f.candidates if candidates is None else candidates & f.candidates
             pool: Iterable[Concept] = cs.in_order(candidates) if candidates is not None else cs
             return [_entry(cs, c, None) for c in pool if all(f.matches(c) for f in self.filters)]
+        if cs.content in UNUSABLE_CONTENT:
+            raise unusable(cs)
         if not cs.is_complete:
             raise IncompleteCodeSystemError(
                 f"CodeSystem {canonical_of(cs.resource)} has content '{cs.content}', but all of "
                 "its codes are needed (the value set includes the whole system)"
             )
         return [_entry(cs, c, None) for c in cs]
+
+
+# Code systems whose content a value set cannot be evaluated against (tx ecosystem:
+# servers SHALL NOT process $expand or $validate-code on them).
+UNUSABLE_CONTENT = ("example", "not-present")
+
+
+def unusable(cs: CodeSystemIndex) -> IncompleteCodeSystemError:
+    """The error for a whole-system include or a filter over an example or not-present code
+    system."""
+    return IncompleteCodeSystemError(
+        f"CodeSystem {canonical_of(cs.resource)} has content '{cs.content}': its codes "
+        "cannot be used to expand a value set or validate a code"
+    )
 
 
 def _entry(
@@ -261,6 +276,13 @@ class CompiledValueSet:
                 if found:
                     return found
         return None
+
+    def takes_whole(self, system: str) -> bool:
+        """True when an include takes the whole of ``system`` (no concept list, no filter)."""
+        return any(
+            c.system == system and not c.concepts and not c.has_filters and not c.imports
+            for c in self.includes
+        )
 
     def contains(self, system: str, code: str) -> Match:
         """Is the code in the value set? With the value set's display override and the

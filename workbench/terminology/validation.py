@@ -36,7 +36,7 @@ import numpy as np
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
-from workbench.terminology.compose import CompiledValueSet
+from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.versions import matches as version_matches
 
 REASONS = (
@@ -373,16 +373,15 @@ def validate_in_valueset(
             )
     try:
         match = vs.contains(system, code)
-    except (CodeSystemNotFoundError, IncompleteCodeSystemError) as exc:
-        missing = getattr(exc, "version", None)
-        label = f"{system}|{missing}" if missing else system
+    except CodeSystemNotFoundError as exc:
+        label = f"{system}|{exc.version}" if exc.version else system
         return failure(
             "unknown-system",
             f"{exc.text}, so the code {_fmt(system, code)} cannot be checked against {where}",
             code=code,
             system=system,
             version=version,
-            unknown=[label] if isinstance(exc, CodeSystemNotFoundError) else (),
+            unknown=[label],
         )
     found, override = match.found, match.display
     if version is not None and forced is None:
@@ -404,9 +403,30 @@ def validate_in_valueset(
         )
     if cs is not None and not found and _is_expression(cs, code):
         return _check_expression(cs, code, where, vs)
+    fragment = cs is not None and cs.content == "fragment"
+    if cs is not None and not found and fragment and vs.takes_whole(system) and not concept:
+        return _unknown_in_fragment(cs, code, system)
     if cs is not None and not found:
         reasons, texts, displays = non_members(where, cs, system, [code], vs.inactive_allowed)
         return _non_member(reasons[0], texts[0], cs, code, system, displays[0])
+    if (
+        cs is not None
+        and (getattr(cs, "resource", None) or {}).get("versionNeeded") is True
+        and version is None
+        and forced is None
+        and pinned is None
+    ):
+        return failure(
+            "version",
+            f"The code system '{system}' says a version is needed (versionNeeded), but the "
+            f"code '{code}' was given without one",
+            code=code,
+            system=system,
+            version=cs.version,
+            display=concept.display if concept is not None else None,
+            tx="version-error",
+            element="version",
+        )
     version = cs.version if cs is not None else version
     checked = opts.check_versions.get(system)
     if checked is not None and version is not None and not version_matches(checked, version):
@@ -510,6 +530,17 @@ def _unknown_version(
     )
 
 
+def _unknown_in_fragment(cs: CodeSystemIndex, code: str, system: str) -> ValidationResult:
+    """A code a fragment does not have: it may be in another fragment, so a warning."""
+    label = f" version '{cs.version}'" if cs.version else ""
+    text = (
+        f"Unknown Code '{code}' in the CodeSystem '{system}'{label} - note that the code system "
+        "is labeled as a fragment, so the code may be valid in some other fragment"
+    )
+    issue = Issue("warning", "invalid-code", text, "unknown-code", "code")
+    return ValidationResult(True, text, None, code, system, cs.version, None, (issue,))
+
+
 def _non_member(
     reason: str,
     text: str,
@@ -557,12 +588,18 @@ def non_members(
     if describe is not None and len(codes) >= 256:
         return _non_members_at_once(describe, where, label, system, codes, inactive_allowed)
     concepts = cs.concepts
+    compositional = (getattr(cs, "resource", None) or {}).get("compositional") is True
     for code in codes:
         concept = concepts.get(code) or (None if cs.case_sensitive else cs.get(code))
         if concept is None:
             text = f"Unknown code '{code}' in the CodeSystem '{label}'"
             if code != code.strip():
                 text += " (the code has leading or trailing whitespace)"
+            if compositional:
+                text += (
+                    " (the code system is compositional, but this server does not know its "
+                    "grammar, so an expression cannot be checked)"
+                )
             reasons.append("unknown-code")
             messages.append(text)
             displays.append(None)
@@ -611,9 +648,13 @@ def validate_in_codesystem(
     """Validate a code against a whole code system (CodeSystem/$validate-code)."""
     if code is None or code == "":
         return failure("missing", "No code was given", code=code, system=cs.url)
+    if cs.content in UNUSABLE_CONTENT:
+        raise unusable(cs)
     if _is_expression(cs, code):
         return _check_expression(cs, code, f"the CodeSystem {cs.url}")
     concept = cs.get(code)
+    if concept is None and cs.content == "fragment":
+        return _unknown_in_fragment(cs, code, cs.url)
     if concept is None:
         label = f"{cs.url}|{cs.version}" if cs.version else cs.url
         return failure(
