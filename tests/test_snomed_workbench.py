@@ -400,3 +400,45 @@ def test_an_inactive_description_as_display_is_valid_with_a_warning(wb: Workbenc
     assert [i.code for i in found.issues] == ["display-comment"]
     wrong = wb.validate_in_codesystem(SCT, "4147007", display="Tumor")
     assert not wrong.result and wrong.reason == "invalid-display"
+
+
+@pytest.mark.parametrize(
+    ("url", "code", "result"),
+    [
+        ("http://example.org/vs/heart", "64572001 : 363698007 = 80891009", True),
+        ("http://example.org/vs/heart", "64572001 : 363698007 = 39607008", False),
+        ("http://example.org/vs/heart", "56265001 : 116676008 = 55641003", True),
+        ("http://example.org/vs/heart", "64572001 : { 363698007 = 80891009 }", True),
+        (ECL_VS, "56265001 : 363698007 = 80891009", True),
+        (ECL_VS, "64572001 : 363698007 = 80891009", False),
+        (f"{SCT}?fhir_vs=ecl/< 64572001", "64572001 : 363698007 = 80891009", True),
+        (f"{SCT}?fhir_vs=ecl/64572001", "64572001 : 363698007 = 80891009", False),
+        (
+            f"{SCT}?fhir_vs=ecl/< 373873005 : 1142135004 < #300",
+            "322236009 : 1142135004 = #250",
+            True,
+        ),
+        (f"{SCT}?fhir_vs=ecl/< 373873005 : 1142135004 < #300", "322236009", False),
+        (
+            f"{SCT}?fhir_vs=ecl/< 404684003 : [0..0] 363698007 = *",
+            "64572001 : 363698007 = 80891009",
+            False,
+        ),
+        (f"{SCT}?fhir_vs=refset/723264001", "64572001 : 363698007 = 80891009", False),
+        (
+            {
+                "resourceType": "ValueSet",
+                "compose": {"include": [{"system": SCT, "concept": [{"code": "64572001"}]}]},
+            },
+            "64572001 : 363698007 = 80891009",
+            True,
+        ),
+    ],
+)
+def test_expressions_in_value_sets(wb: Workbench, url: Any, code: str, result: bool) -> None:
+    found = (
+        wb.validate_code(url, code=code, system=SCT)
+        if isinstance(url, str)
+        else wb.validate_code(valueset=url, code=code, system=SCT)
+    )
+    assert found.result is result, found.message

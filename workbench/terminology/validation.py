@@ -686,13 +686,21 @@ def _check_expression(
     cs: Any, code: str, where: str, vs: CompiledValueSet | None = None
 ) -> ValidationResult:
     """Validate a post-coordinated expression: well-formed (else ExpressionSyntaxError),
-    every concept known and active, the concept model respected; in a value set, every
-    focus concept must be a member."""
+    every concept known and active, the concept model respected; in a value set, the
+    provider decides membership when it can (``expression_member``), else every focus
+    concept must be a member."""
     ok, problems, focus = cs.validate_expression(code)
     if not ok:
         text = f"The expression {code!r} is not valid in {cs.url}: {problems}"
         return failure("unknown-code", text, code=code, system=cs.url, version=cs.version)
     if vs is not None:
+        decide = getattr(cs, "expression_member", None)
+        member = decide(vs, code) if decide is not None else None
+        if member is not None:
+            if not member:
+                text = f"The expression {code!r} is not in {where}"
+                return failure("not-in-vs", text, code=code, system=cs.url, version=cs.version)
+            return ValidationResult(True, None, None, code, cs.url, cs.version)
         outside = [f for f in focus if not vs.contains(cs.url, f).found]
         if outside:
             text = (

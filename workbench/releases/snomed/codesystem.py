@@ -373,8 +373,21 @@ class SnomedCT:
     def filter(self, prop: str, op: str, value: str) -> Mask:
         """The concepts a ValueSet ``compose.include.filter`` selects (FHIR's SNOMED CT
         filters: ``concept is-a / descendent-of / in / =`` (in = refset members),
-        ``constraint =`` ECL, ``expression =`` ECL or an expression's focus concepts,
+        ``constraint =`` ECL, ``expression =`` ECL or an expression's subsumees,
         ``parent``/``child =``, ``inactive =``, ``moduleId =`` and any attribute id ``=``)."""
+        text = self.filter_ecl(prop, op, value)
+        if text is not None:
+            return self.evaluate(text)
+        if prop == "expressions":
+            return np.ones(self.store.n, dtype=bool)
+        if prop == "inactive":
+            return ~self.store.active if value == "true" else np.asarray(self.store.active)
+        modules = self.store.tables["concepts"].column("moduleId").to_numpy()
+        return np.asarray(modules == int(value), dtype=bool) if value.isdigit() else modules < 0
+
+    def filter_ecl(self, prop: str, op: str, value: str) -> str | None:
+        """The ECL a filter stands for (None for ``inactive``, ``moduleId`` and
+        ``expressions``, which are not ECL); UnsupportedFilterError for anything else."""
         if prop in ("concept", "code"):
             ecl_text = {
                 "is-a": f"<< {value}",
@@ -388,42 +401,37 @@ class SnomedCT:
                 raise UnsupportedFilterError(
                     f"Filter '{prop} {op} {value}' on {SCT}: '{op}' is not supported on concept"
                 )
-            return self._checked_ecl(ecl_text)
+            return ecl_text
         if op != "=":
             raise UnsupportedFilterError(
                 f"Filter '{prop} {op} {value}' on {SCT}: only '=' is supported on '{prop}'"
             )
         if prop == "constraint":
-            return self._checked_ecl(value)
+            return value
         if prop == "expression":
             if scg.looks_like_expression(value) and ":" in value:
-                return self._expression_members(value)
-            return self._checked_ecl(value)
+                return self._expression_ecl(value)
+            return value
         if prop == "expressions":
             if value not in ("true", "false"):
                 raise UnsupportedFilterError("The 'expressions' filter takes true or false")
-            return np.ones(self.store.n, dtype=bool)
+            return None
         if prop == "parent":
-            return self._checked_ecl(f"<! {value}")
+            return f"<! {value}"
         if prop == "child":
-            return self._checked_ecl(f">! {value}")
-        if prop == "inactive":
-            return ~self.store.active if value == "true" else np.asarray(self.store.active)
-        if prop == "moduleId":
-            modules = self.store.tables["concepts"].column("moduleId").to_numpy()
-            return np.asarray(modules == int(value), dtype=bool) if value.isdigit() else modules < 0
+            return f">! {value}"
+        if prop in ("inactive", "moduleId"):
+            return None
         if prop.isdigit():
-            return self._checked_ecl(f"* : {prop} = {value}")
+            return f"* : {prop} = {value}"
         raise UnsupportedFilterError(
             f"Filter '{prop} {op} {value}' on {SCT}: the property '{prop}' is not supported "
             "(concept, constraint, expression, expressions, parent, child, inactive, moduleId, "
             "or an attribute id)"
         )
 
-    def _checked_ecl(self, text: str) -> Mask:
-        return self.evaluate(text)
-
-    def _expression_members(self, text: str) -> Mask:
+    def _expression_ecl(self, text: str) -> str:
+        """The ECL of the concepts an expression subsumes."""
         expression = scg.parse(text)
         ecl_text = " AND ".join(f"<< {c}" for c in expression.focus)
         refinements = [f"{a.name} = {_ecl_value(a.value)}" for a in expression.ungrouped]
@@ -433,7 +441,14 @@ class SnomedCT:
         ]
         if refinements:
             ecl_text = f"({ecl_text}) : " + ", ".join(refinements)
-        return self.evaluate(ecl_text)
+        return ecl_text
+
+    def expression_in(self, expression: scg.Expression, constraints: list[str]) -> bool:
+        """Whether a (checked) expression satisfies every one of the ECL constraints."""
+        from workbench.releases.snomed.ecl_expression import Satisfies, virtual
+
+        test = Satisfies(self.evaluate, virtual(self.evaluate, expression))
+        return all(test(ecl.parse(text)) for text in constraints)
 
     @staticmethod
     def implicit_kind(url: str) -> tuple[str, str] | None:

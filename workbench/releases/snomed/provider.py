@@ -51,6 +51,7 @@ class MaskFilter(CodeFilter):
     """A compiled SNOMED CT filter that also keeps its boolean mask over concept rows."""
 
     mask: Any = None
+    ecl: str | None = None
 
 
 class SnomedProvider:
@@ -204,6 +205,7 @@ class SnomedProvider:
     def compile_filter(self, raw: Mapping[str, Any]) -> CodeFilter:
         """A compose filter as a mask test (membership) and its members (expansion)."""
         prop, op, value = (str(raw.get(k, "")) for k in ("property", "op", "value"))
+        text = self.sct.filter_ecl(prop, op, value)
         mask = self.sct.filter(prop, op, value)
         rows = np.flatnonzero(mask)
         members = frozenset(self.sct.store.codes.take(rows).to_pylist())
@@ -214,7 +216,7 @@ class SnomedProvider:
             row = self.sct.row(concept.code)
             return row >= 0 and bool(mask[row])
 
-        return MaskFilter(f"{prop} {op} {value}", matches, members, mask)
+        return MaskFilter(f"{prop} {op} {value}", matches, members, mask, text)
 
     def filter_entries(self, filters: Sequence[CodeFilter]) -> list[Entry] | None:
         """The expansion of an include's filters, built column-wise from the store (None
@@ -287,6 +289,33 @@ class SnomedProvider:
         if checked.ok:
             return True, None, focus
         return False, "; ".join(checked.problems), focus
+
+    def expression_member(self, vs: Any, code: str) -> bool | None:
+        """Whether a (checked) expression is in a compiled value set whose clauses for this
+        system are all ECL-like filters (the expression is taken as a new concept below its
+        focus, with its attributes); None when a clause lists codes or imports value sets
+        (then membership is decided by the focus concepts)."""
+        expression = scg.parse(code)
+
+        def holds(clause: Any) -> bool | None:
+            if clause.system != self.url:
+                return False
+            if clause.concepts or clause.imports:
+                return None
+            texts = [getattr(f, "ecl", None) for f in clause.filters]
+            if any(t is None for t in texts):
+                return None
+            return self.sct.expression_in(expression, [str(t) for t in texts])
+
+        included = [holds(c) for c in vs.includes]
+        if None in included:
+            return None
+        if not any(included):
+            return False
+        excluded = [holds(c) for c in vs.excludes]
+        if None in excluded:
+            return None
+        return not any(excluded)
 
     def inactive_note(self, code: str) -> str:
         """What replaces an inactive concept (empty when nothing does)."""
