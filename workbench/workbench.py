@@ -183,6 +183,13 @@ class Workbench:
         include_designations: bool = False,
         display_language: str | None = None,
         tx_resources: Sequence[Mapping[str, Any]] | None = None,
+        include_definition: bool = False,
+        properties: Sequence[str] | None = None,
+        exclude_nested: bool | None = None,
+        system_version: str | Sequence[str] | None = None,
+        force_system_version: str | Sequence[str] | None = None,
+        check_system_version: str | Sequence[str] | None = None,
+        default_valueset_version: str | Sequence[str] | None = None,
     ) -> Expansion:
         """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
 
@@ -192,6 +199,11 @@ class Workbench:
         ImportCycleError or UnsupportedFilterError; ``.to_fhir()`` raises TooCostlyError for
         an unpaged expansion over the size limit. ``tx_resources`` are CodeSystems and
         ValueSets used for this call only, before the stored ones (``tx-resource``).
+        ``include_definition`` adds each concept's definition, ``properties`` the named
+        concept properties; the version parameters work as in ``validate_code`` (a version
+        that ``check_system_version`` does not allow raises VersionCheckError). Every
+        parameter, assumed defaults included, is echoed in ``expansion.parameter`` with the
+        ``used-codesystem`` and ``used-valueset`` versions.
         """
         return self.engine(tx_resources).expand(
             valueset,
@@ -202,6 +214,15 @@ class Workbench:
             active_only=active_only,
             include_designations=include_designations,
             display_language=display_language,
+            include_definition=include_definition,
+            properties=properties,
+            exclude_nested=exclude_nested,
+            policy=VersionPolicy.from_parameters(
+                system_version=_listed(system_version),
+                force_system_version=_listed(force_system_version),
+                check_system_version=_listed(check_system_version),
+                default_valueset_version=_listed(default_valueset_version),
+            ),
         )
 
     def engine(self, tx_resources: Sequence[Mapping[str, Any]] | None = None) -> Terminology:

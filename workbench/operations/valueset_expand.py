@@ -16,7 +16,8 @@ DEFINITION = load_definition("OperationDefinition-ValueSet-expand.json")
 
 
 def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
-    """Expand; ``count=0`` gives the total only. Contains are always flat (excludeNested)."""
+    """Expand; ``count=0`` gives the total only. Contains are always flat (a hierarchy is
+    not returned, which excludeNested=false allows)."""
     target = target_valueset(inputs, resource)
     offset = inputs.get("offset", 0)
     count = inputs.get("count")
@@ -32,6 +33,13 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         include_designations=inputs.get("includeDesignations", False),
         display_language=inputs.get("displayLanguage"),
         tx_resources=inputs.get("tx-resource"),
+        include_definition=inputs.get("includeDefinition", False),
+        properties=inputs.get("property"),
+        exclude_nested=inputs.get("excludeNested"),
+        system_version=inputs.get("system-version"),
+        check_system_version=inputs.get("check-system-version"),
+        force_system_version=inputs.get("force-system-version"),
+        default_valueset_version=inputs.get("default-valueset-version"),
     )
     return {"return": expansion.to_valueset()}
 
@@ -53,6 +61,12 @@ OPERATION = Operation(
             "excludeNested",
             "excludePostCoordinated",
             "tx-resource",
+            "includeDefinition",
+            "property",
+            "system-version",
+            "check-system-version",
+            "force-system-version",
+            "default-valueset-version",
         }
     ),
     blocking=True,

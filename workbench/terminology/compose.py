@@ -37,6 +37,7 @@ class Entry(NamedTuple):
     abstract: bool
     inactive: bool
     designations: tuple[dict[str, Any], ...] = ()
+    definition: str | None = None
 
 
 class Match(NamedTuple):
@@ -229,6 +230,7 @@ def _entry(
         concept.abstract,
         concept.inactive,
         tuple(concept.designations) + extra,
+        concept.definition,
     )
 
 
@@ -320,6 +322,15 @@ class CompiledValueSet:
                 entries = [e for e in entries if not e.inactive]
             self._entries = entries
         return self._entries
+
+    def imported(self) -> list[CompiledValueSet]:
+        """Every value set this one imports, directly or not, each once."""
+        found: dict[int, CompiledValueSet] = {}
+        for clause in (*self.includes, *self.excludes):
+            for inner in clause.imports:
+                for vs in (inner, *inner.imported()):
+                    found.setdefault(id(vs), vs)
+        return list(found.values())
 
     def member_index(self) -> dict[tuple[str, str], Entry]:
         """Return the expansion as a hash index ``(system, code) -> Entry``."""

@@ -20,6 +20,7 @@ from workbench.errors import (
     InvalidResourceError,
     LoadError,
     ValueSetNotFoundError,
+    VersionCheckError,
 )
 from workbench.registry import Change, OverlayRegistry, Registry
 from workbench.resources import Resource, canonical_of, split_canonical
@@ -38,6 +39,7 @@ from workbench.terminology.validation import (
     validate_in_valueset,
 )
 from workbench.terminology.versions import NO_POLICY, VersionPolicy
+from workbench.terminology.versions import matches as version_matches
 
 T = TypeVar("T")
 
@@ -273,18 +275,34 @@ class Terminology:
         include_designations: bool = False,
         display_language: str | None = None,
         max_size: int | None = None,
+        policy: VersionPolicy = NO_POLICY,
+        include_definition: bool = False,
+        properties: Sequence[str] | None = None,
+        exclude_nested: bool | None = None,
     ) -> Expansion:
         """Expand a value set; see ``Workbench.expand``."""
         if offset < 0:
             raise InvalidRequestError(f"offset must be 0 or more, not {offset}")
         if count is not None and count < 0:
             raise InvalidRequestError(f"count must be 0 or more, not {count}")
-        compiled = self.compiled(valueset, version)
+        compiled = self.compiled(valueset, version, policy)
         entries: Sequence[Entry] = compiled.entries()
-        params: list[tuple[str, Any]] = []
+        params: list[tuple[str, Any]] = [
+            ("activeOnly", active_only),
+            ("includeDesignations", include_designations),
+            ("includeDefinition", include_definition),
+        ]
+        if exclude_nested is not None:
+            params.append(("excludeNested", exclude_nested))
+        for name, given in (
+            ("system-version", policy.defaults),
+            ("check-system-version", policy.check),
+            ("force-system-version", policy.force),
+            ("default-valueset-version", policy.valueset_defaults),
+        ):
+            params += [(name, f"{url}|{v}") for url, v in given.items()]
         if active_only:
             entries = [e for e in entries if not e.inactive]
-            params.append(("activeOnly", True))
         if filter:
             words = filter.casefold().split()
             entries = [e for e in entries if _text_match(e, words)]
@@ -294,10 +312,16 @@ class Terminology:
         if display_language:
             entries = [_in_language(e, display_language) for e in entries]
             params.append(("displayLanguage", display_language))
-        if include_designations:
-            params.append(("includeDesignations", True))
         used = sorted({(e.system, e.version) for e in entries if e.system})
+        for system, checked in policy.check.items():
+            wrong = [v for s, v in used if s == system and v and not version_matches(checked, v)]
+            if wrong:
+                raise VersionCheckError(
+                    f"The version '{wrong[0]}' of the code system '{system}' is not allowed: "
+                    f"required to be '{checked}' by the check-system-version parameter"
+                )
         params += [("used-codesystem", f"{s}|{v}" if v else s) for s, v in used]
+        params += [("used-valueset", vs.canonical) for vs in compiled.imported() if vs.url]
         return Expansion(
             valueset=compiled.resource,
             entries=tuple(entries),
@@ -305,8 +329,35 @@ class Terminology:
             count=count,
             parameters=tuple(params),
             include_designations=include_designations,
+            include_definition=include_definition,
+            properties=self._properties(entries, properties) if properties else {},
             max_size=self.max_expansion if max_size is None else max_size,
         )
+
+    def _properties(
+        self, entries: Sequence[Entry], wanted: Sequence[str]
+    ) -> dict[tuple[str, str], tuple[tuple[str, str, Any], ...]]:
+        """The requested concept properties of each entry: ``(code, value[x] key, value)``."""
+        found: dict[tuple[str, str], tuple[tuple[str, str, Any], ...]] = {}
+        names = set(wanted)
+        for e in entries:
+            cs = self.codesystem(e.system, e.version)
+            concept = cs.get(e.code) if cs is not None else None
+            if concept is None:
+                continue
+            values: list[tuple[str, str, Any]] = []
+            for name in wanted:
+                for value in concept.properties.get(name, ()):
+                    values.append((name, concept.value_keys.get(name, "valueString"), value))
+            if "definition" in names and concept.definition:
+                values.append(("definition", "valueString", concept.definition))
+            if "inactive" in names and "inactive" not in concept.properties:
+                values.append(("inactive", "valueBoolean", concept.inactive))
+            if "parent" in names and "parent" not in concept.properties:
+                values += [("parent", "valueCode", p) for p in concept.parents]
+            if values:
+                found[(e.system, e.code)] = tuple(values)
+        return found
 
     def _from_providers(
         self, entries: Sequence[Entry], designations: bool, language: str | None
