@@ -190,6 +190,7 @@ class Workbench:
         force_system_version: str | Sequence[str] | None = None,
         check_system_version: str | Sequence[str] | None = None,
         default_valueset_version: str | Sequence[str] | None = None,
+        accept_language: str | None = None,
     ) -> Expansion:
         """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
 
@@ -217,6 +218,7 @@ class Workbench:
             include_definition=include_definition,
             properties=properties,
             exclude_nested=exclude_nested,
+            accept_language=accept_language,
             policy=VersionPolicy.from_parameters(
                 system_version=_listed(system_version),
                 force_system_version=_listed(force_system_version),
@@ -253,6 +255,8 @@ class Workbench:
         membership_only: bool = False,
         active_only: bool = False,
         tx_resources: Sequence[Mapping[str, Any]] | None = None,
+        display_language: str | None = None,
+        accept_language: str | None = None,
     ) -> ValidationResult:
         """Validate a code (or a Coding, or a CodeableConcept) against a value set.
 
@@ -268,6 +272,10 @@ class Workbench:
         makes a wrong display a warning, ``membership_only`` checks membership alone, and
         ``active_only`` refuses inactive codes. ``tx_resources`` are CodeSystems and ValueSets
         used for this call only, before the stored ones (``tx-resource``).
+        ``display_language`` (a weighted list such as ``"de, *;q=0"``; else the value set's
+        expansion-parameter extension, ``accept_language``, then ``ValueSet.language``) gives
+        the display in that language and checks a given display against it (see the README's
+        "Languages").
 
         >>> wb = Workbench()
         >>> _ = wb.load([{"resourceType": "CodeSystem", "url": "http://x", "version": v,
@@ -308,6 +316,8 @@ class Workbench:
                 membership_only=membership_only,
                 active_only=active_only,
             ),
+            display_language=display_language,
+            accept_language=accept_language,
         )
 
     def validate_in_codesystem(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError
-from workbench.operations.base import Inputs, Operation, target_valueset
+from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, target_valueset
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 
@@ -40,6 +40,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         check_system_version=inputs.get("check-system-version"),
         force_system_version=inputs.get("force-system-version"),
         default_valueset_version=inputs.get("default-valueset-version"),
+        accept_language=inputs.get(ACCEPT_LANGUAGE),
     )
     return {"return": expansion.to_valueset()}
 

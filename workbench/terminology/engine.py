@@ -24,6 +24,7 @@ from workbench.errors import (
 )
 from workbench.registry import Change, OverlayRegistry, Registry
 from workbench.resources import Resource, canonical_of, split_canonical
+from workbench.terminology import languages
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
@@ -279,6 +280,7 @@ class Terminology:
         include_definition: bool = False,
         properties: Sequence[str] | None = None,
         exclude_nested: bool | None = None,
+        accept_language: str | None = None,
     ) -> Expansion:
         """Expand a value set; see ``Workbench.expand``."""
         if offset < 0:
@@ -309,9 +311,12 @@ class Terminology:
             params.append(("filter", filter))
         if include_designations or display_language:
             entries = self._from_providers(entries, include_designations, display_language)
-        if display_language:
-            entries = [_in_language(e, display_language) for e in entries]
-            params.append(("displayLanguage", display_language))
+        wanted = languages.requested(
+            display_language, compiled.resource, accept_language, wildcard=True
+        )
+        if wanted:
+            entries = [self._shown(e, wanted) for e in entries]
+            params.append(("displayLanguage", wanted.text))
         used = sorted({(e.system, e.version) for e in entries if e.system})
         for system, checked in policy.check.items():
             wrong = [v for s, v in used if s == system and v and not version_matches(checked, v)]
@@ -333,6 +338,21 @@ class Terminology:
             properties=self._properties(entries, properties) if properties else {},
             max_size=self.max_expansion if max_size is None else max_size,
         )
+
+    def _shown(self, entry: Entry, wanted: languages.Languages) -> Entry:
+        """The entry with its display in the wanted languages (None when there is none and
+        the request allows no other language)."""
+        cs = self.codesystem(entry.system, entry.version)
+        in_dialect = getattr(cs, "display_in", None)  # a release picks its own dialect
+        if in_dialect is not None:
+            for tag in wanted.tags:
+                found = in_dialect(entry.code, tag)
+                if found:
+                    return entry._replace(display=found)
+            return entry if wanted.wildcard else entry._replace(display=None)
+        own = (getattr(cs, "resource", None) or {}).get("language") if cs is not None else None
+        shown = languages.display_in(wanted, entry.display, own, entry.designations)
+        return entry._replace(display=shown)
 
     def _properties(
         self, entries: Sequence[Entry], wanted: Sequence[str]
@@ -391,6 +411,8 @@ class Terminology:
         abstract: bool = False,
         policy: VersionPolicy = NO_POLICY,
         options: CheckOptions | None = None,
+        display_language: str | None = None,
+        accept_language: str | None = None,
     ) -> ValidationResult:
         """Validate a code, Coding or CodeableConcept against a value set.
 
@@ -403,6 +425,22 @@ class Terminology:
             opts = dataclasses.replace(
                 opts, check_versions={**policy.check}, force_versions={**policy.force}
             )
+        resource = (
+            valueset
+            if isinstance(valueset, Mapping)
+            else self.compiled(valueset, valueset_version, policy).resource
+        )
+        if (
+            display_language
+            or accept_language
+            or resource.get("language")
+            or (resource.get("extension"))
+        ):
+            wanted = languages.requested(
+                display_language, resource, accept_language, wildcard=False
+            )
+            if wanted:
+                opts = dataclasses.replace(opts, languages=wanted)
 
         def one(parts: Mapping[str, str | None], path: str) -> ValidationResult:
             used = policy
@@ -478,11 +516,3 @@ def contained(resource: Resource, reference: str) -> Resource:
 def _text_match(entry: Entry, words: list[str]) -> bool:
     text = f"{entry.code} {entry.display or ''}".casefold()
     return all(w in text for w in words)
-
-
-def _in_language(entry: Entry, language: str) -> Entry:
-    for d in entry.designations:
-        lang = str(d.get("language", ""))
-        if (lang == language or lang.split("-")[0] == language) and d.get("value"):
-            return entry._replace(display=d["value"])
-    return entry

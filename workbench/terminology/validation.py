@@ -37,6 +37,7 @@ import numpy as np
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
+from workbench.terminology.languages import Languages, display_in, valid_in
 from workbench.terminology.versions import matches as version_matches
 
 REASONS = (
@@ -294,6 +295,7 @@ class CheckOptions:
     active_only: bool = False
     check_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    languages: Languages | None = None
 
 
 def _fmt(system: str | None, code: str | None) -> str:
@@ -455,6 +457,7 @@ def validate_in_valueset(
         where=where,
         options=opts,
         case_sensitive=cs.case_sensitive if cs is not None else True,
+        language=(getattr(cs, "resource", None) or {}).get("language") if cs else None,
     )
 
 
@@ -723,9 +726,14 @@ def _check_concept(
     where: str,
     options: CheckOptions | None = None,
     case_sensitive: bool = True,
+    language: str | None = None,
 ) -> ValidationResult:
     opts = options or CheckOptions(abstract=abstract)
     preferred = override or (concept.display if concept is not None else None)
+    wanted = opts.languages
+    if wanted and concept is not None and not override:
+        fallback = Languages(wanted.tags, True, wanted.text)
+        preferred = display_in(fallback, concept.display, language, concept.designations)
     real_code = concept.code if concept is not None else code
     normalized = real_code if real_code != code else None
     inactive = bool(concept is not None and concept.inactive) or None
@@ -755,6 +763,8 @@ def _check_concept(
         text = f"Wrong display '{display}' for {_fmt(system, real_code)}. {problem[0]}"
         severity = "warning" if opts.lenient_display else "error"
         issues.append(Issue(severity, "invalid-display", text, "invalid-display", "display"))
+    if problem is None and wanted and display is not None and concept is not None:
+        issues += _language_issues(wanted, display, concept, override, language, opts, system)
     if inactive and concept is not None and not opts.membership_only:
         shown = f" (status '{concept.status}')" if concept.status else ""
         note = getattr(concept, "note", "")  # a release's replacement (REPLACED BY …)
@@ -791,6 +801,37 @@ def _check_concept(
         status=status,
         normalized_code=normalized,
     )
+
+
+def _language_issues(
+    wanted: Languages,
+    display: str,
+    concept: Concept,
+    override: str | None,
+    language: str | None,
+    opts: CheckOptions,
+    system: str,
+) -> list[Issue]:
+    """A display that is valid, but not in the requested languages: a warning when the
+    request allows other languages, an error when it does not."""
+    in_language = valid_in(wanted, concept.display, language, concept.designations)
+    if override:
+        in_language.insert(0, override)
+    if display in in_language or opts.membership_only:
+        return []
+    where = _fmt(system, concept.code)
+    text = (
+        f"'{display}' is a valid display for {where}, but not in the requested language(s) "
+        f"'{wanted.text}'"
+    )
+    if wanted.wildcard:
+        return [Issue("warning", "display-comment", text, "invalid-display", "display")]
+    if in_language:
+        text += ": valid is " + ", ".join(f"'{v}'" for v in in_language[:10])
+    else:
+        text += ", which have no display for it"
+    severity = "warning" if opts.lenient_display else "error"
+    return [Issue(severity, "invalid-display", text, "invalid-display", "display")]
 
 
 def located(result: ValidationResult, path: str) -> ValidationResult:
