@@ -317,3 +317,12 @@ class VersionCheckError(WorkbenchError):
     code = "business-rule"
     status = 422
     msg_id = "WB-EXP-009"
+
+
+class SupplementNotFoundError(WorkbenchError):
+    """A supplement that a request or a value set asks for is not loaded, or does not apply
+    to a loaded version of the code system it supplements. Never ignored."""
+
+    code = "not-found"
+    status = 400
+    msg_id = "WB-SUP-001"

@@ -191,6 +191,7 @@ class Workbench:
         check_system_version: str | Sequence[str] | None = None,
         default_valueset_version: str | Sequence[str] | None = None,
         accept_language: str | None = None,
+        use_supplements: Sequence[str] | None = None,
     ) -> Expansion:
         """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
 
@@ -219,6 +220,7 @@ class Workbench:
             properties=properties,
             exclude_nested=exclude_nested,
             accept_language=accept_language,
+            use_supplements=list(use_supplements or ()),
             policy=VersionPolicy.from_parameters(
                 system_version=_listed(system_version),
                 force_system_version=_listed(force_system_version),
@@ -257,6 +259,7 @@ class Workbench:
         tx_resources: Sequence[Mapping[str, Any]] | None = None,
         display_language: str | None = None,
         accept_language: str | None = None,
+        use_supplements: Sequence[str] | None = None,
     ) -> ValidationResult:
         """Validate a code (or a Coding, or a CodeableConcept) against a value set.
 
@@ -318,6 +321,7 @@ class Workbench:
             ),
             display_language=display_language,
             accept_language=accept_language,
+            use_supplements=list(use_supplements or ()),
         )
 
     def validate_in_codesystem(

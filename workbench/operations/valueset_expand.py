@@ -41,6 +41,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         force_system_version=inputs.get("force-system-version"),
         default_valueset_version=inputs.get("default-valueset-version"),
         accept_language=inputs.get(ACCEPT_LANGUAGE),
+        use_supplements=inputs.get("useSupplement"),
     )
     return {"return": expansion.to_valueset()}
 
@@ -68,6 +69,7 @@ OPERATION = Operation(
             "check-system-version",
             "force-system-version",
             "default-valueset-version",
+            "useSupplement",
         }
     ),
     blocking=True,

@@ -36,6 +36,7 @@ def strictness(inputs: Inputs) -> dict[str, Any]:
         "tx_resources": inputs.get("tx-resource"),
         "display_language": inputs.get("displayLanguage"),
         "accept_language": inputs.get(ACCEPT_LANGUAGE),
+        "use_supplements": inputs.get("useSupplement"),
     }
 
 
@@ -98,6 +99,7 @@ OPERATION = Operation(
             "default-valueset-version",
             "tx-resource",
             "displayLanguage",
+            "useSupplement",
         }
     ),
 )

@@ -19,12 +19,13 @@ from workbench.errors import (
     InvalidRequestError,
     InvalidResourceError,
     LoadError,
+    SupplementNotFoundError,
     ValueSetNotFoundError,
     VersionCheckError,
 )
 from workbench.registry import Change, OverlayRegistry, Registry
 from workbench.resources import Resource, canonical_of, split_canonical
-from workbench.terminology import languages
+from workbench.terminology import languages, supplements
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
@@ -132,6 +133,11 @@ class Terminology:
                 if compiled.dependencies & change.urls:
                     del self._vs_cache[key]
             touched = {url for rtype, url in change.urls if rtype == "CodeSystem"}
+            stored = [self.registry.get("CodeSystem", url) for url in touched]
+            if any(r is None or supplements.is_supplement(r) for r in stored) and touched:
+                # a supplement came or went: the indexes it adds to must be rebuilt
+                self._cs_cache.clear()
+                self._vs_cache.clear()
             for rid, (resource, _) in list(self._cs_cache.items()):
                 if resource.get("url") in touched:
                     del self._cs_cache[rid]
@@ -143,8 +149,8 @@ class Terminology:
             if version is None or provider.version == version or (accepts and accepts(version)):
                 return provider
         resource = self.registry.get("CodeSystem", url, version)
-        if resource is None:
-            return None
+        if resource is None or supplements.is_supplement(resource):
+            return None  # a supplement is never a code system itself
         return self.index_of(resource)
 
     def index_of(self, resource: Resource) -> CodeSystemIndex:
@@ -155,14 +161,38 @@ class Terminology:
         if cached is not None and cached[0] is resource:
             return cached[1]
         index = CodeSystemIndex(resource)
+        for supplement in supplements.supplements_of(resource, self.registry.all("CodeSystem")):
+            index.add_supplement(supplement)
         with self._lock:
             self._cs_cache[id(resource)] = (resource, index)
         return index
 
+    def require_supplements(self, canonicals: Sequence[str], where: str) -> None:
+        """Raise SupplementNotFoundError unless every canonical names a loaded supplement
+        (``useSupplement``, the value set's supplement extension)."""
+        for canonical in canonicals:
+            url, version = split_canonical(canonical)
+            found = self.registry.get("CodeSystem", url, version)
+            if found is None or not supplements.is_supplement(found):
+                raise SupplementNotFoundError(
+                    f"The supplement {canonical} that {where} asks for is not loaded"
+                    + ("" if found is None else " (it is not a CodeSystem supplement)")
+                )
+            target, _ = split_canonical(str(found.get("supplements", "")))
+            base = self.registry.get("CodeSystem", target)
+            if base is None or not supplements.applies_to(found, base):
+                raise SupplementNotFoundError(
+                    f"The supplement {canonical} supplements {found.get('supplements')}, "
+                    "which is not loaded in a version it applies to"
+                )
+
     def _owns(self, resource: Resource) -> bool:
         """True when ``resource`` came with this view's request (tx-resource)."""
         own = self.registry.top if isinstance(self.registry, OverlayRegistry) else None
-        return own is not None and any(r is resource for r in own.all("CodeSystem"))
+        if own is None:
+            return False
+        sent = own.all("CodeSystem")
+        return any(r is resource for r in sent) or bool(supplements.supplements_of(resource, sent))
 
     def require_codesystem(self, url: str | None, version: str | None = None) -> CodeSystemIndex:
         """Return a code system's index or raise CodeSystemNotFoundError."""
@@ -281,6 +311,7 @@ class Terminology:
         properties: Sequence[str] | None = None,
         exclude_nested: bool | None = None,
         accept_language: str | None = None,
+        use_supplements: Sequence[str] = (),
     ) -> Expansion:
         """Expand a value set; see ``Workbench.expand``."""
         if offset < 0:
@@ -288,6 +319,9 @@ class Terminology:
         if count is not None and count < 0:
             raise InvalidRequestError(f"count must be 0 or more, not {count}")
         compiled = self.compiled(valueset, version, policy)
+        asked = [*use_supplements, *supplements.valueset_supplements(compiled.resource)]
+        if asked:
+            self.require_supplements(asked, f"the expansion of {compiled.canonical}")
         entries: Sequence[Entry] = compiled.entries()
         params: list[tuple[str, Any]] = [
             ("activeOnly", active_only),
@@ -413,6 +447,7 @@ class Terminology:
         options: CheckOptions | None = None,
         display_language: str | None = None,
         accept_language: str | None = None,
+        use_supplements: Sequence[str] = (),
     ) -> ValidationResult:
         """Validate a code, Coding or CodeableConcept against a value set.
 
@@ -430,6 +465,9 @@ class Terminology:
             if isinstance(valueset, Mapping)
             else self.compiled(valueset, valueset_version, policy).resource
         )
+        asked = [*use_supplements, *supplements.valueset_supplements(resource)]
+        if asked:
+            self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
         if (
             display_language
             or accept_language
