@@ -181,3 +181,37 @@ def test_definition_and_properties(ewb: Workbench, http: httpx.Client) -> None:
     )
     answer = http.post("/ValueSet/$expand", json=body).json()["expansion"]
     assert answer["contains"] == expansion["contains"]
+
+
+def test_nested_contains_when_nesting_is_allowed(ewb: Workbench, http: httpx.Client) -> None:
+    flat = ewb.expand(VS).to_fhir()["contains"]
+    assert [c["code"] for c in flat] == ["a", "a1"]
+    nested = ewb.expand(VS, exclude_nested=False).to_fhir()["contains"]
+    assert [c["code"] for c in nested] == ["a"]
+    assert [c["code"] for c in nested[0]["contains"]] == ["a1"]
+    answer = http.get("/ValueSet/$expand", params={"url": VS, "excludeNested": "false"}).json()
+    assert answer["expansion"]["contains"] == nested
+    paged = ewb.expand(VS, exclude_nested=False, count=5).to_fhir()["contains"]
+    assert [c["code"] for c in paged] == ["a", "a1"]  # a page stays flat
+
+
+def test_a_parent_cycle_nests_nothing() -> None:
+    wb = Workbench()
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": "http://example.org/fhir/CodeSystem/cycle",
+            "content": "complete",
+            "property": [{"code": "parent", "type": "code"}],
+            "concept": [
+                {"code": "x", "property": [{"code": "parent", "valueCode": "y"}]},
+                {"code": "y", "property": [{"code": "parent", "valueCode": "x"}]},
+            ],
+        }
+    )
+    vs = {
+        "resourceType": "ValueSet",
+        "compose": {"include": [{"system": "http://example.org/fhir/CodeSystem/cycle"}]},
+    }
+    contains = wb.expand(vs, exclude_nested=False).to_fhir()["contains"]
+    assert sorted(c["code"] for c in contains) == ["x", "y"]

@@ -172,3 +172,23 @@ def test_malformed_language_lists(lwb: Workbench, http: httpx.Client, text: str)
         lwb.expand(VS + "en", display_language=text)
     response = http.get("/ValueSet/$expand", params={"url": VS + "en", "displayLanguage": text})
     assert_outcome(response, 400, "invalid", "language")
+
+
+@pytest.mark.parametrize(
+    ("tokens", "values"),
+    [
+        pytest.param(["de"], ["Eins"], id="language"),
+        pytest.param(["urn:ietf:bcp:47|de"], ["Eins"], id="language-token"),
+        pytest.param(["urn:ietf:bcp:47|fr"], [], id="no-match"),
+    ],
+)
+def test_designation_parameter_chooses_designations(
+    lwb: Workbench, http: httpx.Client, tokens: list[str], values: list[str]
+) -> None:
+    expansion = lwb.expand(VS + "en", include_designations=True, designations=tokens)
+    assert [d["value"] for d in expansion.entries[0].designations] == values
+    query = [("url", VS + "en"), ("includeDesignations", "true")]
+    query += [("designation", t) for t in tokens]
+    answer = http.get("/ValueSet/$expand", params=query).json()
+    first = answer["expansion"]["contains"][0]
+    assert [d["value"] for d in first.get("designation", [])] == values

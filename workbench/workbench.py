@@ -192,6 +192,7 @@ class Workbench:
         default_valueset_version: str | Sequence[str] | None = None,
         accept_language: str | None = None,
         use_supplements: Sequence[str] | None = None,
+        designations: Sequence[str] | None = None,
     ) -> Expansion:
         """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
 
@@ -202,7 +203,8 @@ class Workbench:
         an unpaged expansion over the size limit. ``tx_resources`` are CodeSystems and
         ValueSets used for this call only, before the stored ones (``tx-resource``).
         ``include_definition`` adds each concept's definition, ``properties`` the named
-        concept properties; the version parameters work as in ``validate_code`` (a version
+        concept properties, ``designations`` keeps only designations of those languages or
+        uses, ``exclude_nested=False`` nests codes under their parents; the version parameters work as in ``validate_code`` (a version
         that ``check_system_version`` does not allow raises VersionCheckError). Every
         parameter, assumed defaults included, is echoed in ``expansion.parameter`` with the
         ``used-codesystem`` and ``used-valueset`` versions.
@@ -221,6 +223,7 @@ class Workbench:
             exclude_nested=exclude_nested,
             accept_language=accept_language,
             use_supplements=list(use_supplements or ()),
+            designations=designations,
             policy=VersionPolicy.from_parameters(
                 system_version=_listed(system_version),
                 force_system_version=_listed(force_system_version),

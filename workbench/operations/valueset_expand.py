@@ -16,8 +16,8 @@ DEFINITION = load_definition("OperationDefinition-ValueSet-expand.json")
 
 
 def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
-    """Expand; ``count=0`` gives the total only. Contains are always flat (a hierarchy is
-    not returned, which excludeNested=false allows)."""
+    """Expand; ``count=0`` gives the total only. ``excludeNested=false`` nests each code
+    under its parent (when not paged); otherwise contains are flat."""
     target = target_valueset(inputs, resource)
     offset = inputs.get("offset", 0)
     count = inputs.get("count")
@@ -42,6 +42,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         default_valueset_version=inputs.get("default-valueset-version"),
         accept_language=inputs.get(ACCEPT_LANGUAGE),
         use_supplements=inputs.get("useSupplement"),
+        designations=inputs.get("designation"),
     )
     return {"return": expansion.to_valueset()}
 
@@ -70,6 +71,7 @@ OPERATION = Operation(
             "force-system-version",
             "default-valueset-version",
             "useSupplement",
+            "designation",
         }
     ),
     blocking=True,

@@ -312,6 +312,7 @@ class Terminology:
         exclude_nested: bool | None = None,
         accept_language: str | None = None,
         use_supplements: Sequence[str] = (),
+        designations: Sequence[str] | None = None,
     ) -> Expansion:
         """Expand a value set; see ``Workbench.expand``."""
         if offset < 0:
@@ -351,6 +352,19 @@ class Terminology:
         if wanted:
             entries = [self._shown(e, wanted) for e in entries]
             params.append(("displayLanguage", wanted.text))
+        if designations:
+            wanted_designations = [languages.designation_token(t) for t in designations]
+            entries = [
+                e._replace(
+                    designations=tuple(
+                        d
+                        for d in e.designations
+                        if languages.designation_matches(d, wanted_designations)
+                    )
+                )
+                for e in entries
+            ]
+            params += [("designation", t) for t in designations]
         used = sorted({(e.system, e.version) for e in entries if e.system})
         for system, checked in policy.check.items():
             wrong = [v for s, v in used if s == system and v and not version_matches(checked, v)]
@@ -370,6 +384,7 @@ class Terminology:
             include_designations=include_designations,
             include_definition=include_definition,
             properties=self._properties(entries, properties) if properties else {},
+            parents=self._parents(entries) if exclude_nested is False else None,
             max_size=self.max_expansion if max_size is None else max_size,
         )
 
@@ -387,6 +402,20 @@ class Terminology:
         own = (getattr(cs, "resource", None) or {}).get("language") if cs is not None else None
         shown = languages.display_in(wanted, entry.display, own, entry.designations)
         return entry._replace(display=shown)
+
+    def _parents(self, entries: Sequence[Entry]) -> dict[tuple[str, str], tuple[str, str]]:
+        """For a nested expansion: each entry's parent among the entries (its first parent
+        in the code system's hierarchy that is itself in the expansion)."""
+        members = {(e.system, e.code) for e in entries}
+        found: dict[tuple[str, str], tuple[str, str]] = {}
+        for e in entries:
+            cs = self.codesystem(e.system, e.version)
+            concept = cs.get(e.code) if cs is not None else None
+            for parent in concept.parents if concept is not None else ():
+                if (e.system, parent) in members:
+                    found[(e.system, e.code)] = (e.system, parent)
+                    break
+        return found
 
     def _properties(
         self, entries: Sequence[Entry], wanted: Sequence[str]

@@ -43,6 +43,7 @@ class Expansion:
     properties: dict[tuple[str, str], tuple[tuple[str, str, Any], ...]] = field(
         default_factory=dict
     )
+    parents: dict[tuple[str, str], tuple[str, str]] | None = None
     max_size: int = DEFAULT_MAX_EXPANSION
     identifier: str = field(default_factory=lambda: f"urn:uuid:{uuid.uuid4()}")
     timestamp: str = field(
@@ -116,10 +117,41 @@ class Expansion:
         declared = sorted({name for values in self.properties.values() for name, _, _ in values})
         if declared:
             out["extension"] = [_property_declaration(name) for name in declared]
-        contains = [self._contains(e) for e in page]
+        if self.parents is not None and not paged:
+            contains = self._nested(page)
+        else:
+            contains = [self._contains(e) for e in page]
         if contains:
             out["contains"] = contains
         return out
+
+    def _nested(self, page: tuple[Entry, ...]) -> list[dict[str, Any]]:
+        """``contains`` as a hierarchy: each code under its parent in the expansion (codes
+        whose parents are not in it stay at the top), in expansion order."""
+        parents = self.parents or {}
+        items = {(e.system, e.code): self._contains(e) for e in page}
+
+        def placed_under(key: tuple[str, str]) -> tuple[str, str] | None:
+            parent, seen = parents.get(key), {key}
+            if parent is None or parent not in items:
+                return None
+            up: tuple[str, str] | None = parent
+            while up is not None:  # a parent cycle nests nothing
+                if up in seen:
+                    return None
+                seen.add(up)
+                up = parents.get(up)
+            return parent
+
+        top: list[dict[str, Any]] = []
+        for e in page:
+            key = (e.system, e.code)
+            parent = placed_under(key)
+            if parent is not None:
+                items[parent].setdefault("contains", []).append(items[key])
+            else:
+                top.append(items[key])
+        return top
 
     def to_valueset(self) -> dict[str, Any]:
         """Return the expanded ValueSet: its metadata plus ``expansion`` (what $expand returns)."""

@@ -155,3 +155,36 @@ def _from_extension(valueset: Mapping[str, Any] | None) -> str | None:
         if parts.get("name") == "displayLanguage" and parts.get("value"):
             return str(parts["value"])
     return None
+
+
+BCP47 = "urn:ietf:bcp:47"
+
+
+def designation_token(token: str) -> tuple[str | None, str]:
+    """Read a ``designation`` parameter: ``system|code`` (a use, or ``urn:ietf:bcp:47|de`` for
+    a language) or a bare language tag.
+
+    >>> designation_token("urn:ietf:bcp:47|de"), designation_token("de")
+    (('urn:ietf:bcp:47', 'de'), ('urn:ietf:bcp:47', 'de'))
+    """
+    system, sep, code = token.rpartition("|")
+    if not sep:
+        return (BCP47, token)
+    if not code:
+        raise InvalidRequestError(
+            f"Parameter 'designation' must be 'system|code' or a language, not '{token}'"
+        )
+    return (system or None, code)
+
+
+def designation_matches(
+    designation: Mapping[str, Any], wanted: Iterable[tuple[str | None, str]]
+) -> bool:
+    """True when a designation has a wanted language or a wanted use."""
+    use = designation.get("use") if isinstance(designation.get("use"), Mapping) else {}
+    for system, code in wanted:
+        if system == BCP47 and same_language(code, designation.get("language")):
+            return True
+        if use and str(use.get("code")) == code and system in (None, use.get("system")):
+            return True
+    return False
