@@ -204,7 +204,8 @@ class Workbench:
         ValueSets used for this call only, before the stored ones (``tx-resource``).
         ``include_definition`` adds each concept's definition, ``properties`` the named
         concept properties, ``designations`` keeps only designations of those languages or
-        uses, ``exclude_nested=False`` nests codes under their parents; the version parameters work as in ``validate_code`` (a version
+        uses, ``exclude_nested=False`` nests codes under their parents; the version
+        parameters work as in ``validate_code`` (a version
         that ``check_system_version`` does not allow raises VersionCheckError). Every
         parameter, assumed defaults included, is echoed in ``expansion.parameter`` with the
         ``used-codesystem`` and ``used-valueset`` versions.
