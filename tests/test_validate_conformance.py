@@ -713,3 +713,41 @@ def test_fragment_is_not_expanded_as_if_complete(kinds_wb: Workbench) -> None:
     with pytest.raises(IncompleteCodeSystemError, match="has content 'fragment'"):
         kinds_wb.expand(whole("fragment"))
     assert kinds_wb.validate_in_codesystem(KINDS + "fragment", "zz").message == FRAGMENT_NOTE
+
+
+# --- the latest version by the code system's version algorithm ----------------------------
+
+ALGORITHM = "http://hl7.org/fhir/5.0/StructureDefinition/extension-CodeSystem.versionAlgorithm"
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "versions", "latest"),
+    [
+        pytest.param(None, ["9", "10"], "10", id="default-semver-like"),
+        pytest.param("integer", ["9", "10"], "10", id="integer"),
+        pytest.param("alpha", ["9", "10"], "9", id="alpha"),
+        pytest.param("date", ["2024-12-01", "2025-01-15"], "2025-01-15", id="date"),
+        pytest.param("natural", ["v9", "v10"], "v10", id="natural"),
+        pytest.param("semver", ["1.0.0", "1.0.0-ballot"], "1.0.0", id="semver-prerelease"),
+    ],
+)
+def test_latest_follows_the_version_algorithm(
+    algorithm: str | None, versions: list[str], latest: str
+) -> None:
+    wb = Workbench()
+    url = "http://example.org/fhir/CodeSystem/algorithm"
+    resources = []
+    for version in versions:
+        resource: dict[str, Any] = {
+            "resourceType": "CodeSystem",
+            "url": url,
+            "version": version,
+            "content": "complete",
+            "concept": [{"code": "a"}],
+        }
+        if algorithm is not None:
+            resource["extension"] = [{"url": ALGORITHM, "valueString": algorithm}]
+        resources.append(resource)
+    wb.load(resources)
+    vs = {"resourceType": "ValueSet", "compose": {"include": [{"system": url}]}}
+    assert wb.validate_code(valueset=vs, code="a", system=url).version == latest
