@@ -370,9 +370,18 @@ class Workbench:
                     return dataclasses.replace(result, display=d["value"])
         return result
 
-    def subsumes(self, system: str, code_a: str, code_b: str, *, version: str | None = None) -> str:
+    def subsumes(
+        self,
+        system: str,
+        code_a: str,
+        code_b: str,
+        *,
+        version: str | None = None,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
+    ) -> str:
         """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""
-        return subsumes(self.terminology.require_codesystem(system, version), code_a, code_b)
+        found = self.engine(tx_resources).require_codesystem(system, version)
+        return subsumes(found, code_a, code_b)
 
     # --- columns ----------------------------------------------------------------------
 
