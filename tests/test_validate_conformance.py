@@ -751,3 +751,32 @@ def test_latest_follows_the_version_algorithm(
     wb.load(resources)
     vs = {"resourceType": "ValueSet", "compose": {"include": [{"system": url}]}}
     assert wb.validate_code(valueset=vs, code="a", system=url).version == latest
+
+
+def test_deprecated_concept_is_valid_with_a_warning() -> None:
+    wb = Workbench()
+    url = "http://example.org/fhir/CodeSystem/deprecated"
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": url,
+            "content": "complete",
+            "property": [{"code": "status", "type": "code"}],
+            "concept": [
+                {
+                    "code": "old",
+                    "display": "Old",
+                    "property": [{"code": "status", "valueCode": "deprecated"}],
+                },
+            ],
+        }
+    )
+    vs = {"resourceType": "ValueSet", "compose": {"include": [{"system": url}]}}
+    result = wb.validate_code(valueset=vs, code="old", system=url)
+    assert (result.result, result.status, result.inactive) == (True, "deprecated", None)
+    assert result.message == "The concept 'old' is deprecated and its use should be reviewed"
+    assert [(i.severity, i.code) for i in result.issues] == [("warning", "code-comment")]
+    import pandas as pd
+
+    column = wb.validate_column(pd.Series(["old"]), vs, system=url)
+    assert column["message"].tolist() == [result.message]

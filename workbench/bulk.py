@@ -250,8 +250,8 @@ def _row(result: ValidationResult) -> Row:
 
 
 def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, str], str | None]:
-    """Members whose validation is plainly valid: a known, active concept (not abstract unless
-    allowed). Their display is the value set's display, else the concept's."""
+    """Members whose validation is plainly valid: a known, active, not deprecated concept (not
+    abstract unless allowed). Their display is the value set's display, else the concept's."""
     fast: dict[tuple[str, str], str | None] = {}
     if compiled.includes and all(_from_a_release(c) for c in compiled.includes):
         # every member comes from a release store's own concepts (no listed codes, no
@@ -265,6 +265,8 @@ def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, 
         match = compiled.contains(*key)
         concept = match.concept
         if concept is None or concept.inactive or (concept.abstract and not abstract):
+            continue
+        if concept.status == "deprecated":  # valid, with a warning: the full check says it
             continue
         fast[key] = match.display or concept.display
     return fast

@@ -738,6 +738,9 @@ def _check_concept(
     normalized = real_code if real_code != code else None
     inactive = bool(concept is not None and concept.inactive) or None
     status = (concept.status or "inactive") if inactive and concept is not None else None
+    deprecated = not inactive and concept is not None and _deprecated(concept)
+    if deprecated:
+        status = "deprecated"
     if concept is not None and concept.abstract and not abstract and not opts.membership_only:
         result = failure(
             "abstract",
@@ -765,6 +768,9 @@ def _check_concept(
         issues.append(Issue(severity, "invalid-display", text, "invalid-display", "display"))
     if problem is None and wanted and display is not None and concept is not None:
         issues += _language_issues(wanted, display, concept, override, language, opts, system)
+    if deprecated and concept is not None and not opts.membership_only:
+        text = f"The concept '{concept.code}' is deprecated and its use should be reviewed"
+        issues.append(Issue("warning", "code-comment", text, "deprecated", ""))
     if inactive and concept is not None and not opts.membership_only:
         shown = f" (status '{concept.status}')" if concept.status else ""
         note = getattr(concept, "note", "")  # a release's replacement (REPLACED BY …)
@@ -832,6 +838,11 @@ def _language_issues(
         text += ", which have no display for it"
     severity = "warning" if opts.lenient_display else "error"
     return [Issue(severity, "invalid-display", text, "invalid-display", "display")]
+
+
+def _deprecated(concept: Concept) -> bool:
+    """A concept whose status property says deprecated (valid, but to be reviewed)."""
+    return concept.status == "deprecated"
 
 
 def located(result: ValidationResult, path: str) -> ValidationResult:
