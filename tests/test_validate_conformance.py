@@ -780,3 +780,60 @@ def test_deprecated_concept_is_valid_with_a_warning() -> None:
 
     column = wb.validate_column(pd.Series(["old"]), vs, system=url)
     assert column["message"].tolist() == [result.message]
+
+
+STANDARDS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"
+
+
+@pytest.mark.parametrize(
+    ("cs_extra", "vs_extra", "texts"),
+    [
+        pytest.param({}, {}, [], id="active"),
+        pytest.param(
+            {"extension": [{"url": STANDARDS, "valueCode": "deprecated"}]},
+            {"status": "retired"},
+            [
+                "Reference to retired ValueSet http://example.org/fhir/ValueSet/status|1",
+                "Reference to deprecated CodeSystem http://example.org/fhir/CodeSystem/status|1",
+            ],
+            id="deprecated-code-system-retired-value-set",
+        ),
+        pytest.param(
+            {},
+            {"extension": [{"url": STANDARDS, "valueCode": "withdrawn"}]},
+            ["Reference to withdrawn ValueSet http://example.org/fhir/ValueSet/status|1"],
+            id="withdrawn-value-set",
+        ),
+    ],
+)
+def test_status_checks(
+    cs_extra: dict[str, Any], vs_extra: dict[str, Any], texts: list[str]
+) -> None:
+    url = "http://example.org/fhir/CodeSystem/status"
+    wb = Workbench()
+    wb.load(
+        [
+            {
+                "resourceType": "CodeSystem",
+                "url": url,
+                "version": "1",
+                "status": "active",
+                "content": "complete",
+                "concept": [{"code": "a"}],
+                **cs_extra,
+            },
+            {
+                "resourceType": "ValueSet",
+                "url": "http://example.org/fhir/ValueSet/status",
+                "version": "1",
+                "status": "active",
+                "compose": {"include": [{"system": url}]},
+                **vs_extra,
+            },
+        ]
+    )
+    result = wb.validate_code("http://example.org/fhir/ValueSet/status", code="a", system=url)
+    assert result.result is True and result.message is None
+    notes = [i for i in result.issues if i.code == "status-check"]
+    assert [i.text for i in notes] == texts
+    assert all(i.severity == "information" and "expression" not in i.to_fhir() for i in notes)

@@ -37,6 +37,7 @@ from workbench.terminology.validation import (
     combine_codings,
     failure,
     located,
+    status_checks,
     validate_in_codesystem,
     validate_in_valueset,
 )
@@ -532,11 +533,25 @@ class Terminology:
             if not codings:
                 raise InvalidRequestError("The codeableConcept has no coding to validate")
             where = f"the value set '{self.compiled(valueset, valueset_version, policy).canonical}'"
-            return combine_codings([one(coding_parts(c), "") for c in codings], where)
-        if coding is not None:
-            return one(coding_parts(coding), "Coding")
-        given = {"code": code, "system": system, "version": version, "display": display}
-        return one(given, "")
+            result = combine_codings([one(coding_parts(c), "") for c in codings], where)
+        elif coding is not None:
+            result = one(coding_parts(coding), "Coding")
+        else:
+            given = {"code": code, "system": system, "version": version, "display": display}
+            result = one(given, "")
+        return self._with_status_checks(result, resource)
+
+    def _with_status_checks(
+        self, result: ValidationResult, valueset: Mapping[str, Any]
+    ) -> ValidationResult:
+        """Add the status-check notes about the value set and the code system used."""
+        used: list[Mapping[str, Any]] = [valueset]
+        if result.system:
+            cs = self.codesystem(result.system, result.version)
+            if cs is not None and getattr(cs, "resource", None):
+                used.append(cs.resource)
+        notes = status_checks(used)
+        return dataclasses.replace(result, issues=(*result.issues, *notes)) if notes else result
 
     def codesystem_versions(self, url: str) -> list[str]:
         """Every loaded version of a code system (release providers and resources)."""

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
+from workbench.resources import canonical_of
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.languages import Languages, display_in, valid_in
@@ -111,7 +112,7 @@ class Issue:
     code: str
     text: str
     reason: str
-    element: str = "code"
+    element: str | None = "code"
     path: str = ""
 
     @property
@@ -120,8 +121,11 @@ class Issue:
         return _OO_TYPE.get(self.code, "invalid")
 
     @property
-    def expression(self) -> str:
-        """Where the issue is, as a FHIRPath expression over the operation's input."""
+    def expression(self) -> str | None:
+        """Where the issue is, as a FHIRPath expression over the operation's input (None for
+        an issue about a resource the request uses, such as a status-check)."""
+        if self.element is None:
+            return None
         if not self.path:
             return self.element or "code"
         return f"{self.path}.{self.element}" if self.element else self.path
@@ -132,16 +136,18 @@ class Issue:
 
     def to_fhir(self) -> dict[str, Any]:
         """The ``OperationOutcome.issue`` element."""
-        return {
+        found: dict[str, Any] = {
             "severity": self.severity,
             "code": self.type,
             "details": {
                 "coding": [{"system": TX_ISSUE_TYPE, "code": self.code}],
                 "text": self.text,
             },
-            "location": [self.expression],
-            "expression": [self.expression],
         }
+        if self.expression is not None:
+            found["location"] = [self.expression]
+            found["expression"] = [self.expression]
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -843,6 +849,32 @@ def _language_issues(
 def _deprecated(concept: Concept) -> bool:
     """A concept whose status property says deprecated (valid, but to be reviewed)."""
     return concept.status == "deprecated"
+
+
+STANDARDS_STATUS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"
+
+
+def status_checks(resources: Sequence[Mapping[str, Any]]) -> list[Issue]:
+    """Information issues about the resources a validation used: a value set or code
+    system that is retired, or whose standards status is deprecated or withdrawn."""
+    found: list[Issue] = []
+    for resource in resources:
+        standards = next(
+            (
+                str(e.get("valueCode"))
+                for e in resource.get("extension", ()) or ()
+                if isinstance(e, Mapping) and e.get("url") == STANDARDS_STATUS
+            ),
+            None,
+        )
+        status = standards if standards in ("deprecated", "withdrawn") else None
+        if status is None and resource.get("status") == "retired":
+            status = "retired"
+        if status is not None:
+            kind = resource.get("resourceType", "resource")
+            text = f"Reference to {status} {kind} {canonical_of(resource)}"
+            found.append(Issue("information", "status-check", text, "status", None))
+    return found
 
 
 def located(result: ValidationResult, path: str) -> ValidationResult:
