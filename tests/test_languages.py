@@ -192,3 +192,41 @@ def test_designation_parameter_chooses_designations(
     answer = http.get("/ValueSet/$expand", params=query).json()
     first = answer["expansion"]["contains"][0]
     assert [d["value"] for d in first.get("designation", [])] == values
+
+
+LISTED = {
+    "resourceType": "ValueSet",
+    "url": VS + "listed",
+    "compose": {
+        "include": [
+            {
+                "system": EN,
+                "concept": [
+                    {"code": "one"},
+                    {"code": "two", "designation": [designation("de", "Zwei")]},
+                ],
+            }
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("language", "displays"),
+    [
+        pytest.param("de", ["Eins", "Zwei"], id="de-from-code-system-and-value-set"),
+        pytest.param("en", ["One", "Two"], id="en"),
+        pytest.param("fr, *;q=0", [None, None], id="none-in-fr"),
+    ],
+)
+def test_designations_listed_in_the_value_set(
+    lwb: Workbench, http: httpx.Client, language: str, displays: list[str | None]
+) -> None:
+    """compose.include.concept.designation adds displays in other languages."""
+    expansion = lwb.expand(LISTED, display_language=language)
+    assert [e.display for e in expansion.entries] == displays
+    body = params(("valueSet", {"resource": LISTED}), ("displayLanguage", {"valueCode": language}))
+    answer = http.post("/ValueSet/$expand", json=body).json()
+    assert [c.get("display") for c in answer["expansion"]["contains"]] == displays
+    result = lwb.validate_code(LISTED, code="two", system=EN, display="Zwei", display_language="de")
+    assert (result.result, result.display) == (True, "Zwei")

@@ -398,6 +398,11 @@ def validate_in_valueset(
     else:
         cs = match.cs or codesystem(system, forced)
         concept = match.concept or (cs.get(code) if cs is not None else None)
+    if concept is not None and match.designations:
+        # the value set's own designations count as the concept's for this check
+        concept = dataclasses.replace(
+            concept, designations=[*concept.designations, *match.designations]
+        )
     if cs is None and not found:
         label = f"{system}|{version}" if version else system
         return failure(
