@@ -15,6 +15,7 @@ from workbench import frames, loading, packages
 from workbench.errors import InvalidRequestError
 from workbench.registry import Registry
 from workbench.resources import Resource
+from workbench.terminology import languages
 from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
 from workbench.terminology.lookup import LookupResult, lookup, subsumes
@@ -352,23 +353,38 @@ class Workbench:
         version: str | None = None,
         properties: Sequence[str] | None = None,
         display_language: str | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] = (),
         tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> LookupResult:
         """Look a code up in its code system: display, designations and properties.
 
-        ``display_language`` picks the display in that language (for SNOMED CT, the
-        preferred term of its dialect, e.g. ``en-GB``) when the code system has one."""
-        found = self.engine(tx_resources).require_codesystem(system, version)
+        ``display_language`` (a weighted list like Accept-Language, e.g. ``de, en;q=0.5``;
+        before ``accept_language``, the HTTP header) picks the display in the first wanted
+        language the code system or its supplements have (for SNOMED CT, the preferred term
+        of its dialect), else the concept's own display: $lookup's display is required (R4),
+        so even ``*;q=0`` falls back to it.
+        ``use_supplements`` names supplements that must be loaded (else
+        SupplementNotFoundError)."""
+        engine = self.engine(tx_resources)
+        found = engine.require_codesystem(system, version)
+        if use_supplements:
+            engine.require_supplements(use_supplements, "$lookup")
         own = getattr(found, "lookup", None)
         if own is not None:
             return own(code, properties=properties, display_language=display_language)
         result = lookup(found, code, properties=properties)
-        if display_language:
-            for d in found.concepts[result.code].designations if result.code in found else ():
-                lang = str(d.get("language", ""))
-                if lang in (display_language, display_language.split("-")[0]) and d.get("value"):
-                    return dataclasses.replace(result, display=d["value"])
-        return result
+        wanted = languages.requested(display_language, None, accept_language, wildcard=True)
+        if wanted is None:
+            return result
+        concept = found.concepts[result.code]
+        shown = languages.display_in(
+            dataclasses.replace(wanted, wildcard=True),
+            concept.display,
+            found.resource.get("language"),
+            concept.designations,
+        )
+        return dataclasses.replace(result, display=shown)
 
     def subsumes(
         self,
