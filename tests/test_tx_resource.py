@@ -207,3 +207,18 @@ def test_default_valueset_version_for_imports(twb: Workbench) -> None:
         IMPORTER, code="a", system=CS, tx_resources=sent, default_valueset_version=f"{VS}|1"
     )
     assert pinned.result is True
+
+
+def test_unresolved_contained_reference_over_http(http: httpx.Client) -> None:
+    broken = {
+        "resourceType": "ValueSet",
+        "url": IMPORTER,
+        "compose": {"include": [{"valueSet": ["#missing"]}]},
+    }
+    body = params(
+        ("valueSet", {"resource": broken}),
+        ("system", {"valueUri": CS}),
+        ("code", {"valueCode": "a"}),
+    )
+    response = http.post("/ValueSet/$validate-code", json=body)
+    assert_outcome(response, 400, "invalid", r"ValueSet #missing \(no contained ValueSet")

@@ -799,6 +799,12 @@ STANDARDS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standar
             id="deprecated-code-system-retired-value-set",
         ),
         pytest.param(
+            {"status": "draft"},
+            {},
+            ["Reference to draft CodeSystem http://example.org/fhir/CodeSystem/status|1"],
+            id="draft-code-system",
+        ),
+        pytest.param(
             {},
             {"extension": [{"url": STANDARDS, "valueCode": "withdrawn"}]},
             ["Reference to withdrawn ValueSet http://example.org/fhir/ValueSet/status|1"],

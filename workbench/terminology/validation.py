@@ -861,7 +861,7 @@ STANDARDS_STATUS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-
 
 def status_checks(resources: Sequence[Mapping[str, Any]]) -> list[Issue]:
     """Information issues about the resources a validation used: a value set or code
-    system that is retired, or whose standards status is deprecated or withdrawn."""
+    system that is draft or retired, or whose standards status is deprecated or withdrawn."""
     found: list[Issue] = []
     for resource in resources:
         standards = next(
@@ -873,8 +873,8 @@ def status_checks(resources: Sequence[Mapping[str, Any]]) -> list[Issue]:
             None,
         )
         status = standards if standards in ("deprecated", "withdrawn") else None
-        if status is None and resource.get("status") == "retired":
-            status = "retired"
+        if status is None and resource.get("status") in ("retired", "draft"):
+            status = str(resource["status"])
         if status is not None:
             kind = resource.get("resourceType", "resource")
             text = f"Reference to {status} {kind} {canonical_of(resource)}"
