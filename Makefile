@@ -22,6 +22,9 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed-base
 
+# Extra options go in ARGS, e.g. a SNOMED CT release (imported once into the release cache):
+#   make serve ARGS="--release SnomedCT_InternationalRF2_PRODUCTION_20250101T120000Z.zip"
+#   make serve ARGS="--release 'path/to/rf2|http://snomed.info/xsct/31000003106/version/20250909'"
 serve: $(VENV)/.installed-base
 	$(BIN)/python server.py --host $(HOST) --port $(PORT) --data data $(ARGS)
 
