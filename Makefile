@@ -8,7 +8,7 @@ ARGS ?=
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
-.PHONY: serve test lint typecheck unit chromium bench lab clean
+.PHONY: serve test lint typecheck unit chromium wrk bench lab clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed-base
 
+# Extra options go in ARGS, e.g. a SNOMED CT release (imported once into the release cache):
+#   make serve ARGS="--release SnomedCT_InternationalRF2_PRODUCTION_20250101T120000Z.zip"
+#   make serve ARGS="--release 'path/to/rf2|http://snomed.info/xsct/31000003106/version/20250909'"
 serve: $(VENV)/.installed-base
 	$(BIN)/python server.py --host $(HOST) --port $(PORT) --data data $(ARGS)
 
@@ -34,6 +37,17 @@ chromium:
 	  else \
 	    echo "Chromium is missing: install it with 'sudo apt-get install chromium' (Debian/Ubuntu)"; \
 	    echo "or point CHROMIUM=/path/to/chromium at one; the browser test fails without it."; \
+	  fi; \
+	fi
+
+wrk:
+	@if ! command -v wrk >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's wrk for the server benchmark"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; \
+	  else \
+	    echo "wrk is missing: install it with 'sudo apt-get install wrk' (Debian/Ubuntu);"; \
+	    echo "the server benchmark needs it."; \
 	  fi; \
 	fi
 
@@ -50,7 +64,7 @@ unit: $(VENV)/.installed-test chromium
 
 test: lint typecheck unit
 
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test wrk
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_bulk.py
 	$(BIN)/python benchmarks/bench_server.py

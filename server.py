@@ -54,6 +54,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "if needed (repeatable)",
     )
     parser.add_argument(
+        "--release",
+        action="append",
+        default=[],
+        metavar="PATH[|VERSION]",
+        help="also load a terminology release folder or zip (SNOMED CT RF2), imported once "
+        "into the release cache; '|VERSION' overrides its version (repeatable)",
+    )
+    parser.add_argument(
+        "--release-cache",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="where releases are imported (default: $WORKBENCH_RELEASE_CACHE, "
+        "else ~/.cache/workbench/releases)",
+    )
+    parser.add_argument(
         "--no-default-content",
         action="store_true",
         help="do not load the shipped valuesets/ folder",
@@ -74,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
             print(wb.load(source))
         for ref in args.package:
             print(wb.install_package(ref))
+        for release in args.release:
+            path, _, version = release.partition("|")
+            print(wb.load_release(path, version=version or None, cache_dir=args.release_cache))
         app = create_app(wb, token=token, base=args.base, data_dir=args.data)
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -430,7 +430,10 @@ REASONS = {
     ),
     "unknown-code": Reason(ALL, "bogus", DEMO, None, False, "unknown-code"),
     "unknown-system": Reason(ALL, "office", UNKNOWN_SYSTEM, None, False, "unknown-system"),
-    "unknown-system-not-inferable": Reason(MARITAL, "M", None, None, False, "unknown-system"),
+    "unknown-system-not-inferable": Reason(
+        MARITAL, "nonsense", None, None, False, "unknown-system"
+    ),
+    "system-inferred-per-code": Reason(MARITAL, "M", None, None, True, None),
     "invalid-display": Reason(ALL, "office", DEMO, "Office", False, "invalid-display"),
     "invalid-display-whitespace": Reason(
         ALL, "office", DEMO, " Office visit", False, "invalid-display"
@@ -720,7 +723,8 @@ def test_dtypes_system_column_with_missing(default_wb: Workbench, dtype: Any) ->
 
 @pytest.mark.parametrize("dtype", _dtypes())
 def test_dtypes_one_system_and_missing_ones(default_wb: Workbench, dtype: Any) -> None:
-    """A row without a system is inferred from the value set, never from the other rows."""
+    """A row without a system is inferred from the value set (the one system that has the
+    code), never from the other rows."""
     codes, systems = ["M", "M", "S", None], [MARITAL_CS, None, MARITAL_CS, None]
     data = pd.DataFrame({"c": codes, "s": systems}, dtype=dtype)
     report = default_wb.validate_column(data, MARITAL, code="c", system="s")
@@ -728,7 +732,8 @@ def test_dtypes_one_system_and_missing_ones(default_wb: Workbench, dtype: Any) -
         reference(default_wb, MARITAL, code=c, system=s)
         for c, s in zip(codes, systems, strict=True)
     ]
-    assert report["issue"].tolist()[1] == "unknown-system"
+    assert report["issue"].tolist()[1] is None
+    assert report["system"].tolist()[1] == MARITAL_CS
 
 
 @pytest.mark.parametrize("dtype", _dtypes())

@@ -47,14 +47,20 @@ PARTITIONS = 4
 @pytest.fixture(scope="module")
 def client() -> Iterator[Client]:
     """A two-worker, one-thread-each process cluster on 127.0.0.1; closed (and its worker
-    processes checked gone) at the end of the module."""
-    cluster = LocalCluster(
-        n_workers=2,
-        processes=True,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=None,
-    )
+    processes checked gone) at the end of the module.
+
+    The scheduler's active memory manager is off: every two seconds it drops replicas that no
+    waiting task needs, which on a loaded machine removed the broadcast copy that
+    ``test_checker_is_shipped_once`` counts before the test could look.
+    """
+    with dask.config.set({"distributed.scheduler.active-memory-manager.start": False}):
+        cluster = LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",  # a free port: never clash on 8787
+        )
     found = Client(cluster, set_as_default=False)
     pids = list(found.run(os.getpid).values())
     assert len(pids) == 2

@@ -92,8 +92,11 @@ def test_fhirpy_validate_code(
             ],
         }
         answer = fhir.execute("ValueSet/$validate-code", method="post", data=body)
-    expected = fhirpy_wb.validate_code(url, code=code, system=system).to_parameters()
-    assert plain(answer) == expected
+    if method == "get":
+        expected = fhirpy_wb.validate_code(url, code=code, system=system)
+    else:  # the issues of a Coding are located in it (Coding.code)
+        expected = fhirpy_wb.validate_code(url, coding={"system": system, "code": code})
+    assert plain(answer) == expected.to_parameters()
 
 
 def test_fhirpy_validate_code_on_instance(fhir: SyncFHIRClient) -> None:
@@ -104,6 +107,9 @@ def test_fhirpy_validate_code_on_instance(fhir: SyncFHIRClient) -> None:
     assert plain(answer["parameter"]) == [
         {"name": "result", "valueBoolean": True},
         {"name": "display", "valueString": "Male"},
+        {"name": "code", "valueCode": "male"},
+        {"name": "system", "valueUri": GENDER_CS},
+        {"name": "version", "valueString": "4.0.1"},
     ]
 
 

@@ -103,8 +103,9 @@ def test_frames_come_from_the_store(sct: SnomedCT) -> None:
     row = concepts.set_index("code").loc["22298006"]
     assert row["display"] == "Myocardial infarction"
     assert row["fsn"] == "Myocardial infarction (disorder)"
-    assert bool(row["sufficientlyDefined"]) and bool(row["active"])
-    assert not concepts.set_index("code").loc["307530000", "active"]
+    assert bool(row["sufficientlyDefined"]) and not row["inactive"]
+    assert list(row["parents"]) == ["56265001"] and row["status"] == "active"
+    assert concepts.set_index("code").loc["307530000", "inactive"]
     designations = sct.designations_frame()
     mi = designations[designations["code"] == "22298006"]
     assert set(mi["value"]) == {
@@ -219,3 +220,45 @@ def test_a_failed_import_leaves_the_cache_as_it_was(
         load(other, cache)
     assert sorted(p.name for p in cache.iterdir()) == before
     assert os.listdir(cache) == before
+
+
+def test_pickles_as_its_store_folder(sct: SnomedCT) -> None:
+    import pickle
+
+    data = pickle.dumps(sct)
+    assert len(data) < 2000
+    again = pickle.loads(data)
+    assert again.version == sct.version
+    assert again.lookup("57054005").display == "Acute myocardial infarction"
+
+
+def test_other_refsets_keep_their_extra_columns_as_text(tmp_path: Path) -> None:
+    header = (
+        "id\teffectiveTime\tactive\tmoduleId\trefsetId\treferencedComponentId\tmapGroup\t"
+        "mapPriority\tmapRule\tmapAdvice\tmapTarget\tcorrelationId\tmapCategoryId\r\n"
+    )
+    row = (
+        "60000000-0000-4000-8000-000000000001\t20250131\t1\t449080006\t447562003\t22298006\t1\t1"
+        "\tTRUE\tALWAYS I21.9\tI21.9\t447561005\tNOT-A-NUMBER\r\n"
+    )
+    release = snomed_rf2.write(
+        tmp_path / "rel",
+        edit={
+            "Snapshot/Refset/Map/der2_iisssccRefset_ExtendedMapSnapshot_INT_20250131.txt": header
+            + row
+        },
+    )
+    cs, _ = load(release, tmp_path / "cache")
+    assert {str(cs.store.ids[r]) for r in np.flatnonzero(cs.evaluate("^ 447562003"))} == {
+        "22298006"
+    }
+
+
+def test_a_damaged_store_is_imported_again(release: Path, tmp_path: Path) -> None:
+    first, _ = load(release, tmp_path)
+    (first.store.path / "up.npy").unlink()
+    again, built = load(release, tmp_path)
+    assert built and again.lookup("57054005").display == "Acute myocardial infarction"
+    (again.store.path / "concepts.arrow").write_bytes(b"not arrow")
+    third, built = load(release, tmp_path)
+    assert built and third.subsumes("404684003", "57054005") == "subsumes"

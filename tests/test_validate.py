@@ -33,6 +33,8 @@ TWO_SYSTEMS = {
     "compose": {"include": [{"system": DEMO}, {"system": GENDER}]},
 }
 ONE = f"{DEMO}#"
+TX = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
+INACTIVE = f"The code {ONE}group is inactive (status 'retired'); review its use"
 
 
 def outcome(r: ValidationResult) -> tuple[Any, ...]:
@@ -128,7 +130,7 @@ CASES = [
         {"code": "group", "system": DEMO},
         (False, "inactive", "Group visit", "group", DEMO, "1.0.0"),
         f"The code {ONE}group is inactive, and the value set {VS}active excludes inactive codes",
-        (("error", "code-comment"),),
+        (("error", "not-in-vs"),),
         id="inactive-excluded",
     ),
     pytest.param(
@@ -159,10 +161,18 @@ CASES = [
     pytest.param(
         TWO_SYSTEMS,
         {"code": "video"},
-        (False, "unknown-system", None, "video", None, None),
-        f"The code 'video' has no system, and it cannot be inferred: the value set {VS}two "
+        (True, None, "Video consultation", "video", DEMO, "1.0.0"),
+        None,
+        (),
+        id="system-inferred-from-the-one-system-with-the-code",
+    ),
+    pytest.param(
+        TWO_SYSTEMS,
+        {"code": "nope"},
+        (False, "unknown-system", None, "nope", None, None),
+        f"The code 'nope' has no system, and it cannot be inferred: the value set {VS}two "
         f"draws on 2 code systems ({DEMO}, {GENDER})",
-        (("error", "not-found"),),
+        (("error", "cannot-infer"),),
         id="system-not-inferable",
     ),
     pytest.param(
@@ -208,7 +218,7 @@ CASES = [
         (True, None, "Telephone consultation", "phone", DEMO, "1.0.0"),
         f"Coding 2 ({ONE}phone) is valid; coding 1 ({ONE}nope): Unknown code 'nope' in the "
         f"CodeSystem '{DEMO}|1.0.0'",
-        (("warning", "invalid-code"),),
+        (("information", "invalid-code"),),
         id="codeable-concept-one-valid",
     ),
     pytest.param(
@@ -225,7 +235,7 @@ CASES = [
         f"None of the 2 codings is valid: coding 1 ({ONE}nope): Unknown code 'nope' in the "
         f"CodeSystem '{DEMO}|1.0.0'; coding 2 (http://nope#phone): A definition for CodeSystem "
         "'http://nope' could not be found, so the code 'phone' cannot be validated",
-        (("error", "invalid-code"), ("error", "not-found")),
+        (("error", "not-in-vs"), ("error", "invalid-code"), ("error", "not-found")),
         id="codeable-concept-none-valid",
     ),
     pytest.param(
@@ -244,7 +254,7 @@ CASES = [
         "'Videosprechstunde', 'Téléconsultation vidéo'; coding 2 "
         f"({ONE}remote): The code {ONE}remote is abstract, and abstract codes are not allowed "
         "here (set abstract=true to allow them)",
-        (("error", "invalid-display"), ("error", "code-rule")),
+        (("error", "not-in-vs"), ("error", "invalid-display"), ("error", "code-rule")),
         id="codeable-concept-display-and-abstract",
     ),
 ]
@@ -311,6 +321,9 @@ def test_unknown_value_set(
                 "parameter": [
                     {"name": "result", "valueBoolean": True},
                     {"name": "display", "valueString": "Video consultation"},
+                    {"name": "code", "valueCode": "video"},
+                    {"name": "system", "valueUri": DEMO},
+                    {"name": "version", "valueString": "1.0.0"},
                 ],
             },
             id="valid",
@@ -325,6 +338,28 @@ def test_unknown_value_set(
                         "name": "message",
                         "valueString": f"Unknown code 'nope' in the CodeSystem '{DEMO}|1.0.0'",
                     },
+                    {"name": "code", "valueCode": "nope"},
+                    {"name": "system", "valueUri": DEMO},
+                    {"name": "version", "valueString": "1.0.0"},
+                    {
+                        "name": "issues",
+                        "resource": {
+                            "resourceType": "OperationOutcome",
+                            "issue": [
+                                {
+                                    "severity": "error",
+                                    "code": "code-invalid",
+                                    "details": {
+                                        "coding": [{"system": TX, "code": "invalid-code"}],
+                                        "text": f"Unknown code 'nope' in the CodeSystem "
+                                        f"'{DEMO}|1.0.0'",
+                                    },
+                                    "location": ["code"],
+                                    "expression": ["code"],
+                                }
+                            ],
+                        },
+                    },
                 ],
             },
             id="invalid",
@@ -335,12 +370,31 @@ def test_unknown_value_set(
                 "resourceType": "Parameters",
                 "parameter": [
                     {"name": "result", "valueBoolean": True},
-                    {
-                        "name": "message",
-                        "valueString": f"The code {ONE}group is inactive (status 'retired'); "
-                        "review its use",
-                    },
+                    {"name": "message", "valueString": INACTIVE},
                     {"name": "display", "valueString": "Group visit"},
+                    {"name": "code", "valueCode": "group"},
+                    {"name": "system", "valueUri": DEMO},
+                    {"name": "version", "valueString": "1.0.0"},
+                    {
+                        "name": "issues",
+                        "resource": {
+                            "resourceType": "OperationOutcome",
+                            "issue": [
+                                {
+                                    "severity": "warning",
+                                    "code": "business-rule",
+                                    "details": {
+                                        "coding": [{"system": TX, "code": "code-comment"}],
+                                        "text": INACTIVE,
+                                    },
+                                    "location": ["code"],
+                                    "expression": ["code"],
+                                }
+                            ],
+                        },
+                    },
+                    {"name": "inactive", "valueBoolean": True},
+                    {"name": "status", "valueCode": "retired"},
                 ],
             },
             id="warning",
@@ -434,7 +488,7 @@ def versioned_wb() -> Workbench:
         pytest.param(
             VS + "latest",
             {"code": "a", "system": VER, "version": "9.9"},
-            (False, "unknown-system", None, "a", VER, "9.9"),
+            (False, "unknown-system", "Alpha two", "a", VER, "2.0.0"),
             id="coding-version-not-loaded",
         ),
     ],
@@ -526,7 +580,7 @@ def test_validate_in_codesystem(
 def test_lookup(default_wb: Workbench) -> None:
     found = default_wb.lookup(DEMO, "office")
     assert (found.name, found.version, found.code, found.display, found.abstract) == (
-        "Workbench demo: clinic visit types",
+        "WorkbenchDemo",
         "1.0.0",
         "office",
         "Office visit",
@@ -610,9 +664,14 @@ def test_lookup_abstract_and_parameters(default_wb: Workbench) -> None:
     assert params == {
         "resourceType": "Parameters",
         "parameter": [
-            {"name": "name", "valueString": "Workbench demo: clinic visit types"},
+            {"name": "name", "valueString": "WorkbenchDemo"},
             {"name": "version", "valueString": "1.0.0"},
             {"name": "display", "valueString": "Remote visit"},
+            {
+                "name": "definition",
+                "valueString": "Grouping concept for visits conducted at a distance using "
+                "telecommunication. Abstract: not to be used in records.",
+            },
             {
                 "name": "property",
                 "part": [
@@ -662,3 +721,71 @@ def test_unknown_code_raises(default_wb: Workbench, call: Any, message: str) -> 
 )
 def test_subsumes(default_wb: Workbench, a: str, b: str, expected: str) -> None:
     assert default_wb.subsumes(DEMO, a, b) == expected
+
+
+LOOKUP_STATUS = {
+    "resourceType": "CodeSystem",
+    "url": "http://example.org/fhir/CodeSystem/lookup-status",
+    "name": "LookupStatus",
+    "title": "Lookup status (a title, not the name)",
+    "status": "active",
+    "content": "complete",
+    "property": [
+        {"code": "status", "uri": "http://hl7.org/fhir/concept-properties#status", "type": "code"},
+        {"code": "abstract", "type": "boolean"},
+    ],
+    "concept": [
+        {"code": "grp", "property": [{"code": "abstract", "valueBoolean": True}]},
+        {"code": "old", "property": [{"code": "status", "valueCode": "retired"}]},
+        {"code": "plain", "definition": "A plain code"},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("code", "properties", "expected"),
+    [
+        pytest.param(
+            "grp",
+            None,
+            [("abstract", True), ("inactive", False)],
+            id="abstract-defined-property-not-repeated-as-notSelectable",
+        ),
+        pytest.param(
+            "old", None, [("status", "retired"), ("inactive", True)], id="status-and-inactive"
+        ),
+        pytest.param("plain", None, [("inactive", False)], id="plain"),
+        pytest.param("old", ["inactive"], [("inactive", True)], id="selected"),
+    ],
+)
+def test_lookup_properties_and_name(
+    code: str, properties: list[str] | None, expected: list[tuple[str, Any]]
+) -> None:
+    wb = Workbench()
+    wb.load(LOOKUP_STATUS)
+    found = wb.lookup(LOOKUP_STATUS["url"], code, properties=properties)
+    assert found.name == "LookupStatus"  # CodeSystem.name, not its title
+    assert list(found.properties) == expected
+
+
+def test_lookup_not_selectable_from_nesting_role() -> None:
+    """An abstract concept whose code system has no such property gets notSelectable."""
+    wb = Workbench()
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": "http://example.org/fhir/CodeSystem/ns",
+            "content": "complete",
+            "property": [
+                {
+                    "code": "ns",
+                    "uri": "http://hl7.org/fhir/concept-properties#notSelectable",
+                    "type": "boolean",
+                }
+            ],
+            "concept": [{"code": "g", "property": [{"code": "ns", "valueBoolean": True}]}],
+        }
+    )
+    found = wb.lookup("http://example.org/fhir/CodeSystem/ns", "g")
+    assert list(found.properties) == [("ns", True), ("inactive", False)]
+    assert found.name == "http://example.org/fhir/CodeSystem/ns"

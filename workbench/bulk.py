@@ -20,7 +20,9 @@ from workbench.errors import InvalidRequestError, WorkbenchError
 from workbench.report import COLUMNS
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import NO_MATCH, CompiledValueSet, Match
+from workbench.terminology.languages import Languages, requested
 from workbench.terminology.validation import (
+    CheckOptions,
     ValidationResult,
     combine_codings,
     non_members,
@@ -62,6 +64,8 @@ class MembershipIndex(CodeSystemTable):
         self.canonical = compiled.canonical
         self.inactive_allowed = compiled.inactive_allowed
         self._systems = compiled.systems()
+        self._pins = {s: compiled.pinned_version(s) for s in self._systems}
+        self._whole = frozenset(s for s in self._systems if compiled.takes_whole(s))
         self.members: dict[tuple[str, str], Match] = {
             key: compiled.contains(*key) for key in compiled.member_index()
         }
@@ -69,6 +73,14 @@ class MembershipIndex(CodeSystemTable):
     def systems(self) -> list[str]:
         """The code systems the value set draws on."""
         return self._systems
+
+    def pinned_version(self, system: str) -> str | None:
+        """The version the value set pins for ``system``, if any."""
+        return self._pins.get(system)
+
+    def takes_whole(self, system: str) -> bool:
+        """True when the value set includes the whole of ``system``."""
+        return system in self._whole
 
     def contains(self, system: str, code: str) -> Match:
         """Membership from the expansion."""
@@ -92,6 +104,8 @@ class Checker:
     members: frozenset[tuple[str, str]] | None = None
     fast_by_system: dict[str, tuple[pd.Index, np.ndarray]] = field(default_factory=dict, repr=False)
     member_by_system: dict[str, pd.Index] = field(default_factory=dict, repr=False)
+    versions: Callable[[str], list[str] | None] | None = field(default=None, repr=False)
+    languages: Languages | None = field(default=None, repr=False)
 
     def check(
         self, system: str | None, code: str, display: str | None, version: str | None = None
@@ -108,7 +122,8 @@ class Checker:
             system=system,
             version=version,
             display=display,
-            abstract=self.abstract,
+            options=CheckOptions(abstract=self.abstract, languages=self.languages),
+            versions=self.versions,
         )
         return _row(result)
 
@@ -147,7 +162,12 @@ class Checker:
         cs = self.resolve(system, None)
         vs = self.valueset
         if cs is not None and cs.case_sensitive and self.members is not None:
-            outside = self._member_index(system).get_indexer(pd.Index(codes[rest])) < 0
+            members = self._member_index(system)
+            if len(members) == len(index):
+                # every member of this system is plainly valid, so no other code is a member
+                outside = np.ones(len(rest), dtype=bool)
+            else:
+                outside = members.get_indexer(pd.Index(codes[rest])) < 0
             chosen = rest[outside]
             context = f"the value set {vs.canonical}"
             reasons, messages, displays = non_members(
@@ -230,16 +250,36 @@ def _row(result: ValidationResult) -> Row:
 
 
 def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, str], str | None]:
-    """Members whose validation is plainly valid: a known, active concept (not abstract unless
-    allowed). Their display is the value set's display, else the concept's."""
+    """Members whose validation is plainly valid: a known, active, not deprecated concept (not
+    abstract unless allowed). Their display is the value set's display, else the concept's."""
     fast: dict[tuple[str, str], str | None] = {}
+    if compiled.includes and all(_from_a_release(c) for c in compiled.includes):
+        # every member comes from a release store's own concepts (no listed codes, no
+        # imports, no value-set displays): its expansion entry already says it all
+        return {
+            key: e.display
+            for key, e in compiled.member_index().items()
+            if not e.inactive and (abstract or not e.abstract)
+        }
     for key in compiled.member_index():
         match = compiled.contains(*key)
         concept = match.concept
         if concept is None or concept.inactive or (concept.abstract and not abstract):
             continue
+        if concept.status == "deprecated":  # valid, with a warning: the full check says it
+            continue
         fast[key] = match.display or concept.display
     return fast
+
+
+def _from_a_release(clause: Any) -> bool:
+    """An include whose members are exactly a release provider's filtered concepts."""
+    return (
+        clause.cs is not None
+        and getattr(clause.cs, "filter_entries", None) is not None
+        and not clause.concepts
+        and not clause.imports
+    )
 
 
 def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
@@ -259,8 +299,19 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
         )
     except WorkbenchError:
         members = None
+    wanted = value_set_languages(compiled)
+    if wanted:  # displays depend on the language: every member goes through the check
+        fast, by_system = {}, {}
     return Checker(
-        compiled, wb.terminology.codesystem, abstract, fast, members, by_system, member_index
+        compiled,
+        wb.terminology.codesystem,
+        abstract,
+        fast,
+        members,
+        by_system,
+        member_index,
+        versions=wb.terminology.codesystem_versions,
+        languages=wanted,
     )
 
 
@@ -278,20 +329,39 @@ def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
             found = wb.terminology.codesystem(url)
             if found is not None:
                 codesystems[url] = found
+    for provider in wb.terminology.providers():  # code systems loaded from release files
+        codesystems.setdefault(provider.url, provider)
+    versions = {url: wb.terminology.codesystem_versions(url) for url in codesystems}.get
     try:
         index = MembershipIndex(compiled, codesystems)
     except WorkbenchError:
         # Not expandable (a code system it needs is missing): ship the compose itself, as
         # validate_code uses it. Its filters are closures, which Dask serialises with
         # cloudpickle.
-        return Checker(compiled, CodeSystemTable(codesystems).codesystem, abstract)
+        table = CodeSystemTable(codesystems)
+        return Checker(
+            compiled,
+            table.codesystem,
+            abstract,
+            versions=versions,
+            languages=value_set_languages(compiled),
+        )
+    wanted = value_set_languages(compiled)
     return Checker(
         index,
         index.codesystem,
         abstract,
-        fast_members(compiled, abstract),
+        {} if wanted else fast_members(compiled, abstract),
         frozenset(index.members),
+        versions=versions,
+        languages=wanted,
     )
+
+
+def value_set_languages(compiled: CompiledValueSet) -> Languages | None:
+    """The display languages a value set names itself (its expansion-parameter extension or
+    its ``language``), as ``validate_code`` applies them without a request language."""
+    return requested(None, compiled.resource, None, wildcard=False)
 
 
 # --- the column algorithm ----------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any
 
 from workbench.errors import DuplicateCanonicalError, ResourceNotFoundError
 from workbench.resources import Resource, latest
+from workbench.terminology.versions import matches
 
 TERMINOLOGY_TYPES = ("CodeSystem", "ValueSet")
 _ID_CHARS = re.compile(r"[^A-Za-z0-9\-.]")
@@ -77,9 +78,8 @@ class Registry:
             return None
         found = versions.get(version)
         if found is None:
-            # FHIR allows a partial version ("1.0" for "1.0.3"): take the latest match.
-            matches = [r for v, r in versions.items() if v.startswith(version + ".")]
-            found = latest(matches)
+            # A partial version ("1.0" for "1.0.3") or a pattern ("1.x"): the latest match.
+            found = latest(r for v, r in versions.items() if matches(version, v))
         return found
 
     def versions(self, resource_type: str, url: str) -> list[str]:
@@ -228,3 +228,47 @@ class Registry:
             self._latest.pop(key, None)
         else:
             self._latest[key] = found
+
+
+class OverlayRegistry:
+    """A read-only view for one request: its own resources first, then a shared registry.
+
+    ``tx-resource`` parameters are seen this way: preferred over stored resources (also when
+    value sets import each other), never stored, and invisible to every other request.
+    """
+
+    def __init__(self, top: Registry, base: Registry | OverlayRegistry) -> None:
+        self.top = top
+        self.base = base
+
+    @property
+    def generation(self) -> int:
+        """The shared registry's generation (the request's own resources never change)."""
+        return self.base.generation
+
+    def subscribe(self, listener: Listener) -> None:
+        """Nothing to announce: a request's view does not change while it runs."""
+
+    def read(self, resource_type: str, resource_id: str) -> Resource:
+        """The resource with this id, the request's own first."""
+        try:
+            return self.top.read(resource_type, resource_id)
+        except ResourceNotFoundError:
+            return self.base.read(resource_type, resource_id)
+
+    def get(self, resource_type: str, url: str, version: str | None = None) -> Resource | None:
+        """The resource for ``url`` (and ``version``), the request's own first."""
+        found = self.top.get(resource_type, url, version)
+        return found if found is not None else self.base.get(resource_type, url, version)
+
+    def versions(self, resource_type: str, url: str) -> list[str]:
+        """The known versions of a canonical URL, the request's own first."""
+        own = self.top.versions(resource_type, url)
+        return own + [v for v in self.base.versions(resource_type, url) if v not in own]
+
+    def all(self, resource_type: str) -> list[Resource]:
+        """Every resource of a type, the request's own first."""
+        return self.top.all(resource_type) + self.base.all(resource_type)
+
+    def __len__(self) -> int:
+        return len(self.top) + len(self.base)

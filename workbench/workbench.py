@@ -3,6 +3,7 @@ and delegates to them; the server, the widgets and the pandas accessor all use t
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,13 +15,16 @@ from workbench import frames, loading, packages
 from workbench.errors import InvalidRequestError
 from workbench.registry import Registry
 from workbench.resources import Resource
+from workbench.terminology import languages
 from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
 from workbench.terminology.lookup import LookupResult, lookup, subsumes
-from workbench.terminology.validation import ValidationResult
+from workbench.terminology.validation import CheckOptions, ValidationResult
+from workbench.terminology.versions import VersionPolicy
 
 if TYPE_CHECKING:
     from workbench.loading import LoadSummary
+    from workbench.releases.loading import ReleaseSummary
     from workbench.server.embedded import ServerHandle
 
 
@@ -104,6 +108,35 @@ class Workbench:
         )
         return self.load(folder, progress=progress)
 
+    def load_release(
+        self,
+        path: str | Path,
+        *,
+        kind: str | None = None,
+        version: str | None = None,
+        cache_dir: str | Path | None = None,
+        progress: bool | None = None,
+    ) -> ReleaseSummary:
+        """Load a terminology from its release files as distributed (a folder or a zip).
+
+        ``kind`` (``"snomed"``) is detected from the files when omitted; ``version``
+        overrides the release's own (for SNOMED CT the version URI, e.g.
+        ``http://snomed.info/xsct/31000003106/version/20250909``). The release is imported
+        once into ``cache_dir`` (default ``$WORKBENCH_RELEASE_CACHE`` or
+        ``~/.cache/workbench/releases``) and reopened from there afterwards; a progress bar
+        shows while it imports. Returns the summary (system, version, concepts, time, cache).
+        Raises ReleaseFormatError (naming the file and line) for a broken release and
+        DuplicateCanonicalError when that system and version is already loaded; either way
+        nothing changes.
+        """
+        from workbench.releases.loading import open_release
+
+        provider, summary = open_release(
+            path, kind=kind, version=version, cache_dir=cache_dir, progress=progress
+        )
+        self.terminology.add_provider(provider)
+        return summary
+
     # --- frames -----------------------------------------------------------------------
 
     @property
@@ -113,16 +146,23 @@ class Workbench:
 
     @property
     def codesystems(self) -> pd.DataFrame:
-        """One row per loaded CodeSystem (url, version, name, title, status, content, …)."""
-        return frames.codesystems_frame(self.registry.all("CodeSystem"))
+        """One row per loaded CodeSystem (url, version, name, title, status, content, …),
+        the ones loaded from release files included."""
+        headers = [p.resource for p in self.terminology.providers()]
+        return frames.codesystems_frame([*self.registry.all("CodeSystem"), *headers])
 
     def concepts(self, codesystem: str, version: str | None = None) -> pd.DataFrame:
-        """One row per concept of a code system, with parents, flags and properties."""
-        return frames.concepts_frame(self.terminology.require_codesystem(codesystem, version))
+        """One row per concept of a code system, with parents, flags and properties (for a
+        release, straight from its store's columns)."""
+        found = self.terminology.require_codesystem(codesystem, version)
+        own = getattr(found, "concepts_frame", None)
+        return own() if own is not None else frames.concepts_frame(found)
 
     def designations(self, codesystem: str, version: str | None = None) -> pd.DataFrame:
         """The designations of a code system's concepts, in long form."""
-        return frames.designations_frame(self.terminology.require_codesystem(codesystem, version))
+        found = self.terminology.require_codesystem(codesystem, version)
+        own = getattr(found, "designations_frame", None)
+        return own() if own is not None else frames.designations_frame(found)
 
     def resource(self, resource_type: str, url: str, version: str | None = None) -> Resource:
         """Return a stored ValueSet or CodeSystem by canonical URL (as FHIR JSON)."""
@@ -143,6 +183,17 @@ class Workbench:
         active_only: bool = False,
         include_designations: bool = False,
         display_language: str | None = None,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
+        include_definition: bool = False,
+        properties: Sequence[str] | None = None,
+        exclude_nested: bool | None = None,
+        system_version: str | Sequence[str] | None = None,
+        force_system_version: str | Sequence[str] | None = None,
+        check_system_version: str | Sequence[str] | None = None,
+        default_valueset_version: str | Sequence[str] | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] | None = None,
+        designations: Sequence[str] | None = None,
     ) -> Expansion:
         """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
 
@@ -150,9 +201,17 @@ class Workbench:
         page the result (``.frame`` and ``.to_fhir()`` show the page; ``total`` counts all).
         Raises ValueSetNotFoundError, CodeSystemNotFoundError, IncompleteCodeSystemError,
         ImportCycleError or UnsupportedFilterError; ``.to_fhir()`` raises TooCostlyError for
-        an unpaged expansion over the size limit.
+        an unpaged expansion over the size limit. ``tx_resources`` are CodeSystems and
+        ValueSets used for this call only, before the stored ones (``tx-resource``).
+        ``include_definition`` adds each concept's definition, ``properties`` the named
+        concept properties, ``designations`` keeps only designations of those languages or
+        uses, ``exclude_nested=False`` nests codes under their parents; the version
+        parameters work as in ``validate_code`` (a version
+        that ``check_system_version`` does not allow raises VersionCheckError). Every
+        parameter, assumed defaults included, is echoed in ``expansion.parameter`` with the
+        ``used-codesystem`` and ``used-valueset`` versions.
         """
-        return self.terminology.expand(
+        return self.engine(tx_resources).expand(
             valueset,
             version=version,
             filter=filter,
@@ -161,7 +220,26 @@ class Workbench:
             active_only=active_only,
             include_designations=include_designations,
             display_language=display_language,
+            include_definition=include_definition,
+            properties=properties,
+            exclude_nested=exclude_nested,
+            accept_language=accept_language,
+            use_supplements=list(use_supplements or ()),
+            designations=designations,
+            policy=VersionPolicy.from_parameters(
+                system_version=_listed(system_version),
+                force_system_version=_listed(force_system_version),
+                check_system_version=_listed(check_system_version),
+                default_valueset_version=_listed(default_valueset_version),
+            ),
         )
+
+    def engine(self, tx_resources: Sequence[Mapping[str, Any]] | None = None) -> Terminology:
+        """The terminology engine, or a view of it that sees ``tx_resources`` first (used for
+        one call: nothing is stored, nothing leaks into other calls)."""
+        if not tx_resources:
+            return self.terminology
+        return self.terminology.with_resources(tx_resources)
 
     def validate_code(
         self,
@@ -176,13 +254,47 @@ class Workbench:
         codeable_concept: Mapping[str, Any] | None = None,
         abstract: bool = False,
         valueset_version: str | None = None,
+        system_version: str | Sequence[str] | None = None,
+        force_system_version: str | Sequence[str] | None = None,
+        check_system_version: str | Sequence[str] | None = None,
+        default_valueset_version: str | Sequence[str] | None = None,
+        lenient_display: bool = False,
+        membership_only: bool = False,
+        active_only: bool = False,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
+        display_language: str | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] | None = None,
     ) -> ValidationResult:
         """Validate a code (or a Coding, or a CodeableConcept) against a value set.
 
-        Returns a ValidationResult; a code that fails is ``result=False`` with a message and
-        a ``reason``, never an exception. Raises ValueSetNotFoundError for an unknown value
-        set. When ``system`` is omitted and the value set draws on one system, that one is
-        used.
+        Returns a ValidationResult; a code that fails is ``result=False`` with a message, a
+        ``reason`` and its ``issues``, never an exception. Raises ValueSetNotFoundError for
+        an unknown value set. When ``system`` is omitted it is inferred: the value set's one
+        system, else the one system of the value set that has the code.
+
+        Versions (see the README's "Versions"): ``system_version``, ``force_system_version``
+        and ``check_system_version`` take ``"system|version"`` strings (one or a list; a
+        version may be a pattern such as ``1.x``); ``default_valueset_version`` takes
+        ``"url|version"`` for value sets imported without a version. ``lenient_display``
+        makes a wrong display a warning, ``membership_only`` checks membership alone, and
+        ``active_only`` refuses inactive codes. ``tx_resources`` are CodeSystems and ValueSets
+        used for this call only, before the stored ones (``tx-resource``).
+        ``display_language`` (a weighted list such as ``"de, *;q=0"``; else the value set's
+        expansion-parameter extension, ``accept_language``, then ``ValueSet.language``) gives
+        the display in that language and checks a given display against it (see the README's
+        "Languages").
+
+        >>> wb = Workbench()
+        >>> _ = wb.load([{"resourceType": "CodeSystem", "url": "http://x", "version": v,
+        ...     "content": "complete", "concept": [{"code": "a", "display": f"A {v}"}]}
+        ...     for v in ("1.0.0", "2.0.0")])
+        >>> vs = {"resourceType": "ValueSet", "compose": {"include": [{"system": "http://x"}]}}
+        >>> wb.validate_code(valueset=vs, code="a", system="http://x").version
+        '2.0.0'
+        >>> wb.validate_code(valueset=vs, code="a", system="http://x",
+        ...                  system_version="http://x|1.x").display
+        'A 1.0.0'
         """
         target = url if url is not None else valueset
         if target is None:
@@ -191,7 +303,7 @@ class Workbench:
             raise InvalidRequestError(
                 "Give something to validate: code, coding or codeable_concept"
             )
-        return self.terminology.validate_code(
+        return self.engine(tx_resources).validate_code(
             target,
             valueset_version=valueset_version,
             code=code,
@@ -200,7 +312,21 @@ class Workbench:
             display=display,
             coding=coding,
             codeable_concept=codeable_concept,
-            abstract=abstract,
+            policy=VersionPolicy.from_parameters(
+                system_version=_listed(system_version),
+                force_system_version=_listed(force_system_version),
+                check_system_version=_listed(check_system_version),
+                default_valueset_version=_listed(default_valueset_version),
+            ),
+            options=CheckOptions(
+                abstract=abstract,
+                lenient_display=lenient_display,
+                membership_only=membership_only,
+                active_only=active_only,
+            ),
+            display_language=display_language,
+            accept_language=accept_language,
+            use_supplements=list(use_supplements or ()),
         )
 
     def validate_in_codesystem(
@@ -211,10 +337,11 @@ class Workbench:
         version: str | None = None,
         display: str | None = None,
         abstract: bool = True,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> ValidationResult:
         """Validate a code against a whole code system (abstract codes are valid unless
         ``abstract=False``)."""
-        return self.terminology.validate_in_codesystem(
+        return self.engine(tx_resources).validate_in_codesystem(
             system, code=code, version=version, display=display, abstract=abstract
         )
 
@@ -225,15 +352,52 @@ class Workbench:
         *,
         version: str | None = None,
         properties: Sequence[str] | None = None,
+        display_language: str | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] = (),
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> LookupResult:
-        """Look a code up in its code system: display, designations and properties."""
-        return lookup(
-            self.terminology.require_codesystem(system, version), code, properties=properties
-        )
+        """Look a code up in its code system: display, designations and properties.
 
-    def subsumes(self, system: str, code_a: str, code_b: str, *, version: str | None = None) -> str:
+        ``display_language`` (a weighted list like Accept-Language, e.g. ``de, en;q=0.5``;
+        before ``accept_language``, the HTTP header) picks the display in the first wanted
+        language the code system or its supplements have (for SNOMED CT, the preferred term
+        of its dialect), else the concept's own display: $lookup's display is required (R4),
+        so even ``*;q=0`` falls back to it.
+        ``use_supplements`` names supplements that must be loaded (else
+        SupplementNotFoundError)."""
+        engine = self.engine(tx_resources)
+        found = engine.require_codesystem(system, version)
+        if use_supplements:
+            engine.require_supplements(use_supplements, "$lookup")
+        own = getattr(found, "lookup", None)
+        if own is not None:
+            return own(code, properties=properties, display_language=display_language)
+        result = lookup(found, code, properties=properties)
+        wanted = languages.requested(display_language, None, accept_language, wildcard=True)
+        if wanted is None:
+            return result
+        concept = found.concepts[result.code]
+        shown = languages.display_in(
+            dataclasses.replace(wanted, wildcard=True),
+            concept.display,
+            found.resource.get("language"),
+            concept.designations,
+        )
+        return dataclasses.replace(result, display=shown)
+
+    def subsumes(
+        self,
+        system: str,
+        code_a: str,
+        code_b: str,
+        *,
+        version: str | None = None,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
+    ) -> str:
         """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""
-        return subsumes(self.terminology.require_codesystem(system, version), code_a, code_b)
+        found = self.engine(tx_resources).require_codesystem(system, version)
+        return subsumes(found, code_a, code_b)
 
     # --- columns ----------------------------------------------------------------------
 
@@ -257,7 +421,8 @@ class Workbench:
         (result, message, display, issue, system) with ``.summary()`` and
         ``.failure_cases``; missing codes give result NA and the issue ``missing``. A dask
         DataFrame or Series gives a lazy dask DataFrame (``progress=True`` shows Dask's
-        progress bar while it computes).
+        progress bar while it computes). A polars DataFrame or Series gives a polars
+        DataFrame of the same columns.
 
         >>> wb = Workbench()
         >>> _ = wb.load({"resourceType": "CodeSystem", "url": "http://x", "content":
@@ -269,8 +434,18 @@ class Workbench:
         >>> report["result"].tolist(), report["issue"].tolist()
         ([True, False, <NA>], [None, 'unknown-code', 'missing'])
         """
-        from workbench import bulk, bulk_dask, report
+        from workbench import bulk, bulk_dask, bulk_polars, report
 
+        if bulk_polars.is_polars(data):
+            result = self.validate_column(
+                bulk_polars.to_pandas(data),
+                valueset,
+                code=code,
+                system=system,
+                display=display,
+                abstract=abstract,
+            )
+            return bulk_polars.from_pandas(result)
         if bulk_dask.is_dask(data):
             checker = bulk.make_shippable_checker(self, valueset, abstract)
             return bulk_dask.validate_dask(
@@ -301,3 +476,10 @@ class Workbench:
         from workbench.server.embedded import serve
 
         return serve(self, host=host, port=port, token=token, base=base, data_dir=data_dir)
+
+
+def _listed(value: str | Sequence[str] | None) -> list[str] | None:
+    """One ``system|version`` string or several, as a list."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)

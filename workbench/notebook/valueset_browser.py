@@ -144,7 +144,8 @@ class CodeSystemTree(w.VBox):
         self.children_list.observe(self._on_child, "value")
         self.up.on_click(self._go_up)
         self.system.options = sorted(
-            str(cs["url"]) for cs in wb.registry.all("CodeSystem") if cs.get("url")
+            {str(cs["url"]) for cs in wb.registry.all("CodeSystem") if cs.get("url")}
+            | {p.url for p in wb.terminology.providers()}
         )
 
     def _on_system(self, _: Any = None) -> None:
@@ -180,7 +181,8 @@ class CodeSystemTree(w.VBox):
                 f"<div>{views.esc(here.definition)}</div>"
             )
         else:
-            children = [c for c in cs if not c.parents]
+            roots = getattr(cs, "roots", None)  # a release code system knows its top
+            children = roots() if roots is not None else [c for c in cs if not c.parents]
             self.detail.value = f"{len(cs)} concepts; {len(children)} at the top"
         self.breadcrumb.value = " › ".join(["<i>top</i>", *map(views.esc, self.path)])
         self.up.disabled = not self.path

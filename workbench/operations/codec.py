@@ -20,8 +20,15 @@ from workbench.terminology.lookup import TypedValue
 GENERAL_PARAMETERS = frozenset({"_format", "_pretty"})
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _INTEGER_TYPES = {"integer", "positiveInt", "unsignedInt"}
-# Alternative value[x] names accepted for a declared type (rule 3: code may come as string).
-_ALSO_ACCEPTED = {"code": ("valueString",)}
+# Alternative value[x] names accepted for a declared type, as the reference servers accept
+# them (rule 3: a code may come as a string; URIs as canonical, url or string; a string as a
+# code). Anything else that cannot be read as the declared type stays a 400.
+_ALSO_ACCEPTED = {
+    "code": ("valueString",),
+    "string": ("valueCode",),
+    "uri": ("valueCanonical", "valueUrl", "valueString"),
+    "canonical": ("valueUri", "valueUrl", "valueString"),
+}
 
 
 def value_key(type_name: str) -> str:

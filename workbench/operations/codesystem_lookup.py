@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RequiredError
-from workbench.operations.base import Inputs, Operation, one_of
+from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, one_of
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 
@@ -26,11 +26,21 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         version = inputs.get("version") or coding.get("version")
     if not system or not code:
         raise RequiredError("$lookup needs both a system and a code")
-    found = wb.lookup(system, code, version=version, properties=inputs.get("property"))
+    found = wb.lookup(
+        system,
+        code,
+        version=version,
+        properties=inputs.get("property"),
+        display_language=inputs.get("displayLanguage"),
+        accept_language=inputs.get(ACCEPT_LANGUAGE),
+        use_supplements=inputs.get("useSupplement") or (),
+        tx_resources=inputs.get("tx-resource"),
+    )
     return {
         "name": found.name,
         "version": found.version,
         "display": found.display if found.display is not None else found.code,
+        "definition": found.definition,
         "designation": [
             {"language": d.get("language"), "use": d.get("use"), "value": d.get("value")}
             for d in found.designations
@@ -40,5 +50,18 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
 
 
 OPERATION = Operation(
-    DEFINITION, run, frozenset({"code", "system", "version", "coding", "property"})
+    DEFINITION,
+    run,
+    frozenset(
+        {
+            "code",
+            "system",
+            "version",
+            "coding",
+            "property",
+            "displayLanguage",
+            "useSupplement",
+            "tx-resource",
+        }
+    ),
 )

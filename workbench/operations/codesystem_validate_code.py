@@ -8,7 +8,7 @@ from workbench.errors import InvalidRequestError, RequiredError
 from workbench.operations.base import Inputs, Operation, one_of
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
-from workbench.terminology.validation import ValidationResult, combine_codings
+from workbench.terminology.validation import ValidationResult, combine_codings, located
 
 if TYPE_CHECKING:
     from workbench.workbench import Workbench
@@ -34,20 +34,24 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
     given = one_of(inputs, ("code", "coding", "codeableConcept"), "validate")
     version, abstract = inputs.get("version"), inputs.get("abstract", True)
 
+    extra = inputs.get("tx-resource")
+
     def check(code: Any, display: Any, system: Any = None) -> ValidationResult:
         if system is not None and system != url:
             return wb.validate_in_codesystem(
-                str(system), str(code), display=display, abstract=abstract
+                str(system), str(code), display=display, abstract=abstract, tx_resources=extra
             )
         return wb.validate_in_codesystem(
-            str(url), code, version=version, display=display, abstract=abstract
+            str(url), code, version=version, display=display, abstract=abstract, tx_resources=extra
         )
 
     if given == "code":
         result = check(inputs["code"], inputs.get("display"))
     elif given == "coding":
         coding = inputs["coding"]
-        result = check(coding.get("code"), coding.get("display"), coding.get("system"))
+        result = located(
+            check(coding.get("code"), coding.get("display"), coding.get("system")), "Coding"
+        )
     else:
         codings = inputs["codeableConcept"].get("coding") or []
         if not codings:
@@ -55,11 +59,22 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         result = combine_codings(
             [check(c.get("code"), c.get("display"), c.get("system")) for c in codings]
         )
-    return {"result": result.result, "message": result.message, "display": result.display}
+    return result.outputs()
 
 
 OPERATION = Operation(
     DEFINITION,
     run,
-    frozenset({"url", "code", "version", "display", "coding", "codeableConcept", "abstract"}),
+    frozenset(
+        {
+            "url",
+            "code",
+            "version",
+            "display",
+            "coding",
+            "codeableConcept",
+            "abstract",
+            "tx-resource",
+        }
+    ),
 )

@@ -103,8 +103,9 @@ class OperationDef:
 
     @property
     def resource_input(self) -> ParamDef | None:
-        """The single resource-typed input, when there is exactly one."""
-        found = [p for p in self.inputs.values() if p.is_resource]
+        """The single resource-typed input that does not repeat, when there is exactly one
+        (the resource a POST may send as its whole body; ``tx-resource`` repeats)."""
+        found = [p for p in self.inputs.values() if p.is_resource and not p.repeats]
         return found[0] if len(found) == 1 else None
 
     def available_at(self, level: str) -> bool:

@@ -10,10 +10,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from workbench.errors import MethodNotAllowedError, ResourceNotFoundError
+from workbench.errors import InvalidRequestError, MethodNotAllowedError, ResourceNotFoundError
 from workbench.operations import OPERATIONS
 from workbench.server.auth import BearerAuth
-from workbench.server.capability import capability_statement
+from workbench.server.capability import capability_statement, terminology_capabilities
 from workbench.server.errors import HANDLERS
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
@@ -54,6 +54,13 @@ def create_app(
     async def metadata(request: Request) -> Response:
         read_only(request)
         root = str(request.base_url).rstrip("/") + base
+        mode = request.query_params.get("mode", "full")
+        if mode == "terminology":
+            return fhir(terminology_capabilities(workbench, OPERATIONS, root))
+        if mode not in ("full", "normative"):
+            raise InvalidRequestError(
+                f"Parameter 'mode' must be full, normative or terminology, not '{mode}'"
+            )
         return fhir(capability_statement(OPERATIONS, root))
 
     async def operation_definition(request: Request) -> Response:

@@ -37,6 +37,7 @@ class Entry(NamedTuple):
     abstract: bool
     inactive: bool
     designations: tuple[dict[str, Any], ...] = ()
+    definition: str | None = None
 
 
 class Match(NamedTuple):
@@ -46,6 +47,8 @@ class Match(NamedTuple):
     display: str | None = None
     concept: Concept | None = None
     cs: CodeSystemIndex | None = None
+    # designations the value set lists for the code (compose.include.concept.designation)
+    designations: tuple[dict[str, Any], ...] = ()
 
 
 NO_MATCH = Match(False)
@@ -71,7 +74,7 @@ class Clause:
             str(c.get("code")): c for c in raw.get("concept", ()) or ()
         }
         self.filters: list[CodeFilter] = (
-            [compile_filter(cs, f) for f in raw.get("filter", ()) or ()] if cs is not None else []
+            [_compile_filter(cs, f) for f in raw.get("filter", ()) or ()] if cs is not None else []
         )
         self.has_filters = bool(raw.get("filter"))
 
@@ -82,6 +85,7 @@ class Clause:
         """Does this clause take the code? With the value set's display and the concept."""
         override: str | None = None
         concept: Concept | None = None
+        listed_designations: tuple[dict[str, Any], ...] = ()
         if self.system is not None:
             if system != self.system:
                 return NO_MATCH
@@ -91,20 +95,25 @@ class Clause:
                     if listed is None:
                         return NO_MATCH
                     override = listed.get("display")
+                    listed_designations = tuple(listed.get("designation") or ())
                 elif self.has_filters or self.imports or not self.exclude:
                     raise self._missing()
             else:
+                if not self.concepts and self.cs.content in UNUSABLE_CONTENT:
+                    raise unusable(self.cs)
                 concept = self.cs.get(code)
                 if concept is None:
                     if self.cs.is_complete or code not in self.concepts:
                         return NO_MATCH
                     override = self.concepts[code].get("display")
+                    listed_designations = tuple(self.concepts[code].get("designation") or ())
                 else:
                     if self.concepts:
                         listed = self.concepts.get(concept.code)
                         if listed is None:
                             return NO_MATCH
                         override = listed.get("display")
+                        listed_designations = tuple(listed.get("designation") or ())
                     if not all(f.matches(concept) for f in self.filters):
                         return NO_MATCH
         cs = self.cs
@@ -115,7 +124,8 @@ class Clause:
             override = override or found.display
             concept = concept or found.concept
             cs = cs or found.cs
-        return Match(True, override, concept, cs)
+            listed_designations += found.designations
+        return Match(True, override, concept, cs, listed_designations)
 
     def entries(self) -> list[Entry]:
         """Expand this clause (the import intersection applied)."""
@@ -175,23 +185,42 @@ class Clause:
                 )
             return out
         if self.filters:
-            if cs.content == "not-present":
-                raise IncompleteCodeSystemError(
-                    f"CodeSystem {canonical_of(cs.resource)} has content 'not-present': "
-                    "its codes are not available to filter"
-                )
+            if cs.content in UNUSABLE_CONTENT:
+                raise unusable(cs)
+            at_once = getattr(cs, "filter_entries", None)
+            if at_once is not None:
+                # a release store expands its own filters column-wise
+                found: list[Entry] | None = at_once(self.filters)
+                if found is not None:
+                    return found
             candidates: frozenset[str] | None = None
             for f in self.filters:
                 if f.candidates is not None:
                     candidates = f.candidates if candidates is None else candidates & f.candidates
             pool: Iterable[Concept] = cs.in_order(candidates) if candidates is not None else cs
             return [_entry(cs, c, None) for c in pool if all(f.matches(c) for f in self.filters)]
+        if cs.content in UNUSABLE_CONTENT:
+            raise unusable(cs)
         if not cs.is_complete:
             raise IncompleteCodeSystemError(
                 f"CodeSystem {canonical_of(cs.resource)} has content '{cs.content}', but all of "
                 "its codes are needed (the value set includes the whole system)"
             )
         return [_entry(cs, c, None) for c in cs]
+
+
+# Code systems whose content a value set cannot be evaluated against (tx ecosystem:
+# servers SHALL NOT process $expand or $validate-code on them).
+UNUSABLE_CONTENT = ("example", "not-present")
+
+
+def unusable(cs: CodeSystemIndex) -> IncompleteCodeSystemError:
+    """The error for a whole-system include or a filter over an example or not-present code
+    system."""
+    return IncompleteCodeSystemError(
+        f"CodeSystem {canonical_of(cs.resource)} has content '{cs.content}': its codes "
+        "cannot be used to expand a value set or validate a code"
+    )
 
 
 def _entry(
@@ -208,6 +237,7 @@ def _entry(
         concept.abstract,
         concept.inactive,
         tuple(concept.designations) + extra,
+        concept.definition,
     )
 
 
@@ -244,6 +274,24 @@ class CompiledValueSet:
                     names.extend(imported.systems())
             found.extend(n for n in names if n and n not in found)
         return found
+
+    def pinned_version(self, system: str) -> str | None:
+        """The version (or version pattern) the includes pin for ``system``, if any."""
+        for clause in self.includes:
+            if clause.system == system and clause.version:
+                return clause.version
+            for imported in clause.imports if clause.system in (None, system) else ():
+                found = imported.pinned_version(system)
+                if found:
+                    return found
+        return None
+
+    def takes_whole(self, system: str) -> bool:
+        """True when an include takes the whole of ``system`` (no concept list, no filter)."""
+        return any(
+            c.system == system and not c.concepts and not c.has_filters and not c.imports
+            for c in self.includes
+        )
 
     def contains(self, system: str, code: str) -> Match:
         """Is the code in the value set? With the value set's display override and the
@@ -282,11 +330,26 @@ class CompiledValueSet:
             self._entries = entries
         return self._entries
 
+    def imported(self) -> list[CompiledValueSet]:
+        """Every value set this one imports, directly or not, each once."""
+        found: dict[int, CompiledValueSet] = {}
+        for clause in (*self.includes, *self.excludes):
+            for inner in clause.imports:
+                for vs in (inner, *inner.imported()):
+                    found.setdefault(id(vs), vs)
+        return list(found.values())
+
     def member_index(self) -> dict[tuple[str, str], Entry]:
         """Return the expansion as a hash index ``(system, code) -> Entry``."""
         if self._keys is None:
             self._keys = {(e.system, e.code): e for e in self.entries()}
         return self._keys
+
+
+def _compile_filter(cs: CodeSystemIndex, raw: Mapping[str, Any]) -> CodeFilter:
+    """A provider compiles its own filters; a CodeSystem's index goes through ``filters``."""
+    own = getattr(cs, "compile_filter", None)
+    return own(raw) if own is not None else compile_filter(cs, raw)
 
 
 def import_refs(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:

@@ -6,29 +6,43 @@ depend on changes (the registry announces the canonical URLs each write touches)
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from workbench import loading
 from workbench.errors import (
     CodeSystemNotFoundError,
+    DuplicateCanonicalError,
     ImportCycleError,
     InvalidRequestError,
+    InvalidResourceError,
+    LoadError,
+    SupplementNotFoundError,
     ValueSetNotFoundError,
+    VersionCheckError,
 )
-from workbench.registry import Change, Registry
+from workbench.registry import Change, OverlayRegistry, Registry
 from workbench.resources import Resource, canonical_of, split_canonical
+from workbench.terminology import languages, supplements
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
+from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.validation import (
+    CheckOptions,
     ValidationResult,
     coding_parts,
     combine_codings,
     failure,
+    located,
+    status_checks,
     validate_in_codesystem,
     validate_in_valueset,
 )
+from workbench.terminology.versions import NO_POLICY, VersionPolicy
+from workbench.terminology.versions import matches as version_matches
 
 T = TypeVar("T")
 
@@ -36,13 +50,81 @@ T = TypeVar("T")
 class Terminology:
     """Expansion, validation, lookup and subsumption over the resources of a Registry."""
 
-    def __init__(self, registry: Registry, *, max_expansion: int = DEFAULT_MAX_EXPANSION) -> None:
+    def __init__(
+        self,
+        registry: Registry | OverlayRegistry,
+        *,
+        max_expansion: int = DEFAULT_MAX_EXPANSION,
+        parent: Terminology | None = None,
+    ) -> None:
         self.registry = registry
         self.max_expansion = max_expansion
         self._lock = threading.RLock()
         self._cs_cache: dict[int, tuple[Resource, CodeSystemIndex]] = {}
         self._vs_cache: dict[tuple[str, str | None], CompiledValueSet] = {}
+        self._providers: dict[str, list[Any]] = {}
+        self._parent = parent
+        if parent is not None:
+            self._providers = parent._providers
         registry.subscribe(self._on_change)
+
+    def with_resources(self, resources: Sequence[Mapping[str, Any]]) -> Terminology:
+        """A view of this engine that sees ``resources`` (CodeSystems, ValueSets and
+        supplements passed with one request, ``tx-resource``) before the stored ones.
+
+        Nothing is stored and nothing is cached beyond the view, so concurrent requests
+        never see each other's resources. Raises InvalidRequestError for anything that is
+        not a well-formed CodeSystem or ValueSet with a url.
+        """
+        own = Registry()
+        checked: list[Resource] = []
+        for i, resource in enumerate(resources):
+            if not isinstance(resource, Mapping):
+                raise InvalidRequestError(f"tx-resource {i + 1} is not a resource")
+            rtype = resource.get("resourceType")
+            if rtype not in ("CodeSystem", "ValueSet"):
+                raise InvalidRequestError(
+                    f"tx-resource {i + 1} must be a CodeSystem or a ValueSet, not {rtype!r}"
+                )
+            if not isinstance(resource.get("url"), str) or not resource["url"]:
+                raise InvalidRequestError(
+                    f"tx-resource {i + 1} ({rtype}) needs a url, so that it can be referred to"
+                )
+            checked.append(dict(resource))
+        try:
+            found, _ = loading.read_source(checked, progress=False)
+        except (LoadError, InvalidResourceError) as exc:
+            raise InvalidRequestError(f"A tx-resource is not valid: {exc.text}") from exc
+        own.add_many(found)
+        return Terminology(
+            OverlayRegistry(own, self.registry), max_expansion=self.max_expansion, parent=self
+        )
+
+    # --- code systems from release files ------------------------------------------------
+
+    def add_provider(self, provider: CodeSystemProvider) -> None:
+        """Make a code system provider (a terminology loaded from its release files) known.
+
+        A provider has the code-system surface the engine uses (``provider.py``:
+        ``CodeSystemProvider`` and its optional hooks). The latest added is the default
+        version. Raises DuplicateCanonicalError when that url and version is already
+        loaded, and then changes nothing.
+        """
+        with self._lock:
+            known = self._providers.get(provider.url, [])
+            clash = any(p.version == provider.version for p in known) or (
+                self.registry.get("CodeSystem", provider.url, provider.version) is not None
+            )
+            if clash:
+                raise DuplicateCanonicalError(
+                    f"CodeSystem {provider.url}|{provider.version} is already loaded"
+                )
+            self._providers[provider.url] = [provider, *known]
+            self._vs_cache.clear()
+
+    def providers(self) -> list[Any]:
+        """Every loaded provider (the default version of each system first)."""
+        return [p for found in self._providers.values() for p in found]
 
     # --- caches -----------------------------------------------------------------------
 
@@ -52,26 +134,66 @@ class Terminology:
                 if compiled.dependencies & change.urls:
                     del self._vs_cache[key]
             touched = {url for rtype, url in change.urls if rtype == "CodeSystem"}
+            stored = [self.registry.get("CodeSystem", url) for url in touched]
+            if any(r is None or supplements.is_supplement(r) for r in stored) and touched:
+                # a supplement came or went: the indexes it adds to must be rebuilt
+                self._cs_cache.clear()
+                self._vs_cache.clear()
             for rid, (resource, _) in list(self._cs_cache.items()):
                 if resource.get("url") in touched:
                     del self._cs_cache[rid]
 
     def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
         """Return the index of a code system (latest version when none given), or None."""
+        for provider in self._providers.get(url, ()):
+            accepts = getattr(provider, "accepts_version", None)
+            if version is None or provider.version == version or (accepts and accepts(version)):
+                return provider
         resource = self.registry.get("CodeSystem", url, version)
-        if resource is None:
-            return None
+        if resource is None or supplements.is_supplement(resource):
+            return None  # a supplement is never a code system itself
         return self.index_of(resource)
 
     def index_of(self, resource: Resource) -> CodeSystemIndex:
         """Return the (cached) index of a CodeSystem resource."""
+        if self._parent is not None and not self._owns(resource):
+            return self._parent.index_of(resource)  # a stored one: the shared cache
         cached = self._cs_cache.get(id(resource))
         if cached is not None and cached[0] is resource:
             return cached[1]
         index = CodeSystemIndex(resource)
+        for supplement in supplements.supplements_of(resource, self.registry.all("CodeSystem")):
+            index.add_supplement(supplement)
         with self._lock:
             self._cs_cache[id(resource)] = (resource, index)
         return index
+
+    def require_supplements(self, canonicals: Sequence[str], where: str) -> None:
+        """Raise SupplementNotFoundError unless every canonical names a loaded supplement
+        (``useSupplement``, the value set's supplement extension)."""
+        for canonical in canonicals:
+            url, version = split_canonical(canonical)
+            found = self.registry.get("CodeSystem", url, version)
+            if found is None or not supplements.is_supplement(found):
+                raise SupplementNotFoundError(
+                    f"The supplement {canonical} that {where} asks for is not loaded"
+                    + ("" if found is None else " (it is not a CodeSystem supplement)")
+                )
+            target, _ = split_canonical(str(found.get("supplements", "")))
+            base = self.registry.get("CodeSystem", target)
+            if base is None or not supplements.applies_to(found, base):
+                raise SupplementNotFoundError(
+                    f"The supplement {canonical} supplements {found.get('supplements')}, "
+                    "which is not loaded in a version it applies to"
+                )
+
+    def _owns(self, resource: Resource) -> bool:
+        """True when ``resource`` came with this view's request (tx-resource)."""
+        own = self.registry.top if isinstance(self.registry, OverlayRegistry) else None
+        if own is None:
+            return False
+        sent = own.all("CodeSystem")
+        return any(r is resource for r in sent) or bool(supplements.supplements_of(resource, sent))
 
     def require_codesystem(self, url: str | None, version: str | None = None) -> CodeSystemIndex:
         """Return a code system's index or raise CodeSystemNotFoundError."""
@@ -87,21 +209,39 @@ class Terminology:
         if version is None:
             url, version = split_canonical(url)
         found = self.registry.get("ValueSet", url, version)
+        if found is None and version is None:
+            found = self._implicit_valueset(url)
         if found is None:
             raise ValueSetNotFoundError(f"{url}|{version}" if version else url)
         return found
 
+    def _implicit_valueset(self, url: str) -> Resource | None:
+        """A provider's implicit value set (``http://snomed.info/sct?fhir_vs=…``)."""
+        base = url.partition("?")[0]
+        for system, found in self._providers.items():
+            if found and (base == system or base.startswith(system + "/")):
+                make = getattr(found[0], "implicit_valueset", None)
+                if make is not None:
+                    resource: Resource | None = make(url)
+                    return resource
+        return None
+
     def compiled(
-        self, valueset: str | Mapping[str, Any], version: str | None = None
+        self,
+        valueset: str | Mapping[str, Any],
+        version: str | None = None,
+        policy: VersionPolicy = NO_POLICY,
     ) -> CompiledValueSet:
-        """Compile a value set given by canonical URL or as a ValueSet dict (cached by URL)."""
+        """Compile a value set given by canonical URL or as a ValueSet dict (cached by URL
+        and by the request's version parameters)."""
         if isinstance(valueset, Mapping):
-            return self._compile(dict(valueset), ())
+            return self._compile(dict(valueset), (), policy)
         url, pinned = split_canonical(valueset)
-        key = (url, version or pinned)
+        key = (url, version or pinned, *policy.key()) if policy else (url, version or pinned)
         found = self._vs_cache.get(key)
         if found is None:
-            found = self._compile(self.valueset_resource(url, version or pinned), ())
+            resource = self.valueset_resource(url, version or pinned)
+            found = self._compile(resource, (), policy)
             with self._lock:
                 self._vs_cache[key] = found
         return found
@@ -115,7 +255,9 @@ class Terminology:
                 compiled.extras[key] = value
         return compiled.extras[key]
 
-    def _compile(self, resource: Resource, stack: tuple[str, ...]) -> CompiledValueSet:
+    def _compile(
+        self, resource: Resource, stack: tuple[str, ...], policy: VersionPolicy = NO_POLICY
+    ) -> CompiledValueSet:
         canonical = canonical_of(resource) or "(inline ValueSet)"
         if canonical in stack:
             chain = " -> ".join((*stack, canonical))
@@ -131,11 +273,18 @@ class Terminology:
             cs = None
             if system:
                 deps.add(("CodeSystem", str(system)))
-                cs = self.codesystem(str(system), raw.get("version"))
+                wanted = policy.resolve(str(system), raw.get("version"))
+                cs = self.codesystem(str(system), wanted)
             imports = []
             for url, version in import_refs(raw):
+                if url.startswith("#"):
+                    imported = self._compile(contained(resource, url), stack, policy)
+                    deps.update(imported.dependencies)
+                    imports.append(imported)
+                    continue
                 deps.add(("ValueSet", url))
-                imported = self._compile(self.valueset_resource(url, version), stack)
+                version = version or policy.valueset_defaults.get(url)
+                imported = self._compile(self.valueset_resource(url, version), stack, policy)
                 deps.update(imported.dependencies)
                 imports.append(imported)
             return Clause(raw, cs, imports, exclude=exclude)
@@ -158,29 +307,75 @@ class Terminology:
         include_designations: bool = False,
         display_language: str | None = None,
         max_size: int | None = None,
+        policy: VersionPolicy = NO_POLICY,
+        include_definition: bool = False,
+        properties: Sequence[str] | None = None,
+        exclude_nested: bool | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] = (),
+        designations: Sequence[str] | None = None,
     ) -> Expansion:
         """Expand a value set; see ``Workbench.expand``."""
         if offset < 0:
             raise InvalidRequestError(f"offset must be 0 or more, not {offset}")
         if count is not None and count < 0:
             raise InvalidRequestError(f"count must be 0 or more, not {count}")
-        compiled = self.compiled(valueset, version)
+        compiled = self.compiled(valueset, version, policy)
+        asked = [*use_supplements, *supplements.valueset_supplements(compiled.resource)]
+        if asked:
+            self.require_supplements(asked, f"the expansion of {compiled.canonical}")
         entries: Sequence[Entry] = compiled.entries()
-        params: list[tuple[str, Any]] = []
+        params: list[tuple[str, Any]] = [
+            ("activeOnly", active_only),
+            ("includeDesignations", include_designations),
+            ("includeDefinition", include_definition),
+        ]
+        if exclude_nested is not None:
+            params.append(("excludeNested", exclude_nested))
+        for name, given in (
+            ("system-version", policy.defaults),
+            ("check-system-version", policy.check),
+            ("force-system-version", policy.force),
+            ("default-valueset-version", policy.valueset_defaults),
+        ):
+            params += [(name, f"{url}|{v}") for url, v in given.items()]
         if active_only:
             entries = [e for e in entries if not e.inactive]
-            params.append(("activeOnly", True))
         if filter:
             words = filter.casefold().split()
             entries = [e for e in entries if _text_match(e, words)]
             params.append(("filter", filter))
-        if display_language:
-            entries = [_in_language(e, display_language) for e in entries]
-            params.append(("displayLanguage", display_language))
-        if include_designations:
-            params.append(("includeDesignations", True))
+        if include_designations or display_language:
+            entries = self._from_providers(entries, include_designations, display_language)
+        wanted = languages.requested(
+            display_language, compiled.resource, accept_language, wildcard=True
+        )
+        if wanted:
+            entries = [self._shown(e, wanted) for e in entries]
+            params.append(("displayLanguage", wanted.text))
+        if designations:
+            wanted_designations = [languages.designation_token(t) for t in designations]
+            entries = [
+                e._replace(
+                    designations=tuple(
+                        d
+                        for d in e.designations
+                        if languages.designation_matches(d, wanted_designations)
+                    )
+                )
+                for e in entries
+            ]
+            params += [("designation", t) for t in designations]
         used = sorted({(e.system, e.version) for e in entries if e.system})
+        for system, checked in policy.check.items():
+            wrong = [v for s, v in used if s == system and v and not version_matches(checked, v)]
+            if wrong:
+                raise VersionCheckError(
+                    f"The version '{wrong[0]}' of the code system '{system}' is not allowed: "
+                    f"required to be '{checked}' by the check-system-version parameter"
+                )
         params += [("used-codesystem", f"{s}|{v}" if v else s) for s, v in used]
+        params += [("used-valueset", vs.canonical) for vs in compiled.imported() if vs.url]
         return Expansion(
             valueset=compiled.resource,
             entries=tuple(entries),
@@ -188,8 +383,83 @@ class Terminology:
             count=count,
             parameters=tuple(params),
             include_designations=include_designations,
+            include_definition=include_definition,
+            properties=self._properties(entries, properties) if properties else {},
+            parents=self._parents(entries) if exclude_nested is False else None,
             max_size=self.max_expansion if max_size is None else max_size,
         )
+
+    def _shown(self, entry: Entry, wanted: languages.Languages) -> Entry:
+        """The entry with its display in the wanted languages (None when there is none and
+        the request allows no other language)."""
+        cs = self.codesystem(entry.system, entry.version)
+        in_dialect = getattr(cs, "display_in", None)  # a release picks its own dialect
+        if in_dialect is not None:
+            for tag in wanted.tags:
+                found = in_dialect(entry.code, tag)
+                if found:
+                    return entry._replace(display=found)
+            return entry if wanted.wildcard else entry._replace(display=None)
+        own = (getattr(cs, "resource", None) or {}).get("language") if cs is not None else None
+        shown = languages.display_in(wanted, entry.display, own, entry.designations)
+        return entry._replace(display=shown)
+
+    def _parents(self, entries: Sequence[Entry]) -> dict[tuple[str, str], tuple[str, str]]:
+        """For a nested expansion: each entry's parent among the entries (its first parent
+        in the code system's hierarchy that is itself in the expansion)."""
+        members = {(e.system, e.code) for e in entries}
+        found: dict[tuple[str, str], tuple[str, str]] = {}
+        for e in entries:
+            cs = self.codesystem(e.system, e.version)
+            concept = cs.get(e.code) if cs is not None else None
+            for parent in concept.parents if concept is not None else ():
+                if (e.system, parent) in members:
+                    found[(e.system, e.code)] = (e.system, parent)
+                    break
+        return found
+
+    def _properties(
+        self, entries: Sequence[Entry], wanted: Sequence[str]
+    ) -> dict[tuple[str, str], tuple[tuple[str, str, Any], ...]]:
+        """The requested concept properties of each entry: ``(code, value[x] key, value)``."""
+        found: dict[tuple[str, str], tuple[tuple[str, str, Any], ...]] = {}
+        names = set(wanted)
+        for e in entries:
+            cs = self.codesystem(e.system, e.version)
+            concept = cs.get(e.code) if cs is not None else None
+            if concept is None:
+                continue
+            values: list[tuple[str, str, Any]] = []
+            for name in wanted:
+                for value in concept.properties.get(name, ()):
+                    values.append((name, concept.value_keys.get(name, "valueString"), value))
+            if "definition" in names and concept.definition:
+                values.append(("definition", "valueString", concept.definition))
+            if "inactive" in names and "inactive" not in concept.properties:
+                values.append(("inactive", "valueBoolean", concept.inactive))
+            if "parent" in names and "parent" not in concept.properties:
+                values += [("parent", "valueCode", p) for p in concept.parents]
+            if values:
+                found[(e.system, e.code)] = tuple(values)
+        return found
+
+    def _from_providers(
+        self, entries: Sequence[Entry], designations: bool, language: str | None
+    ) -> list[Entry]:
+        """Entries of release code systems read their designations (and their display in a
+        language or dialect) from the provider only when an expansion asks for them."""
+        out = []
+        for e in entries:
+            cs: Any = self.codesystem(e.system, e.version) if e.system in self._providers else None
+            if cs is not None:
+                if designations and not e.designations:
+                    e = e._replace(designations=tuple(cs.designations_of(e.code)))
+                if language:
+                    shown = cs.display_in(e.code, language)
+                    if shown:
+                        e = e._replace(display=shown)
+            out.append(e)
+        return out
 
     def validate_code(
         self,
@@ -203,33 +473,90 @@ class Terminology:
         coding: Mapping[str, Any] | None = None,
         codeable_concept: Mapping[str, Any] | None = None,
         abstract: bool = False,
+        policy: VersionPolicy = NO_POLICY,
+        options: CheckOptions | None = None,
+        display_language: str | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] = (),
     ) -> ValidationResult:
-        """Validate a code, Coding or CodeableConcept against a value set."""
-        compiled = self.compiled(valueset, valueset_version)
-        resolve = self.codesystem
+        """Validate a code, Coding or CodeableConcept against a value set.
+
+        ``policy`` carries the request's version parameters (force/default/check per
+        system, default value set versions); ``options`` the strictness switches. A Coding's
+        own version is the default version of its system for the includes that pin none.
+        """
+        opts = options or CheckOptions(abstract=abstract)
+        if policy.check or policy.force or opts.check_versions or opts.force_versions:
+            opts = dataclasses.replace(
+                opts, check_versions={**policy.check}, force_versions={**policy.force}
+            )
+        resource = (
+            valueset
+            if isinstance(valueset, Mapping)
+            else self.compiled(valueset, valueset_version, policy).resource
+        )
+        asked = [*use_supplements, *supplements.valueset_supplements(resource)]
+        if asked:
+            self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
+        if (
+            display_language
+            or accept_language
+            or resource.get("language")
+            or (resource.get("extension"))
+        ):
+            wanted = languages.requested(
+                display_language, resource, accept_language, wildcard=False
+            )
+            if wanted:
+                opts = dataclasses.replace(opts, languages=wanted)
+
+        def one(parts: Mapping[str, str | None], path: str) -> ValidationResult:
+            used = policy
+            wanted, of = parts.get("version"), parts.get("system")
+            if wanted and of and of not in policy.force:
+                used = policy.with_default(of, wanted)
+            compiled = self.compiled(valueset, valueset_version, used)
+            result = validate_in_valueset(
+                compiled,
+                self.codesystem,
+                code=parts.get("code"),
+                system=parts.get("system"),
+                version=parts.get("version"),
+                display=parts.get("display"),
+                options=opts,
+                versions=self.codesystem_versions,
+            )
+            return located(result, path)
+
         if codeable_concept is not None:
             codings = codeable_concept.get("coding") or []
             if not codings:
                 raise InvalidRequestError("The codeableConcept has no coding to validate")
-            return combine_codings(
-                [
-                    validate_in_valueset(compiled, resolve, abstract=abstract, **coding_parts(c))
-                    for c in codings
-                ]
-            )
-        if coding is not None:
-            return validate_in_valueset(
-                compiled, resolve, abstract=abstract, **coding_parts(coding)
-            )
-        return validate_in_valueset(
-            compiled,
-            resolve,
-            code=code,
-            system=system,
-            version=version,
-            display=display,
-            abstract=abstract,
-        )
+            where = f"the value set '{self.compiled(valueset, valueset_version, policy).canonical}'"
+            result = combine_codings([one(coding_parts(c), "") for c in codings], where)
+        elif coding is not None:
+            result = one(coding_parts(coding), "Coding")
+        else:
+            given = {"code": code, "system": system, "version": version, "display": display}
+            result = one(given, "")
+        return self._with_status_checks(result, resource)
+
+    def _with_status_checks(
+        self, result: ValidationResult, valueset: Mapping[str, Any]
+    ) -> ValidationResult:
+        """Add the status-check notes about the value set and the code system used."""
+        used: list[Mapping[str, Any]] = [valueset]
+        if result.system:
+            cs = self.codesystem(result.system, result.version)
+            if cs is not None and getattr(cs, "resource", None):
+                used.append(cs.resource)
+        notes = status_checks(used)
+        return dataclasses.replace(result, issues=(*result.issues, *notes)) if notes else result
+
+    def codesystem_versions(self, url: str) -> list[str]:
+        """Every loaded version of a code system (release providers and resources)."""
+        found = [str(p.version) for p in self._providers.get(url, ()) if p.version]
+        return found + [v for v in self.registry.versions("CodeSystem", url) if v]
 
     def validate_in_codesystem(
         self,
@@ -255,14 +582,19 @@ class Terminology:
         return validate_in_codesystem(found, code=code, display=display, abstract=abstract)
 
 
+def contained(resource: Resource, reference: str) -> Resource:
+    """The ValueSet a ``#id`` reference names among ``resource.contained``."""
+    for inner in resource.get("contained", ()) or ():
+        if isinstance(inner, Mapping) and inner.get("id") == reference[1:]:
+            if inner.get("resourceType") != "ValueSet":
+                raise InvalidRequestError(f"The contained resource {reference} is not a ValueSet")
+            found = dict(inner)
+            found.setdefault("url", f"{canonical_of(resource) or 'inline'}{reference}")
+            return found
+    where = canonical_of(resource) or "the value set"
+    raise ValueSetNotFoundError(f"{reference} (no contained ValueSet with that id in {where})")
+
+
 def _text_match(entry: Entry, words: list[str]) -> bool:
     text = f"{entry.code} {entry.display or ''}".casefold()
     return all(w in text for w in words)
-
-
-def _in_language(entry: Entry, language: str) -> Entry:
-    for d in entry.designations:
-        lang = str(d.get("language", ""))
-        if (lang == language or lang.split("-")[0] == language) and d.get("value"):
-            return entry._replace(display=d["value"])
-    return entry

@@ -36,6 +36,8 @@ class LookupResult:
             params.append({"name": "version", "valueString": self.version})
         if self.display is not None:
             params.append({"name": "display", "valueString": self.display})
+        if self.definition is not None:
+            params.append({"name": "definition", "valueString": self.definition})
         for d in self.designations:
             part = []
             if d.get("language"):
@@ -70,8 +72,10 @@ def lookup(
 ) -> LookupResult:
     """Look a code up. ``properties`` selects which properties to return (None: all).
 
-    The pseudo-properties ``parent``, ``child``, ``inactive``, ``definition`` and
-    ``designation`` are understood as well.
+    ``name`` is the CodeSystem's ``name`` (its title, then its url, when it has none). Besides
+    every property the code system defines, the concept-properties ``parent``, ``child``,
+    ``inactive``, ``status`` (when the concept has one) and ``notSelectable`` (when it is
+    abstract) are returned; ``definition`` and ``designation`` can be selected as well.
     """
     concept = cs.get(code)
     if concept is None:
@@ -96,11 +100,16 @@ def lookup(
         props += [("child", TypedValue("valueCode", c)) for c in concept.children]
     if want("inactive") and not any(n == "inactive" for n, _ in props):
         props.append(("inactive", TypedValue("valueBoolean", concept.inactive)))
+    roles = {cs.role_of(n) for n, _ in props}
+    if want("status") and concept.status and "status" not in roles:
+        props.append(("status", TypedValue("valueCode", concept.status)))
+    if want("notSelectable") and concept.abstract and not roles & {"notSelectable", "abstract"}:
+        props.append(("notSelectable", TypedValue("valueBoolean", True)))
     if wanted is not None and "definition" in wanted and concept.definition:
         props.append(("definition", TypedValue("valueString", concept.definition)))
     designations = tuple(concept.designations) if want("designation") else ()
     return LookupResult(
-        name=str(cs.resource.get("title") or cs.resource.get("name") or cs.url),
+        name=str(cs.resource.get("name") or cs.resource.get("title") or cs.url),
         version=cs.version,
         code=concept.code,
         display=concept.display,

@@ -14,19 +14,32 @@ None                      True       valid
 ``invalid-display``       False      the display is none of the concept's displays
 ``abstract``              False      an abstract code, and ``abstract`` was not allowed
 ``missing``               False      no code at all
+``version``               False      the coding's version is not the one the value set
+                                     pins, or not the one ``check-system-version`` allows
 ========================  =========  ===================================================
+
+Each result also carries the outputs the reference terminology servers give (code, system,
+version, display, inactive, status, x-caused-by-unknown-system, normalized-code) and its
+``issues``, each with a tx-issue-type code and the FHIRPath expression of the input element
+it is about; ``message`` joins the texts of every error (of every warning when valid).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
+from workbench.resources import canonical_of
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
-from workbench.terminology.compose import CompiledValueSet
+from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
+from workbench.terminology.languages import Languages, display_in, valid_in
+from workbench.terminology.versions import matches as version_matches
 
 REASONS = (
     "not-in-vs",
@@ -36,6 +49,7 @@ REASONS = (
     "abstract",
     "inactive",
     "missing",
+    "version",
 )
 # FHIR tx-issue-type codes (http://hl7.org/fhir/tools/CodeSystem/tx-issue-type) per reason.
 _TX_TYPE = {
@@ -46,17 +60,94 @@ _TX_TYPE = {
     "abstract": "code-rule",
     "inactive": "code-comment",
     "missing": "invalid-code",
+    "version": "vs-invalid",
+}
+
+
+TX_ISSUE_TYPE = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
+# OperationOutcome.issue.code for each tx-issue-type code, as the reference servers use them.
+_OO_TYPE = {
+    "not-in-vs": "code-invalid",
+    "this-code-not-in-vs": "code-invalid",
+    "invalid-code": "code-invalid",
+    "invalid-display": "invalid",
+    "display-comment": "invalid",
+    "code-rule": "business-rule",
+    "code-comment": "business-rule",
+    "status-check": "business-rule",
+    "not-found": "not-found",
+    "cannot-infer": "not-found",
+    "vs-invalid": "invalid",
+    "version-error": "invalid",
+    "process-note": "informational",
+}
+# The element of the validated input each reason is about ("" is the whole coding).
+_ELEMENT = {
+    "not-in-vs": "code",
+    "unknown-code": "code",
+    "unknown-system": "system",
+    "invalid-display": "display",
+    "abstract": "code",
+    "inactive": "",
+    "missing": "code",
+    "version": "version",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Issue:
-    """One finding of a validation: severity, tx-issue-type code, text and reason."""
+    """One finding of a validation: severity, tx-issue-type code, text and reason.
+
+    ``element`` is the part of the input it is about (``code``, ``system``, ``display``,
+    ``version``, or ``""`` for the whole coding) and ``path`` where that input sits
+    (``""`` for the code/system parameters, ``Coding``, ``CodeableConcept.coding[1]``);
+    together they give the FHIRPath ``expression`` of the OperationOutcome issue.
+
+    >>> Issue("error", "invalid-display", "Wrong display", "invalid-display", "display",
+    ...       "CodeableConcept.coding[1]").expression
+    'CodeableConcept.coding[1].display'
+    """
 
     severity: str
     code: str
     text: str
     reason: str
+    element: str | None = "code"
+    path: str = ""
+
+    @property
+    def type(self) -> str:
+        """The OperationOutcome ``issue.code`` (``code-invalid``, ``not-found`` …)."""
+        return _OO_TYPE.get(self.code, "invalid")
+
+    @property
+    def expression(self) -> str | None:
+        """Where the issue is, as a FHIRPath expression over the operation's input (None for
+        an issue about a resource the request uses, such as a status-check)."""
+        if self.element is None:
+            return None
+        if not self.path:
+            return self.element or "code"
+        return f"{self.path}.{self.element}" if self.element else self.path
+
+    def at(self, path: str) -> Issue:
+        """The same issue, for an input found at ``path``."""
+        return dataclasses.replace(self, path=path)
+
+    def to_fhir(self) -> dict[str, Any]:
+        """The ``OperationOutcome.issue`` element."""
+        found: dict[str, Any] = {
+            "severity": self.severity,
+            "code": self.type,
+            "details": {
+                "coding": [{"system": TX_ISSUE_TYPE, "code": self.code}],
+                "text": self.text,
+            },
+        }
+        if self.expression is not None:
+            found["location"] = [self.expression]
+            found["expression"] = [self.expression]
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +167,52 @@ class ValidationResult:
     version: str | None = None
     reason: str | None = None
     issues: tuple[Issue, ...] = ()
+    inactive: bool | None = None
+    status: str | None = None
+    unknown_systems: tuple[str, ...] = ()
+    normalized_code: str | None = None
 
     def __bool__(self) -> bool:
         return self.result
 
+    def outputs(self) -> dict[str, Any]:
+        """The output values of $validate-code by name, as the reference servers give them:
+        result, message, display, code, system, version, issues (an OperationOutcome),
+        inactive, status, x-caused-by-unknown-system and normalized-code."""
+        values: dict[str, Any] = {
+            "result": self.result,
+            "message": self.message,
+            "display": self.display,
+            "code": self.code or None,
+            "system": self.system or None,
+            "version": self.version,
+            "issues": self.outcome() if self.issues else None,
+            "inactive": self.inactive,
+            "status": self.status,
+            "x-caused-by-unknown-system": list(self.unknown_systems) or None,
+            "normalized-code": self.normalized_code,
+        }
+        return {name: value for name, value in values.items() if value is not None}
+
+    def outcome(self) -> dict[str, Any]:
+        """The issues as an OperationOutcome resource."""
+        return {"resourceType": "OperationOutcome", "issue": [i.to_fhir() for i in self.issues]}
+
     def to_parameters(self) -> dict[str, Any]:
-        """Return the FHIR Parameters of $validate-code: result, message, display."""
-        params: list[dict[str, Any]] = [{"name": "result", "valueBoolean": self.result}]
-        if self.message:
-            params.append({"name": "message", "valueString": self.message})
-        if self.display is not None:
-            params.append({"name": "display", "valueString": self.display})
+        """Return the FHIR Parameters of $validate-code (see ``outputs``).
+
+        >>> r = ValidationResult(True, None, "Male", code="male", system="http://x")
+        >>> [(p["name"], p.get("valueCode") or p.get("valueString")) for p in
+        ...  r.to_parameters()["parameter"] if p["name"] != "result"]
+        [('display', 'Male'), ('code', 'male'), ('system', None)]
+        """
+        params: list[dict[str, Any]] = []
+        for name, value in self.outputs().items():
+            if name == "issues":
+                params.append({"name": name, "resource": value})
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                params.append({"name": name, _OUTPUT_TYPES[name]: item})
         return {"resourceType": "Parameters", "parameter": params}
 
     def _repr_html_(self) -> str:
@@ -108,6 +234,20 @@ class ValidationResult:
         return f"<div><b style='color:{colour}'>&#9679; {word}</b><table>{rows}</table></div>"
 
 
+_OUTPUT_TYPES = {
+    "result": "valueBoolean",
+    "code": "valueCode",
+    "system": "valueUri",
+    "version": "valueString",
+    "display": "valueString",
+    "message": "valueString",
+    "inactive": "valueBoolean",
+    "status": "valueCode",
+    "x-caused-by-unknown-system": "valueCanonical",
+    "normalized-code": "valueCode",
+}
+
+
 def failure(
     reason: str,
     text: str,
@@ -116,9 +256,52 @@ def failure(
     system: str | None,
     version: str | None = None,
     display: str | None = None,
+    tx: str | None = None,
+    element: str | None = None,
+    extra: Sequence[Issue] = (),
+    unknown: Sequence[str] = (),
 ) -> ValidationResult:
-    issue = Issue("error", _TX_TYPE[reason], text, reason)
-    return ValidationResult(False, text, display, code, system, version, reason, (issue,))
+    """A failed validation: its first issue is ``text`` (an error), ``extra`` more issues;
+    the message joins every error."""
+    first = Issue(
+        "error",
+        tx or _TX_TYPE[reason],
+        text,
+        reason,
+        _ELEMENT[reason] if element is None else element,
+    )
+    issues = (first, *extra)
+    message = "; ".join(i.text for i in issues if i.severity == "error")
+    return ValidationResult(
+        False,
+        message,
+        display,
+        code,
+        system,
+        version,
+        reason,
+        issues,
+        unknown_systems=tuple(unknown),
+    )
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """The $validate-code switches that change how strictly a code is checked.
+
+    ``abstract``: abstract (notSelectable) codes are valid choices. ``lenient_display``: a
+    wrong display is a warning, not an error. ``membership_only``: only membership counts
+    (no display, abstract or status checks). ``active_only``: inactive codes are not valid.
+    ``check_versions``: ``system -> version pattern`` a used version must match.
+    """
+
+    abstract: bool = False
+    lenient_display: bool = False
+    membership_only: bool = False
+    active_only: bool = False
+    check_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    languages: Languages | None = None
 
 
 def _fmt(system: str | None, code: str | None) -> str:
@@ -158,49 +341,68 @@ def validate_in_valueset(
     version: str | None = None,
     display: str | None = None,
     abstract: bool = False,
+    options: CheckOptions | None = None,
+    versions: Callable[[str], list[str] | None] | None = None,
 ) -> ValidationResult:
-    """Validate one coding against a compiled value set (see the module docstring)."""
+    """Validate one coding against a compiled value set (see the module docstring).
+
+    ``version`` is the coding's own version; ``versions(system)`` lists the known versions
+    of a system (for the message when a version is unknown).
+    """
+    opts = options or CheckOptions(abstract=abstract)
     if code is None or code == "":
         return failure("missing", "No code was given", code=code, system=system)
     if not system:
-        systems = vs.systems()
-        if len(systems) != 1:
-            listed = ", ".join(systems) or "none"
+        inferred = _infer_system(vs, code)
+        if isinstance(inferred, ValidationResult):
+            return inferred
+        system = inferred
+    where = f"the value set {vs.canonical}"
+    forced = opts.force_versions.get(system)
+    pinned = vs.pinned_version(system)
+    if version is not None and forced is None:
+        if codesystem(system, version) is None:
+            return _unknown_version(vs, codesystem, versions, code, system, version, pinned)
+        if pinned is not None and not version_matches(pinned, version):
+            used = codesystem(system, pinned)
+            text = (
+                f"The code system '{system}' version '{pinned}' in the ValueSet include is "
+                f"different to the one in the value ('{version}')"
+            )
+            shown = used.get(code) if used is not None else None
             return failure(
-                "unknown-system",
-                f"The code '{code}' has no system, and it cannot be inferred: the value set "
-                f"{vs.canonical} draws on {len(systems)} code systems ({listed})",
+                "version",
+                text,
                 code=code,
                 system=system,
+                version=used.version if used is not None else pinned,
+                display=shown.display if shown is not None else None,
+                tx="vs-invalid",
             )
-        system = systems[0]
-    where = f"the value set {vs.canonical}"
-    if version is not None and codesystem(system, version) is None:
-        return failure(
-            "unknown-system",
-            f"A definition for CodeSystem '{system}|{version}' "
-            f"could not be found, so the code '{code}' cannot be validated",
-            code=code,
-            system=system,
-            version=version,
-        )
     try:
         match = vs.contains(system, code)
-    except (CodeSystemNotFoundError, IncompleteCodeSystemError) as exc:
+    except CodeSystemNotFoundError as exc:
+        label = f"{system}|{exc.version}" if exc.version else system
         return failure(
             "unknown-system",
             f"{exc.text}, so the code {_fmt(system, code)} cannot be checked against {where}",
             code=code,
             system=system,
             version=version,
+            unknown=[label],
         )
     found, override = match.found, match.display
-    if version is not None:
+    if version is not None and forced is None:
         cs = codesystem(system, version)
         concept = cs.get(code) if cs is not None else None
     else:
-        cs = match.cs or codesystem(system, None)
+        cs = match.cs or codesystem(system, forced)
         concept = match.concept or (cs.get(code) if cs is not None else None)
+    if concept is not None and match.designations:
+        # the value set's own designations count as the concept's for this check
+        concept = dataclasses.replace(
+            concept, designations=[*concept.designations, *match.designations]
+        )
     if cs is None and not found:
         label = f"{system}|{version}" if version else system
         return failure(
@@ -210,13 +412,51 @@ def validate_in_valueset(
             code=code,
             system=system,
             version=version,
+            unknown=[label],
         )
+    if cs is not None and not found and _is_expression(cs, code):
+        return _check_expression(cs, code, where, vs)
+    fragment = cs is not None and cs.content == "fragment"
+    if cs is not None and not found and fragment and vs.takes_whole(system) and not concept:
+        return _unknown_in_fragment(cs, code, system)
     if cs is not None and not found:
-        reasons, texts, shown = non_members(where, cs, system, [code], vs.inactive_allowed)
+        reasons, texts, displays = non_members(where, cs, system, [code], vs.inactive_allowed)
+        return _non_member(reasons[0], texts[0], cs, code, system, displays[0])
+    if (
+        cs is not None
+        and (getattr(cs, "resource", None) or {}).get("versionNeeded") is True
+        and version is None
+        and forced is None
+        and pinned is None
+    ):
         return failure(
-            reasons[0], texts[0], code=code, system=system, version=cs.version, display=shown[0]
+            "version",
+            f"The code system '{system}' says a version is needed (versionNeeded), but the "
+            f"code '{code}' was given without one",
+            code=code,
+            system=system,
+            version=cs.version,
+            display=concept.display if concept is not None else None,
+            tx="version-error",
+            element="version",
         )
     version = cs.version if cs is not None else version
+    checked = opts.check_versions.get(system)
+    if checked is not None and version is not None and not version_matches(checked, version):
+        return failure(
+            "version",
+            f"The version '{version}' is not allowed for system '{system}': required to be "
+            f"'{checked}' by a version-check parameter",
+            code=code,
+            system=system,
+            version=version,
+            display=concept.display if concept is not None else None,
+            tx="version-error",
+            element="version",
+        )
+    if cs is not None and concept is not None and concept.inactive and opts.active_only:
+        text = f"The code {system}#{code} is inactive, and {where} excludes inactive codes"
+        return _non_member("inactive", text, cs, code, system, concept.display)
     return _check_concept(
         concept,
         override,
@@ -224,9 +464,121 @@ def validate_in_valueset(
         system=system,
         version=version,
         display=display,
-        abstract=abstract,
+        abstract=opts.abstract,
         where=where,
+        options=opts,
+        case_sensitive=cs.case_sensitive if cs is not None else True,
+        language=(getattr(cs, "resource", None) or {}).get("language") if cs else None,
     )
+
+
+def _infer_system(vs: CompiledValueSet, code: str) -> str | ValidationResult:
+    """The system of a code given without one: the value set's only system, else the one
+    system of the value set that has the code (``inferSystem``)."""
+    systems = vs.systems()
+    if len(systems) == 1:
+        return systems[0]
+    having = []
+    for candidate in systems:
+        try:
+            if vs.contains(candidate, code).found:
+                having.append(candidate)
+        except (CodeSystemNotFoundError, IncompleteCodeSystemError):
+            continue
+    if len(having) == 1:
+        return having[0]
+    listed = ", ".join(systems) or "none"
+    return failure(
+        "unknown-system",
+        f"The code '{code}' has no system, and it cannot be inferred: the value set "
+        f"{vs.canonical} draws on {len(systems)} code systems ({listed})"
+        + (f" and {len(having)} of them have the code" if having else ""),
+        code=code,
+        system=None,
+        tx="cannot-infer",
+        element="code",
+    )
+
+
+def _unknown_version(
+    vs: CompiledValueSet,
+    codesystem: Callable[[str, str | None], CodeSystemIndex | None],
+    versions: Callable[[str], list[str] | None] | None,
+    code: str,
+    system: str,
+    version: str,
+    pinned: str | None,
+) -> ValidationResult:
+    known = [v for v in ((versions(system) if versions is not None else None) or []) if v]
+    text = (
+        f"A definition for CodeSystem '{system}' version '{version}' could not be found, "
+        "so the code cannot be validated"
+    )
+    if known:
+        text += ". Valid versions: " + " or ".join(known)
+    used = codesystem(system, pinned)
+    extra: list[Issue] = []
+    if used is not None:
+        qualifier = "" if pinned else " for the versionless include"
+        severity = "error" if pinned else "warning"
+        extra.append(
+            Issue(
+                severity,
+                "vs-invalid",
+                f"The code system '{system}' version '{used.version}'{qualifier} in the ValueSet "
+                f"include is different to the one in the value ('{version}')",
+                "version",
+                "version",
+            )
+        )
+    concept = used.get(code) if used is not None else None
+    return failure(
+        "unknown-system",
+        text,
+        code=code,
+        system=system,
+        version=used.version if used is not None else None,
+        display=concept.display if concept is not None else None,
+        extra=extra,
+        unknown=[f"{system}|{version}"],
+    )
+
+
+def _unknown_in_fragment(cs: CodeSystemIndex, code: str, system: str) -> ValidationResult:
+    """A code a fragment does not have: it may be in another fragment, so a warning."""
+    label = f" version '{cs.version}'" if cs.version else ""
+    text = (
+        f"Unknown Code '{code}' in the CodeSystem '{system}'{label} - note that the code system "
+        "is labeled as a fragment, so the code may be valid in some other fragment"
+    )
+    issue = Issue("warning", "invalid-code", text, "unknown-code", "code")
+    return ValidationResult(True, text, None, code, system, cs.version, None, (issue,))
+
+
+def _non_member(
+    reason: str,
+    text: str,
+    cs: CodeSystemIndex,
+    code: str,
+    system: str,
+    display: str | None,
+) -> ValidationResult:
+    """The failure for a code of a known system that is not in the value set."""
+    result = failure(
+        reason,
+        text,
+        code=code,
+        system=system,
+        version=cs.version,
+        display=display,
+        tx="not-in-vs" if reason == "inactive" else None,
+        element="code",
+    )
+    if reason == "inactive":
+        concept = cs.get(code)
+        status = concept.status if concept is not None and concept.status else "inactive"
+        return dataclasses.replace(result, inactive=True, status=status)
+    return result
 
 
 def non_members(
@@ -246,13 +598,22 @@ def non_members(
     reasons: list[str] = []
     messages: list[str] = []
     displays: list[str | None] = []
+    describe = getattr(cs, "describe", None)
+    if describe is not None and len(codes) >= 256:
+        return _non_members_at_once(describe, where, label, system, codes, inactive_allowed)
     concepts = cs.concepts
+    compositional = (getattr(cs, "resource", None) or {}).get("compositional") is True
     for code in codes:
         concept = concepts.get(code) or (None if cs.case_sensitive else cs.get(code))
         if concept is None:
             text = f"Unknown code '{code}' in the CodeSystem '{label}'"
             if code != code.strip():
                 text += " (the code has leading or trailing whitespace)"
+            if compositional:
+                text += (
+                    " (the code system is compositional, but this server does not know its "
+                    "grammar, so an expression cannot be checked)"
+                )
             reasons.append("unknown-code")
             messages.append(text)
             displays.append(None)
@@ -269,13 +630,45 @@ def non_members(
     return reasons, messages, displays
 
 
+def _non_members_at_once(
+    describe: Callable[[Sequence[str]], tuple[Any, Any, list[str | None]]],
+    where: str,
+    label: str,
+    system: str,
+    codes: Sequence[str],
+    inactive_allowed: bool,
+) -> tuple[list[str], list[str], list[str | None]]:
+    """``non_members`` for a code system that answers for many codes at once (a release
+    store): the same reasons and messages, built column-wise."""
+    known, inactive, shown = describe(codes)
+    stale = inactive & known & (not inactive_allowed)
+    reasons = np.where(known, np.where(stale, "inactive", "not-in-vs"), "unknown-code")
+    outside = f" is not in {where}"
+    excluded = f" is inactive, and {where} excludes inactive codes"
+    unknown = f"' in the CodeSystem '{label}'"
+    padded = " (the code has leading or trailing whitespace)"
+    messages = [
+        (f"The code {system}#{code}{excluded if old else outside}")
+        if found
+        else (f"Unknown code '{code}{unknown}" + (padded if code != code.strip() else ""))
+        for code, found, old in zip(codes, known.tolist(), stale.tolist(), strict=True)
+    ]
+    return reasons.astype(object).tolist(), messages, list(shown)
+
+
 def validate_in_codesystem(
     cs: CodeSystemIndex, *, code: str | None, display: str | None = None, abstract: bool = True
 ) -> ValidationResult:
     """Validate a code against a whole code system (CodeSystem/$validate-code)."""
     if code is None or code == "":
         return failure("missing", "No code was given", code=code, system=cs.url)
+    if cs.content in UNUSABLE_CONTENT:
+        raise unusable(cs)
+    if _is_expression(cs, code):
+        return _check_expression(cs, code, f"the CodeSystem {cs.url}")
     concept = cs.get(code)
+    if concept is None and cs.content == "fragment":
+        return _unknown_in_fragment(cs, code, cs.url)
     if concept is None:
         label = f"{cs.url}|{cs.version}" if cs.version else cs.url
         return failure(
@@ -297,6 +690,41 @@ def validate_in_codesystem(
     )
 
 
+def _is_expression(cs: CodeSystemIndex, code: str) -> bool:
+    """A compositional code system (SNOMED CT) takes post-coordinated expressions as codes."""
+    check = getattr(cs, "is_expression", None)
+    return bool(check is not None and check(code))
+
+
+def _check_expression(
+    cs: Any, code: str, where: str, vs: CompiledValueSet | None = None
+) -> ValidationResult:
+    """Validate a post-coordinated expression: well-formed (else ExpressionSyntaxError),
+    every concept known and active, the concept model respected; in a value set, the
+    provider decides membership when it can (``expression_member``), else every focus
+    concept must be a member."""
+    ok, problems, focus = cs.validate_expression(code)
+    if not ok:
+        text = f"The expression {code!r} is not valid in {cs.url}: {problems}"
+        return failure("unknown-code", text, code=code, system=cs.url, version=cs.version)
+    if vs is not None:
+        decide = getattr(cs, "expression_member", None)
+        member = decide(vs, code) if decide is not None else None
+        if member is not None:
+            if not member:
+                text = f"The expression {code!r} is not in {where}"
+                return failure("not-in-vs", text, code=code, system=cs.url, version=cs.version)
+            return ValidationResult(True, None, None, code, cs.url, cs.version)
+        outside = [f for f in focus if not vs.contains(cs.url, f).found]
+        if outside:
+            text = (
+                f"The expression {code!r} is not in {where}: its focus concept(s) "
+                f"{', '.join(outside)} are not members"
+            )
+            return failure("not-in-vs", text, code=code, system=cs.url, version=cs.version)
+    return ValidationResult(True, None, None, code, cs.url, cs.version)
+
+
 def _check_concept(
     concept: Concept | None,
     override: str | None,
@@ -307,86 +735,217 @@ def _check_concept(
     display: str | None,
     abstract: bool,
     where: str,
+    options: CheckOptions | None = None,
+    case_sensitive: bool = True,
+    language: str | None = None,
 ) -> ValidationResult:
+    opts = options or CheckOptions(abstract=abstract)
     preferred = override or (concept.display if concept is not None else None)
+    wanted = opts.languages
+    if wanted and concept is not None and not override:
+        fallback = Languages(wanted.tags, True, wanted.text)
+        preferred = display_in(fallback, concept.display, language, concept.designations)
     real_code = concept.code if concept is not None else code
-    if concept is not None and concept.abstract and not abstract:
-        return failure(
+    normalized = real_code if real_code != code else None
+    inactive = bool(concept is not None and concept.inactive) or None
+    status = (concept.status or "inactive") if inactive and concept is not None else None
+    deprecated = not inactive and concept is not None and _deprecated(concept)
+    if deprecated:
+        status = "deprecated"
+    if concept is not None and concept.abstract and not abstract and not opts.membership_only:
+        result = failure(
             "abstract",
             f"The code {_fmt(system, real_code)} is abstract, and abstract "
             f"codes are not allowed here (set abstract=true to allow them)",
-            code=real_code,
+            code=code,
             system=system,
             version=version,
             display=preferred,
+            tx="code-rule",
         )
+        return dataclasses.replace(result, normalized_code=normalized)
     issues: list[Issue] = []
-    problem = display_problem(display, concept, override)
-    if problem is not None:
+    problem = None if opts.membership_only else display_problem(display, concept, override)
+    retired = getattr(concept, "retired_displays", None)  # a release's inactive terms
+    if problem is not None and retired is not None and display in retired():
+        text = (
+            f"The display '{display}' for {_fmt(system, real_code)} is no longer current "
+            f"(an inactive description); the current one is '{problem[1]}'"
+        )
+        issues.append(Issue("warning", "display-comment", text, "invalid-display", "display"))
+    elif problem is not None:
         text = f"Wrong display '{display}' for {_fmt(system, real_code)}. {problem[0]}"
-        issues.append(Issue("error", _TX_TYPE["invalid-display"], text, "invalid-display"))
-    if concept is not None and concept.inactive:
-        status = f" (status '{concept.status}')" if concept.status else ""
-        text = f"The code {_fmt(system, real_code)} is inactive{status}; review its use"
-        issues.append(Issue("warning", _TX_TYPE["inactive"], text, "inactive"))
+        severity = "warning" if opts.lenient_display else "error"
+        issues.append(Issue(severity, "invalid-display", text, "invalid-display", "display"))
+    if problem is None and wanted and display is not None and concept is not None:
+        issues += _language_issues(wanted, display, concept, override, language, opts, system)
+    if deprecated and concept is not None and not opts.membership_only:
+        text = f"The concept '{concept.code}' is deprecated and its use should be reviewed"
+        issues.append(Issue("warning", "code-comment", text, "deprecated", ""))
+    if inactive and concept is not None and not opts.membership_only:
+        shown = f" (status '{concept.status}')" if concept.status else ""
+        note = getattr(concept, "note", "")  # a release's replacement (REPLACED BY …)
+        if note:
+            shown += f" ({note})"
+        text = f"The code {_fmt(system, real_code)} is inactive{shown}; review its use"
+        issues.append(Issue("warning", "code-comment", text, "inactive", ""))
+    if normalized is not None and not case_sensitive:
+        text = (
+            f"The code '{code}' differs in case from the correct code '{real_code}' in "
+            f"{system}, which is case-insensitive"
+        )
+        issues.append(Issue("information", "code-rule", text, "normalized", "code"))
     if concept is None:
         text = (
             f"{_fmt(system, real_code)} could not be checked against its code system "
             f"(not loaded, or not complete); it was accepted because {where} lists it"
         )
-        issues.append(Issue("warning", "not-found", text, "unknown-system"))
+        issues.append(Issue("warning", "not-found", text, "unknown-system", "system"))
     errors = [i for i in issues if i.severity == "error"]
-    result = not errors
-    reason = (
-        errors[0].reason
-        if errors
-        else ("inactive" if concept is not None and concept.inactive else None)
-    )
-    message = "; ".join(i.text for i in (errors or issues)) or None
+    warnings = [i for i in issues if i.severity == "warning"]
+    reason = errors[0].reason if errors else ("inactive" if inactive else None)
+    message = "; ".join(i.text for i in (errors or warnings)) or None
     return ValidationResult(
-        result, message, preferred, real_code, system, version, reason, tuple(issues)
+        not errors,
+        message,
+        preferred,
+        code,
+        system,
+        version,
+        reason,
+        tuple(issues),
+        inactive=inactive,
+        status=status,
+        normalized_code=normalized,
     )
 
 
-def combine_codings(results: Sequence[ValidationResult]) -> ValidationResult:
-    """Combine per-coding results of a CodeableConcept: valid when any coding is valid."""
-    valid = [r for r in results if r.result]
-    if len(results) == 1:
-        return results[0]
-    failed = [(i, r) for i, r in enumerate(results, 1) if not r.result]
+def _language_issues(
+    wanted: Languages,
+    display: str,
+    concept: Concept,
+    override: str | None,
+    language: str | None,
+    opts: CheckOptions,
+    system: str,
+) -> list[Issue]:
+    """A display that is valid, but not in the requested languages: a warning when the
+    request allows other languages, an error when it does not."""
+    in_language = valid_in(wanted, concept.display, language, concept.designations)
+    if override:
+        in_language.insert(0, override)
+    if display in in_language or opts.membership_only:
+        return []
+    where = _fmt(system, concept.code)
+    text = (
+        f"'{display}' is a valid display for {where}, but not in the requested language(s) "
+        f"'{wanted.text}'"
+    )
+    if wanted.wildcard:
+        return [Issue("warning", "display-comment", text, "invalid-display", "display")]
+    if in_language:
+        text += ": valid is " + ", ".join(f"'{v}'" for v in in_language[:10])
+    else:
+        text += ", which have no display for it"
+    severity = "warning" if opts.lenient_display else "error"
+    return [Issue(severity, "invalid-display", text, "invalid-display", "display")]
+
+
+def _deprecated(concept: Concept) -> bool:
+    """A concept whose status property says deprecated (valid, but to be reviewed)."""
+    return concept.status == "deprecated"
+
+
+STANDARDS_STATUS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"
+
+
+def status_checks(resources: Sequence[Mapping[str, Any]]) -> list[Issue]:
+    """Information issues about the resources a validation used: a value set or code
+    system that is draft or retired, or whose standards status is deprecated or withdrawn."""
+    found: list[Issue] = []
+    for resource in resources:
+        standards = next(
+            (
+                str(e.get("valueCode"))
+                for e in resource.get("extension", ()) or ()
+                if isinstance(e, Mapping) and e.get("url") == STANDARDS_STATUS
+            ),
+            None,
+        )
+        status = standards if standards in ("deprecated", "withdrawn") else None
+        if status is None and resource.get("status") in ("retired", "draft"):
+            status = str(resource["status"])
+        if status is not None:
+            kind = resource.get("resourceType", "resource")
+            text = f"Reference to {status} {kind} {canonical_of(resource)}"
+            found.append(Issue("information", "status-check", text, "status", None))
+    return found
+
+
+def located(result: ValidationResult, path: str) -> ValidationResult:
+    """The result with its issues placed at ``path`` (``Coding``, ``CodeableConcept…``)."""
+    if all(i.path == path for i in result.issues):
+        return result  # already there (a valid code, or a plain code input): no copy to make
+    return dataclasses.replace(result, issues=tuple(i.at(path) for i in result.issues))
+
+
+def combine_codings(
+    results: Sequence[ValidationResult], where: str | None = None
+) -> ValidationResult:
+    """Combine per-coding results of a CodeableConcept: valid when any coding is valid.
+
+    Every coding's issues are kept at ``CodeableConcept.coding[i]``. In a valid
+    CodeableConcept the other codings' errors become information; in an invalid one a
+    first error says that no coding is valid (``where`` names the value set), and a
+    coding's own not-in-vs becomes ``this-code-not-in-vs``.
+    """
+    placed = [located(r, f"CodeableConcept.coding[{i}]") for i, r in enumerate(results)]
+    valid = [r for r in placed if r.result]
+    unknown = tuple(u for r in placed for u in r.unknown_systems)
+    failed = [(i, r) for i, r in enumerate(placed, 1) if not r.result]
     notes = "; ".join(f"coding {i} ({_fmt(r.system, r.code)}): {r.message}" for i, r in failed)
     if valid:
         best = valid[0]
-        index = results.index(best) + 1
-        message = f"Coding {index} ({_fmt(best.system, best.code)}) is valid"
-        if best.message:
-            message += f" ({best.message})"
-        if notes:
+        if len(placed) == 1:
+            return best
+        index = placed.index(best) + 1
+        message = best.message
+        if failed:
+            message = f"Coding {index} ({_fmt(best.system, best.code)}) is valid"
+            if best.message:
+                message += f" ({best.message})"
             message += f"; {notes}"
-        warnings = tuple(
-            Issue("warning", i.code, i.text, i.reason) for _, r in failed for i in r.issues
+        others = tuple(
+            dataclasses.replace(i, severity="information", code=_this_code(i.code))
+            if i.severity == "error"
+            else i
+            for r in placed
+            if r is not best
+            for i in r.issues
         )
-        return ValidationResult(
-            True,
-            message,
-            best.display,
-            best.code,
-            best.system,
-            best.version,
-            best.reason,
-            best.issues + warnings,
+        return dataclasses.replace(
+            best, message=message, issues=best.issues + others, unknown_systems=unknown
         )
-    first = results[0]
-    return ValidationResult(
-        False,
-        f"None of the {len(results)} codings is valid: {notes}",
-        first.display,
-        first.code,
-        first.system,
-        first.version,
-        first.reason,
-        tuple(i for r in results for i in r.issues),
+    first = placed[0]
+    issues = tuple(
+        dataclasses.replace(i, severity="information", code="this-code-not-in-vs")
+        if i.code == "not-in-vs"
+        else i
+        for r in placed
+        for i in r.issues
     )
+    if len(placed) > 1 or where:
+        text = f"No valid coding was found for {where or 'the value set'}"
+        general = Issue("error", "not-in-vs", text, first.reason or "not-in-vs", "", "")
+        issues = (dataclasses.replace(general, path="CodeableConcept"), *issues)
+    message = (
+        f"None of the {len(placed)} codings is valid: {notes}" if len(placed) > 1 else first.message
+    )
+    return dataclasses.replace(first, message=message, issues=issues, unknown_systems=unknown)
+
+
+def _this_code(tx_code: str) -> str:
+    return "this-code-not-in-vs" if tx_code == "not-in-vs" else tx_code
 
 
 def coding_parts(coding: Mapping[str, Any]) -> dict[str, str | None]:

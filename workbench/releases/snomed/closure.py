@@ -21,6 +21,25 @@ Rows = npt.NDArray[np.int32]
 Offsets = npt.NDArray[np.int64]
 
 
+def sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The distinct values, sorted (a plain sort: faster than ``np.unique`` here)."""
+    ordered = np.sort(values, kind="stable" if len(values) < 64 else "quicksort")
+    if len(ordered) < 2:
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+def unique_counts(
+    values: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The distinct values, sorted, and how often each occurs."""
+    ordered = np.sort(values)
+    if not len(ordered):
+        return ordered, np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    return ordered[starts], np.diff(np.append(starts, len(ordered)))
+
+
 @dataclass(frozen=True)
 class CSR:
     """Rows grouped by a key row: ``values[offsets[k]:offsets[k+1]]`` (each slice sorted)."""
@@ -34,7 +53,7 @@ class CSR:
     @classmethod
     def from_pairs(cls, n: int, keys: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> CSR:
         """Group ``values`` by ``keys`` (both row numbers below ``n``), sorted, duplicates gone."""
-        combined = np.unique(keys.astype(np.int64) * n + values.astype(np.int64))
+        combined = sorted_unique(keys.astype(np.int64) * n + values.astype(np.int64))
         keys_sorted = combined // n
         counts = np.bincount(keys_sorted, minlength=n)
         offsets = np.zeros(n + 1, dtype=np.int64)
@@ -100,7 +119,7 @@ class Closure:
                 np.cumsum(lengths) - lengths, lengths
             )
             gathered = buffer[first + within].astype(np.int64)
-            keys = np.unique(np.concatenate([c * n + p, rep_child * n + gathered]).astype(np.int64))
+            keys = sorted_unique(np.concatenate([c * n + p, rep_child * n + gathered]))
             owners = keys // n
             values = (keys % n).astype(np.int32)
             if used + len(values) > len(buffer):
@@ -108,7 +127,9 @@ class Closure:
                 grown[:used] = buffer[:used]
                 buffer = grown
             buffer[used : used + len(values)] = values
-            uniq, first_at, counts = np.unique(owners, return_index=True, return_counts=True)
+            starts = np.flatnonzero(np.concatenate(([True], owners[1:] != owners[:-1])))
+            uniq, first_at = owners[starts], starts
+            counts = np.diff(np.append(starts, len(owners)))
             anc_off[uniq] = used + first_at
             anc_len[uniq] = counts
             used += len(values)

@@ -26,7 +26,7 @@ from workbench.errors import (
     UnsupportedFilterError,
     WorkbenchError,
 )
-from workbench.releases.snomed import scg
+from workbench.releases.snomed import ecl, scg
 from workbench.releases.snomed.ecl_eval import DIALECTS, Evaluator, Mask
 from workbench.releases.snomed.store import SCT, Store
 from workbench.terminology.lookup import LookupResult, TypedValue
@@ -88,15 +88,30 @@ class SnomedCT:
         self.version: str = check_version(version) if version else str(store.meta["version"])
         self.evaluate = Evaluator(store)
         self._default_refset = store.meta.get("defaultLanguageRefset")
+        self._displays: dict[int, str | None] = {}  # the rows touched so far
+        self._rows: dict[str, int] = {}
 
     def __len__(self) -> int:
         return self.store.n
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as the store's folder and the version (reopened on unpickling)."""
+        return {"store": self.store, "version": self.version}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["store"], version=state["version"])  # type: ignore[misc]
+
     # --- concepts ---------------------------------------------------------------------
 
     def row(self, code: str) -> int:
-        """The concept row of a code (-1 when unknown)."""
-        return self.store.row(code) if code.isdigit() else -1
+        """The concept row of a code (-1 when unknown); codes seen before are a dict hit."""
+        found = self._rows.get(code)
+        if found is None:
+            found = self.store.row(code) if code.isdigit() else -1
+            if len(self._rows) > 1_000_000:
+                self._rows.clear()
+            self._rows[code] = found
+        return found
 
     def require(self, code: str) -> int:
         """The concept row of a code; UnknownCodeError when there is none."""
@@ -115,13 +130,20 @@ class SnomedCT:
         """The preferred term of a concept, in a language or dialect when asked
         (``en-GB``, ``en-US``, ``es`` …); the release's default preferred term otherwise."""
         if language:
-            term = self._preferred_in(row, language)
+            term = self.preferred_in(row, language)
             if term is not None:
                 return term
-        value = self.store.value("display", row)
-        return str(value) if value is not None else None
+        try:
+            return self._displays[row]
+        except KeyError:
+            value = self.store.value("display", row)
+            shown = str(value) if value is not None else None
+            self._displays[row] = shown
+            return shown
 
-    def _preferred_in(self, row: int, language: str) -> str | None:
+    def preferred_in(self, row: int, language: str) -> str | None:
+        """The preferred synonym of a concept in a dialect (``en-GB``: the GB language
+        refset) or language (``es``: a preferred term whose language is es), or None."""
         tag = language.split(",")[0].split(";")[0].strip().lower()
         refset = DIALECTS.get(tag)
         descriptions = self.store.descriptions(row)
@@ -351,8 +373,21 @@ class SnomedCT:
     def filter(self, prop: str, op: str, value: str) -> Mask:
         """The concepts a ValueSet ``compose.include.filter`` selects (FHIR's SNOMED CT
         filters: ``concept is-a / descendent-of / in / =`` (in = refset members),
-        ``constraint =`` ECL, ``expression =`` ECL or an expression's focus concepts,
+        ``constraint =`` ECL, ``expression =`` ECL or an expression's subsumees,
         ``parent``/``child =``, ``inactive =``, ``moduleId =`` and any attribute id ``=``)."""
+        text = self.filter_ecl(prop, op, value)
+        if text is not None:
+            return self.evaluate(text)
+        if prop == "expressions":
+            return np.ones(self.store.n, dtype=bool)
+        if prop == "inactive":
+            return ~self.store.active if value == "true" else np.asarray(self.store.active)
+        modules = self.store.tables["concepts"].column("moduleId").to_numpy()
+        return np.asarray(modules == int(value), dtype=bool) if value.isdigit() else modules < 0
+
+    def filter_ecl(self, prop: str, op: str, value: str) -> str | None:
+        """The ECL a filter stands for (None for ``inactive``, ``moduleId`` and
+        ``expressions``, which are not ECL); UnsupportedFilterError for anything else."""
         if prop in ("concept", "code"):
             ecl_text = {
                 "is-a": f"<< {value}",
@@ -366,42 +401,37 @@ class SnomedCT:
                 raise UnsupportedFilterError(
                     f"Filter '{prop} {op} {value}' on {SCT}: '{op}' is not supported on concept"
                 )
-            return self._checked_ecl(ecl_text)
+            return ecl_text
         if op != "=":
             raise UnsupportedFilterError(
                 f"Filter '{prop} {op} {value}' on {SCT}: only '=' is supported on '{prop}'"
             )
         if prop == "constraint":
-            return self._checked_ecl(value)
+            return value
         if prop == "expression":
             if scg.looks_like_expression(value) and ":" in value:
-                return self._expression_members(value)
-            return self._checked_ecl(value)
+                return self._expression_ecl(value)
+            return value
         if prop == "expressions":
             if value not in ("true", "false"):
                 raise UnsupportedFilterError("The 'expressions' filter takes true or false")
-            return np.ones(self.store.n, dtype=bool)
+            return None
         if prop == "parent":
-            return self._checked_ecl(f"<! {value}")
+            return f"<! {value}"
         if prop == "child":
-            return self._checked_ecl(f">! {value}")
-        if prop == "inactive":
-            return ~self.store.active if value == "true" else np.asarray(self.store.active)
-        if prop == "moduleId":
-            modules = self.store.tables["concepts"].column("moduleId").to_numpy()
-            return np.asarray(modules == int(value), dtype=bool) if value.isdigit() else modules < 0
+            return f">! {value}"
+        if prop in ("inactive", "moduleId"):
+            return None
         if prop.isdigit():
-            return self._checked_ecl(f"* : {prop} = {value}")
+            return f"* : {prop} = {value}"
         raise UnsupportedFilterError(
             f"Filter '{prop} {op} {value}' on {SCT}: the property '{prop}' is not supported "
             "(concept, constraint, expression, expressions, parent, child, inactive, moduleId, "
             "or an attribute id)"
         )
 
-    def _checked_ecl(self, text: str) -> Mask:
-        return self.evaluate(text)
-
-    def _expression_members(self, text: str) -> Mask:
+    def _expression_ecl(self, text: str) -> str:
+        """The ECL of the concepts an expression subsumes."""
         expression = scg.parse(text)
         ecl_text = " AND ".join(f"<< {c}" for c in expression.focus)
         refinements = [f"{a.name} = {_ecl_value(a.value)}" for a in expression.ungrouped]
@@ -411,34 +441,95 @@ class SnomedCT:
         ]
         if refinements:
             ecl_text = f"({ecl_text}) : " + ", ".join(refinements)
-        return self.evaluate(ecl_text)
+        return ecl_text
 
-    def implicit(self, url: str) -> Mask | None:
-        """The members of an implicit value set URL (``http://snomed.info/sct?fhir_vs``,
-        ``…=isa/{id}``, ``…=refset/{id}``, ``…=refset`` (the refset concepts), ``…=ecl/{ecl}``;
-        an edition URI may stand before the ``?``), or None when the URL is not one."""
+    def expression_in(self, expression: scg.Expression, constraints: list[str]) -> bool:
+        """Whether a (checked) expression satisfies every one of the ECL constraints."""
+        from workbench.releases.snomed.ecl_expression import Satisfies, virtual
+
+        test = Satisfies(self.evaluate, virtual(self.evaluate, expression))
+        return all(test(ecl.parse(text)) for text in constraints)
+
+    @staticmethod
+    def implicit_kind(url: str) -> tuple[str, str] | None:
+        """Parse an implicit value set URL into ``(kind, argument)``: ``("all", "")``,
+        ``("isa", id)``, ``("refsets", "")``, ``("refset", id)`` or ``("ecl", text)``; None
+        when the URL is not a SNOMED CT implicit value set. An edition URI may stand before
+        the ``?``. Raises InvalidRequestError for an unknown ``fhir_vs`` form."""
         base, _, query = url.partition("?")
         if not (base == SCT or base.startswith(SCT + "/")) or not query.startswith("fhir_vs"):
             return None
         rest = query[len("fhir_vs") :]
         if rest == "":
-            return np.asarray(self.store.active, dtype=bool).copy()
+            return "all", ""
         rest = urllib.parse.unquote(rest[1:] if rest.startswith("=") else rest)
-        if rest.startswith("isa/"):
-            return self.evaluate(f"<< {rest[4:]}")
+        for prefix, kind in (("isa/", "isa"), ("refset/", "refset"), ("ecl/", "ecl")):
+            if rest.startswith(prefix) and rest[len(prefix) :].strip():
+                return kind, rest[len(prefix) :]
         if rest == "refset":
-            mask = np.zeros(self.store.n, dtype=bool)
-            rows = self.store.rows(np.array(self.store.refsets(), dtype=np.int64))
-            mask[rows[rows >= 0]] = True
-            return mask
-        if rest.startswith("refset/"):
-            return self.evaluate(f"^ {rest[7:]}")
-        if rest.startswith("ecl/"):
-            return self.evaluate(rest[4:])
+            return "refsets", ""
         raise InvalidRequestError(
             f"'{url}' is not a SNOMED CT implicit value set: after fhir_vs expected nothing, "
             "=isa/{id}, =refset, =refset/{id} or =ecl/{ecl}"
         )
+
+    def implicit_valueset(self, url: str) -> dict[str, Any] | None:
+        """The ValueSet resource an implicit value set URL stands for (its compose uses this
+        code system's filters), or None when the URL is not one."""
+        found = self.implicit_kind(url)
+        if found is None:
+            return None
+        kind, arg = found
+        include: dict[str, Any] = {"system": SCT}
+        base = url.partition("?")[0]
+        if base != SCT:
+            include["version"] = base
+        if kind == "isa":
+            include["filter"] = [{"property": "concept", "op": "is-a", "value": arg}]
+        elif kind == "refset":
+            include["filter"] = [{"property": "concept", "op": "in", "value": arg}]
+        elif kind == "ecl":
+            include["filter"] = [{"property": "constraint", "op": "=", "value": arg}]
+        elif kind == "refsets":
+            include["concept"] = [
+                {"code": str(r)} for r in self.store.refsets() if self.row(str(r)) >= 0
+            ]
+        titles = {
+            "all": "All of SNOMED CT",
+            "isa": f"SNOMED CT concepts subsumed by {arg}",
+            "refset": f"SNOMED CT reference set {arg}",
+            "refsets": "SNOMED CT reference sets",
+            "ecl": f"SNOMED CT concepts matching the ECL {arg}",
+        }
+        return {
+            "resourceType": "ValueSet",
+            "url": url,
+            "status": "active",
+            "name": "SNOMEDCTImplicit",
+            "title": titles[kind],
+            "compose": {"include": [include]},
+        }
+
+    def implicit(self, url: str) -> Mask | None:
+        """The members of an implicit value set URL (``http://snomed.info/sct?fhir_vs``,
+        ``…=isa/{id}``, ``…=refset/{id}``, ``…=refset`` (the refset concepts), ``…=ecl/{ecl}``),
+        or None when the URL is not one."""
+        found = self.implicit_kind(url)
+        if found is None:
+            return None
+        kind, arg = found
+        if kind == "all":
+            return np.asarray(self.store.active, dtype=bool).copy()
+        if kind == "isa":
+            return self.evaluate(f"<< {arg}")
+        if kind == "refset":
+            return self.evaluate(f"^ {arg}")
+        if kind == "ecl":
+            return self.evaluate(arg)
+        mask = np.zeros(self.store.n, dtype=bool)
+        rows = self.store.rows(np.array(self.store.refsets(), dtype=np.int64))
+        mask[rows[rows >= 0]] = True
+        return mask
 
     def codes(self, mask: Mask) -> npt.NDArray[np.int64]:
         """The rows a mask selects, in SCTID order."""
@@ -485,6 +576,25 @@ class SnomedCT:
                 self._check_mrcm(attribute, focus_rows, group_index > 0, problems)
                 if isinstance(attribute.value, scg.Expression):
                     self._check(attribute.value, problems)
+            if group_index > 0:
+                self._check_in_group_cardinality(group, problems)
+
+    def _check_in_group_cardinality(
+        self, group: tuple[scg.Attribute, ...], problems: list[str]
+    ) -> None:
+        """Each attribute at most as often in one group as its MRCM in-group cardinality
+        (``0..1`` for most) allows."""
+        counts: dict[int, int] = {}
+        for attribute in group:
+            counts[attribute.name] = counts.get(attribute.name, 0) + 1
+        for name, count in counts.items():
+            limits = self.mrcm_in_group.get(name)
+            if limits and all(high is not None and count > high for high in limits):
+                label = f"{name} |{self.display(self.row(str(name)))}|"
+                problems.append(
+                    f"The attribute {label} appears {count} times in one group; its MRCM "
+                    f"in-group cardinality allows at most {max(h for h in limits if h is not None)}"
+                )
 
     def _check_mrcm(
         self, attribute: scg.Attribute, focus_rows: list[int], grouped: bool, problems: list[str]
@@ -496,6 +606,8 @@ class SnomedCT:
             if self.mrcm_domains:
                 problems.append(f"The attribute {label} has no MRCM domain rule in this release")
             return
+        if not any(self.row(str(d)) >= 0 for d in domains):
+            return  # the release lacks the domain's concepts: it cannot judge
         closure = self.store.closure
         allowed = False
         for domain in domains:
@@ -517,10 +629,19 @@ class SnomedCT:
         elif isinstance(value, int) and not isinstance(value, bool):
             value_rows = [self.row(str(value))]
         else:
+            concrete = [r for r in ranges if _CONCRETE_RANGE.match(r)]
+            if concrete and not any(_in_concrete_range(value, r) for r in concrete):
+                problems.append(
+                    f"The value {value!r} of the attribute {label} is outside its MRCM range "
+                    f"{concrete[0]}"
+                )
             return
         checked = []
         for constraint in ranges:
             try:
+                named = ecl.concept_ids(ecl.parse(constraint))
+                if any(self.row(str(c)) < 0 for c in named):
+                    continue  # the release lacks the range's concepts: it cannot judge
                 mask = self.evaluate(constraint)
             except WorkbenchError:  # a concrete-domain range such as dec(>#0..)
                 continue
@@ -545,6 +666,21 @@ class SnomedCT:
         return found
 
     @cached_property
+    def mrcm_in_group(self) -> dict[int, list[int | None]]:
+        """Attribute id -> the maximum of each MRCM domain row's in-group cardinality
+        (None for ``*``)."""
+        table = self.store.tables["mrcm_domain"].to_pydict()
+        found: dict[int, list[int | None]] = {}
+        for attribute, cardinality in zip(
+            table.get("referencedComponentId", []),
+            table.get("attributeInGroupCardinality", []),
+            strict=True,
+        ):
+            high = str(cardinality).partition("..")[2].strip()
+            found.setdefault(int(attribute), []).append(int(high) if high.isdigit() else None)
+        return found
+
+    @cached_property
     def mrcm_ranges(self) -> dict[int, list[str]]:
         """Attribute id -> the ECL range constraints of its MRCM range rows."""
         table = self.store.tables["mrcm_range"].to_pydict()
@@ -559,15 +695,27 @@ class SnomedCT:
     # --- frames -----------------------------------------------------------------------
 
     def concepts_frame(self) -> pd.DataFrame:
-        """Every concept: code, display, fsn, active, moduleId, effectiveTime,
-        sufficientlyDefined (straight from the store's columns)."""
+        """Every concept, with the columns of every code system's concept frame (code,
+        display, definition, parents, abstract, inactive, status) and then fsn, moduleId,
+        effectiveTime and sufficientlyDefined, built from the store's columns."""
         t = self.store.tables["concepts"]
+        n = self.store.n
+        parents = self.store.closure.parents
+        codes = self.store.codes
+        offsets = np.asarray(parents.offsets)
+        parent_codes = codes.take(pa.array(np.asarray(parents.values, dtype=np.int64)))
+        lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), parent_codes)
+        inactive = ~np.asarray(self.store.active, dtype=bool)
         return pd.DataFrame(
             {
-                "code": self.store.codes.to_pandas(),
+                "code": codes.to_pandas(),
                 "display": t.column("display").to_pandas(),
+                "definition": pd.Series([None] * n, dtype=object),
+                "parents": pd.Series(lists.to_pylist(), dtype=object),
+                "abstract": np.zeros(n, dtype=bool),
+                "inactive": inactive,
+                "status": pd.Series(np.where(inactive, "inactive", "active"), dtype=object),
                 "fsn": t.column("fsn").to_pandas(),
-                "active": t.column("active").to_pandas(),
                 "moduleId": t.column("moduleId").cast(pa.string()).to_pandas(),
                 "effectiveTime": t.column("effectiveTime").cast(pa.string()).to_pandas(),
                 "sufficientlyDefined": t.column("defined").to_pandas(),
@@ -575,7 +723,8 @@ class SnomedCT:
         )
 
     def designations_frame(self) -> pd.DataFrame:
-        """Every description: code, language, use (its type id), use display, value, active."""
+        """Every description, with the columns of every code system's designation frame
+        (code, language, use_system, use_code, value) and then use_display and active."""
         t = self.store.tables["descriptions"]
         concept = t.column("concept").to_numpy()
         uses = t.column("typeId").to_numpy()
@@ -587,12 +736,40 @@ class SnomedCT:
             {
                 "code": self.store.codes.take(pa.array(concept)).to_pandas(),
                 "language": t.column("language").to_pandas(),
-                "use": t.column("typeId").cast(pa.string()).to_pandas(),
-                "use_display": use_display,
+                "use_system": pd.Categorical([USE_SYSTEM] * len(concept)),
+                "use_code": t.column("typeId").cast(pa.string()).to_pandas(),
                 "value": t.column("term").to_pandas(),
+                "use_display": use_display,
                 "active": t.column("active").to_pandas(),
             }
         )
+
+
+_NUMBER = r"[+-]?[0-9]+(?:\.[0-9]+)?"
+_CONCRETE_RANGE = re.compile(
+    rf"^\s*(int|dec|str|bool)\s*\(\s*(?:(>)?#({_NUMBER}))?\s*"
+    rf"(?:\.\.\s*(?:(<)?#({_NUMBER}))?)?\s*\)\s*$"
+)
+
+
+def _in_concrete_range(value: Any, text: str) -> bool:
+    """Whether a concrete value fits an MRCM concrete range such as ``dec(>#0..)`` or
+    ``int(#1..#10)``."""
+    found = _CONCRETE_RANGE.match(text)
+    if found is None:
+        return True
+    kind, low_open, low, high_open, high = found.groups()
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if kind == "int" and float(value) != int(value):
+        return False
+    if low is not None and (value <= float(low) if low_open else value < float(low)):
+        return False
+    return not (high is not None and (value >= float(high) if high_open else value > float(high)))
 
 
 def _concrete(value: str) -> tuple[str, Any]:

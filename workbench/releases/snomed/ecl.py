@@ -3,11 +3,13 @@
 The grammar follows the rules of SNOMED International's ECL ABNF
 (https://confluence.ihtsdotools.org/display/DOCECL, rule names kept in lower case):
 expressionConstraint, refined / compound (conjunction, disjunction, exclusion) / dotted /
-subExpressionConstraint, the constraint operators (``<``, ``<<``, ``<!``, ``<<!``, ``>``,
-``>>``, ``>!``, ``>>!``), memberOf ``^``, the wildcard ``*``, refinements with attribute sets,
-attribute groups, cardinality, the reverse flag ``R``, expression / numeric / string / boolean
-comparisons, and description (``term``, ``language``, ``type``, ``typeId``, ``dialect``,
-``dialectId``) and concept (``active``, ``definitionStatus``, ``moduleId``) filters.
+subExpressionConstraint; the constraint operators ``<``, ``<<``, ``<!``, ``<<!``, ``>``,
+``>>``, ``>!``, ``>>!`` and ECL 2.2's top ``!!>`` and bottom ``!!<``; memberOf ``^``; the
+wildcard ``*``; refinements with attribute sets, attribute groups, cardinality, the reverse
+flag ``R``, expression / numeric / string / boolean comparisons; description (``term``,
+``language``, ``type``, ``typeId``, ``dialect``, ``dialectId``) and concept (``active``,
+``definitionStatus``, ``moduleId``) filters; history supplements
+``{{ +HISTORY[-MIN|-MOD|-MAX] }}``.
 Terms between pipes and comments are ignored.
 
 ``parse`` returns a small tree of frozen dataclasses; a malformed constraint raises
@@ -41,7 +43,7 @@ conjunction: sub (AND sub)+
 disjunction: sub (OR sub)+
 exclusion: sub MINUS sub
 dotted: sub ("." sub)+
-sub: CONSTRAINT_OP? MEMBER_OF? focus filter_constraint*
+sub: CONSTRAINT_OP? MEMBER_OF? focus (filter_constraint | history_supplement)*
 ?focus: concept_reference | WILDCARD -> wildcard | "(" expression_constraint ")"
 concept_reference: SCTID TERM?
 
@@ -62,6 +64,7 @@ cardinality: "[" INT ".." (INT | MANY) "]"
     | EXPR_OP BOOLEAN -> bool_comparison
 
 filter_constraint: "{{" FILTER_DOMAIN? filter ("," filter)* "}}"
+history_supplement: "{{" "+" HISTORY HISTORY_PROFILE? "}}"
 ?filter: term_filter | language_filter | type_filter | type_id_filter | dialect_filter
     | active_filter | definition_status_filter | module_filter
 term_filter: "term"i EXPR_OP (typed_term | "(" typed_term+ ")")
@@ -76,7 +79,9 @@ active_filter: "active"i EXPR_OP (BOOLEAN | INT)
 definition_status_filter: "definitionStatus"i EXPR_OP (DEF_TOKEN | concept_reference)
 module_filter: "moduleId"i EXPR_OP (concept_reference | "(" concept_reference+ ")")
 
-CONSTRAINT_OP: "<<!" | "<<" | "<!" | "<" | ">>!" | ">>" | ">!" | ">"
+CONSTRAINT_OP: "<<!" | "<<" | "<!" | "<" | ">>!" | ">>" | ">!" | ">" | "!!>" | "!!<"
+HISTORY: /(?i:history)/
+HISTORY_PROFILE: /-(?i:min|mod|max)(?![A-Za-z0-9_])/
 MEMBER_OF: "^"
 WILDCARD: "*"
 MANY: "*"
@@ -204,6 +209,20 @@ class Refined:
     refinement: Any
 
 
+def concept_ids(node: Any) -> set[int]:
+    """Every concept id a parsed constraint names (focus concepts, attributes, values)."""
+    if isinstance(node, Concept):
+        return {node.id}
+    found: set[int] = set()
+    if isinstance(node, tuple):
+        for item in node:
+            found |= concept_ids(item)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:
+            found |= concept_ids(getattr(node, name))
+    return found
+
+
 # --- parsing -------------------------------------------------------------------------
 
 
@@ -301,6 +320,10 @@ class _Build(Transformer):
 
     def bool_comparison(self, items: list[Any]) -> tuple[str, Any, str]:
         return str(items[0]), str(items[1]).lower() == "true", "bool"
+
+    def history_supplement(self, items: list[Token]) -> list[Filter]:
+        profile = str(items[1])[1:].lower() if len(items) > 1 else "max"
+        return [Filter("history", "=", (profile,))]
 
     def filter_constraint(self, items: list[Any]) -> list[Filter]:
         return [i for i in items if isinstance(i, Filter)]

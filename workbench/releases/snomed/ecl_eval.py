@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from workbench.errors import UnsupportedFilterError
 from workbench.releases.snomed import ecl
-from workbench.releases.snomed.closure import CSR
+from workbench.releases.snomed.closure import CSR, sorted_unique, unique_counts
 from workbench.releases.snomed.store import Store
 
 Mask = npt.NDArray[np.bool_]
@@ -36,6 +36,10 @@ ACCEPTABLE = 900000000000549004
 DIALECTS = {"en-us": 900000000000509007, "en-gb": 900000000000508004}
 _TYPES = {"syn": SYNONYM, "fsn": FSN, "def": DEFINITION}
 _GROUPS = 1 << 16
+HISTORY_PROFILES = {
+    "min": [900000000000527005, 900000000000526001],
+    "mod": [900000000000523009, 1186924009],
+}
 
 
 def gather(csr: CSR, rows: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
@@ -114,6 +118,17 @@ class Evaluator:
 
     def _hierarchy(self, op: str, focus: Mask, wildcard: bool) -> Mask:
         closure = self.store.closure
+        if op in ("!!>", "!!<"):
+            # top / bottom of the set: members with no ancestor (descendant) in the set
+            rows = np.flatnonzero(focus)
+            csr = closure.up if op == "!!>" else closure.down
+            offsets = np.asarray(csr.offsets)
+            lengths = offsets[rows + 1] - offsets[rows]
+            related = gather(csr, rows)
+            inside = focus[related] if len(related) else np.zeros(0, dtype=bool)
+            owners = np.repeat(rows, lengths)
+            blocked = self._mask(owners[inside])
+            return focus & ~blocked
         if wildcard:
             # every concept with a parent (below), or with a child (above)
             rows = np.arange(self.n)
@@ -253,10 +268,10 @@ class Evaluator:
         hit, table = self._relationship_hits(node)
         owners, groups = self._owners(table, node.reverse)
         keys = owners.astype(np.int64) * _GROUPS + groups.astype(np.int64)
-        matched, counts = np.unique(keys[hit & (owners >= 0)], return_counts=True)
+        matched, counts = unique_counts(keys[hit & (owners >= 0)])
         low, high = (1, None) if node.card is None else (node.card.min, node.card.max)
         if low == 0:
-            universe = np.unique(keys[owners >= 0])
+            universe = sorted_unique(keys[owners >= 0])
             full = np.zeros(len(universe), dtype=np.int64)
             full[np.searchsorted(universe, matched)] = counts
             matched, counts = universe, full
@@ -272,6 +287,8 @@ class Evaluator:
         all hold for one and the same active description of the concept."""
         description_filters = []
         for f in block:
+            if f.kind == "history":
+                return focus | self._history(focus, str(f.values[0]))
             if f.kind in ("active", "definitionStatus", "moduleId"):
                 focus = focus & self._concept_filter(f)
             else:
@@ -289,6 +306,23 @@ class Evaluator:
         for f in description_filters:
             ok &= self._description_filter(sub, candidates, f)
         return self._mask(concept[candidates[ok]]) & focus
+
+    def _history(self, focus: Mask, profile: str) -> Mask:
+        """Inactive concepts whose active historical associations point into ``focus``
+        (MIN: SAME AS and REPLACED BY; MOD adds POSSIBLY EQUIVALENT TO and PARTIALLY
+        EQUIVALENT TO; MAX: every association)."""
+        table = self.store.associations()
+        refsets = table.column("refsetId").to_numpy()
+        keep = table.column("active").to_numpy(zero_copy_only=False).astype(bool)
+        if profile != "max":
+            wanted = HISTORY_PROFILES["min"] + (HISTORY_PROFILES["mod"] if profile == "mod" else [])
+            keep &= np.isin(refsets, wanted)
+        targets = self.store.rows(table.column("target").to_numpy()[keep])
+        sources = self.store.rows(table.column("source").to_numpy()[keep])
+        ok = (targets >= 0) & (sources >= 0)
+        hit = ok.copy()
+        hit[ok] = focus[targets[ok]]
+        return self._mask(sources[hit])
 
     def _concept_filter(self, f: ecl.Filter) -> Mask:
         store = self.store

@@ -85,8 +85,10 @@ def _np(table: pa.Table, column: str) -> np.ndarray:
 
 
 def _write(table: pa.Table, path: Path) -> None:
+    """One record batch per file, so that every column maps to one zero-copy array."""
+    table = table.combine_chunks()
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table, max_chunksize=1 << 20)
+        writer.write_table(table)
 
 
 def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str, Any]:

@@ -8,8 +8,11 @@ reopened; a release whose files change gets a new store.
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Callable
 from pathlib import Path
+
+import pyarrow as pa
 
 from workbench.releases.snomed import importer, rf2
 from workbench.releases.snomed.codesystem import SnomedCT, check_version
@@ -56,9 +59,12 @@ def load(
         check_version(version)
     files = rf2.find_files(path)
     folder = Path(cache_dir) / f"snomed-{fingerprint(files)}"
-    built = False
-    if not is_store(folder):
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        importer.build(files, folder, progress=progress)
-        built = True
-    return SnomedCT(Store(folder), version=version), built
+    if is_store(folder):
+        try:
+            return SnomedCT(Store(folder), version=version), False
+        except (OSError, ValueError, pa.ArrowException):
+            # a damaged store (a file deleted or truncated by hand): import it again
+            shutil.rmtree(folder, ignore_errors=True)
+    Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    importer.build(files, folder, progress=progress)
+    return SnomedCT(Store(folder), version=version), True

@@ -222,6 +222,10 @@ def read(file: ReleaseFile) -> pa.Table:
             line=1,
         )
     types = {name: _type_of(name, file.kind) for name in header}
+    if expected is None:
+        # another refset: only its common columns are typed; the rest (map targets, rules,
+        # descriptors…) stay text, whatever their names
+        types = {name: (kind if name in REFSET else pa.string()) for name, kind in types.items()}
     bad: list[int] = []
 
     def on_invalid(row: Any) -> str:

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput
+from lark.exceptions import UnexpectedInput, VisitError
 
 from workbench.errors import ExpressionSyntaxError
 from workbench.releases.snomed.ecl import describe_error
@@ -33,7 +33,8 @@ start: DEFINITION_STATUS? sub_expression
 sub_expression: focus (":" refinement)?
 focus: concept_reference ("+" concept_reference)*
 concept_reference: SCTID TERM?
-refinement: (attribute_set | attribute_group) (","? attribute_group)*
+refinement: _item ("," _item | attribute_group)*
+_item: attribute | attribute_group
 attribute_group: "{" attribute_set "}"
 attribute_set: attribute ("," attribute)*
 attribute: concept_reference "=" value
@@ -59,7 +60,7 @@ _EXPRESSION_HINT = re.compile(r"[:+{=]|\s|\|")
 
 def looks_like_expression(code: str) -> bool:
     """True when a code is a post-coordinated expression rather than a bare concept id."""
-    return bool(_EXPRESSION_HINT.search(code.strip()))
+    return isinstance(code, str) and bool(_EXPRESSION_HINT.search(code.strip()))
 
 
 @dataclass(frozen=True)
@@ -116,14 +117,19 @@ class _Build(Transformer):
         return int(items[0])
 
     def refinement(self, items: list[Any]) -> tuple[tuple[Attribute, ...], tuple[Any, ...]]:
-        ungrouped: tuple[Attribute, ...] = ()
-        groups = []
+        ungrouped: list[Attribute] = []
+        groups: list[tuple[Attribute, ...]] = []
         for item in items:
-            if isinstance(item, list):
-                ungrouped = tuple(item)
+            if isinstance(item, Attribute):
+                if groups:
+                    raise ValueError(
+                        f"the ungrouped attribute {item.name} comes after an attribute group "
+                        "(ungrouped attributes come first)"
+                    )
+                ungrouped.append(item)
             else:
                 groups.append(item)
-        return ungrouped, tuple(groups)
+        return tuple(ungrouped), tuple(groups)
 
     def attribute_group(self, items: list[Any]) -> tuple[Attribute, ...]:
         return tuple(items[0])
@@ -161,4 +167,8 @@ def parse(text: str) -> Expression:
         raise ExpressionSyntaxError(
             describe_error("SNOMED CT expression", text, exc),
             position=getattr(exc, "pos_in_stream", None),
+        ) from None
+    except VisitError as exc:
+        raise ExpressionSyntaxError(
+            f"The SNOMED CT expression {text!r} is not valid: {exc.orig_exc}"
         ) from None

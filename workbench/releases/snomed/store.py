@@ -48,6 +48,20 @@ _TABLES = (
 )
 
 
+_CSR = ("parents", "children", "up", "down")
+FILES = (
+    *(f"{name}.arrow" for name in _TABLES),
+    *(f"{name}.npy" for name in _ARRAYS),
+    *(f"{name}{part}.npy" for name in _CSR for part in ("", "_off")),
+)
+
+
+def _mapped(path: Path) -> np.ndarray:
+    """A memory-mapped .npy file as a plain ndarray view (np.memmap's own indexing costs
+    microseconds per call; the view shares the same mapped pages)."""
+    return np.load(path, mmap_mode="r").view(np.ndarray)
+
+
 def is_store(path: Path) -> bool:
     """True when ``path`` holds a complete store of this format."""
     meta = path / "meta.json"
@@ -65,15 +79,35 @@ class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.meta: dict[str, Any] = json.loads((self.path / "meta.json").read_text())
+        missing = [name for name in FILES if not (self.path / name).is_file()]
+        if missing:
+            raise FileNotFoundError(f"the store {self.path} lacks {', '.join(missing)}")
         self.tables: dict[str, pa.Table] = {}
         for name in _TABLES:
             source = pa.memory_map(str(self.path / f"{name}.arrow"), "r")
             self.tables[name] = pa.ipc.open_file(source).read_all()
         self.arrays: dict[str, np.ndarray] = {
-            name: np.load(self.path / f"{name}.npy", mmap_mode="r") for name in _ARRAYS
+            name: _mapped(self.path / f"{name}.npy") for name in _ARRAYS
         }
-        self.ids: npt.NDArray[np.int64] = self.tables["concepts"].column("id").to_numpy()
+        self._np: dict[str, np.ndarray] = {}
+        self.ids: npt.NDArray[np.int64] = self.column_np("concepts", "id")
         self.n = len(self.ids)
+
+    def column_np(self, table: str, column: str) -> np.ndarray:
+        """A table column as a numpy array (zero-copy for numbers; remembered)."""
+        key = f"{table}.{column}"
+        found = self._np.get(key)
+        if found is None:
+            found = self.tables[table].column(column).to_numpy()
+            self._np[key] = found
+        return found
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its folder (Dask ships code systems to workers, which reopen it)."""
+        return {"path": str(self.path)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"])  # type: ignore[misc]
 
     # --- concepts ---------------------------------------------------------------------
 
@@ -120,8 +154,8 @@ class Store:
 
     def _csr(self, name: str) -> CSR:
         return CSR(
-            np.load(self.path / f"{name}_off.npy", mmap_mode="r"),
-            np.load(self.path / f"{name}.npy", mmap_mode="r"),
+            _mapped(self.path / f"{name}_off.npy"),
+            _mapped(self.path / f"{name}.npy"),
         )
 
     @cached_property
@@ -133,9 +167,9 @@ class Store:
 
     # --- descriptions -----------------------------------------------------------------
 
-    @cached_property
+    @property
     def _desc_concept(self) -> npt.NDArray[np.int32]:
-        return self.tables["descriptions"].column("concept").to_numpy()
+        return self.column_np("descriptions", "concept")
 
     def descriptions(self, row: int) -> pa.Table:
         """The descriptions of one concept row (with a ``row`` column: their position)."""
@@ -143,9 +177,9 @@ class Store:
         table = self.tables["descriptions"].slice(int(lo), int(hi - lo))
         return table.append_column("row", pa.array(np.arange(lo, hi, dtype=np.int64)))
 
-    @cached_property
+    @property
     def _acc_desc(self) -> npt.NDArray[np.int32]:
-        return self.tables["acceptability"].column("description").to_numpy()
+        return self.column_np("acceptability", "description")
 
     def acceptability(self, lo: int, hi: int) -> pa.Table:
         """Language refset rows of the description rows ``lo..hi-1``."""
@@ -163,15 +197,15 @@ class Store:
     def concrete(self, row: int) -> pa.Table:
         """The active concrete values whose source is ``row``."""
         table = self.tables["concrete"]
-        source = table.column("source").to_numpy()
+        source = self.column_np("concrete", "source")
         lo, hi = np.searchsorted(source, [row, row + 1])
         return table.slice(int(lo), int(hi - lo))
 
     # --- reference sets -----------------------------------------------------------------
 
-    @cached_property
+    @property
     def _member_refsets(self) -> npt.NDArray[np.int64]:
-        return self.tables["members"].column("refsetId").to_numpy()
+        return self.column_np("members", "refsetId")
 
     def members(self, refset: int) -> npt.NDArray[np.int64]:
         """The active referenced component ids of a refset (sorted)."""
@@ -192,6 +226,6 @@ class Store:
         table = self.tables["associations"]
         if source is None:
             return table
-        col = table.column("source").to_numpy()
+        col = self.column_np("associations", "source")
         lo, hi = np.searchsorted(col, [source, source + 1])
         return table.slice(int(lo), int(hi - lo))

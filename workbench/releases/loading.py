@@ -1,0 +1,117 @@
+"""Load a terminology from its release files (``Workbench.load_release``).
+
+The release's kind is detected from its files when not given; each kind is imported once
+into a store in the cache folder (``$WORKBENCH_RELEASE_CACHE``, else the user's cache
+directory, ``~/.cache/workbench/releases``; the ``cache_dir`` argument overrides both) and
+reopened from there afterwards.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from workbench.errors import InvalidRequestError, ReleaseFormatError
+from workbench.terminology.provider import CodeSystemProvider
+
+KINDS = ("snomed",)
+
+
+@dataclass(frozen=True)
+class ReleaseSummary:
+    """What ``load_release`` loaded: system, version, concept count, time, the store."""
+
+    kind: str
+    system: str
+    version: str | None
+    concepts: int
+    seconds: float
+    cache: str
+    imported: bool
+
+    def __repr__(self) -> str:
+        how = "imported" if self.imported else "reopened"
+        return (
+            f"<ReleaseSummary {self.kind} {self.system}|{self.version}: {self.concepts:,} "
+            f"concepts, {how} in {self.seconds:.2f} s, cached in {self.cache}>"
+        )
+
+    def _repr_html_(self) -> str:
+        how = "imported" if self.imported else "reopened"
+        return (
+            f"<p>Loaded <code>{html.escape(self.system)}</code> version "
+            f"<code>{html.escape(str(self.version))}</code>: <b>{self.concepts:,}</b> "
+            f"concepts, {how} in {self.seconds:.2f} s (cache: "
+            f"<code>{html.escape(self.cache)}</code>).</p>"
+        )
+
+
+def default_cache() -> Path:
+    """``$WORKBENCH_RELEASE_CACHE``, else ``$XDG_CACHE_HOME/workbench/releases``
+    (``~/.cache/workbench/releases``)."""
+    env = os.environ.get("WORKBENCH_RELEASE_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "workbench" / "releases"
+
+
+def detect(path: str | Path) -> str:
+    """The kind of release at ``path``; ReleaseFormatError when it is none we know."""
+    from workbench.releases.snomed import loader as snomed
+
+    if snomed.detect(path):
+        return "snomed"
+    if not Path(path).exists():
+        raise ReleaseFormatError("no such file or folder", file=str(path))
+    raise ReleaseFormatError(
+        f"not a terminology release this workbench can read (known kinds: {', '.join(KINDS)})",
+        file=str(path),
+    )
+
+
+def open_release(
+    path: str | Path,
+    *,
+    kind: str | None = None,
+    version: str | None = None,
+    cache_dir: str | Path | None = None,
+    progress: bool | None = None,
+) -> tuple[Any, ReleaseSummary]:
+    """Import (unless cached) and open a release; returns its provider and a summary."""
+    started = time.perf_counter()
+    if kind is None:
+        kind = detect(path)
+    if kind not in KINDS:
+        raise InvalidRequestError(f"Unknown release kind '{kind}' (known: {', '.join(KINDS)})")
+    cache = Path(cache_dir) if cache_dir is not None else default_cache()
+    from workbench.releases.snomed import loader as snomed
+    from workbench.releases.snomed.provider import SnomedProvider
+
+    bar = tqdm(desc=f"importing {Path(path).name}", disable=progress is False, unit=" step")
+    try:
+
+        def step(message: str) -> None:
+            bar.set_postfix_str(message.rsplit("/", 1)[-1][:60])
+            bar.update(1)
+
+        sct, imported = snomed.load(path, cache, version=version, progress=step)
+    finally:
+        bar.close()
+    provider: CodeSystemProvider = SnomedProvider(sct)
+    summary = ReleaseSummary(
+        kind=kind,
+        system=provider.url,
+        version=provider.version,
+        concepts=len(provider),
+        seconds=round(time.perf_counter() - started, 3),
+        cache=str(sct.store.path),
+        imported=imported,
+    )
+    return provider, summary

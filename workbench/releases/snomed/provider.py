@@ -1,0 +1,323 @@
+"""SNOMED CT as a code system the terminology engine can use like a CodeSystem's index.
+
+``SnomedProvider`` answers what value sets, validation, look-up and expansion ask of a code
+system (a concept by code, the hierarchy, filters, iteration, the version), from the store:
+membership in a filter is one look-up in a boolean mask over concept rows, and concepts become
+Python objects only when a call needs them. Post-coordinated expressions are validated by
+``validate_expression``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from workbench.releases.snomed import scg
+from workbench.releases.snomed.codesystem import SCT, SnomedCT
+from workbench.releases.snomed.concepts import (
+    ConceptTable,
+    SnomedConcept,
+    make_concept,
+    make_concepts,
+)
+from workbench.terminology.codesystem import Concept
+from workbench.terminology.compose import Entry
+from workbench.terminology.filters import CodeFilter
+from workbench.terminology.lookup import LookupResult
+
+PROPERTIES = {
+    "inactive": "boolean",
+    "sufficientlyDefined": "boolean",
+    "moduleId": "code",
+    "effectiveTime": "string",
+    "parent": "code",
+    "child": "code",
+    "normalForm": "string",
+    "constraint": "string",
+    "expression": "string",
+    "expressions": "boolean",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MaskFilter(CodeFilter):
+    """A compiled SNOMED CT filter that also keeps its boolean mask over concept rows."""
+
+    mask: Any = None
+    ecl: str | None = None
+
+
+class SnomedProvider:
+    """One SNOMED CT edition/version, seen as a code system by the engine."""
+
+    content = "complete"
+    case_sensitive = True
+    hierarchy_meaning = "is-a"
+    is_complete = True
+
+    def __init__(self, sct: SnomedCT) -> None:
+        self.sct = sct
+        self.url = SCT
+        self.version: str | None = sct.version
+        self.property_types = dict(PROPERTIES)
+        self.concepts = ConceptTable(sct, self.get)
+        self._made: dict[str, SnomedConcept] = {}  # the concepts touched so far
+        self.resource: dict[str, Any] = {
+            "resourceType": "CodeSystem",
+            "url": SCT,
+            "version": sct.version,
+            "name": "SNOMED_CT",
+            "title": "SNOMED CT",
+            "status": "active",
+            "publisher": "SNOMED International",
+            "caseSensitive": True,
+            "hierarchyMeaning": "is-a",
+            "compositional": True,
+            "content": "not-present",
+            "count": len(sct),
+            "property": [{"code": code, "type": kind} for code, kind in PROPERTIES.items()],
+        }
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its code system (the store's folder and the version)."""
+        return {"sct": self.sct}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["sct"])  # type: ignore[misc]
+
+    def accepts_version(self, version: str) -> bool:
+        """An edition URI without a date (``http://snomed.info/sct/{module}``) asks for the
+        latest loaded version of that edition."""
+        return bool(self.version) and str(self.version).startswith(
+            version.rstrip("/") + "/version/"
+        )
+
+    # --- the CodeSystemIndex surface ------------------------------------------------------
+
+    def role_of(self, property_code: str) -> str:
+        """Properties play their own role."""
+        return property_code
+
+    def has_property(self, name: str) -> bool:
+        """Known properties, and any attribute id."""
+        return name in self.property_types or name.isdigit()
+
+    def property_codes_for(self, role: str) -> list[str]:
+        """Properties play their own role."""
+        return [role]
+
+    def get(self, code: str) -> SnomedConcept | None:
+        """The concept of an SCTID (None for anything else, expressions included)."""
+        found = self._made.get(code)
+        if found is None:
+            row = self.sct.row(code) if isinstance(code, str) else -1
+            if row < 0:
+                return None
+            found = make_concept(self.sct, row)
+            if len(self._made) > 100_000:
+                self._made.clear()
+            self._made[code] = found
+        return found
+
+    def __contains__(self, code: object) -> bool:
+        return isinstance(code, str) and self.sct.row(code) >= 0
+
+    def __iter__(self) -> Iterator[Concept]:
+        rows = np.arange(len(self.sct))
+        for start in range(0, len(rows), 50_000):
+            yield from make_concepts(self.sct, rows[start : start + 50_000])
+
+    def __len__(self) -> int:
+        return len(self.sct)
+
+    def roots(self) -> list[Concept]:
+        """The concepts without a parent (the top of the hierarchy, 138875005)."""
+        offsets = np.asarray(self.sct.store.closure.parents.offsets)
+        rows = np.flatnonzero((offsets[1:] == offsets[:-1]) & np.asarray(self.sct.store.active))
+        return [c for c in (self.get(str(int(self.sct.store.ids[r]))) for r in rows) if c]
+
+    def ancestors(self, code: str) -> frozenset[str]:
+        """Codes of every ancestor."""
+        row = self.sct.row(code)
+        if row < 0:
+            return frozenset()
+        rows = self.sct.store.closure.ancestors(row)
+        return frozenset(self.sct.store.codes.take(np.asarray(rows)).to_pylist())
+
+    def descendants(self, code: str) -> frozenset[str]:
+        """Codes of every descendant."""
+        row = self.sct.row(code)
+        if row < 0:
+            return frozenset()
+        rows = self.sct.store.closure.descendants(row)
+        return frozenset(self.sct.store.codes.take(np.asarray(rows)).to_pylist())
+
+    def subsumes(self, code_a: str, code_b: str) -> str:
+        """The $subsumes outcome of A against B."""
+        return self.sct.subsumes(code_a, code_b)
+
+    def in_order(self, codes: set[str] | frozenset[str]) -> list[Concept]:
+        """The concepts of ``codes`` in SCTID order."""
+        rows = np.sort(self.rows_of(list(codes)))
+        return list(make_concepts(self.sct, rows[rows >= 0]))
+
+    def rows_of(self, codes: Sequence[str]) -> npt.NDArray[np.int64]:
+        """The concept rows of many codes at once (-1 for anything that is not a concept)."""
+        if len(codes) < 256:
+            return np.array(
+                [self.sct.row(c) if isinstance(c, str) else -1 for c in codes], dtype=np.int64
+            )
+        try:
+            texts = pa.array(codes, type=pa.string(), from_pandas=True)
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            texts = pa.array([c if isinstance(c, str) else None for c in codes], pa.string())
+        digits = pc.and_(pc.utf8_is_digit(texts), pc.less_equal(pc.utf8_length(texts), 18))
+        plain = pc.fill_null(pc.and_(digits, pc.ascii_is_decimal(texts)), False)
+        ints = pc.cast(pc.if_else(plain, texts, "0"), pa.int64()).to_numpy()
+        plain = plain.to_numpy(zero_copy_only=False)
+        rows = self.sct.store.rows(ints)
+        return np.where(plain, rows, -1)
+
+    def describe(
+        self, codes: Sequence[str]
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], list[str | None]]:
+        """For many codes at once: known, inactive and display (vectorised over the store,
+        for bulk validation's non-members)."""
+        rows = self.rows_of(codes)
+        known = rows >= 0
+        safe = np.where(known, rows, 0)
+        inactive = known & ~np.asarray(self.sct.store.active)[safe]
+        if len(codes) < 256:
+            shown = [self.sct.display(int(r)) for r in safe]
+        else:
+            shown = self.sct.store.column("display", safe)
+        return known, inactive, [s if k else None for s, k in zip(shown, known, strict=True)]
+
+    # --- filters --------------------------------------------------------------------------
+
+    def compile_filter(self, raw: Mapping[str, Any]) -> CodeFilter:
+        """A compose filter as a mask test (membership) and its members (expansion)."""
+        prop, op, value = (str(raw.get(k, "")) for k in ("property", "op", "value"))
+        text = self.sct.filter_ecl(prop, op, value)
+        mask = self.sct.filter(prop, op, value)
+        rows = np.flatnonzero(mask)
+        members = frozenset(self.sct.store.codes.take(rows).to_pylist())
+
+        def matches(concept: Concept) -> bool:
+            if isinstance(concept, SnomedConcept):
+                return bool(mask[concept.order])
+            row = self.sct.row(concept.code)
+            return row >= 0 and bool(mask[row])
+
+        return MaskFilter(f"{prop} {op} {value}", matches, members, mask, text)
+
+    def filter_entries(self, filters: Sequence[CodeFilter]) -> list[Entry] | None:
+        """The expansion of an include's filters, built column-wise from the store (None
+        when a filter is not this provider's)."""
+        if not filters or not all(isinstance(f, MaskFilter) for f in filters):
+            return None
+        masks = [f.mask for f in filters if isinstance(f, MaskFilter)]
+        rows = np.flatnonzero(np.logical_and.reduce(masks) if len(masks) > 1 else masks[0])
+        store = self.sct.store
+        codes = store.codes.take(rows).to_pylist()
+        displays = store.column("display", rows)
+        inactive = (~np.asarray(store.active)[rows]).tolist()
+        url, version = self.url, self.version
+        return [
+            Entry(url, version, code, display, False, stale)
+            for code, display, stale in zip(codes, displays, inactive, strict=True)
+        ]
+
+    # --- what the workbench delegates -----------------------------------------------------
+
+    def implicit_valueset(self, url: str) -> dict[str, Any] | None:
+        """The ValueSet an implicit value set URL stands for (``?fhir_vs…``), or None."""
+        return self.sct.implicit_valueset(url)
+
+    def lookup(
+        self,
+        code: str,
+        *,
+        properties: Sequence[str] | None = None,
+        display_language: str | None = None,
+    ) -> LookupResult:
+        """$lookup (see ``SnomedCT.lookup``)."""
+        return self.sct.lookup(code, properties=properties, display_language=display_language)
+
+    def designations_of(self, code: str) -> list[dict[str, Any]]:
+        """The designations of a concept (for expansions that include them)."""
+        row = self.sct.row(code)
+        return self.sct.designations(row) if row >= 0 else []
+
+    def display_in(self, code: str, language: str) -> str | None:
+        """A concept's preferred term in a language or dialect (``en-GB``), if it has one."""
+        row = self.sct.row(code)
+        return self.sct.preferred_in(row, language) if row >= 0 else None
+
+    def concepts_frame(self) -> pd.DataFrame:
+        """Every concept, from the store's columns."""
+        return self.sct.concepts_frame()
+
+    def designations_frame(self) -> pd.DataFrame:
+        """Every description, from the store's columns."""
+        return self.sct.designations_frame()
+
+    def associations(self) -> pd.DataFrame:
+        """Every historical association row (source, target, refsetId, active)."""
+        return self.sct.associations()
+
+    # --- expressions ----------------------------------------------------------------------
+
+    @staticmethod
+    def is_expression(code: str) -> bool:
+        """True when a code is a post-coordinated expression, not a plain SCTID."""
+        return scg.looks_like_expression(code)
+
+    def validate_expression(self, code: str) -> tuple[bool, str | None, list[str]]:
+        """Check a post-coordinated expression: (valid, message, focus concept codes).
+
+        Raises ExpressionSyntaxError when it does not parse."""
+        checked = self.sct.check_expression(code)
+        focus = [str(c) for c in checked.expression.focus]
+        if checked.ok:
+            return True, None, focus
+        return False, "; ".join(checked.problems), focus
+
+    def expression_member(self, vs: Any, code: str) -> bool | None:
+        """Whether a (checked) expression is in a compiled value set whose clauses for this
+        system are all ECL-like filters (the expression is taken as a new concept below its
+        focus, with its attributes); None when a clause lists codes or imports value sets
+        (then membership is decided by the focus concepts)."""
+        expression = scg.parse(code)
+
+        def holds(clause: Any) -> bool | None:
+            if clause.system != self.url:
+                return False
+            if clause.concepts or clause.imports:
+                return None
+            texts = [getattr(f, "ecl", None) for f in clause.filters]
+            if any(t is None for t in texts):
+                return None
+            return self.sct.expression_in(expression, [str(t) for t in texts])
+
+        included = [holds(c) for c in vs.includes]
+        if None in included:
+            return None
+        if not any(included):
+            return False
+        excluded = [holds(c) for c in vs.excludes]
+        if None in excluded:
+            return None
+        return not any(excluded)
+
+    def inactive_note(self, code: str) -> str:
+        """What replaces an inactive concept (empty when nothing does)."""
+        row = self.sct.row(code)
+        return self.sct.replacements(row) if row >= 0 else ""

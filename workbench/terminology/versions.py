@@ -1,0 +1,146 @@
+"""Code system versions in requests: patterns, and which version a request resolves to.
+
+A version in a request or in ``compose.include.version`` is an exact version (``1.2.0``), a
+partial one that FHIR allows (``1.2`` matches ``1.2.x``), or a wildcard pattern (``1.x``,
+``1.2.x``, ``1.x.x``; ``*`` for any). A pattern picks the latest matching version.
+
+Which version of a code system a request uses (the tx-ecosystem rules), first match wins:
+
+1. ``force-system-version`` for that system (it overrides everything, even a Coding's version);
+2. the version the input itself carries (``Coding.version``, ``systemVersion``/``version``);
+3. the version the value set's ``compose.include.version`` pins;
+4. ``system-version`` for that system (a default for includes that pin nothing);
+5. the latest version loaded.
+
+``check-system-version`` does not choose: a version that does not match it is an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.errors import InvalidRequestError
+
+_PATTERN = re.compile(r"^[^.|x*]+(\.[^.|x*]+)*(\.x)+$|^x(\.x)*$|^\*$")
+
+
+def is_pattern(version: str) -> bool:
+    """True for a wildcard version such as ``1.x`` or ``1.0.x``.
+
+    >>> is_pattern("1.x"), is_pattern("1.0.x"), is_pattern("1.0.0")
+    (True, True, False)
+    """
+    return "x" in version.split(".") or version == "*"
+
+
+def check_version_text(version: str, parameter: str) -> str:
+    """Return ``version`` when it is an exact version or a well-formed pattern, else raise.
+
+    >>> check_version_text("1.x.2", "system-version")
+    Traceback (most recent call last):
+    ...
+    workbench.errors.InvalidRequestError: Parameter 'system-version': the version pattern \
+'1.x.2' is malformed (a wildcard 'x' may only be followed by more wildcards, e.g. 1.x or 1.2.x)
+    """
+    if not version or version != version.strip():
+        raise InvalidRequestError(f"Parameter '{parameter}': '{version}' is not a version")
+    if is_pattern(version) and not _PATTERN.match(version):
+        raise InvalidRequestError(
+            f"Parameter '{parameter}': the version pattern '{version}' is malformed (a "
+            "wildcard 'x' may only be followed by more wildcards, e.g. 1.x or 1.2.x)"
+        )
+    return version
+
+
+def matches(wanted: str, version: str) -> bool:
+    """True when ``version`` is ``wanted``, or matches it as a pattern or partial version.
+
+    >>> matches("1.x", "1.4.0"), matches("1.0.x", "1.1.0"), matches("1.0", "1.0.3")
+    (True, False, True)
+    """
+    if wanted == version or wanted == "*":
+        return True
+    parts = wanted.split(".")
+    if "x" in parts:
+        fixed = parts[: parts.index("x")]
+        return version.split(".")[: len(fixed)] == fixed
+    return version.startswith(wanted + ".")
+
+
+def select(wanted: str, versions: Iterable[str], newest: Any) -> str | None:
+    """The version among ``versions`` that ``wanted`` names: the exact one, else the newest
+    match (``newest`` picks the latest of a list of version strings)."""
+    known = list(versions)
+    if wanted in known:
+        return wanted
+    found = [v for v in known if matches(wanted, v)]
+    return newest(found) if found else None
+
+
+def _by_system(entries: Iterable[str] | None, parameter: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for entry in entries or ():
+        url, sep, version = str(entry).partition("|")
+        if not sep or not url:
+            raise InvalidRequestError(
+                f"Parameter '{parameter}' must be 'system|version', not '{entry}'"
+            )
+        found[url] = check_version_text(version, parameter)
+    return found
+
+
+@dataclass(frozen=True)
+class VersionPolicy:
+    """The version parameters of one request, by system (or value set) URL."""
+
+    force: Mapping[str, str] = field(default_factory=dict)
+    defaults: Mapping[str, str] = field(default_factory=dict)
+    check: Mapping[str, str] = field(default_factory=dict)
+    valueset_defaults: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        system_version: Iterable[str] | None = None,
+        force_system_version: Iterable[str] | None = None,
+        check_system_version: Iterable[str] | None = None,
+        default_valueset_version: Iterable[str] | None = None,
+    ) -> VersionPolicy:
+        """Read the ``system|version`` parameters (each may repeat, one per system).
+
+        >>> VersionPolicy.from_parameters(system_version=["http://x|1.x"]).resolve("http://x", None)
+        '1.x'
+        """
+        return cls(
+            force=_by_system(force_system_version, "force-system-version"),
+            defaults=_by_system(system_version, "system-version"),
+            check=_by_system(check_system_version, "check-system-version"),
+            valueset_defaults=_by_system(default_valueset_version, "default-valueset-version"),
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.force or self.defaults or self.check or self.valueset_defaults)
+
+    def key(self) -> tuple[Any, ...]:
+        """A hashable key (compiled value sets are cached per policy)."""
+        return tuple(
+            tuple(sorted(m.items()))
+            for m in (self.force, self.defaults, self.check, self.valueset_defaults)
+        )
+
+    def resolve(self, system: str, pinned: str | None) -> str | None:
+        """The version a value set include uses: forced, else pinned, else the default."""
+        return self.force.get(system) or pinned or self.defaults.get(system)
+
+    def with_default(self, system: str, version: str) -> VersionPolicy:
+        """This policy, with ``version`` as the default of ``system`` (a Coding's version)."""
+        return VersionPolicy(
+            self.force, {**self.defaults, system: version}, self.check, self.valueset_defaults
+        )
+
+
+NO_POLICY = VersionPolicy()
