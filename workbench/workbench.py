@@ -421,7 +421,8 @@ class Workbench:
         (result, message, display, issue, system) with ``.summary()`` and
         ``.failure_cases``; missing codes give result NA and the issue ``missing``. A dask
         DataFrame or Series gives a lazy dask DataFrame (``progress=True`` shows Dask's
-        progress bar while it computes).
+        progress bar while it computes). A polars DataFrame or Series gives a polars
+        DataFrame of the same columns.
 
         >>> wb = Workbench()
         >>> _ = wb.load({"resourceType": "CodeSystem", "url": "http://x", "content":
@@ -433,8 +434,18 @@ class Workbench:
         >>> report["result"].tolist(), report["issue"].tolist()
         ([True, False, <NA>], [None, 'unknown-code', 'missing'])
         """
-        from workbench import bulk, bulk_dask, report
+        from workbench import bulk, bulk_dask, bulk_polars, report
 
+        if bulk_polars.is_polars(data):
+            result = self.validate_column(
+                bulk_polars.to_pandas(data),
+                valueset,
+                code=code,
+                system=system,
+                display=display,
+                abstract=abstract,
+            )
+            return bulk_polars.from_pandas(result)
         if bulk_dask.is_dask(data):
             checker = bulk.make_shippable_checker(self, valueset, abstract)
             return bulk_dask.validate_dask(
