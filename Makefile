@@ -8,7 +8,7 @@ ARGS ?=
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
-.PHONY: serve test lint typecheck unit chromium bench lab clean
+.PHONY: serve test lint typecheck unit chromium wrk bench lab clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,17 @@ chromium:
 	  fi; \
 	fi
 
+wrk:
+	@if ! command -v wrk >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's wrk for the server benchmark"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; \
+	  else \
+	    echo "wrk is missing: install it with 'sudo apt-get install wrk' (Debian/Ubuntu);"; \
+	    echo "the server benchmark needs it."; \
+	  fi; \
+	fi
+
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check workbench tests benchmarks server.py
 	$(BIN)/ruff format --check workbench tests benchmarks server.py
@@ -53,7 +64,7 @@ unit: $(VENV)/.installed-test chromium
 
 test: lint typecheck unit
 
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test wrk
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_bulk.py
 	$(BIN)/python benchmarks/bench_server.py

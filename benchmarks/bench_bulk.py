@@ -77,7 +77,7 @@ CHAPTER = "19"  # ICD-10-CM chapters are the codes "1" to "22"
 VS_URL = "http://example.org/fhir/ValueSet/bench-bulk-icd10cm-chapter-19"
 TARGET_RATIO = 1.0
 SAMPLE_ROWS = 1_000
-DTYPES = ("default", "object", "category")
+DTYPES = ("default", "object", "category", "string[pyarrow]")
 # Kinds of row and their shares; every kind has one expected issue (None: valid).
 KINDS = ("member", "outside", "made-up", "whitespace", "missing")
 SHARES = (0.70, 0.24, 0.04, 0.015, 0.005)
@@ -641,6 +641,41 @@ def check_same(primary: pd.DataFrame, other: pd.DataFrame, dtype: str) -> None:
 # --- main ---------------------------------------------------------------------------------
 
 
+def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> None:
+    """polars: a frame with a system column and a Series with one ``system=``, each against
+    ``is_in`` on a precomputed polars Series of the valid codes, in the same rounds."""
+    import polars as pl
+
+    frame = pl.from_pandas(df.astype(object))
+    valid = pl.Series(sorted(case.valid)).implode()
+    input_bytes = frame.estimated_size()
+    cases: dict[str, tuple[Callable[[], object], Callable[[], Any]]] = {
+        "frame, system column": (
+            lambda: frame["code"].is_in(valid),
+            lambda: case.wb.validate_column(frame, VS_URL, code="code", system="system"),
+        ),
+        "Series, one system=": (
+            lambda: frame["code"].is_in(valid),
+            lambda: case.wb.validate_column(frame["code"], VS_URL, system=case.system),
+        ),
+    }
+    for name, (base, call) in cases.items():
+        header(f"polars {pl.__version__}: {name}")
+        result = call()
+        print(
+            f"result {mb(result.estimated_size())} over input {mb(input_bytes)}: "
+            f"{result.estimated_size() / input_bytes:.2f}x"
+        )
+        del result
+        wall, _cpu = interleaved({"is_in": base, "validate": call}, repeat)
+        base_s, call_s = statistics.median(wall["is_in"]), statistics.median(wall["validate"])
+        ratio = call_s / base_s
+        print(
+            f"is_in {base_s:.3f} s, validate_column {call_s:.3f} s: ratio {ratio:.2f} "
+            f"{verdict(ratio <= TARGET_RATIO)}"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of input")
@@ -691,6 +726,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         figures.append(found)
         if args.profile:
             profile_call(case, frames[dtype])
+
+    bench_polars(case, frames["object"], args.repeat)
 
     header("sanity")
     primary = results[DTYPES[0]]

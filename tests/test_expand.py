@@ -390,7 +390,10 @@ def test_to_fhir_unpaged_shape() -> None:
     assert fhir["identifier"].startswith("urn:uuid:")
     assert datetime.fromisoformat(fhir["timestamp"]).tzinfo is not None
     assert fhir["total"] == 4
-    assert fhir["parameter"] == [
+    assert fhir["parameter"] == [  # the assumed defaults echoed, then what was used
+        {"name": "activeOnly", "valueBoolean": False},
+        {"name": "includeDesignations", "valueBoolean": False},
+        {"name": "includeDefinition", "valueBoolean": False},
         {"name": "used-codesystem", "valueUri": COLOUR},
         {"name": "used-codesystem", "valueUri": SHAPE + "|1.0.0"},
     ]

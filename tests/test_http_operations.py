@@ -1073,11 +1073,11 @@ ERRORS = [
         r"parameter\(s\) date are defined by FHIR but not supported",
     ),
     get(
-        "unsupported-includeDefinition",
-        {"url": DEMO_ALL, "includeDefinition": "true"},
+        "unsupported-excludeNotForUI",
+        {"url": DEMO_ALL, "excludeNotForUI": "true"},
         400,
         "not-supported",
-        r"parameter\(s\) includeDefinition are defined by FHIR but not supported",
+        r"parameter\(s\) excludeNotForUI are defined by FHIR but not supported",
         EXP,
     ),
     get(

@@ -18,6 +18,13 @@ from workbench.errors import InvalidRequestError, ValueSetNotFoundError
 CS = "http://example.org/fhir/CodeSystem/sent"
 VS = "http://example.org/fhir/ValueSet/sent"
 IMPORTER = "http://example.org/fhir/ValueSet/sent-importer"
+TREE = {
+    "resourceType": "CodeSystem",
+    "url": "http://example.org/fhir/CodeSystem/sent-tree",
+    "status": "active",
+    "content": "complete",
+    "concept": [{"code": "a", "concept": [{"code": "b"}]}],
+}
 
 
 def codesystem(display: str, version: str = "1") -> dict[str, Any]:
@@ -148,6 +155,16 @@ def test_every_operation_takes_tx_resource(http: httpx.Client) -> None:
         json=params(("url", {"valueUri": CS}), ("code", {"valueCode": "a"}), sent[0]),
     ).json()
     assert {"name": "display", "valueString": "Sent"} in checked["parameter"]
+    subsumed = http.post(
+        "/CodeSystem/$subsumes",
+        json=params(
+            ("system", {"valueUri": CS + "-tree"}),
+            ("codeA", {"valueCode": "a"}),
+            ("codeB", {"valueCode": "b"}),
+            ("tx-resource", {"resource": TREE}),
+        ),
+    ).json()
+    assert subsumed["parameter"] == [{"name": "outcome", "valueCode": "subsumes"}]
     # and nothing of it was stored
     assert http.get("/ValueSet", params={"url": VS}).json().get("total") == 0
 
@@ -168,3 +185,40 @@ def test_concurrent_requests_do_not_see_each_others_resources(http: httpx.Client
     with ThreadPoolExecutor(max_workers=8) as pool:
         displays = list(pool.map(ask, range(64)))
     assert displays == [f"Sent {n}" for n in range(64)]
+
+
+def test_default_valueset_version_for_imports(twb: Workbench) -> None:
+    sent = [
+        {
+            **valueset(),
+            "version": "1",
+            "compose": {"include": [{"system": CS, "concept": [{"code": "a"}]}]},
+        },
+        {
+            **valueset(),
+            "version": "2",
+            "compose": {"include": [{"system": CS, "concept": [{"code": "b"}]}]},
+        },
+        valueset(IMPORTER, valueSet=[VS]),
+    ]
+    latest = twb.validate_code(IMPORTER, code="a", system=CS, tx_resources=sent)
+    assert latest.result is False  # version 2 (the latest) has only b
+    pinned = twb.validate_code(
+        IMPORTER, code="a", system=CS, tx_resources=sent, default_valueset_version=f"{VS}|1"
+    )
+    assert pinned.result is True
+
+
+def test_unresolved_contained_reference_over_http(http: httpx.Client) -> None:
+    broken = {
+        "resourceType": "ValueSet",
+        "url": IMPORTER,
+        "compose": {"include": [{"valueSet": ["#missing"]}]},
+    }
+    body = params(
+        ("valueSet", {"resource": broken}),
+        ("system", {"valueUri": CS}),
+        ("code", {"valueCode": "a"}),
+    )
+    response = http.post("/ValueSet/$validate-code", json=body)
+    assert_outcome(response, 400, "invalid", r"ValueSet #missing \(no contained ValueSet")

@@ -713,3 +713,133 @@ def test_fragment_is_not_expanded_as_if_complete(kinds_wb: Workbench) -> None:
     with pytest.raises(IncompleteCodeSystemError, match="has content 'fragment'"):
         kinds_wb.expand(whole("fragment"))
     assert kinds_wb.validate_in_codesystem(KINDS + "fragment", "zz").message == FRAGMENT_NOTE
+
+
+# --- the latest version by the code system's version algorithm ----------------------------
+
+ALGORITHM = "http://hl7.org/fhir/5.0/StructureDefinition/extension-CodeSystem.versionAlgorithm"
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "versions", "latest"),
+    [
+        pytest.param(None, ["9", "10"], "10", id="default-semver-like"),
+        pytest.param("integer", ["9", "10"], "10", id="integer"),
+        pytest.param("alpha", ["9", "10"], "9", id="alpha"),
+        pytest.param("date", ["2024-12-01", "2025-01-15"], "2025-01-15", id="date"),
+        pytest.param("natural", ["v9", "v10"], "v10", id="natural"),
+        pytest.param("semver", ["1.0.0", "1.0.0-ballot"], "1.0.0", id="semver-prerelease"),
+    ],
+)
+def test_latest_follows_the_version_algorithm(
+    algorithm: str | None, versions: list[str], latest: str
+) -> None:
+    wb = Workbench()
+    url = "http://example.org/fhir/CodeSystem/algorithm"
+    resources = []
+    for version in versions:
+        resource: dict[str, Any] = {
+            "resourceType": "CodeSystem",
+            "url": url,
+            "version": version,
+            "content": "complete",
+            "concept": [{"code": "a"}],
+        }
+        if algorithm is not None:
+            resource["extension"] = [{"url": ALGORITHM, "valueString": algorithm}]
+        resources.append(resource)
+    wb.load(resources)
+    vs = {"resourceType": "ValueSet", "compose": {"include": [{"system": url}]}}
+    assert wb.validate_code(valueset=vs, code="a", system=url).version == latest
+
+
+def test_deprecated_concept_is_valid_with_a_warning() -> None:
+    wb = Workbench()
+    url = "http://example.org/fhir/CodeSystem/deprecated"
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": url,
+            "content": "complete",
+            "property": [{"code": "status", "type": "code"}],
+            "concept": [
+                {
+                    "code": "old",
+                    "display": "Old",
+                    "property": [{"code": "status", "valueCode": "deprecated"}],
+                },
+            ],
+        }
+    )
+    vs = {"resourceType": "ValueSet", "compose": {"include": [{"system": url}]}}
+    result = wb.validate_code(valueset=vs, code="old", system=url)
+    assert (result.result, result.status, result.inactive) == (True, "deprecated", None)
+    assert result.message == "The concept 'old' is deprecated and its use should be reviewed"
+    assert [(i.severity, i.code) for i in result.issues] == [("warning", "code-comment")]
+    import pandas as pd
+
+    column = wb.validate_column(pd.Series(["old"]), vs, system=url)
+    assert column["message"].tolist() == [result.message]
+
+
+STANDARDS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"
+
+
+@pytest.mark.parametrize(
+    ("cs_extra", "vs_extra", "texts"),
+    [
+        pytest.param({}, {}, [], id="active"),
+        pytest.param(
+            {"extension": [{"url": STANDARDS, "valueCode": "deprecated"}]},
+            {"status": "retired"},
+            [
+                "Reference to retired ValueSet http://example.org/fhir/ValueSet/status|1",
+                "Reference to deprecated CodeSystem http://example.org/fhir/CodeSystem/status|1",
+            ],
+            id="deprecated-code-system-retired-value-set",
+        ),
+        pytest.param(
+            {"status": "draft"},
+            {},
+            ["Reference to draft CodeSystem http://example.org/fhir/CodeSystem/status|1"],
+            id="draft-code-system",
+        ),
+        pytest.param(
+            {},
+            {"extension": [{"url": STANDARDS, "valueCode": "withdrawn"}]},
+            ["Reference to withdrawn ValueSet http://example.org/fhir/ValueSet/status|1"],
+            id="withdrawn-value-set",
+        ),
+    ],
+)
+def test_status_checks(
+    cs_extra: dict[str, Any], vs_extra: dict[str, Any], texts: list[str]
+) -> None:
+    url = "http://example.org/fhir/CodeSystem/status"
+    wb = Workbench()
+    wb.load(
+        [
+            {
+                "resourceType": "CodeSystem",
+                "url": url,
+                "version": "1",
+                "status": "active",
+                "content": "complete",
+                "concept": [{"code": "a"}],
+                **cs_extra,
+            },
+            {
+                "resourceType": "ValueSet",
+                "url": "http://example.org/fhir/ValueSet/status",
+                "version": "1",
+                "status": "active",
+                "compose": {"include": [{"system": url}]},
+                **vs_extra,
+            },
+        ]
+    )
+    result = wb.validate_code("http://example.org/fhir/ValueSet/status", code="a", system=url)
+    assert result.result is True and result.message is None
+    notes = [i for i in result.issues if i.code == "status-check"]
+    assert [i.text for i in notes] == texts
+    assert all(i.severity == "information" and "expression" not in i.to_fhir() for i in notes)

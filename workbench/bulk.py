@@ -20,7 +20,9 @@ from workbench.errors import InvalidRequestError, WorkbenchError
 from workbench.report import COLUMNS
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import NO_MATCH, CompiledValueSet, Match
+from workbench.terminology.languages import Languages, requested
 from workbench.terminology.validation import (
+    CheckOptions,
     ValidationResult,
     combine_codings,
     non_members,
@@ -103,6 +105,7 @@ class Checker:
     fast_by_system: dict[str, tuple[pd.Index, np.ndarray]] = field(default_factory=dict, repr=False)
     member_by_system: dict[str, pd.Index] = field(default_factory=dict, repr=False)
     versions: Callable[[str], list[str] | None] | None = field(default=None, repr=False)
+    languages: Languages | None = field(default=None, repr=False)
 
     def check(
         self, system: str | None, code: str, display: str | None, version: str | None = None
@@ -119,7 +122,7 @@ class Checker:
             system=system,
             version=version,
             display=display,
-            abstract=self.abstract,
+            options=CheckOptions(abstract=self.abstract, languages=self.languages),
             versions=self.versions,
         )
         return _row(result)
@@ -247,8 +250,8 @@ def _row(result: ValidationResult) -> Row:
 
 
 def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, str], str | None]:
-    """Members whose validation is plainly valid: a known, active concept (not abstract unless
-    allowed). Their display is the value set's display, else the concept's."""
+    """Members whose validation is plainly valid: a known, active, not deprecated concept (not
+    abstract unless allowed). Their display is the value set's display, else the concept's."""
     fast: dict[tuple[str, str], str | None] = {}
     if compiled.includes and all(_from_a_release(c) for c in compiled.includes):
         # every member comes from a release store's own concepts (no listed codes, no
@@ -262,6 +265,8 @@ def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, 
         match = compiled.contains(*key)
         concept = match.concept
         if concept is None or concept.inactive or (concept.abstract and not abstract):
+            continue
+        if concept.status == "deprecated":  # valid, with a warning: the full check says it
             continue
         fast[key] = match.display or concept.display
     return fast
@@ -294,6 +299,9 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
         )
     except WorkbenchError:
         members = None
+    wanted = value_set_languages(compiled)
+    if wanted:  # displays depend on the language: every member goes through the check
+        fast, by_system = {}, {}
     return Checker(
         compiled,
         wb.terminology.codesystem,
@@ -303,6 +311,7 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
         by_system,
         member_index,
         versions=wb.terminology.codesystem_versions,
+        languages=wanted,
     )
 
 
@@ -330,15 +339,29 @@ def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
         # validate_code uses it. Its filters are closures, which Dask serialises with
         # cloudpickle.
         table = CodeSystemTable(codesystems)
-        return Checker(compiled, table.codesystem, abstract, versions=versions)
+        return Checker(
+            compiled,
+            table.codesystem,
+            abstract,
+            versions=versions,
+            languages=value_set_languages(compiled),
+        )
+    wanted = value_set_languages(compiled)
     return Checker(
         index,
         index.codesystem,
         abstract,
-        fast_members(compiled, abstract),
+        {} if wanted else fast_members(compiled, abstract),
         frozenset(index.members),
         versions=versions,
+        languages=wanted,
     )
+
+
+def value_set_languages(compiled: CompiledValueSet) -> Languages | None:
+    """The display languages a value set names itself (its expansion-parameter extension or
+    its ``language``), as ``validate_code`` applies them without a request language."""
+    return requested(None, compiled.resource, None, wildcard=False)
 
 
 # --- the column algorithm ----------------------------------------------------------------

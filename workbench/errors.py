@@ -308,3 +308,21 @@ class ExpressionSyntaxError(WorkbenchError):
     def __init__(self, text: str, *, position: int | None = None) -> None:
         super().__init__(text)
         self.position = position
+
+
+class VersionCheckError(WorkbenchError):
+    """A code system version that a ``check-system-version`` parameter does not allow was
+    used to expand a value set."""
+
+    code = "business-rule"
+    status = 422
+    msg_id = "WB-EXP-009"
+
+
+class SupplementNotFoundError(WorkbenchError):
+    """A supplement that a request or a value set asks for is not loaded, or does not apply
+    to a loaded version of the code system it supplements. Never ignored."""
+
+    code = "not-found"
+    status = 400
+    msg_id = "WB-SUP-001"

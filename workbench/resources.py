@@ -73,6 +73,10 @@ def latest(resources: Iterable[Resource]) -> Resource | None:
     versioned = [r for r in items if r.get("version")]
     if not versioned:
         return items[-1]
+    declared = {version_algorithm(r) for r in versioned}
+    algorithm = declared.pop() if len(declared) == 1 else None
+    if algorithm in _ALGORITHMS:
+        return max(versioned, key=lambda r: _ALGORITHMS[algorithm](str(r["version"])))
     versions = [str(r["version"]) for r in versioned]
     semvers = [semver_key(v) for v in versions]
     if all(k is not None for k in semvers):
@@ -81,3 +85,47 @@ def latest(resources: Iterable[Resource]) -> Resource | None:
     if all(r.get("date") for r in versioned):
         return max(versioned, key=lambda r: (str(r["date"]), str(r["version"])))
     return max(versioned, key=lambda r: str(r["version"]))
+
+
+VERSION_ALGORITHM_EXTENSIONS = tuple(
+    f"http://hl7.org/fhir/5.0/StructureDefinition/extension-{t}.versionAlgorithm"
+    for t in ("CodeSystem", "ValueSet", "ConceptMap")
+)
+
+
+def version_algorithm(resource: Mapping[str, Any]) -> str | None:
+    """The declared version algorithm (``semver``, ``integer``, ``alpha``, ``date``,
+    ``natural``): R5's ``versionAlgorithm[x]`` or its R4 cross-version extension."""
+    for key in ("versionAlgorithmString", "versionAlgorithmCoding"):
+        if key in resource:
+            value = resource[key]
+            return str(value.get("code") if isinstance(value, Mapping) else value)
+    for ext in resource.get("extension", ()) or ():
+        if isinstance(ext, Mapping) and ext.get("url") in VERSION_ALGORITHM_EXTENSIONS:
+            value = ext.get("valueCoding") or ext.get("valueString")
+            return str(value.get("code") if isinstance(value, Mapping) else value)
+    return None
+
+
+def _natural_key(version: str) -> tuple[tuple[int, int | str], ...]:
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.findall(r"\d+|\D+", version)
+    )
+
+
+def _integer_key(version: str) -> tuple[int, int | str]:
+    return (0, int(version)) if version.strip().lstrip("-").isdigit() else (1, version)
+
+
+def _semver_or_natural(version: str) -> tuple[int, Any]:
+    key = semver_key(version)
+    return (1, key) if key is not None else (0, _natural_key(version))
+
+
+_ALGORITHMS: dict[str, Any] = {
+    "semver": _semver_or_natural,
+    "integer": _integer_key,
+    "alpha": str,
+    "date": str,  # ISO dates (and partial ones) sort as text
+    "natural": _natural_key,
+}

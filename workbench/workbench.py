@@ -15,6 +15,7 @@ from workbench import frames, loading, packages
 from workbench.errors import InvalidRequestError
 from workbench.registry import Registry
 from workbench.resources import Resource
+from workbench.terminology import languages
 from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
 from workbench.terminology.lookup import LookupResult, lookup, subsumes
@@ -183,6 +184,16 @@ class Workbench:
         include_designations: bool = False,
         display_language: str | None = None,
         tx_resources: Sequence[Mapping[str, Any]] | None = None,
+        include_definition: bool = False,
+        properties: Sequence[str] | None = None,
+        exclude_nested: bool | None = None,
+        system_version: str | Sequence[str] | None = None,
+        force_system_version: str | Sequence[str] | None = None,
+        check_system_version: str | Sequence[str] | None = None,
+        default_valueset_version: str | Sequence[str] | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] | None = None,
+        designations: Sequence[str] | None = None,
     ) -> Expansion:
         """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
 
@@ -192,6 +203,13 @@ class Workbench:
         ImportCycleError or UnsupportedFilterError; ``.to_fhir()`` raises TooCostlyError for
         an unpaged expansion over the size limit. ``tx_resources`` are CodeSystems and
         ValueSets used for this call only, before the stored ones (``tx-resource``).
+        ``include_definition`` adds each concept's definition, ``properties`` the named
+        concept properties, ``designations`` keeps only designations of those languages or
+        uses, ``exclude_nested=False`` nests codes under their parents; the version
+        parameters work as in ``validate_code`` (a version
+        that ``check_system_version`` does not allow raises VersionCheckError). Every
+        parameter, assumed defaults included, is echoed in ``expansion.parameter`` with the
+        ``used-codesystem`` and ``used-valueset`` versions.
         """
         return self.engine(tx_resources).expand(
             valueset,
@@ -202,6 +220,18 @@ class Workbench:
             active_only=active_only,
             include_designations=include_designations,
             display_language=display_language,
+            include_definition=include_definition,
+            properties=properties,
+            exclude_nested=exclude_nested,
+            accept_language=accept_language,
+            use_supplements=list(use_supplements or ()),
+            designations=designations,
+            policy=VersionPolicy.from_parameters(
+                system_version=_listed(system_version),
+                force_system_version=_listed(force_system_version),
+                check_system_version=_listed(check_system_version),
+                default_valueset_version=_listed(default_valueset_version),
+            ),
         )
 
     def engine(self, tx_resources: Sequence[Mapping[str, Any]] | None = None) -> Terminology:
@@ -232,6 +262,9 @@ class Workbench:
         membership_only: bool = False,
         active_only: bool = False,
         tx_resources: Sequence[Mapping[str, Any]] | None = None,
+        display_language: str | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] | None = None,
     ) -> ValidationResult:
         """Validate a code (or a Coding, or a CodeableConcept) against a value set.
 
@@ -247,6 +280,10 @@ class Workbench:
         makes a wrong display a warning, ``membership_only`` checks membership alone, and
         ``active_only`` refuses inactive codes. ``tx_resources`` are CodeSystems and ValueSets
         used for this call only, before the stored ones (``tx-resource``).
+        ``display_language`` (a weighted list such as ``"de, *;q=0"``; else the value set's
+        expansion-parameter extension, ``accept_language``, then ``ValueSet.language``) gives
+        the display in that language and checks a given display against it (see the README's
+        "Languages").
 
         >>> wb = Workbench()
         >>> _ = wb.load([{"resourceType": "CodeSystem", "url": "http://x", "version": v,
@@ -287,6 +324,9 @@ class Workbench:
                 membership_only=membership_only,
                 active_only=active_only,
             ),
+            display_language=display_language,
+            accept_language=accept_language,
+            use_supplements=list(use_supplements or ()),
         )
 
     def validate_in_codesystem(
@@ -313,27 +353,51 @@ class Workbench:
         version: str | None = None,
         properties: Sequence[str] | None = None,
         display_language: str | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] = (),
         tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> LookupResult:
         """Look a code up in its code system: display, designations and properties.
 
-        ``display_language`` picks the display in that language (for SNOMED CT, the
-        preferred term of its dialect, e.g. ``en-GB``) when the code system has one."""
-        found = self.engine(tx_resources).require_codesystem(system, version)
+        ``display_language`` (a weighted list like Accept-Language, e.g. ``de, en;q=0.5``;
+        before ``accept_language``, the HTTP header) picks the display in the first wanted
+        language the code system or its supplements have (for SNOMED CT, the preferred term
+        of its dialect), else the concept's own display: $lookup's display is required (R4),
+        so even ``*;q=0`` falls back to it.
+        ``use_supplements`` names supplements that must be loaded (else
+        SupplementNotFoundError)."""
+        engine = self.engine(tx_resources)
+        found = engine.require_codesystem(system, version)
+        if use_supplements:
+            engine.require_supplements(use_supplements, "$lookup")
         own = getattr(found, "lookup", None)
         if own is not None:
             return own(code, properties=properties, display_language=display_language)
         result = lookup(found, code, properties=properties)
-        if display_language:
-            for d in found.concepts[result.code].designations if result.code in found else ():
-                lang = str(d.get("language", ""))
-                if lang in (display_language, display_language.split("-")[0]) and d.get("value"):
-                    return dataclasses.replace(result, display=d["value"])
-        return result
+        wanted = languages.requested(display_language, None, accept_language, wildcard=True)
+        if wanted is None:
+            return result
+        concept = found.concepts[result.code]
+        shown = languages.display_in(
+            dataclasses.replace(wanted, wildcard=True),
+            concept.display,
+            found.resource.get("language"),
+            concept.designations,
+        )
+        return dataclasses.replace(result, display=shown)
 
-    def subsumes(self, system: str, code_a: str, code_b: str, *, version: str | None = None) -> str:
+    def subsumes(
+        self,
+        system: str,
+        code_a: str,
+        code_b: str,
+        *,
+        version: str | None = None,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
+    ) -> str:
         """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""
-        return subsumes(self.terminology.require_codesystem(system, version), code_a, code_b)
+        found = self.engine(tx_resources).require_codesystem(system, version)
+        return subsumes(found, code_a, code_b)
 
     # --- columns ----------------------------------------------------------------------
 
@@ -357,7 +421,8 @@ class Workbench:
         (result, message, display, issue, system) with ``.summary()`` and
         ``.failure_cases``; missing codes give result NA and the issue ``missing``. A dask
         DataFrame or Series gives a lazy dask DataFrame (``progress=True`` shows Dask's
-        progress bar while it computes).
+        progress bar while it computes). A polars DataFrame or Series gives a polars
+        DataFrame of the same columns.
 
         >>> wb = Workbench()
         >>> _ = wb.load({"resourceType": "CodeSystem", "url": "http://x", "content":
@@ -369,8 +434,18 @@ class Workbench:
         >>> report["result"].tolist(), report["issue"].tolist()
         ([True, False, <NA>], [None, 'unknown-code', 'missing'])
         """
-        from workbench import bulk, bulk_dask, report
+        from workbench import bulk, bulk_dask, bulk_polars, report
 
+        if bulk_polars.is_polars(data):
+            result = self.validate_column(
+                bulk_polars.to_pandas(data),
+                valueset,
+                code=code,
+                system=system,
+                display=display,
+                abstract=abstract,
+            )
+            return bulk_polars.from_pandas(result)
         if bulk_dask.is_dask(data):
             checker = bulk.make_shippable_checker(self, valueset, abstract)
             return bulk_dask.validate_dask(

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from workbench.workbench import Workbench
 
 Inputs = dict[str, Any]
+# Where the HTTP Accept-Language header reaches an operation (not a FHIR parameter name).
+ACCEPT_LANGUAGE = "Accept-Language"
 Runner = Callable[["Workbench", Inputs, "Resource | None"], dict[str, Any]]
 
 
@@ -33,15 +35,23 @@ class Operation:
     blocking: bool = False
 
     def run(
-        self, workbench: Workbench, inputs: Inputs, resource: Resource | None = None
+        self,
+        workbench: Workbench,
+        inputs: Inputs,
+        resource: Resource | None = None,
+        *,
+        accept_language: str | None = None,
     ) -> dict[str, Any]:
-        """Check the inputs against what is supported, then run."""
+        """Check the inputs against what is supported, then run. ``accept_language`` is the
+        HTTP Accept-Language header, which the runner reads as ``inputs[ACCEPT_LANGUAGE]``."""
         unsupported = sorted(set(inputs) - self.supported)
         if unsupported:
             raise NotSupportedError(
                 f"${self.definition.code}: parameter(s) {', '.join(unsupported)} are defined "
                 "by FHIR but not supported by this server"
             )
+        if accept_language:
+            inputs = {**inputs, ACCEPT_LANGUAGE: accept_language}
         return self.runner(workbench, inputs, resource)
 
 

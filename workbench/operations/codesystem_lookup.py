@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RequiredError
-from workbench.operations.base import Inputs, Operation, one_of
+from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, one_of
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 
@@ -32,6 +32,8 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         version=version,
         properties=inputs.get("property"),
         display_language=inputs.get("displayLanguage"),
+        accept_language=inputs.get(ACCEPT_LANGUAGE),
+        use_supplements=inputs.get("useSupplement") or (),
         tx_resources=inputs.get("tx-resource"),
     )
     return {
@@ -51,6 +53,15 @@ OPERATION = Operation(
     DEFINITION,
     run,
     frozenset(
-        {"code", "system", "version", "coding", "property", "displayLanguage", "tx-resource"}
+        {
+            "code",
+            "system",
+            "version",
+            "coding",
+            "property",
+            "displayLanguage",
+            "useSupplement",
+            "tx-resource",
+        }
     ),
 )

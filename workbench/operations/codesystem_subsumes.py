@@ -38,9 +38,14 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         codes.append(str(code))
     if not system:
         raise RequiredError("Parameter 'system' is required (or call it on a CodeSystem)")
-    return {"outcome": wb.subsumes(system, codes[0], codes[1], version=version)}
+    outcome = wb.subsumes(
+        system, codes[0], codes[1], version=version, tx_resources=inputs.get("tx-resource")
+    )
+    return {"outcome": outcome}
 
 
 OPERATION = Operation(
-    DEFINITION, run, frozenset({"codeA", "codeB", "system", "version", "codingA", "codingB"})
+    DEFINITION,
+    run,
+    frozenset({"codeA", "codeB", "system", "version", "codingA", "codingB", "tx-resource"}),
 )

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RequiredError
-from workbench.operations.base import Inputs, Operation, one_of, target_valueset
+from workbench.operations.base import (
+    ACCEPT_LANGUAGE,
+    Inputs,
+    Operation,
+    one_of,
+    target_valueset,
+)
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 
@@ -28,6 +34,9 @@ def strictness(inputs: Inputs) -> dict[str, Any]:
         "membership_only": inputs.get("valueset-membership-only", False),
         "active_only": inputs.get("activeOnly", False),
         "tx_resources": inputs.get("tx-resource"),
+        "display_language": inputs.get("displayLanguage"),
+        "accept_language": inputs.get(ACCEPT_LANGUAGE),
+        "use_supplements": inputs.get("useSupplement"),
     }
 
 
@@ -89,6 +98,8 @@ OPERATION = Operation(
             "force-system-version",
             "default-valueset-version",
             "tx-resource",
+            "displayLanguage",
+            "useSupplement",
         }
     ),
 )

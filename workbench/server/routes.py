@@ -9,6 +9,7 @@ level and 404 for one that does not exist at all.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -91,10 +92,13 @@ class OperationRoutes:
             rid = request.path_params.get("rid")
             resource = self.store.read(rtype, rid) if rid is not None and rtype else None
             wb = self.store.workbench
+            language = request.headers.get("accept-language")
             if op.blocking:
-                outputs = await run_in_threadpool(op.run, wb, inputs, resource)
+                outputs = await run_in_threadpool(
+                    partial(op.run, accept_language=language), wb, inputs, resource
+                )
             else:
-                outputs = op.run(wb, inputs, resource)
+                outputs = op.run(wb, inputs, resource, accept_language=language)
             return fhir(build_output(definition, outputs), pretty=_pretty(request))
 
         return endpoint

@@ -156,6 +156,27 @@ class CodeSystemIndex:
         if parent not in c.parents:
             c.parents.append(parent)
 
+    def add_supplement(self, supplement: Resource) -> None:
+        """Add a supplement's designations and properties to the concepts it names (codes
+        this code system does not have are ignored)."""
+        for prop in supplement.get("property", ()) or ():
+            code = str(prop.get("code", ""))
+            self.property_types.setdefault(code, str(prop.get("type", "string")))
+            self._role.setdefault(code, code)
+        stack = list(supplement.get("concept", ()) or ())
+        while stack:
+            raw = stack.pop()
+            stack.extend(raw.get("concept", ()) or ())
+            concept = self.concepts.get(str(raw.get("code", "")))
+            if concept is None:
+                continue
+            concept.designations.extend(raw.get("designation", ()) or ())
+            for prop in raw.get("property", ()) or ():
+                name = str(prop.get("code", ""))
+                key, value = typed_property_value(prop)
+                concept.properties.setdefault(name, []).append(value)
+                concept.value_keys.setdefault(name, key)
+
     # --- pickling (Dask ships indexes to its workers) ------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:

@@ -37,6 +37,7 @@ class Entry(NamedTuple):
     abstract: bool
     inactive: bool
     designations: tuple[dict[str, Any], ...] = ()
+    definition: str | None = None
 
 
 class Match(NamedTuple):
@@ -46,6 +47,8 @@ class Match(NamedTuple):
     display: str | None = None
     concept: Concept | None = None
     cs: CodeSystemIndex | None = None
+    # designations the value set lists for the code (compose.include.concept.designation)
+    designations: tuple[dict[str, Any], ...] = ()
 
 
 NO_MATCH = Match(False)
@@ -82,6 +85,7 @@ class Clause:
         """Does this clause take the code? With the value set's display and the concept."""
         override: str | None = None
         concept: Concept | None = None
+        listed_designations: tuple[dict[str, Any], ...] = ()
         if self.system is not None:
             if system != self.system:
                 return NO_MATCH
@@ -91,6 +95,7 @@ class Clause:
                     if listed is None:
                         return NO_MATCH
                     override = listed.get("display")
+                    listed_designations = tuple(listed.get("designation") or ())
                 elif self.has_filters or self.imports or not self.exclude:
                     raise self._missing()
             else:
@@ -101,12 +106,14 @@ class Clause:
                     if self.cs.is_complete or code not in self.concepts:
                         return NO_MATCH
                     override = self.concepts[code].get("display")
+                    listed_designations = tuple(self.concepts[code].get("designation") or ())
                 else:
                     if self.concepts:
                         listed = self.concepts.get(concept.code)
                         if listed is None:
                             return NO_MATCH
                         override = listed.get("display")
+                        listed_designations = tuple(listed.get("designation") or ())
                     if not all(f.matches(concept) for f in self.filters):
                         return NO_MATCH
         cs = self.cs
@@ -117,7 +124,8 @@ class Clause:
             override = override or found.display
             concept = concept or found.concept
             cs = cs or found.cs
-        return Match(True, override, concept, cs)
+            listed_designations += found.designations
+        return Match(True, override, concept, cs, listed_designations)
 
     def entries(self) -> list[Entry]:
         """Expand this clause (the import intersection applied)."""
@@ -229,6 +237,7 @@ def _entry(
         concept.abstract,
         concept.inactive,
         tuple(concept.designations) + extra,
+        concept.definition,
     )
 
 
@@ -320,6 +329,15 @@ class CompiledValueSet:
                 entries = [e for e in entries if not e.inactive]
             self._entries = entries
         return self._entries
+
+    def imported(self) -> list[CompiledValueSet]:
+        """Every value set this one imports, directly or not, each once."""
+        found: dict[int, CompiledValueSet] = {}
+        for clause in (*self.includes, *self.excludes):
+            for inner in clause.imports:
+                for vs in (inner, *inner.imported()):
+                    found.setdefault(id(vs), vs)
+        return list(found.values())
 
     def member_index(self) -> dict[tuple[str, str], Entry]:
         """Return the expansion as a hash index ``(system, code) -> Entry``."""

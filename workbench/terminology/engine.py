@@ -19,10 +19,13 @@ from workbench.errors import (
     InvalidRequestError,
     InvalidResourceError,
     LoadError,
+    SupplementNotFoundError,
     ValueSetNotFoundError,
+    VersionCheckError,
 )
 from workbench.registry import Change, OverlayRegistry, Registry
 from workbench.resources import Resource, canonical_of, split_canonical
+from workbench.terminology import languages, supplements
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
@@ -34,10 +37,12 @@ from workbench.terminology.validation import (
     combine_codings,
     failure,
     located,
+    status_checks,
     validate_in_codesystem,
     validate_in_valueset,
 )
 from workbench.terminology.versions import NO_POLICY, VersionPolicy
+from workbench.terminology.versions import matches as version_matches
 
 T = TypeVar("T")
 
@@ -129,6 +134,11 @@ class Terminology:
                 if compiled.dependencies & change.urls:
                     del self._vs_cache[key]
             touched = {url for rtype, url in change.urls if rtype == "CodeSystem"}
+            stored = [self.registry.get("CodeSystem", url) for url in touched]
+            if any(r is None or supplements.is_supplement(r) for r in stored) and touched:
+                # a supplement came or went: the indexes it adds to must be rebuilt
+                self._cs_cache.clear()
+                self._vs_cache.clear()
             for rid, (resource, _) in list(self._cs_cache.items()):
                 if resource.get("url") in touched:
                     del self._cs_cache[rid]
@@ -140,8 +150,8 @@ class Terminology:
             if version is None or provider.version == version or (accepts and accepts(version)):
                 return provider
         resource = self.registry.get("CodeSystem", url, version)
-        if resource is None:
-            return None
+        if resource is None or supplements.is_supplement(resource):
+            return None  # a supplement is never a code system itself
         return self.index_of(resource)
 
     def index_of(self, resource: Resource) -> CodeSystemIndex:
@@ -152,14 +162,38 @@ class Terminology:
         if cached is not None and cached[0] is resource:
             return cached[1]
         index = CodeSystemIndex(resource)
+        for supplement in supplements.supplements_of(resource, self.registry.all("CodeSystem")):
+            index.add_supplement(supplement)
         with self._lock:
             self._cs_cache[id(resource)] = (resource, index)
         return index
 
+    def require_supplements(self, canonicals: Sequence[str], where: str) -> None:
+        """Raise SupplementNotFoundError unless every canonical names a loaded supplement
+        (``useSupplement``, the value set's supplement extension)."""
+        for canonical in canonicals:
+            url, version = split_canonical(canonical)
+            found = self.registry.get("CodeSystem", url, version)
+            if found is None or not supplements.is_supplement(found):
+                raise SupplementNotFoundError(
+                    f"The supplement {canonical} that {where} asks for is not loaded"
+                    + ("" if found is None else " (it is not a CodeSystem supplement)")
+                )
+            target, _ = split_canonical(str(found.get("supplements", "")))
+            base = self.registry.get("CodeSystem", target)
+            if base is None or not supplements.applies_to(found, base):
+                raise SupplementNotFoundError(
+                    f"The supplement {canonical} supplements {found.get('supplements')}, "
+                    "which is not loaded in a version it applies to"
+                )
+
     def _owns(self, resource: Resource) -> bool:
         """True when ``resource`` came with this view's request (tx-resource)."""
         own = self.registry.top if isinstance(self.registry, OverlayRegistry) else None
-        return own is not None and any(r is resource for r in own.all("CodeSystem"))
+        if own is None:
+            return False
+        sent = own.all("CodeSystem")
+        return any(r is resource for r in sent) or bool(supplements.supplements_of(resource, sent))
 
     def require_codesystem(self, url: str | None, version: str | None = None) -> CodeSystemIndex:
         """Return a code system's index or raise CodeSystemNotFoundError."""
@@ -273,31 +307,75 @@ class Terminology:
         include_designations: bool = False,
         display_language: str | None = None,
         max_size: int | None = None,
+        policy: VersionPolicy = NO_POLICY,
+        include_definition: bool = False,
+        properties: Sequence[str] | None = None,
+        exclude_nested: bool | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] = (),
+        designations: Sequence[str] | None = None,
     ) -> Expansion:
         """Expand a value set; see ``Workbench.expand``."""
         if offset < 0:
             raise InvalidRequestError(f"offset must be 0 or more, not {offset}")
         if count is not None and count < 0:
             raise InvalidRequestError(f"count must be 0 or more, not {count}")
-        compiled = self.compiled(valueset, version)
+        compiled = self.compiled(valueset, version, policy)
+        asked = [*use_supplements, *supplements.valueset_supplements(compiled.resource)]
+        if asked:
+            self.require_supplements(asked, f"the expansion of {compiled.canonical}")
         entries: Sequence[Entry] = compiled.entries()
-        params: list[tuple[str, Any]] = []
+        params: list[tuple[str, Any]] = [
+            ("activeOnly", active_only),
+            ("includeDesignations", include_designations),
+            ("includeDefinition", include_definition),
+        ]
+        if exclude_nested is not None:
+            params.append(("excludeNested", exclude_nested))
+        for name, given in (
+            ("system-version", policy.defaults),
+            ("check-system-version", policy.check),
+            ("force-system-version", policy.force),
+            ("default-valueset-version", policy.valueset_defaults),
+        ):
+            params += [(name, f"{url}|{v}") for url, v in given.items()]
         if active_only:
             entries = [e for e in entries if not e.inactive]
-            params.append(("activeOnly", True))
         if filter:
             words = filter.casefold().split()
             entries = [e for e in entries if _text_match(e, words)]
             params.append(("filter", filter))
         if include_designations or display_language:
             entries = self._from_providers(entries, include_designations, display_language)
-        if display_language:
-            entries = [_in_language(e, display_language) for e in entries]
-            params.append(("displayLanguage", display_language))
-        if include_designations:
-            params.append(("includeDesignations", True))
+        wanted = languages.requested(
+            display_language, compiled.resource, accept_language, wildcard=True
+        )
+        if wanted:
+            entries = [self._shown(e, wanted) for e in entries]
+            params.append(("displayLanguage", wanted.text))
+        if designations:
+            wanted_designations = [languages.designation_token(t) for t in designations]
+            entries = [
+                e._replace(
+                    designations=tuple(
+                        d
+                        for d in e.designations
+                        if languages.designation_matches(d, wanted_designations)
+                    )
+                )
+                for e in entries
+            ]
+            params += [("designation", t) for t in designations]
         used = sorted({(e.system, e.version) for e in entries if e.system})
+        for system, checked in policy.check.items():
+            wrong = [v for s, v in used if s == system and v and not version_matches(checked, v)]
+            if wrong:
+                raise VersionCheckError(
+                    f"The version '{wrong[0]}' of the code system '{system}' is not allowed: "
+                    f"required to be '{checked}' by the check-system-version parameter"
+                )
         params += [("used-codesystem", f"{s}|{v}" if v else s) for s, v in used]
+        params += [("used-valueset", vs.canonical) for vs in compiled.imported() if vs.url]
         return Expansion(
             valueset=compiled.resource,
             entries=tuple(entries),
@@ -305,8 +383,65 @@ class Terminology:
             count=count,
             parameters=tuple(params),
             include_designations=include_designations,
+            include_definition=include_definition,
+            properties=self._properties(entries, properties) if properties else {},
+            parents=self._parents(entries) if exclude_nested is False else None,
             max_size=self.max_expansion if max_size is None else max_size,
         )
+
+    def _shown(self, entry: Entry, wanted: languages.Languages) -> Entry:
+        """The entry with its display in the wanted languages (None when there is none and
+        the request allows no other language)."""
+        cs = self.codesystem(entry.system, entry.version)
+        in_dialect = getattr(cs, "display_in", None)  # a release picks its own dialect
+        if in_dialect is not None:
+            for tag in wanted.tags:
+                found = in_dialect(entry.code, tag)
+                if found:
+                    return entry._replace(display=found)
+            return entry if wanted.wildcard else entry._replace(display=None)
+        own = (getattr(cs, "resource", None) or {}).get("language") if cs is not None else None
+        shown = languages.display_in(wanted, entry.display, own, entry.designations)
+        return entry._replace(display=shown)
+
+    def _parents(self, entries: Sequence[Entry]) -> dict[tuple[str, str], tuple[str, str]]:
+        """For a nested expansion: each entry's parent among the entries (its first parent
+        in the code system's hierarchy that is itself in the expansion)."""
+        members = {(e.system, e.code) for e in entries}
+        found: dict[tuple[str, str], tuple[str, str]] = {}
+        for e in entries:
+            cs = self.codesystem(e.system, e.version)
+            concept = cs.get(e.code) if cs is not None else None
+            for parent in concept.parents if concept is not None else ():
+                if (e.system, parent) in members:
+                    found[(e.system, e.code)] = (e.system, parent)
+                    break
+        return found
+
+    def _properties(
+        self, entries: Sequence[Entry], wanted: Sequence[str]
+    ) -> dict[tuple[str, str], tuple[tuple[str, str, Any], ...]]:
+        """The requested concept properties of each entry: ``(code, value[x] key, value)``."""
+        found: dict[tuple[str, str], tuple[tuple[str, str, Any], ...]] = {}
+        names = set(wanted)
+        for e in entries:
+            cs = self.codesystem(e.system, e.version)
+            concept = cs.get(e.code) if cs is not None else None
+            if concept is None:
+                continue
+            values: list[tuple[str, str, Any]] = []
+            for name in wanted:
+                for value in concept.properties.get(name, ()):
+                    values.append((name, concept.value_keys.get(name, "valueString"), value))
+            if "definition" in names and concept.definition:
+                values.append(("definition", "valueString", concept.definition))
+            if "inactive" in names and "inactive" not in concept.properties:
+                values.append(("inactive", "valueBoolean", concept.inactive))
+            if "parent" in names and "parent" not in concept.properties:
+                values += [("parent", "valueCode", p) for p in concept.parents]
+            if values:
+                found[(e.system, e.code)] = tuple(values)
+        return found
 
     def _from_providers(
         self, entries: Sequence[Entry], designations: bool, language: str | None
@@ -340,6 +475,9 @@ class Terminology:
         abstract: bool = False,
         policy: VersionPolicy = NO_POLICY,
         options: CheckOptions | None = None,
+        display_language: str | None = None,
+        accept_language: str | None = None,
+        use_supplements: Sequence[str] = (),
     ) -> ValidationResult:
         """Validate a code, Coding or CodeableConcept against a value set.
 
@@ -352,6 +490,25 @@ class Terminology:
             opts = dataclasses.replace(
                 opts, check_versions={**policy.check}, force_versions={**policy.force}
             )
+        resource = (
+            valueset
+            if isinstance(valueset, Mapping)
+            else self.compiled(valueset, valueset_version, policy).resource
+        )
+        asked = [*use_supplements, *supplements.valueset_supplements(resource)]
+        if asked:
+            self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
+        if (
+            display_language
+            or accept_language
+            or resource.get("language")
+            or (resource.get("extension"))
+        ):
+            wanted = languages.requested(
+                display_language, resource, accept_language, wildcard=False
+            )
+            if wanted:
+                opts = dataclasses.replace(opts, languages=wanted)
 
         def one(parts: Mapping[str, str | None], path: str) -> ValidationResult:
             used = policy
@@ -376,11 +533,25 @@ class Terminology:
             if not codings:
                 raise InvalidRequestError("The codeableConcept has no coding to validate")
             where = f"the value set '{self.compiled(valueset, valueset_version, policy).canonical}'"
-            return combine_codings([one(coding_parts(c), "") for c in codings], where)
-        if coding is not None:
-            return one(coding_parts(coding), "Coding")
-        given = {"code": code, "system": system, "version": version, "display": display}
-        return one(given, "")
+            result = combine_codings([one(coding_parts(c), "") for c in codings], where)
+        elif coding is not None:
+            result = one(coding_parts(coding), "Coding")
+        else:
+            given = {"code": code, "system": system, "version": version, "display": display}
+            result = one(given, "")
+        return self._with_status_checks(result, resource)
+
+    def _with_status_checks(
+        self, result: ValidationResult, valueset: Mapping[str, Any]
+    ) -> ValidationResult:
+        """Add the status-check notes about the value set and the code system used."""
+        used: list[Mapping[str, Any]] = [valueset]
+        if result.system:
+            cs = self.codesystem(result.system, result.version)
+            if cs is not None and getattr(cs, "resource", None):
+                used.append(cs.resource)
+        notes = status_checks(used)
+        return dataclasses.replace(result, issues=(*result.issues, *notes)) if notes else result
 
     def codesystem_versions(self, url: str) -> list[str]:
         """Every loaded version of a code system (release providers and resources)."""
@@ -427,11 +598,3 @@ def contained(resource: Resource, reference: str) -> Resource:
 def _text_match(entry: Entry, words: list[str]) -> bool:
     text = f"{entry.code} {entry.display or ''}".casefold()
     return all(w in text for w in words)
-
-
-def _in_language(entry: Entry, language: str) -> Entry:
-    for d in entry.designations:
-        lang = str(d.get("language", ""))
-        if (lang == language or lang.split("-")[0] == language) and d.get("value"):
-            return entry._replace(display=d["value"])
-    return entry

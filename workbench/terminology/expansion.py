@@ -39,6 +39,11 @@ class Expansion:
     count: int | None = None
     parameters: tuple[tuple[str, Any], ...] = ()
     include_designations: bool = False
+    include_definition: bool = False
+    properties: dict[tuple[str, str], tuple[tuple[str, str, Any], ...]] = field(
+        default_factory=dict
+    )
+    parents: dict[tuple[str, str], tuple[str, str]] | None = None
     max_size: int = DEFAULT_MAX_EXPANSION
     identifier: str = field(default_factory=lambda: f"urn:uuid:{uuid.uuid4()}")
     timestamp: str = field(
@@ -109,10 +114,44 @@ class Expansion:
             out["offset"] = self.offset
         if params:
             out["parameter"] = params
-        contains = [self._contains(e) for e in page]
+        declared = sorted({name for values in self.properties.values() for name, _, _ in values})
+        if declared:
+            out["extension"] = [_property_declaration(name) for name in declared]
+        if self.parents is not None and not paged:
+            contains = self._nested(page)
+        else:
+            contains = [self._contains(e) for e in page]
         if contains:
             out["contains"] = contains
         return out
+
+    def _nested(self, page: tuple[Entry, ...]) -> list[dict[str, Any]]:
+        """``contains`` as a hierarchy: each code under its parent in the expansion (codes
+        whose parents are not in it stay at the top), in expansion order."""
+        parents = self.parents or {}
+        items = {(e.system, e.code): self._contains(e) for e in page}
+
+        def placed_under(key: tuple[str, str]) -> tuple[str, str] | None:
+            parent, seen = parents.get(key), {key}
+            if parent is None or parent not in items:
+                return None
+            up: tuple[str, str] | None = parent
+            while up is not None:  # a parent cycle nests nothing
+                if up in seen:
+                    return None
+                seen.add(up)
+                up = parents.get(up)
+            return parent
+
+        top: list[dict[str, Any]] = []
+        for e in page:
+            key = (e.system, e.code)
+            parent = placed_under(key)
+            if parent is not None:
+                items[parent].setdefault("contains", []).append(items[key])
+            else:
+                top.append(items[key])
+        return top
 
     def to_valueset(self) -> dict[str, Any]:
         """Return the expanded ValueSet: its metadata plus ``expansion`` (what $expand returns)."""
@@ -123,7 +162,23 @@ class Expansion:
         return vs
 
     def _contains(self, e: Entry) -> dict[str, Any]:
-        item: dict[str, Any] = {"system": e.system}
+        item: dict[str, Any] = {}
+        extensions: list[dict[str, Any]] = []
+        if self.include_definition and e.definition:
+            extensions.append({"url": CONCEPT_DEFINITION, "valueString": e.definition})
+        for name, key, value in self.properties.get((e.system, e.code), ()):
+            extensions.append(
+                {
+                    "url": CONTAINS_PROPERTY,
+                    "extension": [
+                        {"url": "code", "valueCode": name},
+                        {"url": "value", key: value},
+                    ],
+                }
+            )
+        if extensions:
+            item["extension"] = extensions
+        item["system"] = e.system
         if e.version:
             item["version"] = e.version
         if e.abstract:
@@ -150,11 +205,42 @@ class Expansion:
         return f"<Expansion {self.url or 'anonymous'}: {self.total} codes>"
 
 
+CONCEPT_DEFINITION = "http://hl7.org/fhir/StructureDefinition/valueset-concept-definition"
+# R5's expansion.property and expansion.contains.property travel in R4 as these cross-version
+# extensions (the tx ecosystem's r4 page).
+EXPANSION_PROPERTY = (
+    "http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.property"
+)
+CONTAINS_PROPERTY = (
+    "http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property"
+)
+CONCEPT_PROPERTIES = "http://hl7.org/fhir/concept-properties#"
+_URI_PARAMETERS = (
+    "used-codesystem",
+    "used-valueset",
+    "version",
+    "system-version",
+    "check-system-version",
+    "force-system-version",
+    "default-valueset-version",
+)
+
+
+_STANDARD_PROPERTIES = {"inactive", "parent", "child", "definition", "status", "notSelectable"}
+
+
+def _property_declaration(name: str) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"url": "code", "valueCode": name}]
+    if name in _STANDARD_PROPERTIES:
+        parts.append({"url": "uri", "valueUri": CONCEPT_PROPERTIES + name})
+    return {"url": EXPANSION_PROPERTY, "extension": parts}
+
+
 def _parameter(name: str, value: Any) -> dict[str, Any]:
     if isinstance(value, bool):
         return {"name": name, "valueBoolean": value}
     if isinstance(value, int):
         return {"name": name, "valueInteger": value}
-    if name in ("used-codesystem", "used-valueset", "version"):
+    if name in _URI_PARAMETERS:
         return {"name": name, "valueUri": str(value)}
     return {"name": name, "valueString": str(value)}

@@ -110,6 +110,9 @@ def _exists_flag(value: str, cs: CodeSystemIndex, text: str) -> bool:
 
 def _hierarchy_filter(cs: CodeSystemIndex, op: str, value: str, text: str) -> CodeFilter:
     target = cs.get(value)
+    if target is None and op in _HIERARCHY_OPS and cs.is_complete:
+        # never an empty (or, for is-not-a, a whole) expansion for a code that does not exist
+        raise _unsupported(cs, text, f"the code '{value}' is not in the code system")
     code = target.code if target is not None else value
     if op == "is-a":
         members = cs.descendants(code) | {code} if target else frozenset()

@@ -35,8 +35,10 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
+from workbench.resources import canonical_of
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
+from workbench.terminology.languages import Languages, display_in, valid_in
 from workbench.terminology.versions import matches as version_matches
 
 REASONS = (
@@ -110,7 +112,7 @@ class Issue:
     code: str
     text: str
     reason: str
-    element: str = "code"
+    element: str | None = "code"
     path: str = ""
 
     @property
@@ -119,8 +121,11 @@ class Issue:
         return _OO_TYPE.get(self.code, "invalid")
 
     @property
-    def expression(self) -> str:
-        """Where the issue is, as a FHIRPath expression over the operation's input."""
+    def expression(self) -> str | None:
+        """Where the issue is, as a FHIRPath expression over the operation's input (None for
+        an issue about a resource the request uses, such as a status-check)."""
+        if self.element is None:
+            return None
         if not self.path:
             return self.element or "code"
         return f"{self.path}.{self.element}" if self.element else self.path
@@ -131,16 +136,18 @@ class Issue:
 
     def to_fhir(self) -> dict[str, Any]:
         """The ``OperationOutcome.issue`` element."""
-        return {
+        found: dict[str, Any] = {
             "severity": self.severity,
             "code": self.type,
             "details": {
                 "coding": [{"system": TX_ISSUE_TYPE, "code": self.code}],
                 "text": self.text,
             },
-            "location": [self.expression],
-            "expression": [self.expression],
         }
+        if self.expression is not None:
+            found["location"] = [self.expression]
+            found["expression"] = [self.expression]
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +301,7 @@ class CheckOptions:
     active_only: bool = False
     check_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    languages: Languages | None = None
 
 
 def _fmt(system: str | None, code: str | None) -> str:
@@ -390,6 +398,11 @@ def validate_in_valueset(
     else:
         cs = match.cs or codesystem(system, forced)
         concept = match.concept or (cs.get(code) if cs is not None else None)
+    if concept is not None and match.designations:
+        # the value set's own designations count as the concept's for this check
+        concept = dataclasses.replace(
+            concept, designations=[*concept.designations, *match.designations]
+        )
     if cs is None and not found:
         label = f"{system}|{version}" if version else system
         return failure(
@@ -455,6 +468,7 @@ def validate_in_valueset(
         where=where,
         options=opts,
         case_sensitive=cs.case_sensitive if cs is not None else True,
+        language=(getattr(cs, "resource", None) or {}).get("language") if cs else None,
     )
 
 
@@ -723,13 +737,21 @@ def _check_concept(
     where: str,
     options: CheckOptions | None = None,
     case_sensitive: bool = True,
+    language: str | None = None,
 ) -> ValidationResult:
     opts = options or CheckOptions(abstract=abstract)
     preferred = override or (concept.display if concept is not None else None)
+    wanted = opts.languages
+    if wanted and concept is not None and not override:
+        fallback = Languages(wanted.tags, True, wanted.text)
+        preferred = display_in(fallback, concept.display, language, concept.designations)
     real_code = concept.code if concept is not None else code
     normalized = real_code if real_code != code else None
     inactive = bool(concept is not None and concept.inactive) or None
     status = (concept.status or "inactive") if inactive and concept is not None else None
+    deprecated = not inactive and concept is not None and _deprecated(concept)
+    if deprecated:
+        status = "deprecated"
     if concept is not None and concept.abstract and not abstract and not opts.membership_only:
         result = failure(
             "abstract",
@@ -755,6 +777,11 @@ def _check_concept(
         text = f"Wrong display '{display}' for {_fmt(system, real_code)}. {problem[0]}"
         severity = "warning" if opts.lenient_display else "error"
         issues.append(Issue(severity, "invalid-display", text, "invalid-display", "display"))
+    if problem is None and wanted and display is not None and concept is not None:
+        issues += _language_issues(wanted, display, concept, override, language, opts, system)
+    if deprecated and concept is not None and not opts.membership_only:
+        text = f"The concept '{concept.code}' is deprecated and its use should be reviewed"
+        issues.append(Issue("warning", "code-comment", text, "deprecated", ""))
     if inactive and concept is not None and not opts.membership_only:
         shown = f" (status '{concept.status}')" if concept.status else ""
         note = getattr(concept, "note", "")  # a release's replacement (REPLACED BY …)
@@ -791,6 +818,68 @@ def _check_concept(
         status=status,
         normalized_code=normalized,
     )
+
+
+def _language_issues(
+    wanted: Languages,
+    display: str,
+    concept: Concept,
+    override: str | None,
+    language: str | None,
+    opts: CheckOptions,
+    system: str,
+) -> list[Issue]:
+    """A display that is valid, but not in the requested languages: a warning when the
+    request allows other languages, an error when it does not."""
+    in_language = valid_in(wanted, concept.display, language, concept.designations)
+    if override:
+        in_language.insert(0, override)
+    if display in in_language or opts.membership_only:
+        return []
+    where = _fmt(system, concept.code)
+    text = (
+        f"'{display}' is a valid display for {where}, but not in the requested language(s) "
+        f"'{wanted.text}'"
+    )
+    if wanted.wildcard:
+        return [Issue("warning", "display-comment", text, "invalid-display", "display")]
+    if in_language:
+        text += ": valid is " + ", ".join(f"'{v}'" for v in in_language[:10])
+    else:
+        text += ", which have no display for it"
+    severity = "warning" if opts.lenient_display else "error"
+    return [Issue(severity, "invalid-display", text, "invalid-display", "display")]
+
+
+def _deprecated(concept: Concept) -> bool:
+    """A concept whose status property says deprecated (valid, but to be reviewed)."""
+    return concept.status == "deprecated"
+
+
+STANDARDS_STATUS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"
+
+
+def status_checks(resources: Sequence[Mapping[str, Any]]) -> list[Issue]:
+    """Information issues about the resources a validation used: a value set or code
+    system that is draft or retired, or whose standards status is deprecated or withdrawn."""
+    found: list[Issue] = []
+    for resource in resources:
+        standards = next(
+            (
+                str(e.get("valueCode"))
+                for e in resource.get("extension", ()) or ()
+                if isinstance(e, Mapping) and e.get("url") == STANDARDS_STATUS
+            ),
+            None,
+        )
+        status = standards if standards in ("deprecated", "withdrawn") else None
+        if status is None and resource.get("status") in ("retired", "draft"):
+            status = str(resource["status"])
+        if status is not None:
+            kind = resource.get("resourceType", "resource")
+            text = f"Reference to {status} {kind} {canonical_of(resource)}"
+            found.append(Issue("information", "status-check", text, "status", None))
+    return found
 
 
 def located(result: ValidationResult, path: str) -> ValidationResult:

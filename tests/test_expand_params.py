@@ -1,0 +1,217 @@
+"""$expand parameters as the tx ecosystem asks (issue 9, point 9): version parameters, every
+parameter echoed, used-codesystem/used-valueset with versions, includeDefinition and concept
+properties (as R4 cross-version extensions), in Python and over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from http_support import TOKEN, assert_outcome, client, params
+
+from workbench import Workbench
+from workbench.errors import VersionCheckError
+
+S = "http://example.org/fhir/CodeSystem/expand-params"
+VS = "http://example.org/fhir/ValueSet/expand-params"
+OUTER = "http://example.org/fhir/ValueSet/expand-params-outer"
+R5 = "http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion."
+
+
+def codesystem(version: str) -> dict[str, Any]:
+    return {
+        "resourceType": "CodeSystem",
+        "url": S,
+        "version": version,
+        "status": "active",
+        "content": "complete",
+        "property": [{"code": "weight", "type": "integer"}],
+        "concept": [
+            {
+                "code": "a",
+                "display": f"A {version}",
+                "definition": "The first",
+                "property": [{"code": "weight", "valueInteger": 3}],
+                "concept": [{"code": "a1", "display": "A one"}],
+            }
+        ],
+    }
+
+
+RESOURCES = [
+    codesystem("1.0.0"),
+    codesystem("2.0.0"),
+    {
+        "resourceType": "ValueSet",
+        "url": VS,
+        "version": "3",
+        "status": "active",
+        "compose": {"include": [{"system": S}]},
+    },
+    {
+        "resourceType": "ValueSet",
+        "url": OUTER,
+        "status": "active",
+        "compose": {"include": [{"valueSet": [VS]}]},
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def ewb() -> Workbench:
+    wb = Workbench()
+    wb.load(RESOURCES)
+    return wb
+
+
+@pytest.fixture(scope="module")
+def http(ewb: Workbench) -> Iterator[httpx.Client]:
+    with ewb.serve(port=0, token=TOKEN) as handle, client(handle.url) as session:
+        yield session
+
+
+def echoed(expansion: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [
+        (p["name"], next(v for k, v in p.items() if k.startswith("value")))
+        for p in expansion["parameter"]
+    ]
+
+
+CASES = [
+    pytest.param(
+        {},
+        "A 2.0.0",
+        [("used-codesystem", f"{S}|2.0.0"), ("used-valueset", f"{VS}|3")],
+        id="latest",
+    ),
+    pytest.param(
+        {"system_version": f"{S}|1.x"},
+        "A 1.0.0",
+        [("system-version", f"{S}|1.x"), ("used-codesystem", f"{S}|1.0.0")],
+        id="system-version",
+    ),
+    pytest.param(
+        {"force_system_version": f"{S}|1.0.0"},
+        "A 1.0.0",
+        [("force-system-version", f"{S}|1.0.0"), ("used-codesystem", f"{S}|1.0.0")],
+        id="force-system-version",
+    ),
+    pytest.param(
+        {"check_system_version": f"{S}|2.x"},
+        "A 2.0.0",
+        [("check-system-version", f"{S}|2.x"), ("used-codesystem", f"{S}|2.0.0")],
+        id="check-passes",
+    ),
+]
+
+_WIRE = {
+    "system_version": "system-version",
+    "force_system_version": "force-system-version",
+    "check_system_version": "check-system-version",
+}
+
+
+@pytest.mark.parametrize(("kwargs", "display", "echo"), CASES)
+def test_versions_and_echo(
+    ewb: Workbench,
+    http: httpx.Client,
+    kwargs: dict[str, Any],
+    display: str,
+    echo: list[tuple[str, Any]],
+) -> None:
+    expansion = ewb.expand(OUTER, **kwargs).to_fhir()
+    assert expansion["contains"][0]["display"] == display
+    got = echoed(expansion)
+    assert got[:3] == [
+        ("activeOnly", False),
+        ("includeDesignations", False),
+        ("includeDefinition", False),
+    ]
+    assert all(item in got for item in echo), got
+    query = {"url": OUTER, **{_WIRE[k]: v for k, v in kwargs.items()}}
+    answer = http.get("/ValueSet/$expand", params=query).json()
+    assert echoed(answer["expansion"]) == got
+
+
+def test_check_system_version_refuses_another_version(ewb: Workbench, http: httpx.Client) -> None:
+    text = r"'2\.0\.0' of the code system '.*' is not allowed: required to be '1\.x'"
+    with pytest.raises(VersionCheckError, match=text):
+        ewb.expand(VS, check_system_version=f"{S}|1.x")
+    response = http.get("/ValueSet/$expand", params={"url": VS, "check-system-version": f"{S}|1.x"})
+    assert_outcome(response, 422, "business-rule", text)
+
+
+def test_definition_and_properties(ewb: Workbench, http: httpx.Client) -> None:
+    expansion = ewb.expand(
+        VS, include_definition=True, properties=["weight", "parent", "inactive"]
+    ).to_fhir()
+    first, second = expansion["contains"]
+    assert first["extension"] == [
+        {
+            "url": "http://hl7.org/fhir/StructureDefinition/valueset-concept-definition",
+            "valueString": "The first",
+        },
+        {
+            "url": R5 + "contains.property",
+            "extension": [
+                {"url": "code", "valueCode": "weight"},
+                {"url": "value", "valueInteger": 3},
+            ],
+        },
+        {
+            "url": R5 + "contains.property",
+            "extension": [
+                {"url": "code", "valueCode": "inactive"},
+                {"url": "value", "valueBoolean": False},
+            ],
+        },
+    ]
+    assert {"url": "code", "valueCode": "parent"} in second["extension"][1]["extension"]
+    assert {"url": "value", "valueCode": "a"} in second["extension"][1]["extension"]
+    declared = [e["extension"][0]["valueCode"] for e in expansion["extension"]]
+    assert declared == ["inactive", "parent", "weight"]
+    body = params(
+        ("url", {"valueUri": VS}),
+        ("includeDefinition", {"valueBoolean": True}),
+        ("property", {"valueString": "weight"}),
+        ("property", {"valueString": "parent"}),
+        ("property", {"valueString": "inactive"}),
+    )
+    answer = http.post("/ValueSet/$expand", json=body).json()["expansion"]
+    assert answer["contains"] == expansion["contains"]
+
+
+def test_nested_contains_when_nesting_is_allowed(ewb: Workbench, http: httpx.Client) -> None:
+    flat = ewb.expand(VS).to_fhir()["contains"]
+    assert [c["code"] for c in flat] == ["a", "a1"]
+    nested = ewb.expand(VS, exclude_nested=False).to_fhir()["contains"]
+    assert [c["code"] for c in nested] == ["a"]
+    assert [c["code"] for c in nested[0]["contains"]] == ["a1"]
+    answer = http.get("/ValueSet/$expand", params={"url": VS, "excludeNested": "false"}).json()
+    assert answer["expansion"]["contains"] == nested
+    paged = ewb.expand(VS, exclude_nested=False, count=5).to_fhir()["contains"]
+    assert [c["code"] for c in paged] == ["a", "a1"]  # a page stays flat
+
+
+def test_a_parent_cycle_nests_nothing() -> None:
+    wb = Workbench()
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": "http://example.org/fhir/CodeSystem/cycle",
+            "content": "complete",
+            "property": [{"code": "parent", "type": "code"}],
+            "concept": [
+                {"code": "x", "property": [{"code": "parent", "valueCode": "y"}]},
+                {"code": "y", "property": [{"code": "parent", "valueCode": "x"}]},
+            ],
+        }
+    )
+    vs = {
+        "resourceType": "ValueSet",
+        "compose": {"include": [{"system": "http://example.org/fhir/CodeSystem/cycle"}]},
+    }
+    contains = wb.expand(vs, exclude_nested=False).to_fhir()["contains"]
+    assert sorted(c["code"] for c in contains) == ["x", "y"]
