@@ -163,11 +163,16 @@ class Workbench:
         coding: Mapping[str, Any] | None = None,
         target_system: str | None = None,
         reverse: bool = False,
+        maps: Sequence[Resource] | None = None,
+        source: str | None = None,
+        target: str | None = None,
+        conceptmap_version: str | None = None,
     ) -> Translation:
         """Translate a code (or a Coding) through the loaded ConceptMaps (R4 ``$translate``).
 
         Without ``url`` every loaded map whose groups fit is used; a ``url`` without a
         version uses its latest version. Target displays come from loaded code systems.
+        ``maps`` replaces the loaded maps for this call (an inline ``conceptMap``).
         """
         if coding is not None:
             code, system = code or coding.get("code"), system or coding.get("system")
@@ -179,10 +184,13 @@ class Workbench:
                 return None
 
         return translate(
-            self.registry.all("ConceptMap"),
+            self.registry.all("ConceptMap") if maps is None else maps,
             code=code,
             system=system,
             url=url,
+            source=source,
+            target=target,
+            conceptmap_version=conceptmap_version,
             target_system=target_system,
             reverse=reverse,
             display_of=display_of,

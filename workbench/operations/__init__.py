@@ -10,6 +10,7 @@ from workbench.operations import (
     codesystem_lookup,
     codesystem_subsumes,
     codesystem_validate_code,
+    conceptmap_translate,
     valueset_expand,
     valueset_validate_code,
 )
@@ -21,6 +22,7 @@ OPERATIONS: tuple[Operation, ...] = (
     codesystem_lookup.OPERATION,
     codesystem_validate_code.OPERATION,
     codesystem_subsumes.OPERATION,
+    conceptmap_translate.OPERATION,
 )
 
 __all__ = ["OPERATIONS", "Operation"]
