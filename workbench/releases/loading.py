@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from workbench.errors import InvalidRequestError, ReleaseFormatError
 from workbench.terminology.provider import CodeSystemProvider
 
-KINDS = ("snomed",)
+KINDS = ("snomed", "icd10cm")
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,13 @@ def default_cache() -> Path:
 
 def detect(path: str | Path) -> str:
     """The kind of release at ``path``; ReleaseFormatError when it is none we know."""
+    from workbench.releases.icd10cm import tabular
     from workbench.releases.snomed import loader as snomed
 
     if snomed.detect(path):
         return "snomed"
+    if tabular.detect(path):
+        return "icd10cm"
     if not Path(path).exists():
         raise ReleaseFormatError("no such file or folder", file=str(path))
     raise ReleaseFormatError(
@@ -90,6 +93,8 @@ def open_release(
         kind = detect(path)
     if kind not in KINDS:
         raise InvalidRequestError(f"Unknown release kind '{kind}' (known: {', '.join(KINDS)})")
+    if kind == "icd10cm":
+        return _open_icd10cm(path, version, started)
     cache = Path(cache_dir) if cache_dir is not None else default_cache()
     from workbench.releases.snomed import loader as snomed
     from workbench.releases.snomed.provider import SnomedProvider
@@ -113,5 +118,25 @@ def open_release(
         seconds=round(time.perf_counter() - started, 3),
         cache=str(sct.store.path),
         imported=imported,
+    )
+    return provider, summary
+
+
+def _open_icd10cm(
+    path: str | Path, version: str | None, started: float
+) -> tuple[Any, ReleaseSummary]:
+    """ICD-10-CM: parsed from the tabular XML into an in-memory index (no cache store)."""
+    from workbench.releases.icd10cm import tabular
+    from workbench.releases.icd10cm.provider import Icd10cmProvider
+
+    provider = Icd10cmProvider(tabular.read_codesystem(path, version=version))
+    summary = ReleaseSummary(
+        kind="icd10cm",
+        system=provider.url,
+        version=provider.version,
+        concepts=len(provider.concepts),
+        seconds=round(time.perf_counter() - started, 3),
+        cache="(in memory)",
+        imported=True,
     )
     return provider, summary
