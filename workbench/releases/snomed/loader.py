@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from workbench.errors import ReleaseFormatError
 from workbench.releases.snomed import importer, rf2
 from workbench.releases.snomed.codesystem import SnomedCT, check_version
 from workbench.releases.snomed.store import FORMAT, Store, is_store
@@ -23,7 +24,7 @@ def detect(path: str | Path) -> bool:
     """True when ``path`` (a folder or zip) holds an RF2 Snapshot concept file."""
     try:
         return any(f.kind == "concept" for f in rf2.find_files(path))
-    except Exception:
+    except (ReleaseFormatError, OSError):  # not a release, or not one we can read
         return False
 
 
