@@ -328,3 +328,42 @@ def test_r4_example_maps(
     t = translate(_package_maps(package_dirs), **kwargs)
     assert t.result is result
     assert [(m.equivalence, m.code) for m in t.match_list] == matches
+
+
+def test_workbench_loads_frames_and_translates(package_dirs: dict[str, Path]) -> None:
+    from workbench import Workbench
+
+    wb = Workbench()
+    wb.load(package_dirs[EXAMPLES[0]], progress=False)
+    frame = wb.conceptmaps
+    assert "http://hl7.org/fhir/ConceptMap/101" in set(frame["url"])
+    rows = wb.mappings("http://hl7.org/fhir/ConceptMap/cm-administrative-gender-v2")
+    assert list(rows.loc[rows["source_code"] == "other", "target_code"]) == ["A", "O"]
+    t = wb.translate(
+        "male",
+        system="http://hl7.org/fhir/administrative-gender",
+        url="http://hl7.org/fhir/ConceptMap/cm-administrative-gender-v2",
+    )
+    assert t.result is True
+    assert t.matches[["equivalence", "system", "code"]].values.tolist() == [
+        ["equal", "http://terminology.hl7.org/CodeSystem/v2-0001", "M"]
+    ]
+    assert t.matches.loc[0, "display"] == "Male"  # from the loaded v2-0001 code system
+    coded = wb.translate(
+        coding={"system": "http://hl7.org/fhir/administrative-gender", "code": "male"},
+        target_system="http://terminology.hl7.org/CodeSystem/v2-0001",
+    )
+    assert "M" in set(coded.matches["code"])
+    with pytest.raises(ConceptMapNotFoundError, match="http://ex/missing"):
+        wb.translate("x", url="http://ex/missing")
+
+
+def test_malformed_conceptmap_is_not_loaded(tmp_path: Path) -> None:
+    from workbench import Workbench
+
+    bad = cm("http://ex/bad", [{"element": [{"code": "a", "target": [{"code": "b"}]}]}])
+    (tmp_path / "bad.json").write_text(json.dumps(bad), encoding="utf-8")
+    wb = Workbench()
+    with pytest.raises(InvalidResourceError, match=r"group\[0\]\.element\[0\]\.target\[0\]"):
+        wb.load(tmp_path, progress=False)
+    assert wb.conceptmaps.empty

@@ -264,3 +264,50 @@ class CodeSystem:
     """Namespace for building CodeSystems: ``CodeSystem.from_frame(df, url=..., ...)``."""
 
     from_frame = staticmethod(codesystem_from_frame)
+
+
+def conceptmaps_frame(resources: Iterable[Resource]) -> pd.DataFrame:
+    """One row per ConceptMap: url, version, name, title, status, id, source, target, groups."""
+    rows = []
+    for r in resources:
+        source = r.get("sourceUri") or r.get("sourceCanonical")
+        target = r.get("targetUri") or r.get("targetCanonical")
+        rows.append(
+            [*(r.get(k) for k in _META), r.get("id"), source, target, len(r.get("group", []))]
+        )
+    return pd.DataFrame(rows, columns=[*_META, "id", "source", "target", "groups"])
+
+
+def mappings_frame(resource: Resource) -> pd.DataFrame:
+    """One row per source code -> target code of a ConceptMap (equivalence, dependsOn, …)."""
+    cols = [
+        "source_system",
+        "source_code",
+        "source_display",
+        "target_system",
+        "target_code",
+        "target_display",
+        "equivalence",
+        "depends_on",
+        "product",
+        "comment",
+    ]
+    rows = []
+    for group in resource.get("group", []):
+        for element in group.get("element", []):
+            for target in element.get("target", []):
+                rows.append(
+                    [
+                        group.get("source"),
+                        element.get("code"),
+                        element.get("display"),
+                        group.get("target"),
+                        target.get("code"),
+                        target.get("display"),
+                        target.get("equivalence"),
+                        target.get("dependsOn", []),
+                        target.get("product", []),
+                        target.get("comment"),
+                    ]
+                )
+    return pd.DataFrame(rows, columns=cols)

@@ -22,6 +22,7 @@ from workbench import jsonio, packages
 from workbench.errors import InvalidResourceError, LoadError, PackageNotFoundError
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource, canonical_of
+from workbench.terminology.conceptmap import check_conceptmap
 
 PROGRESS_THRESHOLD = 500
 _SKIP_NAMES = {"package.json", ".index.json", "package-lock.json"}
@@ -114,6 +115,8 @@ def check_resource(resource: Any, origin: str) -> Resource:
         check_valueset(resource, origin)
     elif rtype == "CodeSystem":
         check_codesystem(resource, origin)
+    elif rtype == "ConceptMap":
+        check_conceptmap(resource)
     if rtype in TERMINOLOGY_TYPES and "url" in resource and not isinstance(resource["url"], str):
         raise InvalidResourceError(f"{origin}: {rtype}.url must be a string")
     return resource

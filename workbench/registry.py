@@ -22,7 +22,7 @@ from workbench.errors import DuplicateCanonicalError, ResourceNotFoundError
 from workbench.resources import Resource, latest
 from workbench.terminology.versions import matches
 
-TERMINOLOGY_TYPES = ("CodeSystem", "ValueSet")
+TERMINOLOGY_TYPES = ("CodeSystem", "ValueSet", "ConceptMap")
 _ID_CHARS = re.compile(r"[^A-Za-z0-9\-.]")
 
 

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from workbench import frames, loading, packages
-from workbench.errors import InvalidRequestError
+from workbench.errors import InvalidRequestError, WorkbenchError
 from workbench.registry import Registry
 from workbench.resources import Resource
 from workbench.terminology import languages
+from workbench.terminology.conceptmap import Translation, select_maps, translate
 from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
 from workbench.terminology.lookup import LookupResult, lookup, subsumes
@@ -143,6 +144,49 @@ class Workbench:
     def valuesets(self) -> pd.DataFrame:
         """One row per loaded ValueSet (url, version, name, title, status, …)."""
         return frames.valuesets_frame(self.registry.all("ValueSet"))
+
+    @property
+    def conceptmaps(self) -> pd.DataFrame:
+        """One row per loaded ConceptMap (url, version, name, status, source, target, …)."""
+        return frames.conceptmaps_frame(self.registry.all("ConceptMap"))
+
+    def mappings(self, url: str, version: str | None = None) -> pd.DataFrame:
+        """One row per source code -> target code of the ConceptMap ``url`` (latest version)."""
+        return frames.mappings_frame(select_maps(self.registry.all("ConceptMap"), url, version)[0])
+
+    def translate(
+        self,
+        code: str | None = None,
+        *,
+        system: str | None = None,
+        url: str | None = None,
+        coding: Mapping[str, Any] | None = None,
+        target_system: str | None = None,
+        reverse: bool = False,
+    ) -> Translation:
+        """Translate a code (or a Coding) through the loaded ConceptMaps (R4 ``$translate``).
+
+        Without ``url`` every loaded map whose groups fit is used; a ``url`` without a
+        version uses its latest version. Target displays come from loaded code systems.
+        """
+        if coding is not None:
+            code, system = code or coding.get("code"), system or coding.get("system")
+
+        def display_of(target: str, target_code: str) -> str | None:
+            try:
+                return self.lookup(target, target_code).display
+            except WorkbenchError:
+                return None
+
+        return translate(
+            self.registry.all("ConceptMap"),
+            code=code,
+            system=system,
+            url=url,
+            target_system=target_system,
+            reverse=reverse,
+            display_of=display_of,
+        )
 
     @property
     def codesystems(self) -> pd.DataFrame:
