@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -280,6 +281,12 @@ def check(case: Case, code_dtype: Any, other_dtype: Any) -> None:
     pool = case.pool
     report = pool.wb.validate_column(data, pool.url, abstract=case.abstract, **kwargs)
     assert report.index.equals(data.index)
+    compare(case, data, rows_of(report))
+
+
+def compare(case: Case, data: Any, got: list[Row]) -> None:
+    """Every row of a result equals validate_code on that row."""
+    pool = case.pool
     if case.form == "coding":
         assert isinstance(data, pd.Series)
         expected = [reference_coding(pool.wb, pool.url, c, case.abstract) for c in data]
@@ -295,7 +302,6 @@ def check(case: Case, code_dtype: Any, other_dtype: Any) -> None:
             )
             for i, code in enumerate(case.codes)
         ]
-    got = rows_of(report)
     for i, (row, want) in enumerate(zip(got, expected, strict=True)):
         assert row == want, (
             f"row {i}: code={case.codes[i]!r} system={case.systems[i]!r} "
@@ -339,3 +345,34 @@ def test_nullable_string_columns_equal_validate_code(pools: Pools, data: st.Data
     chosen = data.draw(st.sampled_from([pools, multi]), label="pools")
     case = data.draw(cases(chosen), label="case")
     check(case, "string[pyarrow]", "string[pyarrow]")
+
+
+def to_polars(values: pd.Series) -> pl.Series:
+    """A column as polars strings; polars has one missing value (null), "" stays ""."""
+    cells = [None if norm(v) is None and not isinstance(v, str) else v for v in values]
+    return pl.Series(str(values.name or "code"), cells, dtype=pl.Utf8)
+
+
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_polars_equals_validate_code(pools: Pools, data: st.DataObject) -> None:
+    """polars Series and DataFrames (Utf8 or Categorical codes) give the same rows."""
+    case = data.draw(cases(pools).filter(lambda c: c.form != "coding"), label="case")
+    categorical = data.draw(st.booleans(), label="categorical codes")
+    built, kwargs = build(case, object, object)
+    if isinstance(built, pd.DataFrame):
+        polars_data: Any = pl.DataFrame([to_polars(built[c]) for c in built.columns])
+        if categorical:
+            polars_data = polars_data.with_columns(pl.col("dx_code").cast(pl.Categorical))
+    else:
+        polars_data = to_polars(built)
+        if categorical:
+            polars_data = polars_data.cast(pl.Categorical)
+    pool = case.pool
+    report = pool.wb.validate_column(polars_data, pool.url, abstract=case.abstract, **kwargs)
+    assert isinstance(report, pl.DataFrame)
+    compare(case, built, rows_of(report.to_pandas()))

@@ -102,3 +102,10 @@ def test_bad_releases_change_nothing(tmp_path: Path) -> None:
     with pytest.raises(ReleaseFormatError):
         bench.load_release(tmp_path / "missing.xml")
     assert ICD not in set(bench.codesystems.get("url", pd.Series(dtype=str)))
+
+
+@pytest.mark.parametrize("grouper", ["1", "A00-A09"])
+def test_grouper_valid_only_when_abstract_allowed(wb: Workbench, grouper: str) -> None:
+    url = f"{ICD}?fhir_vs"
+    assert not wb.validate_code(url, code=grouper, system=ICD).result
+    assert wb.validate_code(url, code=grouper, system=ICD, abstract=True).result
