@@ -196,6 +196,25 @@ class Workbench:
             display_of=display_of,
         )
 
+    def translate_column(
+        self,
+        data: pd.DataFrame | pd.Series,
+        url: str | None,
+        *,
+        code: str | None = None,
+        system: str | None = None,
+        target_system: str | None = None,
+    ) -> pd.DataFrame:
+        """Translate a column: result, equivalence, target_system/code/display, matches, message.
+
+        Work is done once per distinct (system, code); a row holds the strongest match.
+        """
+        from workbench.bulk_translate import translate_pandas
+
+        return translate_pandas(
+            self, data, url, code=code, system=system, target_system=target_system
+        )
+
     @property
     def codesystems(self) -> pd.DataFrame:
         """One row per loaded CodeSystem (url, version, name, title, status, content, …),

@@ -1,0 +1,53 @@
+"""Column translation agrees with wb.translate on every row (tables and a property test)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.test_conceptmap import ALL, MAIN, A
+from workbench import Workbench
+from workbench.bulk_translate import COLUMNS, strongest
+
+
+@pytest.fixture(scope="module")
+def mwb() -> Workbench:
+    w = Workbench()
+    w.registry.add_many([dict(m) for m in ALL])
+    return w
+
+
+def test_column_table(mwb: Workbench) -> None:
+    data = pd.DataFrame({"c": ["1", "2", None, "3", "zz", "1"]}, index=list("abcdef"))
+    out = mwb.translate_column(data, MAIN["url"], code="c", system=A)
+    assert list(out.columns) == list(COLUMNS)
+    assert list(out.index) == list("abcdef")
+    assert out["result"].tolist() == [True, True, pd.NA, False, True, True]
+    assert out["target_code"].tolist() == ["x", "y", None, None, "zz", "x"]
+    assert out["equivalence"].tolist() == [
+        "equivalent",
+        "wider",
+        None,
+        "unmatched",
+        "equal",
+        "equivalent",
+    ]
+    assert out["matches"].tolist() == [1, 2, 0, 1, 1, 1]
+    assert out["message"].isna().tolist() == [True, True, True, False, True, True]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(["1", "2", "3", "4", "5", "zz", None]), max_size=20))
+def test_agrees_with_translate(mwb: Workbench, codes: list[str | None]) -> None:
+    out = mwb.translate_column(pd.Series(codes, dtype=object), MAIN["url"], system=A)
+    for i, c in enumerate(codes):
+        row = tuple(out.iloc[i])
+        if c is None:
+            assert row[0] is pd.NA
+            continue
+        expected = strongest(mwb.translate(c, system=A, url=MAIN["url"]))
+        assert tuple(None if v is pd.NA or v != v else v for v in row) == tuple(
+            None if v != v else v for v in expected
+        )
