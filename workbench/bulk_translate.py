@@ -76,9 +76,13 @@ def translate_pandas(
         if systems is None
         else systems.astype(object).where(systems.notna(), None).to_numpy()
     )
-    keys = np.empty(len(code_arr), dtype=object)
-    keys[:] = list(zip(sys_arr, code_arr, strict=True))
-    inverse, uniques = pd.factorize(keys)
+    if systems is None:  # one system for every row: factorize the codes alone
+        inverse, distinct = pd.factorize(code_arr, use_na_sentinel=False)
+        uniques: Any = [(constant, c) for c in distinct]
+    else:
+        keys = np.empty(len(code_arr), dtype=object)
+        keys[:] = list(zip(sys_arr, code_arr, strict=True))
+        inverse, uniques = pd.factorize(keys)
     answers: list[tuple[Any, ...]] = []
     for sys_value, code_value in uniques:
         if code_value is None or (isinstance(code_value, float) and np.isnan(code_value)):
