@@ -51,3 +51,14 @@ def test_agrees_with_translate(mwb: Workbench, codes: list[str | None]) -> None:
         assert tuple(None if v is pd.NA or v != v else v for v in row) == tuple(
             None if v != v else v for v in expected
         )
+
+
+def test_accessor_delegates(mwb: Workbench) -> None:
+    data = pd.DataFrame({"c": ["1", "2"]})
+    direct = mwb.translate_column(data, MAIN["url"], code="c", system=A)
+    pd.testing.assert_frame_equal(
+        data.fhir.translate(MAIN["url"], code="c", system=A, workbench=mwb), direct
+    )
+    pd.testing.assert_frame_equal(
+        data["c"].fhir.translate(MAIN["url"], system=A, workbench=mwb), direct
+    )

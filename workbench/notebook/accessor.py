@@ -37,6 +37,21 @@ class FHIRFrameAccessor:
             self._frame, valueset, code=code, system=system, display=display, abstract=abstract
         )
 
+    def translate(
+        self,
+        url: str | None,
+        *,
+        code: str,
+        system: str | None = None,
+        target_system: str | None = None,
+        workbench: Workbench | None = None,
+    ) -> pd.DataFrame:
+        """Translate the column ``code`` through the ConceptMap ``url``."""
+        wb = workbench or current()
+        return wb.translate_column(
+            self._frame, url, code=code, system=system, target_system=target_system
+        )
+
 
 @pd.api.extensions.register_series_accessor("fhir")
 class FHIRSeriesAccessor:
@@ -56,3 +71,15 @@ class FHIRSeriesAccessor:
         """Validate this Series of codes (or Codings, or CodeableConcepts)."""
         wb = workbench or current()
         return wb.validate_column(self._series, valueset, system=system, abstract=abstract)
+
+    def translate(
+        self,
+        url: str | None,
+        *,
+        system: str | None = None,
+        target_system: str | None = None,
+        workbench: Workbench | None = None,
+    ) -> pd.DataFrame:
+        """Translate this Series of codes through the ConceptMap ``url``."""
+        wb = workbench or current()
+        return wb.translate_column(self._series, url, system=system, target_system=target_system)
