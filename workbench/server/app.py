@@ -15,6 +15,7 @@ from workbench.operations import OPERATIONS
 from workbench.server.auth import BearerAuth
 from workbench.server.capability import capability_statement, terminology_capabilities
 from workbench.server.errors import HANDLERS
+from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
@@ -81,6 +82,7 @@ def create_app(
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, exception_handlers=HANDLERS)  # type: ignore[arg-type]
     app.router.routes.extend(routes)
     app.add_middleware(BearerAuth, token=token, base=base)
+    app.add_middleware(Guard)  # outermost: whatever escapes becomes a 500 OperationOutcome
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base

@@ -17,20 +17,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench import jsonio
+from workbench import jsonio, structure
 from workbench.errors import (
     InvalidRequestError,
+    InvalidResourceError,
     ResourceNotFoundError,
     VersionConflictError,
 )
 from workbench.loading import check_resource, read_source
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource
+from workbench.terminology.codesystem import CodeSystemIndex
 
 if TYPE_CHECKING:
     from workbench.workbench import Workbench
 
-_ID = re.compile(r"^[A-Za-z0-9\-.]{1,64}$")
+_ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
+_DIGITS = re.compile(r"[0-9]{1,9}")
 SEARCH_PARAMETERS = ("url", "version", "name", "title", "status", "_id")
 _IGNORED_SEARCH = frozenset({"_format", "_pretty", "_count", "_summary"})
 
@@ -142,7 +145,17 @@ class ResourceStore:
             raise InvalidRequestError(
                 f"The body is a {body.get('resourceType')!r}, but this endpoint takes a {rtype}"
             )
-        return check_resource(dict(body), f"{rtype} in the request")
+        structure.check_resource(body)
+        resource = check_resource(dict(body), f"{rtype} in the request")
+        if rtype == "CodeSystem":
+            cycle = CodeSystemIndex(resource).hierarchy_cycle()
+            if cycle:
+                raise InvalidResourceError(
+                    f"The CodeSystem's hierarchy has a cycle: {' -> '.join(cycle)} (each code "
+                    "would subsume the others)",
+                    expression=["CodeSystem.concept"],
+                )
+        return resource
 
     def create(self, rtype: str, body: Any) -> Resource:
         """Create a resource with a new server-assigned id."""
@@ -157,8 +170,10 @@ class ResourceStore:
     ) -> tuple[Resource, bool]:
         """Update (or create) the resource ``rid``; return (resource, created)."""
         self.check_type(rtype)
-        if not _ID.match(rid):
-            raise InvalidRequestError(f"'{rid}' is not a valid FHIR id")
+        if not _ID.fullmatch(rid):
+            raise InvalidRequestError(
+                f"{rid!r} is not a valid FHIR id (1 to 64 of A-Z, a-z, 0-9, '-' and '.')"
+            )
         resource = self._checked(rtype, body)
         if resource.get("id") != rid:
             raise InvalidRequestError(
@@ -216,8 +231,10 @@ class ResourceStore:
         tests = []
         for name, value in params:
             if name == "_count":
-                if not value.isdigit():
-                    raise InvalidRequestError(f"_count must be a whole number, not '{value}'")
+                if not _DIGITS.fullmatch(value):
+                    raise InvalidRequestError(
+                        f"_count must be a whole number from 0 to 999999999, not {value!r}"
+                    )
                 count = int(value)
             elif name in _IGNORED_SEARCH:
                 continue

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.errors import InvalidResourceError
 from workbench.resources import Resource
 
 CONCEPT_PROPERTIES = "http://hl7.org/fhir/concept-properties#"
@@ -264,14 +265,56 @@ class CodeSystemIndex:
         return frozenset(seen)
 
     def subsumes(self, code_a: str, code_b: str) -> str:
-        """Return the $subsumes outcome of A against B."""
+        """Return the $subsumes outcome of A against B.
+
+        Raises InvalidResourceError when A and B sit on a cycle of the hierarchy (each
+        would subsume the other), which a well-formed code system never has.
+        """
         if code_a == code_b:
             return "equivalent"
-        if code_a in self.ancestors(code_b):
+        a_above = code_a in self.ancestors(code_b)
+        b_above = code_b in self.ancestors(code_a)
+        if a_above and b_above:
+            raise InvalidResourceError(
+                f"CodeSystem {self.url}: the hierarchy has a cycle through {code_a!r} and "
+                f"{code_b!r}, so neither subsumes the other"
+            )
+        if a_above:
             return "subsumes"
-        if code_b in self.ancestors(code_a):
+        if b_above:
             return "subsumed-by"
         return "not-subsumed"
+
+    def hierarchy_cycle(self) -> list[str] | None:
+        """A cycle of the is-a hierarchy (``[a, b, a]``: a's parent is b, b's is a), or None.
+
+        >>> CodeSystemIndex({"url": "http://x", "property": [{"code": "parent"}],
+        ...     "concept": [{"code": "a", "property": [{"code": "parent", "valueCode": "b"}]},
+        ...                 {"code": "b", "property": [{"code": "parent", "valueCode": "a"}]}]}
+        ...     ).hierarchy_cycle()
+        ['a', 'b', 'a']
+        """
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+        for start in self.concepts:
+            if start in state:
+                continue
+            path: list[str] = [start]
+            todo: list[Iterator[str]] = [iter(self.concepts[start].parents)]
+            state[start] = 1
+            while todo:
+                step = next(todo[-1], None)
+                if step is None:
+                    state[path.pop()] = 2
+                    todo.pop()
+                    continue
+                seen = state.get(step)
+                if seen == 1:
+                    return [*path[path.index(step) :], step]
+                if seen is None and step in self.concepts:
+                    state[step] = 1
+                    path.append(step)
+                    todo.append(iter(self.concepts[step].parents))
+        return None
 
     def in_order(self, codes: set[str] | frozenset[str]) -> list[Concept]:
         """Return the concepts for ``codes`` in the code system's own order."""
