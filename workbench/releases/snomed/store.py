@@ -23,7 +23,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from workbench.releases import storage
 from workbench.releases.snomed.closure import CSR, Closure
+from workbench.releases.storage import mapped, read_table
 
 SCT = "http://snomed.info/sct"
 FORMAT = 1
@@ -56,21 +58,9 @@ FILES = (
 )
 
 
-def _mapped(path: Path) -> np.ndarray:
-    """A memory-mapped .npy file as a plain ndarray view (np.memmap's own indexing costs
-    microseconds per call; the view shares the same mapped pages)."""
-    return np.load(path, mmap_mode="r").view(np.ndarray)
-
-
 def is_store(path: Path) -> bool:
     """True when ``path`` holds a complete store of this format."""
-    meta = path / "meta.json"
-    if not meta.is_file():
-        return False
-    try:
-        return json.loads(meta.read_text()).get("format") == FORMAT
-    except (OSError, ValueError):
-        return False
+    return storage.is_store(path, FORMAT)
 
 
 class Store:
@@ -84,10 +74,9 @@ class Store:
             raise FileNotFoundError(f"the store {self.path} lacks {', '.join(missing)}")
         self.tables: dict[str, pa.Table] = {}
         for name in _TABLES:
-            source = pa.memory_map(str(self.path / f"{name}.arrow"), "r")
-            self.tables[name] = pa.ipc.open_file(source).read_all()
+            self.tables[name] = read_table(self.path / f"{name}.arrow")
         self.arrays: dict[str, np.ndarray] = {
-            name: _mapped(self.path / f"{name}.npy") for name in _ARRAYS
+            name: mapped(self.path / f"{name}.npy") for name in _ARRAYS
         }
         self._np: dict[str, np.ndarray] = {}
         self.ids: npt.NDArray[np.int64] = self.column_np("concepts", "id")
@@ -154,8 +143,8 @@ class Store:
 
     def _csr(self, name: str) -> CSR:
         return CSR(
-            _mapped(self.path / f"{name}_off.npy"),
-            _mapped(self.path / f"{name}.npy"),
+            mapped(self.path / f"{name}_off.npy"),
+            mapped(self.path / f"{name}.npy"),
         )
 
     @cached_property
