@@ -194,15 +194,7 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
     is_a = (_np(rels, "typeId") == IS_A) & (src >= 0) & (dst >= 0)
     step("transitive closure")
     closure = Closure.build(n, src[is_a], dst[is_a])
-    arrays: dict[str, np.ndarray] = dict(rel)
-    for name, csr in (
-        ("parents", closure.parents),
-        ("children", closure.children),
-        ("up", closure.up),
-        ("down", closure.down),
-    ):
-        arrays[f"{name}_off"] = csr.offsets
-        arrays[name] = csr.values
+    arrays: dict[str, np.ndarray] = {**rel, **closure.arrays()}
     arrays["rel_by_dst"] = np.argsort(arrays["rel_dst"], kind="stable").astype(np.int32)
     for name, array in arrays.items():
         np.save(out / f"{name}.npy", np.ascontiguousarray(array))

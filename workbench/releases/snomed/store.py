@@ -24,7 +24,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from workbench.releases import storage
-from workbench.releases.snomed.closure import CSR, Closure
+from workbench.releases.snomed.closure import FILES as CLOSURE_FILES
+from workbench.releases.snomed.closure import Closure
 from workbench.releases.storage import mapped, read_table
 
 SCT = "http://snomed.info/sct"
@@ -50,11 +51,10 @@ _TABLES = (
 )
 
 
-_CSR = ("parents", "children", "up", "down")
 FILES = (
     *(f"{name}.arrow" for name in _TABLES),
     *(f"{name}.npy" for name in _ARRAYS),
-    *(f"{name}{part}.npy" for name in _CSR for part in ("", "_off")),
+    *CLOSURE_FILES,
 )
 
 
@@ -141,18 +141,10 @@ class Store:
 
     # --- closure ----------------------------------------------------------------------
 
-    def _csr(self, name: str) -> CSR:
-        return CSR(
-            mapped(self.path / f"{name}_off.npy"),
-            mapped(self.path / f"{name}.npy"),
-        )
-
     @cached_property
     def closure(self) -> Closure:
         """Parents, children, ancestors and descendants (mapped CSR arrays)."""
-        return Closure(
-            self._csr("parents"), self._csr("children"), self._csr("up"), self._csr("down")
-        )
+        return Closure.open(self.path)
 
     # --- descriptions -----------------------------------------------------------------
 
