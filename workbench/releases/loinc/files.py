@@ -181,8 +181,8 @@ def read(file: ReleaseFile) -> pa.Table:
             ),
         )
     except pa.ArrowInvalid as exc:
-        at, why = _locate(text, len(header))
-        raise ReleaseFormatError(f"broken row: {why or exc}", file=where, line=at) from exc
+        at, reason = _locate(text, len(header))
+        raise ReleaseFormatError(f"broken row: {reason or exc}", file=where, line=at) from exc
     for column, pattern in CODES[file.kind].items():
         ok = pc.match_substring_regex(table.column(column), f"^{pattern}$")
         if not pc.all(ok).as_py():
