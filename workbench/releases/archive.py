@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import zipfile
 from dataclasses import dataclass
@@ -64,3 +65,18 @@ def list_files(path: str | Path, what: str) -> list[tuple[str, Path | None]]:
             file=str(root),
         )
     raise ReleaseFormatError("no such file or folder", file=str(root))
+
+
+def fingerprint(files: list[ReleaseFile], main: ReleaseFile, salt: str) -> str:
+    """A short hash naming a release's store: ``salt`` (the store's format), the files'
+    names and sizes, and the first bytes of its ``main`` file."""
+    digest = hashlib.sha256(salt.encode())
+    for file in files:
+        digest.update(Path(file.name).name.encode())
+        if file.archive is None:
+            digest.update(str(Path(file.name).stat().st_size).encode())
+        else:
+            digest.update(str(file.archive.stat().st_size).encode())
+    with main.open() as stream:
+        digest.update(stream.read(1 << 16))
+    return digest.hexdigest()[:16]
