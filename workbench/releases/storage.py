@@ -46,6 +46,19 @@ def is_store(path: Path, store_format: int) -> bool:
         return False
 
 
+def open_store(
+    path: Path, files: tuple[str, ...], tables: tuple[str, ...]
+) -> tuple[dict[str, Any], dict[str, pa.Table]]:
+    """A store's ``meta.json`` and its Arrow tables (``{name}.arrow``), mapped.
+
+    Raises FileNotFoundError when one of ``files`` is missing (a damaged store)."""
+    meta: dict[str, Any] = json.loads((path / "meta.json").read_text())
+    missing = [name for name in files if not (path / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"the store {path} lacks {', '.join(missing)}")
+    return meta, {name: read_table(path / f"{name}.arrow") for name in tables}
+
+
 def build_atomically(dest: Path, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
     """Run ``build`` on a temporary folder beside ``dest`` and rename it into place once
     complete, with ``meta.json`` (what ``build`` returns, plus the import time) written last.

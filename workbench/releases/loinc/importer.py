@@ -121,6 +121,12 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
     tree = _one(found, "hierarchy", step)
     tree = tree if tree is not None else empty(columns=list(lf.LAYOUT["hierarchy"][1]))
     consumer = _one(found, "consumer", step)
+    if consumer is not None:  # the consumer names file fills Loinc.csv's CONSUMER_NAME
+        names_by_term = dict(zip(consumer["LoincNumber"], consumer["ConsumerName"], strict=True))
+        given = loinc.get("CONSUMER_NAME", pd.Series([""] * len(loinc)))
+        loinc["CONSUMER_NAME"] = given.where(
+            given != "", loinc["LOINC_NUM"].map(names_by_term).fillna("")
+        )
     mapto = _one(found, "mapto", step)
 
     # --- concepts: every code, the first source of each wins ---------------------------
@@ -229,8 +235,6 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
     for column in loinc.columns:
         if column not in _NOT_PROPERTIES:
             add(term_rows, column, None, loinc[column])
-    if consumer is not None and "CONSUMER_NAME" not in loinc.columns:
-        add(rows(consumer["LoincNumber"]), "CONSUMER_NAME", None, consumer["ConsumerName"])
     add(
         rows(answer_links["LoincNumber"]),
         "answer-list",
@@ -290,8 +294,6 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
     for column in _TERM_NAMES:
         if column in loinc.columns:
             name(term_rows, "en-US", column, loinc[column])
-    if consumer is not None and "CONSUMER_NAME" not in loinc.columns:
-        name(rows(consumer["LoincNumber"]), "en-US", "CONSUMER_NAME", consumer["ConsumerName"])
     name(term_rows, "en-US", FSN, fsn)
     name(part_rows, "en-US", "PartName", part["PartName"])
     tags = _variant_languages(found, step)

@@ -9,7 +9,6 @@ their answer lists) and the closure of the component hierarchy (``parents``, ``c
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ import pyarrow as pa
 from workbench.releases import storage
 from workbench.releases.snomed.closure import FILES as CLOSURE_FILES
 from workbench.releases.snomed.closure import Closure
-from workbench.releases.storage import read_table
 
 LOINC = "http://loinc.org"
 FORMAT = 1
@@ -64,11 +62,7 @@ class Store:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.meta: dict[str, Any] = json.loads((self.path / "meta.json").read_text())
-        missing = [name for name in FILES if not (self.path / name).is_file()]
-        if missing:
-            raise FileNotFoundError(f"the store {self.path} lacks {', '.join(missing)}")
-        self.tables = {name: read_table(self.path / f"{name}.arrow") for name in _TABLES}
+        self.meta, self.tables = storage.open_store(self.path, FILES, _TABLES)
         self.closure = Closure.open(self.path)
         self.n = self.tables["concepts"].num_rows
 

@@ -14,7 +14,6 @@ source row) and the closure (``parents``, ``children``, ``up``, ``down`` as CSR)
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ import pyarrow as pa
 from workbench.releases import storage
 from workbench.releases.snomed.closure import FILES as CLOSURE_FILES
 from workbench.releases.snomed.closure import Closure
-from workbench.releases.storage import mapped, read_table
+from workbench.releases.storage import mapped
 
 SCT = "http://snomed.info/sct"
 FORMAT = 1
@@ -68,13 +67,7 @@ class Store:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.meta: dict[str, Any] = json.loads((self.path / "meta.json").read_text())
-        missing = [name for name in FILES if not (self.path / name).is_file()]
-        if missing:
-            raise FileNotFoundError(f"the store {self.path} lacks {', '.join(missing)}")
-        self.tables: dict[str, pa.Table] = {}
-        for name in _TABLES:
-            self.tables[name] = read_table(self.path / f"{name}.arrow")
+        self.meta, self.tables = storage.open_store(self.path, FILES, _TABLES)
         self.arrays: dict[str, np.ndarray] = {
             name: mapped(self.path / f"{name}.npy") for name in _ARRAYS
         }
