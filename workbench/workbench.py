@@ -176,13 +176,6 @@ class Workbench:
         """
         if coding is not None:
             code, system = code or coding.get("code"), system or coding.get("system")
-
-        def display_of(target: str, target_code: str) -> str | None:
-            try:
-                return self.lookup(target, target_code).display
-            except WorkbenchError:
-                return None
-
         return translate(
             self.registry.all("ConceptMap") if maps is None else maps,
             code=code,
@@ -193,8 +186,16 @@ class Workbench:
             conceptmap_version=conceptmap_version,
             target_system=target_system,
             reverse=reverse,
-            display_of=display_of,
+            display_of=self.display_of,
         )
+
+    def display_of(self, system: str, code: str) -> str | None:
+        """The display of ``code`` in the loaded code system ``system`` (None when either
+        is unknown): what ``$translate`` shows for a target code."""
+        try:
+            return self.lookup(system, code).display
+        except WorkbenchError:
+            return None
 
     def translate_column(
         self,
