@@ -9,7 +9,7 @@ cost per row is a vectorised gather.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,6 +38,7 @@ COLUMNS = (
 _RANK = {eq: i for i, eq in enumerate(STRENGTH)}
 #: the row of a missing code
 MISSING: tuple[Any, ...] = (pd.NA, None, None, None, None, 0, None)
+Key = tuple[str | None, str]
 Answer = Callable[[str | None, str], tuple[Any, ...]]
 
 
@@ -96,20 +97,31 @@ class ColumnTranslator:
             )
         )
 
-    def table(self, pairs: Sequence[tuple[Any, Any]]) -> dict[tuple[Any, Any], tuple[Any, ...]]:
-        """Answers for many distinct (system, code) pairs (what the Dask path ships)."""
-        return {pair: answer_row(self, *pair) for pair in pairs}
+    def table(self, pairs: Iterable[tuple[Any, Any]]) -> dict[Key, tuple[Any, ...]]:
+        """Answers for distinct (system, code) pairs, by normalised key (what Dask ships)."""
+        out: dict[Key, tuple[Any, ...]] = {}
+        for pair in pairs:
+            key = normalise(*pair)
+            if key is not None and key not in out:
+                out[key] = self(*key)
+        return out
 
 
 def _is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and value != value)
 
 
+def normalise(system: Any, code: Any) -> Key | None:
+    """The (system, code) strings of a pair, or None for a missing or empty code."""
+    if _is_missing(code) or code == "":
+        return None
+    return (None if _is_missing(system) else str(system), str(code))
+
+
 def answer_row(answer: Answer, system: Any, code: Any) -> tuple[Any, ...]:
     """The row of one distinct pair: a missing or empty code gives ``MISSING``."""
-    if _is_missing(code) or code == "":
-        return MISSING
-    return answer(None if _is_missing(system) else str(system), str(code))
+    key = normalise(system, code)
+    return MISSING if key is None else answer(*key)
 
 
 def split_input(
