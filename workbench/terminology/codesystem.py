@@ -285,37 +285,6 @@ class CodeSystemIndex:
             return "subsumed-by"
         return "not-subsumed"
 
-    def hierarchy_cycle(self) -> list[str] | None:
-        """A cycle of the is-a hierarchy (``[a, b, a]``: a's parent is b, b's is a), or None.
-
-        >>> CodeSystemIndex({"url": "http://x", "property": [{"code": "parent"}],
-        ...     "concept": [{"code": "a", "property": [{"code": "parent", "valueCode": "b"}]},
-        ...                 {"code": "b", "property": [{"code": "parent", "valueCode": "a"}]}]}
-        ...     ).hierarchy_cycle()
-        ['a', 'b', 'a']
-        """
-        state: dict[str, int] = {}  # 1: on the current path, 2: done
-        for start in self.concepts:
-            if start in state:
-                continue
-            path: list[str] = [start]
-            todo: list[Iterator[str]] = [iter(self.concepts[start].parents)]
-            state[start] = 1
-            while todo:
-                step = next(todo[-1], None)
-                if step is None:
-                    state[path.pop()] = 2
-                    todo.pop()
-                    continue
-                seen = state.get(step)
-                if seen == 1:
-                    return [*path[path.index(step) :], step]
-                if seen is None and step in self.concepts:
-                    state[step] = 1
-                    path.append(step)
-                    todo.append(iter(self.concepts[step].parents))
-        return None
-
     def in_order(self, codes: set[str] | frozenset[str]) -> list[Concept]:
         """Return the concepts for ``codes`` in the code system's own order."""
         found = [self.concepts[c] for c in codes if c in self.concepts]
