@@ -8,21 +8,12 @@ from typing import Any
 
 from workbench.operations import Operation
 from workbench.registry import TERMINOLOGY_TYPES
-from workbench.server.store import SEARCH_PARAMETERS
+from workbench.server import search
 
 TERMINOLOGY_SERVER = "http://hl7.org/fhir/CapabilityStatement/terminology-server"
 SECURITY = {
     "description": "Send Authorization: Bearer <token> on every request but GET /metadata",
     "service": [{"text": "Bearer token (RFC 6750)"}],
-}
-
-_SEARCH_TYPES = {
-    "url": "uri",
-    "version": "token",
-    "name": "string",
-    "title": "string",
-    "status": "token",
-    "_id": "token",
 }
 
 
@@ -44,7 +35,9 @@ def capability_statement(operations: tuple[Operation, ...], base_url: str) -> di
                 "versioning": "versioned-update",
                 "updateCreate": True,
                 "conditionalUpdate": False,
-                "searchParam": [{"name": n, "type": _SEARCH_TYPES[n]} for n in SEARCH_PARAMETERS],
+                "searchParam": [
+                    {"name": n, "type": search.TYPES[n]} for n in search.parameters(rtype)
+                ],
                 "operation": ops,
             }
         )
@@ -115,4 +108,6 @@ def terminology_capabilities(
         },
         "codeSearch": "all",
         "validateCode": {"translations": False},
+        # $translate uses every fitting map when the client names none
+        "translation": {"needsMap": False},
     }

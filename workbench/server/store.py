@@ -26,12 +26,13 @@ from workbench.errors import (
 from workbench.loading import check_resource, read_source
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource
+from workbench.server import search
 
 if TYPE_CHECKING:
     from workbench.workbench import Workbench
 
 _ID = re.compile(r"^[A-Za-z0-9\-.]{1,64}$")
-SEARCH_PARAMETERS = ("url", "version", "name", "title", "status", "_id")
+SEARCH_PARAMETERS = search.COMMON
 _IGNORED_SEARCH = frozenset({"_format", "_pretty", "_count", "_summary"})
 
 
@@ -206,13 +207,16 @@ class ResourceStore:
         root: str,
         strict: bool = False,
     ) -> Resource:
-        """Search by url, version, name, title, status or _id; return a searchset Bundle.
+        """Search by url, version, name, title, status or _id (and a ConceptMap's source,
+        target, source-system, target-system, … : ``search.parameters``); return a
+        searchset Bundle.
 
         Unknown search parameters are ignored, as FHIR servers do, unless ``strict`` (the
         client sent ``Prefer: handling=strict``), which makes them an error.
         """
         self.check_type(rtype)
         count: int | None = None
+        known = search.parameters(rtype)
         tests = []
         for name, value in params:
             if name == "_count":
@@ -221,16 +225,18 @@ class ResourceStore:
                 count = int(value)
             elif name in _IGNORED_SEARCH:
                 continue
-            elif name not in SEARCH_PARAMETERS:
+            elif name not in known:
                 if not strict:
                     continue
                 raise InvalidRequestError(
                     f"Unknown search parameter '{name}' for {rtype} (supported: "
-                    f"{', '.join(SEARCH_PARAMETERS)})"
+                    f"{', '.join(known)})"
                 )
             else:
                 tests.append((name, value))
-        found = [r for r in self.registry.all(rtype) if all(_matches(r, n, v) for n, v in tests)]
+        found = [
+            r for r in self.registry.all(rtype) if all(search.matches(r, n, v) for n, v in tests)
+        ]
         shown = found if count is None else found[:count]
         return {
             "resourceType": "Bundle",
@@ -247,15 +253,3 @@ class ResourceStore:
             ],
         }
 
-
-def _matches(resource: Resource, name: str, value: str) -> bool:
-    """FHIR search semantics: uri/token exact; string case-insensitive prefix; commas OR."""
-    field = "id" if name == "_id" else name
-    have = resource.get(field)
-    if have is None:
-        return False
-    options = value.split(",")
-    if name in ("name", "title"):
-        text = str(have).casefold()
-        return any(text.startswith(o.casefold()) for o in options)
-    return str(have) in options
