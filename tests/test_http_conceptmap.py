@@ -49,8 +49,9 @@ def ids(http: httpx.Client, params: dict[str, str]) -> set[str]:
     response = http.get("/ConceptMap", params=params)
     assert response.status_code == 200, response.text
     bundle = response.json()
-    assert bundle["total"] == len(bundle["entry"])
-    return {e["resource"]["id"] for e in bundle["entry"]}
+    entries = bundle.get("entry", [])
+    assert bundle["total"] == len(entries)
+    return {e["resource"]["id"] for e in entries}
 
 
 # --- search -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import pandas as pd
 from workbench import frames, loading, packages
 from workbench.errors import InvalidRequestError, WorkbenchError
 from workbench.registry import Registry
+from workbench.releases.ucum.provider import UcumProvider
 from workbench.resources import Resource
 from workbench.terminology import languages
 from workbench.terminology.conceptmap import Translation, select_maps, translate
@@ -64,6 +65,7 @@ class Workbench:
     ) -> None:
         self.registry = Registry()
         self.terminology = Terminology(self.registry, max_expansion=max_expansion)
+        self.terminology.add_provider(UcumProvider())  # UCUM is always there
         self.package_cache = Path(package_cache) if package_cache is not None else None
         _CURRENT[:] = [weakref.ref(self)]
 
