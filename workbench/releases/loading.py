@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from workbench.errors import InvalidRequestError, ReleaseFormatError
 from workbench.terminology.provider import CodeSystemProvider
 
-KINDS = ("snomed", "icd10cm")
+KINDS = ("snomed", "loinc", "icd10cm", "rxnorm")
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,19 @@ def default_cache() -> Path:
 def detect(path: str | Path) -> str:
     """The kind of release at ``path``; ReleaseFormatError when it is none we know."""
     from workbench.releases.icd10cm import tabular
+    from workbench.releases.loinc import loader as loinc
     from workbench.releases.snomed import loader as snomed
 
     if snomed.detect(path):
         return "snomed"
+    if loinc.detect(path):
+        return "loinc"
     if tabular.detect(path):
         return "icd10cm"
+    from workbench.releases.rxnorm import loader as rxnorm
+
+    if rxnorm.detect(path):
+        return "rxnorm"
     if not Path(path).exists():
         raise ReleaseFormatError("no such file or folder", file=str(path))
     raise ReleaseFormatError(
@@ -96,9 +103,6 @@ def open_release(
     if kind == "icd10cm":
         return _open_icd10cm(path, version, started)
     cache = Path(cache_dir) if cache_dir is not None else default_cache()
-    from workbench.releases.snomed import loader as snomed
-    from workbench.releases.snomed.provider import SnomedProvider
-
     bar = tqdm(desc=f"importing {Path(path).name}", disable=progress is False, unit=" step")
     try:
 
@@ -106,20 +110,43 @@ def open_release(
             bar.set_postfix_str(message.rsplit("/", 1)[-1][:60])
             bar.update(1)
 
-        sct, imported = snomed.load(path, cache, version=version, progress=step)
+        provider, store, imported = _open_store(kind, path, cache, version, step)
     finally:
         bar.close()
-    provider: CodeSystemProvider = SnomedProvider(sct)
     summary = ReleaseSummary(
         kind=kind,
         system=provider.url,
         version=provider.version,
         concepts=len(provider),
         seconds=round(time.perf_counter() - started, 3),
-        cache=str(sct.store.path),
+        cache=str(store),
         imported=imported,
     )
     return provider, summary
+
+
+def _open_store(
+    kind: str, path: str | Path, cache: Path, version: str | None, step: Any
+) -> tuple[CodeSystemProvider, Path, bool]:
+    """A release kind that lives in a cache store: its provider, the store, and whether it
+    was imported now."""
+    if kind == "rxnorm":
+        from workbench.releases.rxnorm import loader as rxnorm
+        from workbench.releases.rxnorm.provider import RxNormProvider
+
+        rx_store, found, imported = rxnorm.load(path, cache, progress=step)
+        return RxNormProvider(rx_store, version=version or found), rx_store.path, imported
+    if kind == "loinc":
+        from workbench.releases.loinc import loader as loinc
+        from workbench.releases.loinc.provider import LoincProvider
+
+        store, imported = loinc.load(path, cache, progress=step)
+        return LoincProvider(store, version=version), store.path, imported
+    from workbench.releases.snomed import loader as snomed
+    from workbench.releases.snomed.provider import SnomedProvider
+
+    sct, imported = snomed.load(path, cache, version=version, progress=step)
+    return SnomedProvider(sct), sct.store.path, imported
 
 
 def _open_icd10cm(

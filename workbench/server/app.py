@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -14,8 +14,14 @@ from starlette.routing import Route
 from workbench.errors import InvalidRequestError, MethodNotAllowedError, ResourceNotFoundError
 from workbench.operations import OPERATIONS
 from workbench.server.auth import BearerAuth
-from workbench.server.capability import capability_statement, terminology_capabilities
+from workbench.server.capability import (
+    capability_statement,
+    search_definitions,
+    terminology_capabilities,
+)
 from workbench.server.errors import HANDLERS
+from workbench.server.negotiation import FormatNegotiation
+from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
@@ -64,6 +70,28 @@ def create_app(
             )
         return fhir(capability_statement(OPERATIONS, root))
 
+    async def operation_definitions(request: Request) -> Response:
+        read_only(request)
+        root = str(request.base_url).rstrip("/") + base
+        found = search_definitions(list(definitions.values()), request.query_params.multi_items())
+        entries = [
+            {
+                "fullUrl": f"{root}/OperationDefinition/{d['id']}",
+                "resource": d,
+                "search": {"mode": "match"},
+            }
+            for d in found
+        ]
+        bundle: dict[str, Any] = {
+            "resourceType": "Bundle",
+            "type": "searchset",
+            "total": len(entries),
+            "link": [{"relation": "self", "url": str(request.url)}],
+        }
+        if entries:
+            bundle["entry"] = entries
+        return fhir(bundle)
+
     async def operation_definition(request: Request) -> Response:
         read_only(request)
         found = definitions.get(request.path_params["rid"])
@@ -75,15 +103,22 @@ def create_app(
 
     routes = [
         Route(f"{base}/metadata", metadata, methods=ALL_METHODS),
+        Route(f"{base}/OperationDefinition", operation_definitions, methods=ALL_METHODS),
         Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=ALL_METHODS),
         *OperationRoutes(OPERATIONS, store, max_body).routes(base),
         *resource_routes(base, store, max_body),
     ]
     # Plain Starlette: FastAPI's extra layers (telemetry, body limit, exit stack) cost on
     # every request and nothing here uses them (no dependencies, no Pydantic models).
+    # Middleware, outermost first: whatever escapes becomes a 500 OperationOutcome (Guard),
+    # then the token, then the format negotiation.
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(BearerAuth, token=token, base=base)],
+        middleware=[
+            Middleware(Guard),
+            Middleware(BearerAuth, token=token, base=base),
+            Middleware(FormatNegotiation),
+        ],
         exception_handlers=HANDLERS,
     )
     app.state.workbench = workbench

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -45,16 +44,33 @@ def outcome(code: str, text: str, *, status: int = 400, msg_id: str = "WB-HTTP")
     return fhir(error.to_outcome(), status)
 
 
-async def read_json(request: Request, max_bytes: int, *, exact_decimals: bool = False) -> Any:
-    """Read a JSON body, checking the content type and the size limit."""
+def _unsupported(media: str) -> UnsupportedMediaTypeError:
+    shown = media or "none"
+    return UnsupportedMediaTypeError(
+        f"Content-Type {shown} is not supported; send application/fhir+json"
+    )
+
+
+async def read_json(
+    request: Request, max_bytes: int, *, exact_decimals: bool = False, empty_ok: bool = False
+) -> Any:
+    """Read a JSON body, checking the content type and the size limit.
+
+    With ``empty_ok`` an empty body (of any content type) is None.
+    """
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media not in _ACCEPTED_TYPES:
-        shown = media or "none"
-        raise UnsupportedMediaTypeError(
-            f"Content-Type {shown} is not supported; send application/fhir+json"
-        )
+    if empty_ok and request.headers.get("content-length") == "0":
+        return None
+    untyped = media not in _ACCEPTED_TYPES
+    if untyped and not (empty_ok and not media):
+        raise _unsupported(media)
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    if (
+        declared is not None
+        and declared.isascii()
+        and declared.isdigit()
+        and int(declared) > max_bytes
+    ):
         raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
     chunks: list[bytes] = []
     size = 0
@@ -63,7 +79,11 @@ async def read_json(request: Request, max_bytes: int, *, exact_decimals: bool = 
         if size > max_bytes:
             raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
         chunks.append(chunk)
+    if empty_ok and size == 0:
+        return None
+    if untyped:
+        raise _unsupported(media)
     try:
-        return jsonio.loads(b"".join(chunks), exact_decimals=exact_decimals)
-    except orjson.JSONDecodeError as exc:
-        raise MalformedError(f"The body is not valid JSON: {exc}") from exc
+        return jsonio.loads_body(b"".join(chunks), exact_decimals=exact_decimals)
+    except jsonio.BodyError as exc:
+        raise MalformedError(f"The body is not valid JSON: {exc}") from None
