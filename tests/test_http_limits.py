@@ -203,8 +203,9 @@ def test_cheap_requests_are_answered_while_an_expensive_one_runs(
         worker.join(120)
     assert slow["response"].status_code == 200, slow["response"].text
     assert still_running, f"the expensive call took only {slow['took']:.2f} s"
-    assert max(latencies) < 1.0, latencies
-    assert max(latencies) * 3 < slow["took"], (latencies, slow["took"])
+    typical = sorted(latencies)[len(latencies) // 2]
+    assert typical < 0.5 and max(latencies) < 2.0, latencies
+    assert typical * 5 < slow["took"], (latencies, slow["took"])
 
 
 def test_text_filter_costs_what_it_matches() -> None:

@@ -78,8 +78,8 @@ class Offloader:
         queued = time.monotonic()
 
         def guarded() -> T:
-            left = max(0.0, limits.seconds - (time.monotonic() - queued))
-            with budget.limited(budget.Budget(limits.steps, left)):
+            # the time spent waiting for a worker counts
+            with budget.limited(budget.Budget(limits.steps, limits.seconds, since=queued)):
                 return job()
 
         future = asyncio.get_running_loop().run_in_executor(_pool(limits.workers), guarded)

@@ -24,13 +24,22 @@ class WouldBlock(Exception):
 
 
 class Budget:
-    """``steps`` units of work and, optionally, ``seconds`` of time from now."""
+    """``steps`` units of work and, optionally, ``seconds`` of time from ``since`` (a
+    ``time.monotonic()`` value; default now)."""
 
-    def __init__(self, steps: int, seconds: float | None = None, *, inline: bool = False) -> None:
+    def __init__(
+        self,
+        steps: int,
+        seconds: float | None = None,
+        *,
+        inline: bool = False,
+        since: float | None = None,
+    ) -> None:
         self.steps = steps
         self.left = steps
         self.seconds = seconds
-        self.deadline = time.monotonic() + seconds if seconds is not None else None
+        start = time.monotonic() if since is None else since
+        self.deadline = start + seconds if seconds is not None else None
         self.inline = inline
         self.exceeded = False
 
