@@ -550,12 +550,21 @@ class Workbench:
         ...     [{"system": "http://x"}]}}
         >>> _ = wb.load(vs)
         >>> report = wb.validate_column(pd.Series(["a", "b", None]), "http://x/vs")
-        >>> report["result"].tolist(), report["issue"].tolist()
-        ([True, False, <NA>], [None, 'unknown-code', 'missing'])
+        >>> report["result"].tolist(), report.reason.tolist()
+        ([True, False, <NA>], ['valid', 'unknown-code', 'missing'])
         """
         from workbench import bulk, bulk_dask, bulk_polars, report
 
         if bulk_polars.is_polars(data):
+            answered = bulk_polars.validate_polars(
+                bulk.make_checker(self, valueset, abstract),
+                data,
+                code=code,
+                system=system,
+                display=display,
+            )
+            if answered is not None:
+                return answered
             result = self.validate_column(
                 bulk_polars.to_pandas(data),
                 valueset,
