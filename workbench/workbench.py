@@ -120,7 +120,7 @@ class Workbench:
     ) -> ReleaseSummary:
         """Load a terminology from its release files as distributed (a folder or a zip).
 
-        ``kind`` (``"snomed"``) is detected from the files when omitted; ``version``
+        ``kind`` (``"snomed"``, ``"icd10cm"``) is detected from the files when omitted; ``version``
         overrides the release's own (for SNOMED CT the version URI, e.g.
         ``http://snomed.info/xsct/31000003106/version/20250909``). The release is imported
         once into ``cache_dir`` (default ``$WORKBENCH_RELEASE_CACHE`` or
@@ -133,7 +133,12 @@ class Workbench:
         from workbench.releases.loading import open_release
 
         provider, summary = open_release(
-            path, kind=kind, version=version, cache_dir=cache_dir, progress=progress
+            path,
+            kind=kind,
+            version=version,
+            cache_dir=cache_dir,
+            progress=progress,
+            claim=self.terminology.check_new_provider,
         )
         self.terminology.add_provider(provider)
         return summary

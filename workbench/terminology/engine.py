@@ -111,16 +111,22 @@ class Terminology:
         loaded, and then changes nothing.
         """
         with self._lock:
+            self.check_new_provider(provider.url, provider.version)
             known = self._providers.get(provider.url, [])
-            clash = any(p.version == provider.version for p in known) or (
-                self.registry.get("CodeSystem", provider.url, provider.version) is not None
-            )
-            if clash:
-                raise DuplicateCanonicalError(
-                    f"CodeSystem {provider.url}|{provider.version} is already loaded"
-                )
             self._providers[provider.url] = [provider, *known]
             self._vs_cache.clear()
+
+    def check_new_provider(self, url: str, version: str | None) -> None:
+        """Raise DuplicateCanonicalError when a code system ``url|version`` is already loaded
+        (from release files or as a CodeSystem resource)."""
+        clash = any(p.version == version for p in self._providers.get(url, ())) or (
+            self.registry.get("CodeSystem", url, version) is not None
+        )
+        if clash:
+            raise DuplicateCanonicalError(
+                f"CodeSystem {url}|{version} is already loaded: load another version, or "
+                "pass version= to load this release under another one"
+            )
 
     def providers(self) -> list[Any]:
         """Every loaded provider (the default version of each system first)."""
