@@ -62,3 +62,29 @@ def test_accessor_delegates(mwb: Workbench) -> None:
     pd.testing.assert_frame_equal(
         data["c"].fhir.translate(MAIN["url"], system=A, workbench=mwb), direct
     )
+
+
+@pytest.mark.parametrize("dtype", [object, "string[pyarrow]", "category"])
+def test_system_column_and_dtypes_agree_with_translate(mwb: Workbench, dtype: object) -> None:
+    codes = ["1", "1", "2", None, "zz", "x", "1", ""]
+    systems = [A, "http://ex/b", A, A, None, None, None, A]
+    index = pd.RangeIndex(10, 18)
+    data = pd.DataFrame(
+        {"c": pd.Series(codes, index, dtype=dtype), "s": pd.Series(systems, index, dtype=dtype)}
+    )
+    out = mwb.translate_column(data, MAIN["url"], code="c", system="s")
+    assert list(out.index) == list(range(10, 18))
+    assert str(out["result"].dtype) == "boolean"
+    for i, (c, s) in enumerate(zip(codes, systems, strict=True)):
+        row = tuple(None if v is pd.NA else v for v in out.iloc[i])
+        if not c:
+            assert row == (None, None, None, None, None, 0, None)
+        else:
+            assert row == strongest(mwb.translate(c, system=s, url=MAIN["url"]))
+
+
+def test_unknown_map_raises_even_for_an_empty_column(mwb: Workbench) -> None:
+    from workbench.terminology.conceptmap import ConceptMapNotFoundError
+
+    with pytest.raises(ConceptMapNotFoundError, match="http://ex/none"):
+        mwb.translate_column(pd.Series([], dtype=object), "http://ex/none")

@@ -83,8 +83,18 @@ class MembershipIndex(CodeSystemTable):
         return system in self._whole
 
     def contains(self, system: str, code: str) -> Match:
-        """Membership from the expansion."""
-        return self.members.get((system, code), NO_MATCH)
+        """Membership from the expansion (for UCUM, a listed unit spelled another way
+        is that unit)."""
+        found = self.members.get((system, code))
+        if found is not None:
+            return found
+        cs = self.codesystems.get(system)
+        same = getattr(cs, "equivalent_in", None)
+        if same is not None:
+            listed = same(code, [c for s, c in self.members if s == system])
+            if listed is not None:
+                return self.members[(system, listed)]
+        return NO_MATCH
 
 
 @dataclass
@@ -161,7 +171,8 @@ class Checker:
         rest = np.flatnonzero(~hit & ~missing)
         cs = self.resolve(system, None)
         vs = self.valueset
-        if cs is not None and cs.case_sensitive and self.members is not None:
+        same_unit = getattr(cs, "equivalent_in", None)  # UCUM: ml is a listed mL
+        if cs is not None and cs.case_sensitive and self.members is not None and not same_unit:
             members = self._member_index(system)
             if len(members) == len(index):
                 # every member of this system is plainly valid, so no other code is a member

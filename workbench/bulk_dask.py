@@ -44,7 +44,7 @@ def _partition(
     return validate_pandas(checker, part, code=code, system=system, display=display)
 
 
-def _ship(checker: Checker) -> Any:
+def _ship(checker: Any) -> Any:
     import dask
 
     try:

@@ -1,19 +1,27 @@
 """Translate a whole column of codes: the work is done once per distinct (system, code).
 
-The distinct pairs are factorized, each is translated once with the same engine as
-``Workbench.translate``, and the per-pair answers are broadcast back to the rows with
-integer takes, so the cost per row is a vectorised gather.
+The column is factorized (codes alone when every row has the same system, else codes and
+systems separately and then their integer pairs), each distinct pair is translated once
+with the same engine as ``Workbench.translate`` (the map chosen once, target displays
+looked up once), and the answers are broadcast back to the rows with integer takes, so the
+cost per row is a vectorised gather.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from workbench.errors import InvalidRequestError
-from workbench.terminology.conceptmap import STRENGTH, Translation
+from workbench.terminology.conceptmap import (
+    STRENGTH,
+    Translation,
+    candidate_maps,
+    translate_code,
+)
 
 if TYPE_CHECKING:
     from workbench.workbench import Workbench
@@ -28,6 +36,10 @@ COLUMNS = (
     "message",
 )
 _RANK = {eq: i for i, eq in enumerate(STRENGTH)}
+#: the row of a missing code
+MISSING: tuple[Any, ...] = (pd.NA, None, None, None, None, 0, None)
+Key = tuple[str | None, str]
+Answer = Callable[[str | None, str], tuple[Any, ...]]
 
 
 def strongest(t: Translation) -> tuple[Any, ...]:
@@ -46,6 +58,124 @@ def strongest(t: Translation) -> tuple[Any, ...]:
     )
 
 
+class ColumnTranslator:
+    """Answers one (system, code) at a time for a column: the maps are chosen once and
+    target displays are looked up once each (``wb.translate`` semantics otherwise)."""
+
+    def __init__(self, wb: Workbench, url: str | None, *, target_system: str | None = None) -> None:
+        self.maps = wb.registry.all("ConceptMap")
+        self.candidates = candidate_maps(self.maps, url=url)
+        self.target_system = target_system
+        self._lookup = wb.display_of
+        self._has_system = wb.terminology.codesystem
+        self._systems: dict[str, bool] = {}
+        self._displays: dict[tuple[str, str], str | None] = {}
+
+    def display_of(self, system: str, code: str) -> str | None:
+        """The target display, looked up once per (system, code); a system that is not
+        loaded is asked about once."""
+        known = self._systems.get(system)
+        if known is None:
+            known = self._systems[system] = self._has_system(system) is not None
+        if not known:
+            return None
+        key = (system, code)
+        if key not in self._displays:
+            self._displays[key] = self._lookup(system, code)
+        return self._displays[key]
+
+    def __call__(self, system: str | None, code: str) -> tuple[Any, ...]:
+        """The row (see ``COLUMNS``) for one code."""
+        return strongest(
+            translate_code(
+                self.candidates,
+                self.maps,
+                code=code,
+                system=system,
+                target_system=self.target_system,
+                display_of=self.display_of,
+            )
+        )
+
+    def table(self, pairs: Iterable[tuple[Any, Any]]) -> dict[Key, tuple[Any, ...]]:
+        """Answers for distinct (system, code) pairs, by normalised key (what Dask ships)."""
+        out: dict[Key, tuple[Any, ...]] = {}
+        for pair in pairs:
+            key = normalise(*pair)
+            if key is not None and key not in out:
+                out[key] = self(*key)
+        return out
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+
+def normalise(system: Any, code: Any) -> Key | None:
+    """The (system, code) strings of a pair, or None for a missing or empty code."""
+    if _is_missing(code) or code == "":
+        return None
+    return (None if _is_missing(system) else str(system), str(code))
+
+
+def answer_row(answer: Answer, system: Any, code: Any) -> tuple[Any, ...]:
+    """The row of one distinct pair: a missing or empty code gives ``MISSING``."""
+    key = normalise(system, code)
+    return MISSING if key is None else answer(*key)
+
+
+def split_input(
+    data: pd.DataFrame | pd.Series, code: str | None, system: str | None
+) -> tuple[pd.Series, pd.Series | None, str | None]:
+    """The code column, the system column (or None) and the constant system (or None)."""
+    if isinstance(data, pd.DataFrame):
+        if code is None or code not in data.columns:
+            raise InvalidRequestError(f"code must name a column of the frame, not {code!r}")
+        codes = data[code]
+        if system is not None and system in data.columns:
+            return codes, data[system], None
+        return codes, None, system
+    if isinstance(data, pd.Series):
+        return data, None, system
+    raise InvalidRequestError("translate_column takes a pandas DataFrame or Series")
+
+
+def factorize(
+    codes: pd.Series, systems: pd.Series | None, constant: str | None
+) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
+    """Integer labels per row and the distinct (system, code) pairs; -1 marks a missing
+    code (or system and code both missing)."""
+    code_inv, code_uni = pd.factorize(codes)
+    if systems is None:
+        return code_inv, [(constant, c) for c in code_uni]
+    sys_inv, sys_uni = pd.factorize(systems)
+    width = len(code_uni) + 1
+    both = (sys_inv.astype(np.int64) + 1) * width + (code_inv.astype(np.int64) + 1)
+    inverse, keys = pd.factorize(both)
+    pairs = []
+    for key in keys.tolist():
+        s, c = divmod(key, width)
+        pairs.append((sys_uni[s - 1] if s else None, code_uni[c - 1] if c else None))
+    return inverse, pairs
+
+
+def assemble(rows: list[tuple[Any, ...]], inverse: np.ndarray, index: pd.Index) -> pd.DataFrame:
+    """Broadcast one answer per distinct pair to the rows (``inverse`` -1 is missing)."""
+    rows = [*rows, MISSING]  # index -1 takes the last row
+    columns = list(zip(*rows, strict=True))
+    out: dict[str, Any] = {}
+    for name, values in zip(COLUMNS, columns, strict=True):
+        if name == "result":
+            out[name] = pd.array(values, dtype="boolean").take(inverse)
+        elif name == "matches":
+            out[name] = np.asarray(values, dtype=np.int64).take(inverse)
+        else:
+            arr = np.empty(len(values), dtype=object)
+            arr[:] = values
+            out[name] = pd.Series(arr.take(inverse), index=index, dtype=object, copy=False)
+    return pd.DataFrame(out, index=index, copy=False)
+
+
 def translate_pandas(
     wb: Workbench,
     data: pd.DataFrame | pd.Series,
@@ -60,47 +190,19 @@ def translate_pandas(
     ``code`` names the code column of a DataFrame; ``system`` is a column name or, when it
     is not a column, the system of every row.
     """
-    if isinstance(data, pd.DataFrame):
-        if code is None or code not in data.columns:
-            raise InvalidRequestError(f"code must name a column of the frame, not {code!r}")
-        codes = data[code]
-        systems = data[system] if system is not None and system in data.columns else None
-    elif isinstance(data, pd.Series):
-        codes, systems = data, None
-    else:
-        raise InvalidRequestError("translate_column takes a pandas DataFrame or Series")
-    constant = system if systems is None else None
-    code_arr = codes.astype(object).where(codes.notna(), None).to_numpy()
-    sys_arr = (
-        np.full(len(code_arr), constant, dtype=object)
-        if systems is None
-        else systems.astype(object).where(systems.notna(), None).to_numpy()
-    )
-    if systems is None:  # one system for every row: factorize the codes alone
-        inverse, distinct = pd.factorize(code_arr, use_na_sentinel=False)
-        uniques: Any = [(constant, c) for c in distinct]
-    else:
-        keys = np.empty(len(code_arr), dtype=object)
-        keys[:] = list(zip(sys_arr, code_arr, strict=True))
-        inverse, uniques = pd.factorize(keys)
-    answers: list[tuple[Any, ...]] = []
-    for sys_value, code_value in uniques:
-        if code_value is None or (isinstance(code_value, float) and np.isnan(code_value)):
-            answers.append((pd.NA, None, None, None, None, 0, None))
-            continue
-        sys_text = None if sys_value is None or sys_value != sys_value else str(sys_value)
-        answers.append(
-            strongest(
-                wb.translate(str(code_value), system=sys_text, url=url, target_system=target_system)
-            )
-        )
-    table = (
-        pd.DataFrame(answers, columns=list(COLUMNS), dtype=object)
-        if answers
-        else pd.DataFrame(columns=list(COLUMNS), dtype=object)
-    )
-    out = table.take(inverse).reset_index(drop=True)
-    out.index = data.index
-    out["result"] = out["result"].astype("boolean")
-    out["matches"] = out["matches"].astype("int64")
-    return out
+    codes, systems, constant = split_input(data, code, system)
+    translator = ColumnTranslator(wb, url, target_system=target_system)
+    return translate_frame(translator, codes, systems, constant, data.index)
+
+
+def translate_frame(
+    answer: Answer,
+    codes: pd.Series,
+    systems: pd.Series | None,
+    constant: str | None,
+    index: pd.Index,
+) -> pd.DataFrame:
+    """Factorize, answer each distinct pair once, broadcast back (shared with Dask)."""
+    inverse, pairs = factorize(codes, systems, constant)
+    rows = [answer_row(answer, s, c) for s, c in pairs]
+    return assemble(rows, inverse, index)

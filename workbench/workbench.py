@@ -14,6 +14,7 @@ import pandas as pd
 from workbench import frames, loading, packages
 from workbench.errors import InvalidRequestError, WorkbenchError
 from workbench.registry import Registry
+from workbench.releases.ucum.provider import UcumProvider
 from workbench.resources import Resource
 from workbench.terminology import languages
 from workbench.terminology.conceptmap import Translation, select_maps, translate
@@ -64,6 +65,7 @@ class Workbench:
     ) -> None:
         self.registry = Registry()
         self.terminology = Terminology(self.registry, max_expansion=max_expansion)
+        self.terminology.add_provider(UcumProvider())  # UCUM is always there
         self.package_cache = Path(package_cache) if package_cache is not None else None
         _CURRENT[:] = [weakref.ref(self)]
 
@@ -181,13 +183,6 @@ class Workbench:
         """
         if coding is not None:
             code, system = code or coding.get("code"), system or coding.get("system")
-
-        def display_of(target: str, target_code: str) -> str | None:
-            try:
-                return self.lookup(target, target_code).display
-            except WorkbenchError:
-                return None
-
         return translate(
             self.registry.all("ConceptMap") if maps is None else maps,
             code=code,
@@ -198,24 +193,60 @@ class Workbench:
             conceptmap_version=conceptmap_version,
             target_system=target_system,
             reverse=reverse,
-            display_of=display_of,
+            display_of=self.display_of,
         )
+
+    def display_of(self, system: str, code: str) -> str | None:
+        """The display of ``code`` in the loaded code system ``system`` (None when either
+        is unknown): what ``$translate`` shows for a target code."""
+        try:
+            return self.lookup(system, code).display
+        except WorkbenchError:
+            return None
 
     def translate_column(
         self,
-        data: pd.DataFrame | pd.Series,
+        data: Any,
         url: str | None,
         *,
         code: str | None = None,
         system: str | None = None,
         target_system: str | None = None,
-    ) -> pd.DataFrame:
+    ) -> Any:
         """Translate a column: result, equivalence, target_system/code/display, matches, message.
 
-        Work is done once per distinct (system, code); a row holds the strongest match.
-        """
-        from workbench.bulk_translate import translate_pandas
+        ``data`` is a pandas DataFrame (``code`` and ``system`` name columns; a ``system``
+        that is not a column is the system of every row) or Series, a dask DataFrame or
+        Series (a lazy result; the distinct codes are gathered once, translated on the
+        client and the answers shipped to the workers once) or a polars DataFrame or
+        Series (a polars result). Work is done once per distinct (system, code); a row
+        holds the strongest match and ``matches`` counts them; a missing code gives
+        ``result`` NA. Raises ConceptMapNotFoundError for an unknown ``url``.
 
+        >>> wb = Workbench()
+        >>> _ = wb.load({"resourceType": "ConceptMap", "url": "http://ex/cm", "group": [{
+        ...     "source": "http://ex/a", "target": "http://ex/b", "element": [
+        ...     {"code": "1", "target": [{"code": "x", "equivalence": "equivalent"}]}]}]})
+        >>> wb.translate_column(pd.Series(["1", "2", None]), "http://ex/cm")["target_code"].tolist()
+        ['x', None, None]
+        """
+        from workbench import bulk_dask, bulk_polars
+        from workbench.bulk_translate import ColumnTranslator, translate_pandas
+
+        if bulk_polars.is_polars(data):
+            result = self.translate_column(
+                bulk_polars.to_pandas(data),
+                url,
+                code=code,
+                system=system,
+                target_system=target_system,
+            )
+            return bulk_polars.from_pandas(result)
+        if bulk_dask.is_dask(data):
+            from workbench.bulk_translate_dask import translate_dask
+
+            translator = ColumnTranslator(self, url, target_system=target_system)
+            return translate_dask(translator, data, code=code, system=system)
         return translate_pandas(
             self, data, url, code=code, system=system, target_system=target_system
         )

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from workbench.errors import InvalidRequestError, ReleaseFormatError
 from workbench.terminology.provider import CodeSystemProvider
 
-KINDS = ("snomed", "icd10cm")
+KINDS = ("snomed", "loinc", "icd10cm")
 
 
 @dataclass(frozen=True)
@@ -81,11 +81,14 @@ def check_archive(path: str | Path) -> None:
 def detect(path: str | Path) -> str:
     """The kind of release at ``path``; ReleaseFormatError when it is none we know."""
     from workbench.releases.icd10cm import tabular
+    from workbench.releases.loinc import loader as loinc
     from workbench.releases.snomed import loader as snomed
 
     check_archive(path)
     if snomed.detect(path):
         return "snomed"
+    if loinc.detect(path):
+        return "loinc"
     if tabular.detect(path):
         return "icd10cm"
     if not Path(path).exists():
@@ -120,9 +123,6 @@ def open_release(
     cache = Path(cache_dir) if cache_dir is not None else default_cache()
     if kind == "icd10cm":
         return _open_icd10cm(path, version, cache, started, claim)
-    from workbench.releases.snomed import loader as snomed
-    from workbench.releases.snomed.provider import SnomedProvider
-
     bar = tqdm(desc=f"importing {Path(path).name}", disable=progress is False, unit=" step")
     try:
 
@@ -130,10 +130,9 @@ def open_release(
             bar.set_postfix_str(message.rsplit("/", 1)[-1][:60])
             bar.update(1)
 
-        sct, imported = snomed.load(path, cache, version=version, progress=step, claim=claim)
+        provider, store, imported = _open_store(kind, path, cache, version, step, claim)
     finally:
         bar.close()
-    provider: CodeSystemProvider = SnomedProvider(sct)
     if claim is not None:
         claim(provider.url, provider.version)
     summary = ReleaseSummary(
@@ -142,10 +141,33 @@ def open_release(
         version=provider.version,
         concepts=len(provider),
         seconds=round(time.perf_counter() - started, 3),
-        cache=str(sct.store.path),
+        cache=str(store),
         imported=imported,
     )
     return provider, summary
+
+
+def _open_store(
+    kind: str,
+    path: str | Path,
+    cache: Path,
+    version: str | None,
+    step: Any,
+    claim: Callable[[str, str | None], None] | None,
+) -> tuple[CodeSystemProvider, Path, bool]:
+    """A release kind that lives in a cache store: its provider, the store, and whether it
+    was imported now."""
+    if kind == "loinc":
+        from workbench.releases.loinc import loader as loinc
+        from workbench.releases.loinc.provider import LoincProvider
+
+        store, imported = loinc.load(path, cache, progress=step)
+        return LoincProvider(store, version=version), store.path, imported
+    from workbench.releases.snomed import loader as snomed
+    from workbench.releases.snomed.provider import SnomedProvider
+
+    sct, imported = snomed.load(path, cache, version=version, progress=step, claim=claim)
+    return SnomedProvider(sct), sct.store.path, imported
 
 
 def _open_icd10cm(

@@ -20,6 +20,7 @@ registered with :func:`register_implicit_maps`.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -324,7 +325,38 @@ def translate(
         raise RequiredError(
             "$translate needs a code (code, coding or codeableConcept)", expression=["code"]
         )
-    candidates = [
+    chosen = candidate_maps(
+        maps,
+        url=url,
+        conceptmap_version=conceptmap_version,
+        source=source,
+        target=target,
+        reverse=reverse,
+    )
+    return translate_code(
+        chosen,
+        maps,
+        code=code,
+        system=system,
+        target_system=target_system,
+        dependencies=dependencies,
+        reverse=reverse,
+        display_of=display_of,
+    )
+
+
+def candidate_maps(
+    maps: Iterable[Resource],
+    *,
+    url: str | None = None,
+    conceptmap_version: str | None = None,
+    source: str | None = None,
+    target: str | None = None,
+    reverse: bool = False,
+) -> list[Resource]:
+    """The maps a ``$translate`` uses: the one named by ``url`` (latest version unless
+    pinned), else every map whose declared source and target scopes fit."""
+    return [
         m
         for m in select_maps(maps, url, conceptmap_version)
         if url is not None
@@ -333,6 +365,21 @@ def translate(
             and _fits(m, "target" if not reverse else "source", target)
         )
     ]
+
+
+def translate_code(
+    candidates: Sequence[Resource],
+    maps: Iterable[Resource],
+    *,
+    code: str,
+    system: str | None = None,
+    target_system: str | None = None,
+    dependencies: Sequence[Dependency] = (),
+    reverse: bool = False,
+    display_of: Callable[[str, str], str | None] | None = None,
+) -> Translation:
+    """Translate one code through maps already chosen with :func:`candidate_maps`
+    (``maps`` are all the loaded maps, for ``other-map`` links)."""
     found: list[Match] = []
     notes: list[str] = []
     for cm in candidates:
@@ -365,6 +412,45 @@ def translate(
     return Translation(result=result, message=message, match_list=tuple(found))
 
 
+@dataclass(frozen=True)
+class _Group:
+    """One group of a ConceptMap, indexed by source code and by target code."""
+
+    group: Mapping[str, Any]
+    forward: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]]
+    backward: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]]
+
+
+_COMPILED: dict[int, tuple[Resource, tuple[_Group, ...]]] = {}
+_COMPILED_LIMIT = 256
+_COMPILED_LOCK = threading.Lock()
+
+
+def _compiled(cm: Resource) -> tuple[_Group, ...]:
+    """The groups of ``cm`` with their code indexes, built once per map object.
+
+    The cache holds the map itself, so an id is never reused while it is cached; a stored
+    map that changes is a new object (the registry never edits a resource in place).
+    """
+    hit = _COMPILED.get(id(cm))
+    if hit is not None and hit[0] is cm:
+        return hit[1]
+    groups = []
+    for group in cm.get("group", []):
+        forward: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+        backward: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+        for element in group.get("element", []):
+            for tgt in element.get("target", []):
+                forward.setdefault(element.get("code"), []).append((element, tgt))
+                backward.setdefault(tgt.get("code"), []).append((element, tgt))
+        groups.append(_Group(group, forward, backward))
+    with _COMPILED_LOCK:
+        if len(_COMPILED) >= _COMPILED_LIMIT:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        _COMPILED[id(cm)] = (cm, tuple(groups))
+    return tuple(groups)
+
+
 def _through(
     cm: Resource,
     maps: Iterable[Resource],
@@ -379,7 +465,8 @@ def _through(
 ) -> list[Match]:
     source = canonical_of(cm)
     out: list[Match] = []
-    for group in cm.get("group", []):
+    for indexed in _compiled(cm):
+        group = indexed.group
         g_src, g_tgt = group.get("source"), group.get("target")
         if reverse:
             g_src, g_tgt = g_tgt, g_src
@@ -387,34 +474,28 @@ def _through(
             continue
         if target_system is not None and g_tgt is not None and g_tgt != target_system:
             continue
-        hit = False
-        for element in group.get("element", []):
-            if not reverse and element.get("code") != code:
+        pairs = (indexed.backward if reverse else indexed.forward).get(code, ())
+        for element, tgt in pairs:
+            if reverse:
+                out_code, out_display = element.get("code"), element.get("display")
+            else:
+                out_code, out_display = tgt.get("code"), tgt.get("display")
+            if not _depends_hold(tgt.get("dependsOn", ()), dependencies):
                 continue
-            for tgt in element.get("target", []):
-                if reverse:
-                    if tgt.get("code") != code:
-                        continue
-                    out_code, out_display = element.get("code"), element.get("display")
-                else:
-                    out_code, out_display = tgt.get("code"), tgt.get("display")
-                hit = True
-                if not _depends_hold(tgt.get("dependsOn", []), dependencies):
-                    continue
-                if display_of and g_tgt and out_code:
-                    out_display = display_of(g_tgt, out_code) or out_display
-                out.append(
-                    Match(
-                        tgt["equivalence"],
-                        g_tgt if out_code else None,
-                        out_code,
-                        out_display,
-                        source,
-                        group.get("sourceVersion" if reverse else "targetVersion"),
-                        tuple(tgt.get("product", [])),
-                    )
+            if display_of and g_tgt and out_code:
+                out_display = display_of(g_tgt, out_code) or out_display
+            out.append(
+                Match(
+                    tgt["equivalence"],
+                    g_tgt if out_code else None,
+                    out_code,
+                    out_display,
+                    source,
+                    group.get("sourceVersion" if reverse else "targetVersion"),
+                    tuple(tgt.get("product", ())),
                 )
-        if hit or reverse or "unmapped" not in group:
+            )
+        if pairs or reverse or "unmapped" not in group:
             continue
         unmapped = group["unmapped"]
         mode = unmapped["mode"]

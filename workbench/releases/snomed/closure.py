@@ -13,11 +13,17 @@ CSR structures: ancestors per concept and descendants per concept, each slice so
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from workbench.releases.storage import mapped
+
 Rows = npt.NDArray[np.int32]
+NAMES = ("parents", "children", "up", "down")
+#: The files of a saved closure.
+FILES = tuple(f"{name}{part}.npy" for name in NAMES for part in ("", "_off"))
 Offsets = npt.NDArray[np.int64]
 
 
@@ -141,6 +147,21 @@ class Closure:
         up = CSR.from_pairs(n, rows, ancestors)
         down = CSR.from_pairs(n, ancestors, rows)
         return cls(parents, children, up, down)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The closure as named arrays to save (``parents``, ``parents_off``, … ``down_off``)."""
+        found: dict[str, np.ndarray] = {}
+        for name in NAMES:
+            csr: CSR = getattr(self, name)
+            found[f"{name}_off"] = csr.offsets
+            found[name] = csr.values
+        return found
+
+    @classmethod
+    def open(cls, folder: Path) -> Closure:
+        """The closure saved as ``.npy`` files (``arrays``) in ``folder``, memory-mapped."""
+        parts = [CSR(mapped(folder / f"{n}_off.npy"), mapped(folder / f"{n}.npy")) for n in NAMES]
+        return cls(*parts)
 
     def ancestors(self, row: int) -> Rows:
         """Every ancestor row of ``row`` (sorted, without the row itself)."""

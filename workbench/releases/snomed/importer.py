@@ -9,10 +9,6 @@ half-built store behind.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +21,7 @@ from workbench.errors import ReleaseFormatError
 from workbench.releases.snomed import rf2
 from workbench.releases.snomed.closure import Closure
 from workbench.releases.snomed.store import FORMAT, SCT
+from workbench.releases.storage import build_atomically, write_table
 
 IS_A = 116680003
 FSN = 900000000000003001
@@ -48,23 +45,8 @@ def build(
     Returns the store's metadata. Raises ReleaseFormatError for a broken file; then nothing
     is left at ``dest`` or beside it.
     """
-    started = time.perf_counter()
     step = progress or (lambda _msg: None)
-    tmp = dest.with_name(f"{dest.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        meta = _build(files, tmp, step)
-        meta["importSeconds"] = round(time.perf_counter() - started, 2)
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        if dest.exists():
-            shutil.rmtree(tmp)
-        else:
-            os.replace(tmp, dest)
-        return meta
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    return build_atomically(dest, lambda tmp: _build(files, tmp, step))
 
 
 def _concat(files: list[rf2.ReleaseFile], kind: str, step: Progress) -> pa.Table | None:
@@ -82,13 +64,6 @@ def _concat(files: list[rf2.ReleaseFile], kind: str, step: Progress) -> pa.Table
 
 def _np(table: pa.Table, column: str) -> np.ndarray:
     return table.column(column).to_numpy()
-
-
-def _write(table: pa.Table, path: Path) -> None:
-    """One record batch per file, so that every column maps to one zero-copy array."""
-    table = table.combine_chunks()
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
 
 
 def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str, Any]:
@@ -173,8 +148,8 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
             "fsn": fsn,
         }
     )
-    _write(concept_table, out / "concepts.arrow")
-    _write(
+    write_table(concept_table, out / "concepts.arrow")
+    write_table(
         pa.table(
             {
                 "id": descriptions.column("id"),
@@ -190,7 +165,7 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
         ),
         out / "descriptions.arrow",
     )
-    _write(acceptability, out / "acceptability.arrow")
+    write_table(acceptability, out / "acceptability.arrow")
 
     # relationships (active ones) and the closure of is-a
     step("relationships")
@@ -219,15 +194,7 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
     is_a = (_np(rels, "typeId") == IS_A) & (src >= 0) & (dst >= 0)
     step("transitive closure")
     closure = Closure.build(n, src[is_a], dst[is_a])
-    arrays: dict[str, np.ndarray] = dict(rel)
-    for name, csr in (
-        ("parents", closure.parents),
-        ("children", closure.children),
-        ("up", closure.up),
-        ("down", closure.down),
-    ):
-        arrays[f"{name}_off"] = csr.offsets
-        arrays[name] = csr.values
+    arrays: dict[str, np.ndarray] = {**rel, **closure.arrays()}
     arrays["rel_by_dst"] = np.argsort(arrays["rel_dst"], kind="stable").astype(np.int32)
     for name, array in arrays.items():
         np.save(out / f"{name}.npy", np.ascontiguousarray(array))
@@ -242,7 +209,7 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
     c_src = rows_of(_np(concrete, "sourceId"))
     c_type = rows_of(_np(concrete, "typeId"))
     values = concrete.column("value").to_pylist()
-    _write(
+    write_table(
         pa.table(
             {
                 "source": pa.array(c_src, pa.int32()),
@@ -285,7 +252,7 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
             }
         )
     )
-    _write(
+    write_table(
         member_table.sort_by([("refsetId", "ascending"), ("referencedComponentId", "ascending")]),
         out / "members.arrow",
     )
@@ -297,7 +264,7 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
                 for name in rf2.HEADERS["association"]
             }
         )
-    _write(
+    write_table(
         pa.table(
             {
                 "source": assoc.column("referencedComponentId"),
@@ -314,7 +281,7 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
             table = pa.table(
                 {name: pa.array([], rf2._type_of(name, kind)) for name in rf2.HEADERS[kind]}
             )
-        _write(table.filter(pc.equal(table.column("active"), 1)), out / f"{kind}.arrow")
+        write_table(table.filter(pc.equal(table.column("active"), 1)), out / f"{kind}.arrow")
 
     module, effective = _edition(files, step, concepts)
     refset_ids = sorted(

@@ -8,7 +8,6 @@ reopened; a release whose files change gets a new store.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases import archive
 from workbench.releases.snomed import importer, rf2
 from workbench.releases.snomed.codesystem import SnomedCT, check_version
 from workbench.releases.snomed.store import FORMAT, SCT, Store, is_store
@@ -31,17 +31,8 @@ def detect(path: str | Path) -> bool:
 
 def fingerprint(files: list[rf2.ReleaseFile]) -> str:
     """A short hash naming a release's store: file names, sizes, the concept file's head."""
-    digest = hashlib.sha256(f"format{FORMAT}".encode())
-    for file in files:
-        digest.update(Path(file.name).name.encode())
-        if file.archive is None:
-            digest.update(str(Path(file.name).stat().st_size).encode())
-        else:
-            digest.update(str(file.archive.stat().st_size).encode())
     concept = next(f for f in files if f.kind == "concept")
-    with concept.open() as stream:
-        digest.update(stream.read(1 << 16))
-    return digest.hexdigest()[:16]
+    return archive.fingerprint(files, concept, f"format{FORMAT}")
 
 
 def load(

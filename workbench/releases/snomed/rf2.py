@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases.archive import ReleaseFile, label, list_files
 
 BASE = ["id", "effectiveTime", "active", "moduleId"]
 REFSET = [*BASE, "refsetId", "referencedComponentId"]
@@ -129,22 +128,6 @@ def kind_of(name: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class ReleaseFile:
-    """One RF2 file of a release: its kind and where it is (a path, or a member of a zip)."""
-
-    kind: str
-    name: str
-    archive: Path | None = None
-
-    def open(self) -> io.BufferedIOBase | Any:
-        """Open the file for binary reading."""
-        if self.archive is None:
-            return open(self.name, "rb")
-        with zipfile.ZipFile(self.archive) as zf:
-            return io.BytesIO(zf.read(self.name))
-
-
 def find_files(path: str | Path) -> list[ReleaseFile]:
     """List the RF2 Snapshot files of a release folder or zip.
 
@@ -153,42 +136,16 @@ def find_files(path: str | Path) -> list[ReleaseFile]:
     """
     root = Path(path)
     found: list[ReleaseFile] = []
-    if root.is_dir():
-        for file in sorted(root.rglob("*.txt")):
-            kind = kind_of(file.name)
-            if kind is not None:
-                found.append(ReleaseFile(kind, str(file)))
-    elif root.is_file() and zipfile.is_zipfile(root):
-        try:
-            with zipfile.ZipFile(root) as zf:
-                names = zf.namelist()
-                bad = zf.testzip()
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise ReleaseFormatError(f"the zip archive is damaged ({exc})", file=str(root)) from exc
-        if bad is not None:
-            raise ReleaseFormatError(f"the zip member {bad} is damaged", file=str(root))
-        for name in sorted(names):
-            kind = kind_of(name)
-            if kind is not None:
-                found.append(ReleaseFile(kind, name, root))
-    elif root.is_file():
-        raise ReleaseFormatError(
-            "not an RF2 release: neither a folder nor a readable zip archive (truncated?)",
-            file=str(root),
-        )
-    else:
-        raise ReleaseFormatError("no such file or folder", file=str(root))
+    for name, archive in list_files(root, "an RF2 release"):
+        kind = kind_of(name)
+        if kind is not None and name.endswith(".txt"):
+            found.append(ReleaseFile(kind, name, archive))
     if not any(f.kind == "concept" for f in found):
         raise ReleaseFormatError(
             "not an RF2 Snapshot release: no sct2_Concept_…Snapshot… file was found",
             file=str(root),
         )
     return found
-
-
-def label(file: ReleaseFile) -> str:
-    """A name for messages: the path, or ``archive.zip!member``."""
-    return f"{file.archive}!{file.name}" if file.archive is not None else file.name
 
 
 def read(file: ReleaseFile) -> pa.Table:

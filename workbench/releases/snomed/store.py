@@ -14,7 +14,6 @@ source row) and the closure (``parents``, ``children``, ``up``, ``down`` as CSR)
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from workbench.releases.snomed.closure import CSR, Closure
+from workbench.releases import storage
+from workbench.releases.snomed.closure import FILES as CLOSURE_FILES
+from workbench.releases.snomed.closure import Closure
+from workbench.releases.storage import mapped
 
 SCT = "http://snomed.info/sct"
 FORMAT = 1
@@ -48,29 +50,16 @@ _TABLES = (
 )
 
 
-_CSR = ("parents", "children", "up", "down")
 FILES = (
     *(f"{name}.arrow" for name in _TABLES),
     *(f"{name}.npy" for name in _ARRAYS),
-    *(f"{name}{part}.npy" for name in _CSR for part in ("", "_off")),
+    *CLOSURE_FILES,
 )
-
-
-def _mapped(path: Path) -> np.ndarray:
-    """A memory-mapped .npy file as a plain ndarray view (np.memmap's own indexing costs
-    microseconds per call; the view shares the same mapped pages)."""
-    return np.load(path, mmap_mode="r").view(np.ndarray)
 
 
 def is_store(path: Path) -> bool:
     """True when ``path`` holds a complete store of this format."""
-    meta = path / "meta.json"
-    if not meta.is_file():
-        return False
-    try:
-        return json.loads(meta.read_text()).get("format") == FORMAT
-    except (OSError, ValueError):
-        return False
+    return storage.is_store(path, FORMAT)
 
 
 class Store:
@@ -78,16 +67,9 @@ class Store:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.meta: dict[str, Any] = json.loads((self.path / "meta.json").read_text())
-        missing = [name for name in FILES if not (self.path / name).is_file()]
-        if missing:
-            raise FileNotFoundError(f"the store {self.path} lacks {', '.join(missing)}")
-        self.tables: dict[str, pa.Table] = {}
-        for name in _TABLES:
-            source = pa.memory_map(str(self.path / f"{name}.arrow"), "r")
-            self.tables[name] = pa.ipc.open_file(source).read_all()
+        self.meta, self.tables = storage.open_store(self.path, FILES, _TABLES)
         self.arrays: dict[str, np.ndarray] = {
-            name: _mapped(self.path / f"{name}.npy") for name in _ARRAYS
+            name: mapped(self.path / f"{name}.npy") for name in _ARRAYS
         }
         self._np: dict[str, np.ndarray] = {}
         self.ids: npt.NDArray[np.int64] = self.column_np("concepts", "id")
@@ -152,18 +134,10 @@ class Store:
 
     # --- closure ----------------------------------------------------------------------
 
-    def _csr(self, name: str) -> CSR:
-        return CSR(
-            _mapped(self.path / f"{name}_off.npy"),
-            _mapped(self.path / f"{name}.npy"),
-        )
-
     @cached_property
     def closure(self) -> Closure:
         """Parents, children, ancestors and descendants (mapped CSR arrays)."""
-        return Closure(
-            self._csr("parents"), self._csr("children"), self._csr("up"), self._csr("down")
-        )
+        return Closure.open(self.path)
 
     # --- descriptions -----------------------------------------------------------------
 

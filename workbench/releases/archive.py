@@ -1,0 +1,82 @@
+"""The files of a release as distributed: a folder, or a zip archive (checked for damage)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import ReleaseFormatError
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    """One file of a release: its kind and where it is (a path, or a member of a zip)."""
+
+    kind: str
+    name: str
+    archive: Path | None = None
+
+    def open(self) -> io.BufferedIOBase | Any:
+        """Open the file for binary reading."""
+        if self.archive is None:
+            return open(self.name, "rb")
+        with zipfile.ZipFile(self.archive) as zf:
+            return io.BytesIO(zf.read(self.name))
+
+    def read(self) -> bytes:
+        """The whole file's bytes."""
+        with self.open() as stream:
+            data: bytes = stream.read()
+        return data
+
+
+def label(file: ReleaseFile) -> str:
+    """A name for messages: the path, or ``archive.zip!member``."""
+    return f"{file.archive}!{file.name}" if file.archive is not None else file.name
+
+
+def list_files(path: str | Path, what: str) -> list[tuple[str, Path | None]]:
+    """Every file of a release folder or zip as ``(name, archive)`` (``archive`` is None for
+    a folder's files, whose names are paths), sorted by name.
+
+    Raises ReleaseFormatError (``what`` names the kind of release in the message) when the
+    path is missing, or is a file that is not a readable zip (truncated or corrupt).
+    """
+    root = Path(path)
+    if root.is_dir():
+        return [(str(f), None) for f in sorted(root.rglob("*")) if f.is_file()]
+    if root.is_file() and zipfile.is_zipfile(root):
+        try:
+            with zipfile.ZipFile(root) as zf:
+                names = zf.namelist()
+                bad = zf.testzip()
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise ReleaseFormatError(f"the zip archive is damaged ({exc})", file=str(root)) from exc
+        if bad is not None:
+            raise ReleaseFormatError(f"the zip member {bad} is damaged", file=str(root))
+        return [(name, root) for name in sorted(names) if not name.endswith("/")]
+    if root.is_file():
+        raise ReleaseFormatError(
+            f"not {what}: neither a folder nor a readable zip archive (truncated?)",
+            file=str(root),
+        )
+    raise ReleaseFormatError("no such file or folder", file=str(root))
+
+
+def fingerprint(files: list[ReleaseFile], main: ReleaseFile, salt: str) -> str:
+    """A short hash naming a release's store: ``salt`` (the store's format), the files'
+    names and sizes, and the first bytes of its ``main`` file."""
+    digest = hashlib.sha256(salt.encode())
+    for file in files:
+        digest.update(Path(file.name).name.encode())
+        if file.archive is None:
+            digest.update(str(Path(file.name).stat().st_size).encode())
+        else:
+            digest.update(str(file.archive.stat().st_size).encode())
+    with main.open() as stream:
+        digest.update(stream.read(1 << 16))
+    return digest.hexdigest()[:16]
