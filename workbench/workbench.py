@@ -561,7 +561,11 @@ class Workbench:
         checker = bulk.make_checker(self, valueset, abstract)
         frame = bulk.validate_pandas(checker, data, code=code, system=system, display=display)
         codes = data[code] if isinstance(data, pd.DataFrame) and code is not None else data
-        return report.to_report(frame, bulk.checked_codes(codes))
+        return report.to_report(
+            frame,
+            bulk.checked_codes(bulk.code_text(codes)),
+            suggester=bulk.make_suggester(self, valueset),
+        )
 
     # --- serving ----------------------------------------------------------------------
 
