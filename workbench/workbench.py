@@ -122,9 +122,10 @@ class Workbench:
     ) -> ReleaseSummary:
         """Load a terminology from its release files as distributed (a folder or a zip).
 
-        ``kind`` (``"snomed"``, ``"icd10cm"``) is detected from the files when omitted; ``version``
-        overrides the release's own (for SNOMED CT the version URI, e.g.
-        ``http://snomed.info/xsct/31000003106/version/20250909``). The release is imported
+        ``kind`` (``"snomed"``, ``"loinc"``, ``"icd10cm"``, ``"rxnorm"``) is detected from
+        the files when omitted; ``version`` overrides the release's own (for SNOMED CT the
+        version URI, e.g. ``http://snomed.info/xsct/31000003106/version/20250909``; for
+        RxNorm the release date, MMDDYYYY, from the readme's name). The release is imported
         once into ``cache_dir`` (default ``$WORKBENCH_RELEASE_CACHE`` or
         ``~/.cache/workbench/releases``) and reopened from there afterwards; a progress bar
         shows while it imports. Returns the summary (system, version, concepts, time, cache).
@@ -174,12 +175,15 @@ class Workbench:
         source: str | None = None,
         target: str | None = None,
         conceptmap_version: str | None = None,
+        dependencies: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = (),
     ) -> Translation:
         """Translate a code (or a Coding) through the loaded ConceptMaps (R4 ``$translate``).
 
         Without ``url`` every loaded map whose groups fit is used; a ``url`` without a
         version uses its latest version. Target displays come from loaded code systems.
         ``maps`` replaces the loaded maps for this call (an inline ``conceptMap``).
+        ``dependencies`` are ``(element uri, codings)`` pairs: a target whose ``dependsOn``
+        names that element with another code is left out.
         """
         if coding is not None:
             code, system = code or coding.get("code"), system or coding.get("system")
@@ -193,6 +197,7 @@ class Workbench:
             conceptmap_version=conceptmap_version,
             target_system=target_system,
             reverse=reverse,
+            dependencies=dependencies,
             display_of=self.display_of,
         )
 
