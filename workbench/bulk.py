@@ -179,6 +179,7 @@ class Checker:
                 outside = np.ones(len(rest), dtype=bool)
             else:
                 outside = members.get_indexer(pd.Index(codes[rest])) < 0
+            outside &= ~_expressions(cs, codes[rest])  # checked in full, one by one
             chosen = rest[outside]
             context = f"the value set {vs.canonical}"
             reasons, messages, displays = non_members(
@@ -191,6 +192,20 @@ class Checker:
             rest = rest[~outside]
         for i in rest:
             out.set(where[i], self.check(system, str(codes[i]), None))
+
+
+def _expressions(cs: Any, codes: np.ndarray) -> np.ndarray:
+    """Which codes a compositional provider takes as post-coordinated expressions (all
+    False for any other code system); only codes that are not plain digits are asked."""
+    found = np.zeros(len(codes), dtype=bool)
+    is_expression = getattr(cs, "is_expression", None)
+    if is_expression is None or not len(codes):
+        return found
+    text = pd.Series(codes, dtype=object)
+    plain = text.str.isdigit().fillna(True).to_numpy(dtype=bool)
+    for i in np.flatnonzero(~plain):
+        found[i] = bool(is_expression(str(codes[i])))
+    return found
 
 
 def _missing_mask(values: np.ndarray) -> np.ndarray:

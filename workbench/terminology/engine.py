@@ -225,11 +225,18 @@ class Terminology:
         """A provider's implicit value set (``http://snomed.info/sct?fhir_vs=…``)."""
         base = url.partition("?")[0]
         for system, found in self._providers.items():
-            if found and (base == system or base.startswith(system + "/")):
-                make = getattr(found[0], "implicit_valueset", None)
-                if make is not None:
-                    resource: Resource | None = make(url)
-                    return resource
+            if not found:
+                continue
+            make = getattr(found[0], "implicit_valueset", None)
+            if make is None:
+                continue
+            if base == system or base.startswith(system + "/"):
+                resource: Resource | None = make(url)
+                return resource
+            # an edition URI the system spells otherwise (http://snomed.info/xsct/…)
+            other: Resource | None = make(url) if "?fhir_vs" in url else None
+            if other is not None:
+                return other
         return None
 
     def compiled(
