@@ -433,3 +433,18 @@ def test_http_expand(http: httpx.Client) -> None:
 def test_http_expand_all_of_ucum_is_too_costly(http: httpx.Client, url: str) -> None:
     response = http.get("/ValueSet/$expand", params={"url": url})
     assert_outcome(response, 422, "too-costly", "infinitely many codes")
+
+
+def _plain(frame: pd.DataFrame, column: str) -> list[Any]:
+    return frame[column].astype(object).where(frame[column].notna(), None).tolist()
+
+
+@pytest.mark.parametrize("url", [LISTED, ALL])
+def test_bulk_validation_on_dask_equals_pandas(wb: Workbench, url: str) -> None:
+    import dask.dataframe as dd
+
+    units = pd.Series(["mL", "ml", "cm3", "mmHg", None, "g", "10*9/L", "Kg", "{cells}/uL"] * 3)
+    on_pandas = wb.validate_column(units, url, system=UCUM)
+    on_dask = wb.validate_column(dd.from_pandas(units, npartitions=3), url, system=UCUM).compute()
+    for column in ("result", "issue", "message", "display"):
+        assert _plain(on_dask, column) == _plain(on_pandas, column), column
