@@ -83,8 +83,13 @@ def without_volatile(valueset: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def folder_state(folder: Path) -> dict[str, bytes]:
-    """Every file in ``folder`` (names and bytes), hidden temporary files included."""
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    """Every file under ``folder`` (relative paths and bytes), hidden temporary files
+    included."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def free_port() -> int:

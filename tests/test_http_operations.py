@@ -1171,7 +1171,8 @@ ERRORS = [
     ),
     # Malformed JSON: 400 structure.
     post("malformed-json", None, 400, "structure", "^The body is not valid JSON", raw=b"{x"),
-    post("empty-body", None, 400, "structure", "^The body is not valid JSON", EXP, raw=b""),
+    # An empty body is the operation called without inputs (as with GET): url is missing.
+    post("empty-body", None, 400, "required", "^Parameter 'url' is required", EXP, raw=b""),
     # Unsupported content types: 415.
     post(
         "text-plain",

@@ -12,6 +12,7 @@ from workbench import (
     CodeSystemNotFoundError,
     ImportCycleError,
     IncompleteCodeSystemError,
+    TooCostlyError,
     UnsupportedFilterError,
     ValueSetNotFoundError,
     Workbench,
@@ -21,6 +22,7 @@ DOCUMENTED = (
     CodeSystemNotFoundError,
     IncompleteCodeSystemError,
     ImportCycleError,
+    TooCostlyError,  # a value set of all of UCUM (a grammar: infinitely many codes)
     UnsupportedFilterError,
     ValueSetNotFoundError,
 )

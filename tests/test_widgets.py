@@ -5,6 +5,7 @@ through)."""
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import re
@@ -38,7 +39,7 @@ from workbench.notebook import (
     ValueSetBrowser,
     views,
 )
-from workbench.report import ValidationFrame, ValidationSummary
+from workbench.report import ValidationFrame
 
 DEMO = "http://example.org/fhir/CodeSystem/workbench-demo"
 DEMO_VS = "http://example.org/fhir/ValueSet/"
@@ -1110,16 +1111,52 @@ def test_column_report_counts_with_thousands(default_wb: Workbench) -> None:
     report = ColumnReport(default_wb.validate_column(codes, IN_PERSON))
     assert "<b>1,200</b> of 2,201 rows valid (54.5%)" in report.counts.value
     assert "<td>unknown-code</td><td style='text-align:right'>1,001</td>" in report.counts.value
-    assert "<div>1,001 rows</div>" in report.table.value
+    assert report.rows_caption.value == "<div>1,001 rows</div>"
+    assert report.codes.df["code"].tolist() == ["nope"]
+    assert report.codes.df["count"].tolist() == [1001]
 
 
-def test_column_report_chart_is_a_png(report: ColumnReport) -> None:
-    png = bytes(report.chart.value)
-    assert report.chart.format == "png"
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
-    image = plt.imread(io.BytesIO(png), format="png")
-    assert image.shape[:2] == (288, 880)
+def test_column_report_shows_distinct_codes_first(report: ColumnReport) -> None:
+    """The first table is by code (failing ones, most frequent first), in an interactive
+    table widget that pages, sorts, searches and exports."""
+    assert report.children[2] is report.codes_caption
+    assert report.children[3] is report.codes
+    shown = report.codes.df
+    assert shown["code"].tolist()[0] == "nope"
+    assert shown["count"].tolist()[0] == 3
+    assert shown["share"].tolist()[0] == "27.3%"
+    assert sorted(shown["issue"]) == sorted(FAILING)
+    assert report.codes_caption.value.startswith("<b>5 distinct failing codes</b>")
+    args = report.codes._dt_args
+    assert args["pageLength"] == 10
+    assert {"csvHtml5", "excelHtml5"} <= set(args["buttons"])
+
+
+def test_column_report_chart_is_vega_lite(report: ColumnReport) -> None:
+    [output] = report.chart.outputs
+    spec = output["data"]["application/vnd.vegalite.v5+json"]
+    reasons, codes = spec["hconcat"]
+    assert {r["reason"]: r["rows"] for r in reasons["data"]["values"]} == COUNTS
+    assert codes["data"]["values"][0]["code"].startswith("nope")
+    assert "scale" not in reasons["encoding"]["x"]  # 1..3 rows: no log scale
     assert plt.get_fignums() == []
+
+
+def test_column_report_chart_follows_the_filter(report: ColumnReport) -> None:
+    report.reason.value = "not-in-vs"
+    spec = report.chart.outputs[0]["data"]["application/vnd.vegalite.v5+json"]
+    reasons, codes = spec["hconcat"]
+    chosen = [r["reason"] for r in reasons["data"]["values"] if r["chosen"]]
+    assert chosen == ["not-in-vs"]
+    assert [c["issue"] for c in codes["data"]["values"]] == ["not-in-vs"]
+    assert codes["title"].endswith("(not-in-vs)")
+
+
+def test_column_report_chart_log_scale_when_counts_span_decades(default_wb: Workbench) -> None:
+    codes = pd.Series(["office"] * 5000 + ["nope"] * 3 + ["bad"])
+    report = ColumnReport(default_wb.validate_column(codes, IN_PERSON))
+    reasons = report.chart_spec.spec["hconcat"][0]
+    assert reasons["encoding"]["x"]["scale"] == {"type": "log"}
 
 
 def test_column_report_top_invalid_codes(column_result: ValidationFrame) -> None:
@@ -1128,41 +1165,18 @@ def test_column_report_top_invalid_codes(column_result: ValidationFrame) -> None
     assert top["code"].tolist()[0] == "nope"
     assert top["count"].tolist()[0] == 3
     assert len(top) == 2
+    assert len(report.chart_spec.spec["hconcat"][1]["data"]["values"]) == 2
 
 
-CHART_TOP_CASES = [
-    pytest.param(3, 3, id="top-3"),
-    pytest.param(10, 10, id="top-10"),
-    pytest.param(
-        12,
-        12,
-        id="top-12",
-    ),
-]
-
-
-@pytest.mark.parametrize(("top", "bars"), CHART_TOP_CASES)
-def test_column_report_chart_draws_the_top_invalid_codes(
-    default_wb: Workbench, monkeypatch: pytest.MonkeyPatch, top: int, bars: int
-) -> None:
+@pytest.mark.parametrize("top", [3, 10, 12])
+def test_column_report_chart_draws_the_top_invalid_codes(default_wb: Workbench, top: int) -> None:
     codes = pd.Series([f"bad-{i:02}" for i in range(15) for _ in range(15 - i)])
-    result = default_wb.validate_column(codes, IN_PERSON)
-    figures: list[Any] = []
-    plot = ValidationSummary.plot
-
-    def recording_plot(self: ValidationSummary, *args: Any, **kwargs: Any) -> Any:
-        figures.append(plot(self, *args, **kwargs))
-        return figures[-1]
-
-    monkeypatch.setattr(ValidationSummary, "plot", recording_plot)
-    report = ColumnReport(result, top=top)
+    report = ColumnReport(default_wb.validate_column(codes, IN_PERSON), top=top)
     assert len(report.summary.top_invalid) == top
-    [figure] = figures
-    left = figure.axes[0]
-    labels = [tick.get_text() for tick in left.get_yticklabels()]
-    assert len(left.patches) == bars
-    assert labels[-1].startswith("bad-00")
-    assert bytes(report.chart.value).startswith(b"\x89PNG")
+    bars = report.chart_spec.spec["hconcat"][1]["data"]["values"]
+    assert len(bars) == top
+    assert bars[0]["code"].startswith("bad-00")
+    assert bars[0]["rows"] == 15
 
 
 def test_column_report_reason_options(report: ColumnReport) -> None:
@@ -1171,12 +1185,14 @@ def test_column_report_reason_options(report: ColumnReport) -> None:
     assert report.reason.value == "all failures"
     assert set(FAILING) <= set(options[1:])
     assert "valid" not in options
+    assert report.issue is report.reason
 
 
 def test_column_report_every_offered_reason_selects_rows(report: ColumnReport) -> None:
     for reason in report.reason.options[1:]:
         report.reason.value = reason
         assert len(report.shown) > 0, reason
+        assert set(report.selected["issue"]) == {reason}
 
 
 FILTER_REASONS = [pytest.param(reason, n, id=reason) for reason, n in FAILING.items()]
@@ -1194,19 +1210,21 @@ def test_column_report_filters_failing_rows(
     assert set(report.shown["issue"]) == {reason}
     expected_index = [f"row{i}" for i, (_, _, r) in enumerate(COLUMN) if r == reason]
     assert report.shown.index.tolist() == expected_index
-    assert report.table.value.startswith(f"<div>{rows:,} rows</div>")
-    for index in expected_index:
-        assert f"<th>{index}</th>" in report.table.value
-    for index in set(everything.index) - set(expected_index):
-        assert f"<th>{index}</th>" not in report.table.value
+    assert report.rows_caption.value == f"<div>{rows:,} rows</div>"
+    assert report.table.df.index.tolist() == expected_index
+    assert set(report.codes.df["issue"]) == {reason}
     report.reason.value = "all failures"
     assert len(report.shown) == len(everything)
 
 
-def test_column_report_limits_the_table_rows(column_result: ValidationFrame) -> None:
-    report = ColumnReport(column_result, rows=2)
-    assert report.table.value.startswith("<div>7 rows</div>")
-    assert len(re.findall(r"<th>row\d+</th>", report.table.value)) == 2
+def test_column_report_show_valid_codes(report: ColumnReport) -> None:
+    report.show_valid.value = True
+    try:
+        assert "office" in report.codes.df["code"].tolist()
+        assert report.codes_caption.value.startswith("<b>8 distinct codes</b>")
+    finally:
+        report.show_valid.value = False
+    assert "office-new" not in report.codes.df["code"].tolist()
 
 
 def test_column_report_all_valid(default_wb: Workbench) -> None:
@@ -1214,8 +1232,85 @@ def test_column_report_all_valid(default_wb: Workbench) -> None:
     assert list(report.reason.options) == ["all failures"]
     assert "<b>2</b> of 2 rows valid (100.0%)" in report.counts.value
     assert len(report.shown) == 0
-    assert "No rows." in report.table.value
-    assert bytes(report.chart.value).startswith(b"\x89PNG")
+    assert len(report.codes.df) == 0
+    assert report.rows_caption.value == "<div>0 rows</div>"
+    assert len(report.chart_spec.spec["hconcat"]) == 1
+
+
+def test_column_report_shows_whitespace_and_suggestions(default_wb: Workbench) -> None:
+    codes = pd.Series([" male", "Female", "femal", "male", "zzzz"])
+    report = ColumnReport(default_wb.validate_column(codes, GENDER))
+    shown = report.codes.df.set_index("code")
+    assert shown.loc["␣male", "suggestion"] == "male"
+    assert shown.loc["Female", "suggestion"] == "female"
+    assert shown.loc["femal", "suggestion"] == "female"
+    assert shown.loc["zzzz", "suggestion"] == ""
+    assert "did you mean 'male'" in shown.loc["␣male", "message"]
+    # the data behind it keeps the code as given
+    assert " male" in report.by_code["code"].tolist()
+
+
+EXPORT_CASES = [
+    pytest.param("csv", lambda b: pd.read_csv(io.BytesIO(b), keep_default_na=False), id="csv"),
+    pytest.param("xlsx", lambda b: pd.read_excel(io.BytesIO(b), keep_default_na=False), id="xlsx"),
+    pytest.param("parquet", lambda b: pd.read_parquet(io.BytesIO(b)), id="parquet"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "read"), EXPORT_CASES)
+def test_column_report_exports(
+    default_wb: Workbench, fmt: str, read: Callable[[bytes], pd.DataFrame]
+) -> None:
+    codes = pd.Series([" male", " male", "Female", "male"])
+    report = ColumnReport(default_wb.validate_column(codes, GENDER))
+    report.export_format.value = fmt
+    report.export_button.click()
+    link = report.download.value
+    assert f"download='codes.{fmt}'" in link
+    data = base64.b64decode(re.search(r"base64,([^']+)'", link).group(1))  # type: ignore[union-attr]
+    frame = read(data)
+    assert frame["code"].tolist() == [" male", "Female"]  # whitespace kept, no ␣
+    assert frame["count"].tolist() == [2, 1]
+    report.export_what.value = "failures"
+    assert report.download.value == ""  # a changed choice clears the old link
+    report.export_button.click()
+    assert "download='failing-rows." in report.download.value
+
+
+def test_column_report_on_raw_data_says_what_to_do(default_wb: Workbench) -> None:
+    frame = pd.DataFrame({"gender": ["male", "x"]})
+    with pytest.raises(WorkbenchError, match=r"validate_column.*code='gender'"):
+        ColumnReport(frame)
+    report = ColumnReport(frame, GENDER, code="gender", workbench=default_wb)
+    assert report.summary.valid == 1
+    with pytest.raises(WorkbenchError, match="not list"):
+        ColumnReport(["male"])
+
+
+def test_column_report_nullable_integer_codes(wb: Workbench) -> None:
+    wb.load(
+        [
+            {
+                "resourceType": "CodeSystem",
+                "url": "http://example.org/int",
+                "status": "active",
+                "content": "complete",
+                "concept": [{"code": "1", "display": "One"}, {"code": "2", "display": "Two"}],
+            },
+            {
+                "resourceType": "ValueSet",
+                "url": "http://example.org/int-vs",
+                "status": "active",
+                "compose": {"include": [{"system": "http://example.org/int"}]},
+            },
+        ]
+    )
+    for dtype in ("Int64", "float64", "object"):
+        frame = pd.DataFrame({"c": pd.Series([1, 2, 3, None], dtype=dtype)})
+        result = frame.fhir.validate("http://example.org/int-vs", code="c", workbench=wb)
+        assert result["result"].tolist()[:3] == [True, True, False], dtype
+        report = ColumnReport(result)
+        assert report.codes.df["code"].tolist()[0] == "3", dtype
 
 
 # --- ServerPanel -----------------------------------------------------------------------------

@@ -83,8 +83,18 @@ class MembershipIndex(CodeSystemTable):
         return system in self._whole
 
     def contains(self, system: str, code: str) -> Match:
-        """Membership from the expansion."""
-        return self.members.get((system, code), NO_MATCH)
+        """Membership from the expansion (for UCUM, a listed unit spelled another way
+        is that unit)."""
+        found = self.members.get((system, code))
+        if found is not None:
+            return found
+        cs = self.codesystems.get(system)
+        same = getattr(cs, "equivalent_in", None)
+        if same is not None:
+            listed = same(code, [c for s, c in self.members if s == system])
+            if listed is not None:
+                return self.members[(system, listed)]
+        return NO_MATCH
 
 
 @dataclass
@@ -161,7 +171,8 @@ class Checker:
         rest = np.flatnonzero(~hit & ~missing)
         cs = self.resolve(system, None)
         vs = self.valueset
-        if cs is not None and cs.case_sensitive and self.members is not None:
+        same_unit = getattr(cs, "equivalent_in", None)  # UCUM: ml is a listed mL
+        if cs is not None and cs.case_sensitive and self.members is not None and not same_unit:
             members = self._member_index(system)
             if len(members) == len(index):
                 # every member of this system is plainly valid, so no other code is a member
@@ -358,6 +369,36 @@ def make_shippable_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
     )
 
 
+def make_suggester(wb: Any, valueset: Any) -> Any:
+    """The "did you mean" source for a column report over ``valueset``: its members by code
+    system (when it can be expanded), else whole code systems, and every loaded code system
+    URL with its title (for unknown systems). Nothing is computed before it is asked."""
+    from workbench.suggest import Suggester
+
+    def members() -> dict[str, list[tuple[str, str | None]]] | None:
+        found: dict[str, list[tuple[str, str | None]]] = {}
+        try:
+            compiled = wb.terminology.compiled(valueset)
+            for (system, code), entry in compiled.member_index().items():
+                found.setdefault(system, []).append((code, entry.display))
+        except WorkbenchError:
+            return None
+        return found
+
+    def titles() -> dict[str, str | None]:
+        found: dict[str, str | None] = {}
+        for resource in wb.registry.all("CodeSystem"):
+            if resource.get("url"):
+                found.setdefault(
+                    str(resource["url"]), resource.get("title") or resource.get("name")
+                )
+        for provider in wb.terminology.providers():
+            found.setdefault(provider.url, None)
+        return found
+
+    return Suggester(members, wb.terminology.codesystem, titles)
+
+
 def value_set_languages(compiled: CompiledValueSet) -> Languages | None:
     """The display languages a value set names itself (its expansion-parameter extension or
     its ``language``), as ``validate_code`` applies them without a request language."""
@@ -534,7 +575,7 @@ def prepare(
     if isinstance(data, pd.DataFrame):
         check_columns(list(data.columns), code=code, system=system, display=display)
         assert code is not None
-        codes = data[code]
+        codes = code_text(data[code])
         systems: pd.Series | str | None = system
         if system is not None and system in data.columns:
             systems = data[system]
@@ -543,10 +584,60 @@ def prepare(
     if isinstance(data, pd.Series):
         if display is not None:
             raise InvalidRequestError("display=... names a column; pass a DataFrame for that")
-        return data, system, None
+        return code_text(data), system, None
     raise TypeError(
         f"validate_column takes a pandas Series or DataFrame, not {type(data).__name__}"
     )
+
+
+def code_text(values: pd.Series) -> pd.Series:
+    """Codes as the text the user had: an integer column (also a nullable ``Int64`` one, or a
+    float column that holds whole numbers because of missing values) gives ``"1"``, never
+    ``"1.0"``; missing values stay missing; strings, categoricals and Coding dicts are kept.
+
+    >>> code_text(pd.Series([1, None, 20])).tolist()
+    ['1', None, '20']
+    >>> code_text(pd.Series([1, 2], dtype="Int64")).tolist()
+    ['1', '2']
+    """
+    dtype = values.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        if pd.api.types.is_numeric_dtype(dtype.categories.dtype):
+            renamed = code_text(pd.Series(dtype.categories))
+            return values.cat.rename_categories(renamed.tolist())
+        return values
+    if pd.api.types.is_bool_dtype(dtype):
+        return values
+    if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_float_dtype(dtype):
+        present = values.notna().to_numpy()
+        numbers = np.asarray(values.astype(object), dtype=object)
+        out = np.full(len(values), None, dtype=object)
+        out[present] = [_number_text(n) for n in numbers[present]]
+        return pd.Series(out, index=values.index, name=values.name, dtype=object)
+    if pd.api.types.is_object_dtype(dtype):
+        kind = pd.api.types.infer_dtype(values, skipna=True)
+        if kind in ("integer", "floating", "mixed-integer", "mixed-integer-float", "mixed"):
+            texts = [
+                _number_text(v)
+                if isinstance(v, (int, float, np.number)) and not _is_missing(v)
+                else v
+                for v in values
+            ]
+            return pd.Series(texts, index=values.index, name=values.name, dtype=object)
+    return values
+
+
+def _number_text(value: Any) -> Any:
+    """``1`` and ``1.0`` as ``"1"``; other numbers as their shortest exact text."""
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, (float, np.floating)):
+        if value != value:
+            return None
+        if float(value).is_integer():
+            return str(int(value))
+        return repr(float(value))
+    return str(int(value))
 
 
 def checked_codes(values: pd.Series) -> pd.Series:

@@ -326,3 +326,39 @@ class SupplementNotFoundError(WorkbenchError):
     code = "not-found"
     status = 400
     msg_id = "WB-SUP-001"
+
+
+# --- the server's data folder and REST interactions ------------------------------------
+
+
+class StorageError(WorkbenchError):
+    """A write could not be made durable (read-only folder, full disk, I/O error): nothing
+    was stored and nothing changed in memory."""
+
+    code = "exception"
+    status = 500
+    msg_id = "WB-STORE-001"
+
+
+class GoneError(WorkbenchError):
+    """A version that was a deletion (vread of a deleted resource's version)."""
+
+    code = "deleted"
+    status = 410
+    msg_id = "WB-RES-410"
+
+
+class NotAcceptableError(WorkbenchError):
+    """The client asks for a format the server does not produce (only JSON is served)."""
+
+    code = "not-supported"
+    status = 406
+    msg_id = "WB-HTTP-406"
+
+
+class PreconditionFailedError(WorkbenchError):
+    """A conditional interaction matched more than one resource (``If-None-Exist``)."""
+
+    code = "multiple-matches"
+    status = 412
+    msg_id = "WB-RES-413"

@@ -1,13 +1,61 @@
-"""The result of validating a column: a DataFrame with a summary, failure cases and a plot."""
+"""The result of validating a column: a DataFrame with a summary, the distinct codes with
+their outcome and suggestion (``by_code``), failure cases, charts and exports."""
 
 from __future__ import annotations
 
+import io
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 COLUMNS = ["result", "message", "display", "issue", "system"]
+BY_CODE = [
+    "system",
+    "code",
+    "count",
+    "share",
+    "result",
+    "issue",
+    "message",
+    "display",
+    "suggestion",
+]
+EXPORTS = {
+    "csv": "text/csv",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "parquet": "application/vnd.apache.parquet",
+}
+
+_MARKS = {"\t": "⇥", "\n": "↵", "\r": "␍", "\u00a0": "⍽", "\u200b": "␣", "\ufeff": "␣"}
+_ODD = re.compile(r"^ +| +$| {2,}|[^\S ]|[\u200b\ufeff]")
+
+
+def visible(value: Any) -> Any:
+    """A code with its odd whitespace made visible, for showing (never for checking):
+    leading, trailing and doubled spaces become ``␣``, a tab ``⇥``, a newline ``↵``, a
+    no-break space ``⍽``. Anything that is not a string is returned as it is.
+
+    >>> visible(" male"), visible("E11.9 "), visible("a  b"), visible("a\tb"), visible("ok")
+    ('␣male', 'E11.9␣', 'a␣␣b', 'a⇥b', 'ok')
+    """
+    if not isinstance(value, str):
+        return value
+    return _ODD.sub(lambda m: "".join(_MARKS.get(ch, "␣") for ch in m.group()), value)
+
+
+def theme_colours() -> dict[str, str]:
+    """The report's colours as JupyterLab theme variables (with light-theme fallbacks), so
+    that HTML follows the light and the dark theme."""
+    return {
+        "valid": "var(--jp-success-color1, #1a7f37)",
+        "warning": "var(--jp-warn-color1, #9a6700)",
+        "invalid": "var(--jp-error-color1, #cf222e)",
+        "muted": "var(--jp-ui-font-color2, #57606a)",
+    }
 
 
 @dataclass(frozen=True)
@@ -20,13 +68,107 @@ class ValidationSummary:
     top_invalid: pd.DataFrame
 
     def _repr_html_(self) -> str:
+        colours = theme_colours()
         share = f"{self.valid / self.rows:.1%}" if self.rows else "n/a"
-        head = f"<p><b>{self.valid:,}</b> of {self.rows:,} rows valid ({share}).</p>"
-        counts = self.counts.rename("rows").to_frame().to_html()
-        top = self.top_invalid.to_html(index=False) if len(self.top_invalid) else "<p>none</p>"
+        head = (
+            f"<p><b style='color:{colours['valid']}'>{self.valid:,}</b> of {self.rows:,} rows "
+            f"valid ({share}).</p>"
+        )
+        counts = self.counts.rename("rows").rename_axis("reason").reset_index()
+        top = _frame_html(self.top_invalid) if len(self.top_invalid) else "<p>none</p>"
         return (
-            f"<div>{head}<div style='display:flex;gap:2em'><div><b>By reason</b>{counts}"
-            f"</div><div><b>Most frequent invalid codes</b>{top}</div></div></div>"
+            f"<div class='workbench-summary'>{head}<div style='display:flex;gap:2em;"
+            f"flex-wrap:wrap'><div><b>By reason</b>{_frame_html(counts)}</div>"
+            f"<div><b>Most frequent invalid codes</b>{top}</div></div></div>"
+        )
+
+    def chart(
+        self, *, top: int = 15, issue: str | None = None, by_code: pd.DataFrame | None = None
+    ) -> VegaLite:
+        """Bars of the rows per reason and of the most frequent failing codes (those of
+        ``issue`` when given, its bar outlined): a Vega-Lite chart JupyterLab draws in its
+        own theme, with tooltips; log-scaled when counts span more than two decades."""
+        reasons = [
+            {
+                "reason": str(k),
+                "rows": int(v),
+                "kind": _kind(str(k)),
+                "chosen": issue is None or str(k) == issue,
+            }
+            for k, v in self.counts.items()
+        ]
+        failing = by_code if by_code is not None else self.top_invalid
+        failing = failing[failing["issue"].notna() & (failing["issue"] != "missing")]
+        if "result" in failing:
+            failing = failing[~failing["result"].fillna(False).astype(bool)]
+        if issue is not None:
+            failing = failing[failing["issue"] == issue]
+        failing = failing.head(top)
+        codes = [
+            {
+                "code": f"{visible(c)}  ({str(sy).rstrip('/').rsplit('/', 1)[-1]})"
+                if isinstance(sy, str)
+                else str(visible(c)),
+                "rows": int(n),
+                "issue": str(i),
+                "suggestion": (None if "suggestion" not in failing or pd.isna(sg) else str(sg)),
+            }
+            for c, sy, n, i, sg in zip(
+                failing["code"],
+                failing["system"],
+                failing["count"],
+                failing["issue"],
+                failing["suggestion"] if "suggestion" in failing else [None] * len(failing),
+                strict=True,
+            )
+        ]
+        palette = {
+            "domain": ["valid", "warning", "invalid"],
+            "range": ["#2da44e", "#d4a72c", "#e5534b"],
+        }
+
+        def x_axis(values: list[int]) -> dict[str, Any]:
+            axis: dict[str, Any] = {"field": "rows", "type": "quantitative", "title": "rows"}
+            if log_scale(values):
+                axis["scale"] = {"type": "log"}
+                axis["title"] = "rows (log scale)"
+            return axis
+
+        by_reason = {
+            "title": "Rows per reason",
+            "data": {"values": reasons},
+            "mark": {"type": "bar", "tooltip": True},
+            "encoding": {
+                "y": {"field": "reason", "type": "nominal", "sort": "-x", "title": None},
+                "x": x_axis([int(str(r["rows"])) for r in reasons]),
+                "color": {"field": "kind", "type": "nominal", "scale": palette, "legend": None},
+                "opacity": {"condition": {"test": "datum.chosen", "value": 1}, "value": 0.35},
+                "tooltip": [{"field": "reason"}, {"field": "rows", "format": ","}],
+            },
+            "width": 260,
+        }
+        top_codes = {
+            "title": "Most frequent failing codes" + (f" ({issue})" if issue else ""),
+            "data": {"values": codes},
+            "mark": {"type": "bar", "tooltip": True, "color": palette["range"][2]},
+            "encoding": {
+                "y": {"field": "code", "type": "nominal", "sort": "-x", "title": None},
+                "x": x_axis([int(str(c["rows"])) for c in codes]),
+                "tooltip": [
+                    {"field": "code"},
+                    {"field": "rows", "format": ","},
+                    {"field": "issue"},
+                    {"field": "suggestion"},
+                ],
+            },
+            "width": 320,
+        }
+        return VegaLite(
+            {
+                "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+                "hconcat": [by_reason, top_codes] if codes else [by_reason],
+                "config": {"view": {"stroke": None}},
+            }
         )
 
     def __repr__(self) -> str:
@@ -64,6 +206,12 @@ class ValidationSummary:
         return figure
 
 
+def _kind(reason: str) -> str:
+    if reason == "valid":
+        return "valid"
+    return "warning" if reason == "inactive" else "invalid"
+
+
 class ValidationFrame(pd.DataFrame):
     """A column validation: one row per input row, with the columns result, message,
     display, issue and system, aligned to the input's index.
@@ -72,8 +220,9 @@ class ValidationFrame(pd.DataFrame):
     ``.failure_cases`` keeps only the failing rows (with the code that failed).
     """
 
-    _metadata: ClassVar[list[str]] = ["codes"]
+    _metadata: ClassVar[list[str]] = ["codes", "suggester"]
     codes: pd.Series
+    suggester: Callable[[str | None, Any, str | None], Any] | None
 
     @property
     def _constructor(self) -> type[ValidationFrame]:
@@ -128,17 +277,163 @@ class ValidationFrame(pd.DataFrame):
         valid = int(self["result"].fillna(False).astype(bool).sum())
         return ValidationSummary(len(self), valid, counts, top_invalid)
 
+    def by_code(
+        self, *, failures_only: bool = False, suggest: bool = True, suggest_limit: int = 1000
+    ) -> CodeTable:
+        """One row per distinct (system, code) and outcome: ``count`` rows, their ``share``
+        of all rows, ``result``, ``issue``, ``message``, ``display`` and ``suggestion`` (the
+        code that was probably meant, also said in the message as "did you mean …?"; never
+        applied). Sorted by count, most frequent first. ``failures_only`` keeps the failing
+        codes; suggestions are looked for the ``suggest_limit`` most frequent failing codes.
+        """
+        if not self._is_complete():
+            raise ValueError("by_code needs a complete validate_column result")
+        codes = pd.Series(
+            self._checked_codes().to_numpy(dtype=object), index=self.index, dtype=object
+        )
+        keys = pd.DataFrame(
+            {
+                "system": self["system"].astype(object).to_numpy(),
+                "code": codes.to_numpy(),
+                "issue": self["issue"].astype(object).to_numpy(),
+            }
+        )
+        ids = keys.groupby(["system", "code", "issue"], dropna=False, sort=False).ngroup()
+        ids_array = ids.to_numpy()
+        _, first = np.unique(ids_array, return_index=True)
+        counts = np.bincount(ids_array, minlength=len(first))
+        rows = pd.DataFrame(
+            {
+                "system": keys["system"].to_numpy()[first],
+                "code": keys["code"].to_numpy()[first],
+                "count": counts,
+                "share": counts / max(len(self), 1),
+                "result": self["result"].array[first],
+                "issue": keys["issue"].to_numpy()[first],
+                "message": self["message"].astype(object).to_numpy()[first],
+                "display": self["display"].astype(object).to_numpy()[first],
+                "suggestion": np.full(len(first), None, dtype=object),
+            }
+        )
+        rows = rows.sort_values(
+            ["count", "code"], ascending=[False, True], kind="stable", na_position="last"
+        ).reset_index(drop=True)
+        failing = ~rows["result"].fillna(False).astype(bool)
+        if failures_only:
+            rows = rows[failing].reset_index(drop=True)
+            failing = failing[failing].reset_index(drop=True)
+        suggester = getattr(self, "suggester", None)
+        if suggest and suggester is not None:
+            messages = rows["message"].to_numpy(dtype=object).copy()
+            suggestions = rows["suggestion"].to_numpy(dtype=object).copy()
+            for i in np.flatnonzero(failing.to_numpy())[:suggest_limit]:
+                found = suggester(rows.at[i, "system"], rows.at[i, "code"], rows.at[i, "issue"])
+                if found is not None:
+                    suggestions[i] = found.code
+                    text = found.text()
+                    messages[i] = f"{messages[i]}; {text}" if messages[i] else text.capitalize()
+            rows["suggestion"] = suggestions
+            rows["message"] = messages
+        return CodeTable(rows[BY_CODE])
+
+    def export(self, fmt: str = "csv", *, what: str = "by_code") -> bytes:
+        """The distinct codes (``what="by_code"``) or the failing rows (``"failures"``) as
+        ``csv``, ``xlsx`` or ``parquet`` bytes, codes exactly as given."""
+        frame = self.by_code() if what == "by_code" else self.failure_cases
+        return export_frame(pd.DataFrame(frame), fmt)
+
+    def chart(self, *, top: int = 15, issue: str | None = None) -> VegaLite:
+        """An interactive bar chart (Vega-Lite, drawn by JupyterLab itself, in its light or
+        dark theme): rows per reason and the most frequent failing codes (of one ``issue``
+        when given); a log scale when the counts span more than two decades."""
+        codes = self.by_code(failures_only=True, suggest_limit=top)
+        return self.summary().chart(top=top, issue=issue, by_code=codes)
+
     def _repr_html_(self) -> str | None:
-        table = pd.DataFrame(self).head(20).to_html(na_rep="")
+        table = _frame_html(pd.DataFrame(self).head(20))
         if not self._is_complete():
             return table
+        codes = self.by_code(suggest_limit=20)
         return (
-            self.summary()._repr_html_() + "<details><summary>Rows</summary>" + table + "</details>"
+            self.summary()._repr_html_()
+            + "<details open><summary><b>By code</b> (most frequent first)</summary>"
+            + str(codes._repr_html_())
+            + "</details><details><summary>Rows</summary>"
+            + table
+            + "</details>"
         )
 
 
-def to_report(frame: pd.DataFrame, codes: pd.Series) -> ValidationFrame:
-    """Wrap a result frame and the codes it checked."""
+class CodeTable(pd.DataFrame):
+    """``ValidationFrame.by_code()``: one row per distinct code and outcome. Its HTML shows
+    codes with their odd whitespace made visible; its data keeps them exactly."""
+
+    @property
+    def _constructor(self) -> type[CodeTable]:
+        return CodeTable
+
+    def to_export(self, fmt: str = "csv") -> bytes:
+        """This table as ``csv``, ``xlsx`` or ``parquet`` bytes."""
+        return export_frame(pd.DataFrame(self), fmt)
+
+    def _repr_html_(self) -> str | None:
+        shown = pd.DataFrame(self).head(50).copy()
+        if "share" in shown:
+            shown["share"] = [f"{v:.1%}" if isinstance(v, float) else v for v in shown["share"]]
+        more = f"<p>{len(self) - 50:,} more codes</p>" if len(self) > 50 else ""
+        return _frame_html(shown) + more
+
+
+def _frame_html(frame: pd.DataFrame) -> str:
+    """A frame's HTML with codes and displays shown faithfully (odd whitespace visible)."""
+    shown = frame.astype(object)
+    for column in ("code", "display", "suggestion"):
+        if column in shown:
+            shown[column] = shown[column].map(visible)
+    return str(shown.where(shown.notna(), "").to_html(escape=True, index=False))
+
+
+def export_frame(frame: pd.DataFrame, fmt: str) -> bytes:
+    """A frame as ``csv``, ``xlsx`` (needs openpyxl) or ``parquet`` bytes."""
+    plain = frame.astype({c: object for c in frame.columns if str(frame[c].dtype) == "category"})
+    buffer = io.BytesIO()
+    if fmt == "csv":
+        buffer.write(plain.to_csv(index=False).encode())
+    elif fmt == "xlsx":
+        plain.to_excel(buffer, index=False)
+    elif fmt == "parquet":
+        plain.to_parquet(buffer, index=False)
+    else:
+        raise ValueError(f"Unknown export format {fmt!r}: use one of {sorted(EXPORTS)}")
+    return buffer.getvalue()
+
+
+class VegaLite:
+    """A Vega-Lite v5 chart spec that JupyterLab draws itself (offline, interactive, and in
+    the dark theme when JupyterLab is dark); ``.spec`` is the JSON."""
+
+    MIME = "application/vnd.vegalite.v5+json"
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+
+    def _repr_mimebundle_(self, **_: Any) -> dict[str, Any]:
+        return {self.MIME: self.spec, "text/plain": "<VegaLite chart>"}
+
+
+def log_scale(counts: Any) -> bool:
+    """True when the counts span more than two decades (largest > 100 × smallest)."""
+    values = [float(v) for v in counts if v and v > 0]
+    return bool(values) and max(values) > 100 * min(values)
+
+
+def to_report(
+    frame: pd.DataFrame,
+    codes: pd.Series,
+    suggester: Callable[[str | None, Any, str | None], Any] | None = None,
+) -> ValidationFrame:
+    """Wrap a result frame, the codes it checked, and where suggestions come from."""
     report = ValidationFrame(frame, copy=False)
     report.codes = codes
+    report.suggester = suggester
     return report

@@ -14,6 +14,7 @@ import pandas as pd
 from workbench import frames, loading, packages
 from workbench.errors import InvalidRequestError, WorkbenchError
 from workbench.registry import Registry
+from workbench.releases.ucum.provider import UcumProvider
 from workbench.resources import Resource
 from workbench.terminology import languages
 from workbench.terminology.conceptmap import Translation, select_maps, translate
@@ -64,6 +65,7 @@ class Workbench:
     ) -> None:
         self.registry = Registry()
         self.terminology = Terminology(self.registry, max_expansion=max_expansion)
+        self.terminology.add_provider(UcumProvider())  # UCUM is always there
         self.package_cache = Path(package_cache) if package_cache is not None else None
         _CURRENT[:] = [weakref.ref(self)]
 
@@ -167,12 +169,15 @@ class Workbench:
         source: str | None = None,
         target: str | None = None,
         conceptmap_version: str | None = None,
+        dependencies: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = (),
     ) -> Translation:
         """Translate a code (or a Coding) through the loaded ConceptMaps (R4 ``$translate``).
 
         Without ``url`` every loaded map whose groups fit is used; a ``url`` without a
         version uses its latest version. Target displays come from loaded code systems.
         ``maps`` replaces the loaded maps for this call (an inline ``conceptMap``).
+        ``dependencies`` are ``(element uri, codings)`` pairs: a target whose ``dependsOn``
+        names that element with another code is left out.
         """
         if coding is not None:
             code, system = code or coding.get("code"), system or coding.get("system")
@@ -186,6 +191,7 @@ class Workbench:
             conceptmap_version=conceptmap_version,
             target_system=target_system,
             reverse=reverse,
+            dependencies=dependencies,
             display_of=self.display_of,
         )
 
@@ -554,7 +560,11 @@ class Workbench:
         checker = bulk.make_checker(self, valueset, abstract)
         frame = bulk.validate_pandas(checker, data, code=code, system=system, display=display)
         codes = data[code] if isinstance(data, pd.DataFrame) and code is not None else data
-        return report.to_report(frame, bulk.checked_codes(codes))
+        return report.to_report(
+            frame,
+            bulk.checked_codes(bulk.code_text(codes)),
+            suggester=bulk.make_suggester(self, valueset),
+        )
 
     # --- serving ----------------------------------------------------------------------
 

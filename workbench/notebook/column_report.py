@@ -1,34 +1,102 @@
-"""ColumnReport: counts per reason, a chart of the top invalid codes, and the failing rows."""
+"""ColumnReport: which codes fail, how often, why, and what they probably should be; then the
+failing rows, a chart, and exports."""
 
 from __future__ import annotations
 
-import io
+import base64
+from collections.abc import Mapping
 from typing import Any
 
 import ipywidgets as w
+import pandas as pd
+from itables.widget import ITable
 
+from workbench.errors import InvalidRequestError
 from workbench.notebook import views
-from workbench.report import ValidationFrame
+from workbench.report import EXPORTS, ValidationFrame, VegaLite, visible
+
+ALL = "all failures"
+FORMATS = [("CSV", "csv"), ("Excel", "xlsx"), ("Parquet", "parquet")]
+WHAT = [("distinct codes", "by_code"), ("failing rows", "failures")]
+TABLE_OPTIONS: dict[str, Any] = {
+    "pageLength": 10,
+    "lengthMenu": [10, 25, 50, 100],
+    "buttons": ["pageLength", "copyHtml5", "csvHtml5", "excelHtml5"],
+    "classes": "display compact nowrap",
+    "showIndex": False,
+    "maxBytes": "256KB",
+}
 
 
 class ColumnReport(w.VBox):
-    """Show a ``validate_column`` result: counts, a bar chart, failing rows by reason."""
+    """Show a ``validate_column`` result, distinct codes first.
 
-    def __init__(self, result: ValidationFrame, *, top: int = 10, rows: int = 50) -> None:
-        self.report = result
-        self.rows = rows
+    ``ColumnReport(result)`` takes what ``validate_column`` (or ``df.fhir.validate``)
+    returned. Given a raw DataFrame or Series instead, it validates it when told against
+    what (``ColumnReport(df, valueset=URL, code="column")``), and otherwise says what to do.
+
+    The parts: ``counts`` (rows valid, rows per reason), ``issue`` (the reason filter, also
+    ``reason``), ``codes`` (an interactive table of ``result.by_code()``: paged, sortable,
+    searchable; codes with odd whitespace made visible), ``chart`` (a Vega-Lite chart linked
+    to the filter), ``rows`` (the failing rows), and an export of either table as CSV,
+    Excel or Parquet (``export_format``, ``export_what``, ``export_button``, ``download``).
+    """
+
+    def __init__(
+        self,
+        result: Any,
+        valueset: str | Mapping[str, Any] | None = None,
+        *,
+        code: str | None = None,
+        system: str | None = None,
+        display: str | None = None,
+        workbench: Any = None,
+        top: int = 10,
+        rows: int = 50,
+    ) -> None:
+        self.report = _as_report(result, valueset, code, system, display, workbench)
         self.top = top
-        self.summary = result.summary(top=top)
+        self.rows = rows
+        self.summary = self.report.summary(top=top)
+        self.by_code = self.report.by_code()
         self.counts = w.HTML(self._counts_html())
-        self.chart = w.Image(format="png", value=self._chart_png())
-        failing = set(result.failure_cases["issue"].dropna().astype(str))
+        failing = set(self.report.failure_cases["issue"].dropna().astype(str))
         reasons = [str(r) for r in self.summary.counts.index if str(r) in failing]
-        self.reason = w.Dropdown(options=["all failures", *reasons], description="Reason")
-        self.table = w.HTML()
-        super().__init__([self.counts, self.chart, self.reason, self.table])
+        self.issue = w.Dropdown(options=[ALL, *reasons], description="Reason")
+        self.reason = self.issue
+        self.show_valid = w.Checkbox(value=False, description="show valid codes too")
+        self.codes_caption = w.HTML()
+        self.codes = ITable(self._codes_shown(), **TABLE_OPTIONS)
+        self.chart = w.Output()
+        self.rows_caption = w.HTML()
+        self.table = ITable(self._rows_shown(), **{**TABLE_OPTIONS, "showIndex": True})
+        self.export_format = w.Dropdown(options=FORMATS, value="csv", description="Export")
+        self.export_what = w.ToggleButtons(options=WHAT, value="by_code")
+        self.export_button = w.Button(description="Prepare download", icon="download")
+        self.download = w.HTML()
+        failing_rows = w.Accordion(children=[w.VBox([self.rows_caption, self.table])])
+        failing_rows.set_title(0, "Failing rows")
+        super().__init__(
+            [
+                self.counts,
+                w.HBox([self.issue, self.show_valid]),
+                self.codes_caption,
+                self.codes,
+                self.chart,
+                failing_rows,
+                w.HBox([self.export_format, self.export_what, self.export_button]),
+                self.download,
+            ]
+        )
         self.add_class("workbench-column-report")
-        self.reason.observe(self._show_rows, "value")
-        self._show_rows()
+        self.issue.observe(self._refresh, "value")
+        self.show_valid.observe(self._refresh, "value")
+        self.export_button.on_click(self._export)
+        for control in (self.export_format, self.export_what):
+            control.observe(self._clear_download, "value")
+        self._refresh()
+
+    # --- what is shown --------------------------------------------------------------
 
     def _counts_html(self) -> str:
         s = self.summary
@@ -42,17 +110,110 @@ class ColumnReport(w.VBox):
             f"<table class='workbench-counts'>{rows}</table>"
         )
 
-    def _chart_png(self) -> bytes:
-        figure = self.summary.plot(top=self.top)
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=80)
-        return buffer.getvalue()
+    def _selected_codes(self) -> pd.DataFrame:
+        """The rows of ``by_code()`` the filters select (data as it is, not for showing)."""
+        frame = pd.DataFrame(self.by_code)
+        if not self.show_valid.value:
+            frame = frame[~frame["result"].fillna(False).astype(bool)]
+        if self.issue.value != ALL:
+            frame = frame[frame["issue"] == self.issue.value]
+        return frame.reset_index(drop=True)
 
-    def _show_rows(self, _: Any = None) -> None:
+    def _codes_shown(self) -> pd.DataFrame:
+        shown = self._selected_codes().astype(object)
+        for column in ("code", "suggestion", "display"):
+            shown[column] = shown[column].map(visible)
+        shown["share"] = [f"{v:.1%}" for v in self._selected_codes()["share"]]
+        return shown.where(shown.notna(), "")
+
+    def _rows_shown(self) -> pd.DataFrame:
         failures = self.report.failure_cases
-        if self.reason.value != "all failures":
-            failures = failures[failures["issue"] == self.reason.value]
+        if self.issue.value != ALL:
+            failures = failures[failures["issue"] == self.issue.value]
         self.shown = failures
-        self.table.value = f"<div>{len(failures):,} rows</div>" + views.frame_table(
-            failures, self.rows
+        shown = failures.astype(object)
+        shown["code"] = shown["code"].map(visible)
+        return shown.where(shown.notna(), "")
+
+    def _refresh(self, _: Any = None) -> None:
+        selected = self._selected_codes()
+        self.selected = selected
+        what = "codes" if self.show_valid.value else "failing codes"
+        self.codes_caption.value = (
+            f"<b>{len(selected):,} distinct {what}</b>"
+            + (f" ({views.esc(self.issue.value)})" if self.issue.value != ALL else "")
+            + ", most frequent first"
         )
+        self.codes.update(self._codes_shown())
+        self.table.update(self._rows_shown())
+        self.rows_caption.value = f"<div>{len(self.shown):,} rows</div>"
+        issue = None if self.issue.value == ALL else str(self.issue.value)
+        self.chart_spec = self.summary.chart(top=self.top, issue=issue, by_code=self.by_code)
+        self.chart.outputs = (_display_data(self.chart_spec),)
+        self._clear_download()
+
+    # --- export ---------------------------------------------------------------------
+
+    def export(self, fmt: str | None = None, what: str | None = None) -> bytes:
+        """The chosen table (distinct codes as filtered, or failing rows as filtered) as
+        ``csv``, ``xlsx`` or ``parquet`` bytes; codes exactly as given."""
+        from workbench.report import export_frame
+
+        fmt = fmt or self.export_format.value
+        what = what or self.export_what.value
+        frame = self._selected_codes() if what == "by_code" else self.shown
+        return export_frame(pd.DataFrame(frame), str(fmt))
+
+    def _export(self, _: Any = None) -> None:
+        fmt, what = str(self.export_format.value), str(self.export_what.value)
+        data = base64.b64encode(self.export(fmt, what)).decode()
+        name = f"{'codes' if what == 'by_code' else 'failing-rows'}.{fmt}"
+        self.download.value = (
+            f"<a download='{name}' href='data:{EXPORTS[fmt]};base64,{data}'>⬇ {views.esc(name)}</a>"
+        )
+
+    def _clear_download(self, _: Any = None) -> None:
+        self.download.value = ""
+
+
+def _display_data(chart: VegaLite) -> dict[str, Any]:
+    return {"output_type": "display_data", "data": chart._repr_mimebundle_(), "metadata": {}}
+
+
+def _as_report(
+    result: Any,
+    valueset: str | Mapping[str, Any] | None,
+    code: str | None,
+    system: str | None,
+    display: str | None,
+    workbench: Any,
+) -> ValidationFrame:
+    """The validation to show: ``result`` itself, or ``result`` validated when it is raw
+    data and a value set is given."""
+    if isinstance(result, ValidationFrame) and result._is_complete():
+        return result
+    if isinstance(result, (pd.DataFrame, pd.Series)):
+        if valueset is not None:
+            from workbench.workbench import current
+
+            wb = workbench or current()
+            validated = wb.validate_column(
+                result, valueset, code=code, system=system, display=display
+            )
+            assert isinstance(validated, ValidationFrame)
+            return validated
+        columns = list(result.columns) if isinstance(result, pd.DataFrame) else None
+        call = (
+            f"df.fhir.validate(VALUESET, code={str(columns[0])!r})"
+            if columns
+            else "s.fhir.validate(VALUESET)"
+        )
+        raise InvalidRequestError(
+            "ColumnReport shows the result of validate_column, and this is raw data"
+            + (f" (columns {[str(c) for c in columns]})" if columns else "")
+            + f". Validate it first: ColumnReport({call}), or let the report do it: "
+            "ColumnReport(data, valueset=VALUESET, code=COLUMN)."
+        )
+    raise InvalidRequestError(
+        f"ColumnReport takes the result of validate_column, not {type(result).__name__}"
+    )

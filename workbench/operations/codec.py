@@ -149,7 +149,7 @@ def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
             )
         return dict(resource)
     if param.parts and not param.type:
-        raise NotSupportedError(f"Parameter '{param.name}' with parts is not supported as input")
+        return _parts_value(param, entry)
     declared = value_key(param.type or "string")
     allowed = (declared, *_ALSO_ACCEPTED.get(param.type or "", ()))
     if len(values) != 1 or next(iter(values)) not in allowed:
@@ -160,6 +160,53 @@ def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
         )
     value = next(iter(values.values()))
     return _check_value(param, value)
+
+
+def _parts_value(param: ParamDef, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A parameter made of parts: ``{part name: value}`` (a list for a repeating part),
+    each part typed by the definition like a parameter; errors name ``param.part``."""
+    parts = entry.get("part")
+    if any(k.startswith("value") for k in entry) or "resource" in entry:
+        raise InvalidRequestError(
+            f"Parameter '{param.name}' is made of parts ({', '.join(p.name for p in param.parts)})"
+            " and takes no value of its own"
+        )
+    if not isinstance(parts, list) or not parts:
+        raise InvalidRequestError(
+            f"Parameter '{param.name}' needs its parts: {', '.join(p.name for p in param.parts)}"
+        )
+    known = {p.name: p for p in param.parts}
+    out: dict[str, Any] = {}
+    for i, part in enumerate(parts):
+        name = part.get("name") if isinstance(part, Mapping) else None
+        if not isinstance(name, str):
+            raise InvalidRequestError(f"Parameter '{param.name}': part[{i}] needs a name")
+        part_def = known.get(name)
+        if part_def is None:
+            raise InvalidRequestError(
+                f"Parameter '{param.name}' has no part '{name}' (its parts: {', '.join(known)})"
+            )
+        value = _entry_value(
+            ParamDef(
+                f"{param.name}.{name}",
+                part_def.use,
+                part_def.min,
+                part_def.max,
+                part_def.type,
+                part_def.parts,
+            ),
+            part,
+        )
+        if part_def.repeats:
+            out.setdefault(name, []).append(value)
+        elif name in out:
+            raise InvalidRequestError(f"Part '{param.name}.{name}' may appear only once")
+        else:
+            out[name] = value
+    for part_def in param.parts:
+        if part_def.min > 0 and part_def.name not in out:
+            raise RequiredError(f"Part '{param.name}.{part_def.name}' is required")
+    return out
 
 
 def _check_value(param: ParamDef, value: Any) -> Any:

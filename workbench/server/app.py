@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from starlette.requests import Request
@@ -13,8 +13,13 @@ from starlette.routing import Route
 from workbench.errors import InvalidRequestError, MethodNotAllowedError, ResourceNotFoundError
 from workbench.operations import OPERATIONS
 from workbench.server.auth import BearerAuth
-from workbench.server.capability import capability_statement, terminology_capabilities
+from workbench.server.capability import (
+    capability_statement,
+    search_definitions,
+    terminology_capabilities,
+)
 from workbench.server.errors import HANDLERS
+from workbench.server.negotiation import FormatNegotiation
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
@@ -63,6 +68,28 @@ def create_app(
             )
         return fhir(capability_statement(OPERATIONS, root))
 
+    async def operation_definitions(request: Request) -> Response:
+        read_only(request)
+        root = str(request.base_url).rstrip("/") + base
+        found = search_definitions(list(definitions.values()), request.query_params.multi_items())
+        entries = [
+            {
+                "fullUrl": f"{root}/OperationDefinition/{d['id']}",
+                "resource": d,
+                "search": {"mode": "match"},
+            }
+            for d in found
+        ]
+        bundle: dict[str, Any] = {
+            "resourceType": "Bundle",
+            "type": "searchset",
+            "total": len(entries),
+            "link": [{"relation": "self", "url": str(request.url)}],
+        }
+        if entries:
+            bundle["entry"] = entries
+        return fhir(bundle)
+
     async def operation_definition(request: Request) -> Response:
         read_only(request)
         found = definitions.get(request.path_params["rid"])
@@ -74,12 +101,14 @@ def create_app(
 
     routes = [
         Route(f"{base}/metadata", metadata, methods=ALL_METHODS),
+        Route(f"{base}/OperationDefinition", operation_definitions, methods=ALL_METHODS),
         Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=ALL_METHODS),
         *OperationRoutes(OPERATIONS, store, max_body).routes(base),
         *resource_routes(base, store, max_body),
     ]
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, exception_handlers=HANDLERS)  # type: ignore[arg-type]
     app.router.routes.extend(routes)
+    app.add_middleware(FormatNegotiation)
     app.add_middleware(BearerAuth, token=token, base=base)
     app.state.workbench = workbench
     app.state.store = store

@@ -8,7 +8,7 @@ from typing import Any
 
 from workbench.operations import Operation
 from workbench.registry import TERMINOLOGY_TYPES
-from workbench.server.store import SEARCH_PARAMETERS
+from workbench.server.search import COMMON_PARAMETERS, MODIFIERS, SEARCH_PARAMETERS
 
 TERMINOLOGY_SERVER = "http://hl7.org/fhir/CapabilityStatement/terminology-server"
 SECURITY = {
@@ -16,14 +16,54 @@ SECURITY = {
     "service": [{"text": "Bearer token (RFC 6750)"}],
 }
 
-_SEARCH_TYPES = {
-    "url": "uri",
-    "version": "token",
-    "name": "string",
-    "title": "string",
-    "status": "token",
-    "_id": "token",
-}
+SEARCH_PARAMETER_BASE = "http://hl7.org/fhir/SearchParameter/"
+INTERACTIONS = ("read", "vread", "history-instance", "create", "update", "delete", "search-type")
+# GET {base}/OperationDefinition searches the operations this server defines by these.
+OPERATION_DEFINITION_SEARCH = {"_id": "token", "url": "uri", "name": "string", "code": "token"}
+
+
+def _search_params(rtype: str) -> list[dict[str, Any]]:
+    out = []
+    for param in SEARCH_PARAMETERS[rtype].values():
+        modifiers = ", ".join(":" + m for m in MODIFIERS[param.type])
+        entry = {
+            "name": param.name,
+            "type": param.type,
+            "documentation": f"{param.documentation}; modifiers {modifiers}",
+        }
+        if param.name in COMMON_PARAMETERS and param.name != "_id":
+            entry["definition"] = f"{SEARCH_PARAMETER_BASE}conformance-{param.name}"
+        elif param.name != "_id":
+            entry["definition"] = f"{SEARCH_PARAMETER_BASE}{rtype}-{param.name}"
+        out.append(entry)
+    return out
+
+
+def search_definitions(
+    definitions: list[dict[str, Any]], params: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """The OperationDefinitions matching a search by ``_id``, ``url``, ``name`` (prefix,
+    case-insensitive) or ``code``; other parameters are ignored."""
+    fields = {"_id": "id", "url": "url", "name": "name", "code": "code"}
+    found = definitions
+    for name, value in params:
+        if name not in fields:
+            continue
+        options = value.split(",")
+        key = fields[name]
+        if name == "name":
+            found = [
+                d
+                for d in found
+                if any(str(d.get(key, "")).casefold().startswith(o.casefold()) for o in options)
+            ]
+        else:
+            found = [
+                d
+                for d in found
+                if str(d.get(key, "")).lstrip("$") in options or str(d.get(key, "")) in options
+            ]
+    return found
 
 
 def capability_statement(operations: tuple[Operation, ...], base_url: str) -> dict[str, Any]:
@@ -38,17 +78,24 @@ def capability_statement(operations: tuple[Operation, ...], base_url: str) -> di
         resources.append(
             {
                 "type": rtype,
-                "interaction": [
-                    {"code": c} for c in ("read", "create", "update", "delete", "search-type")
-                ],
+                "interaction": [{"code": c} for c in INTERACTIONS],
                 "versioning": "versioned-update",
+                "readHistory": True,
                 "updateCreate": True,
+                "conditionalCreate": True,
                 "conditionalUpdate": False,
-                "searchParam": [{"name": n, "type": _SEARCH_TYPES[n]} for n in SEARCH_PARAMETERS],
+                "conditionalDelete": "not-supported",
+                "searchParam": _search_params(rtype),
                 "operation": ops,
             }
         )
-    resources.append({"type": "OperationDefinition", "interaction": [{"code": "read"}]})
+    resources.append(
+        {
+            "type": "OperationDefinition",
+            "interaction": [{"code": "read"}, {"code": "search-type"}],
+            "searchParam": [{"name": n, "type": t} for n, t in OPERATION_DEFINITION_SEARCH.items()],
+        }
+    )
     system_ops = [
         {"name": op.definition.code, "definition": op.definition.url}
         for op in operations
@@ -115,4 +162,6 @@ def terminology_capabilities(
         },
         "codeSearch": "all",
         "validateCode": {"translations": False},
+        # $translate uses every fitting map when the client names none
+        "translation": {"needsMap": False},
     }

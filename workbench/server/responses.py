@@ -45,14 +45,26 @@ def outcome(code: str, text: str, *, status: int = 400, msg_id: str = "WB-HTTP")
     return fhir(error.to_outcome(), status)
 
 
-async def read_json(request: Request, max_bytes: int, *, exact_decimals: bool = False) -> Any:
-    """Read a JSON body, checking the content type and the size limit."""
+def _unsupported(media: str) -> UnsupportedMediaTypeError:
+    shown = media or "none"
+    return UnsupportedMediaTypeError(
+        f"Content-Type {shown} is not supported; send application/fhir+json"
+    )
+
+
+async def read_json(
+    request: Request, max_bytes: int, *, exact_decimals: bool = False, empty_ok: bool = False
+) -> Any:
+    """Read a JSON body, checking the content type and the size limit.
+
+    With ``empty_ok`` an empty body (of any content type) is None.
+    """
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media not in _ACCEPTED_TYPES:
-        shown = media or "none"
-        raise UnsupportedMediaTypeError(
-            f"Content-Type {shown} is not supported; send application/fhir+json"
-        )
+    if empty_ok and request.headers.get("content-length") == "0":
+        return None
+    untyped = media not in _ACCEPTED_TYPES
+    if untyped and not (empty_ok and not media):
+        raise _unsupported(media)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
@@ -63,6 +75,10 @@ async def read_json(request: Request, max_bytes: int, *, exact_decimals: bool = 
         if size > max_bytes:
             raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
         chunks.append(chunk)
+    if empty_ok and size == 0:
+        return None
+    if untyped:
+        raise _unsupported(media)
     try:
         return jsonio.loads(b"".join(chunks), exact_decimals=exact_decimals)
     except orjson.JSONDecodeError as exc:

@@ -9,6 +9,8 @@ level and 404 for one that does not exist at all.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
+from email.utils import format_datetime
 from functools import partial
 from typing import Any
 
@@ -20,8 +22,9 @@ from starlette.routing import Route
 from workbench.errors import MethodNotAllowedError, UnknownOperationError
 from workbench.operations import Operation
 from workbench.operations.codec import build_output, parse_parameters, parse_query
+from workbench.server import search as fhir_search
 from workbench.server.responses import fhir, outcome, read_json
-from workbench.server.store import ResourceStore, etag
+from workbench.server.store import ResourceStore, etag, version_of
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -88,7 +91,11 @@ class OperationRoutes:
                     )
                 inputs = parse_query(definition, request.query_params.multi_items())
             else:
-                inputs = parse_parameters(definition, await read_json(request, self.max_body))
+                body = await read_json(request, self.max_body, empty_ok=True)
+                if body is None:  # a POST without a body is the operation without inputs
+                    inputs = parse_query(definition, request.query_params.multi_items())
+                else:
+                    inputs = parse_parameters(definition, body)
             rid = request.path_params.get("rid")
             resource = self.store.read(rtype, rid) if rid is not None and rtype else None
             wb = self.store.workbench
@@ -131,25 +138,48 @@ class OperationRoutes:
         return endpoint
 
 
+def prefer(request: Request) -> dict[str, str]:
+    """The ``Prefer`` header as a dict: ``return=minimal, handling=strict`` → two entries."""
+    out = {}
+    for part in request.headers.get("prefer", "").split(","):
+        name, _, value = part.strip().partition("=")
+        if name:
+            out[name.strip().lower()] = value.strip().strip('"')
+    return out
+
+
+def http_date(instant: Any) -> str | None:
+    """A FHIR instant as an HTTP-date (``Tue, 01 Oct 2024 12:00:00 GMT``), or None."""
+    try:
+        when = datetime.fromisoformat(str(instant).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return format_datetime(when.astimezone(timezone.utc), usegmt=True)
+
+
 def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Route]:
-    """read, create, update, delete and search of ValueSet and CodeSystem."""
+    """read, vread, history, create, update, delete and search of the terminology types."""
+
+    def root_of(request: Request) -> str:
+        return str(request.base_url).rstrip("/") + base
 
     async def search_or_create(request: Request) -> Response:
         rtype = request.path_params["rtype"]
+        root = root_of(request)
         if request.method == "GET":
-            strict = "handling=strict" in request.headers.get("prefer", "").replace(" ", "")
-            root = str(request.base_url).rstrip("/") + base
             bundle = store.search(
                 rtype,
                 request.query_params.multi_items(),
-                self_url=str(request.url),
-                root=root,
-                strict=strict,
+                type_url=f"{root}/{rtype}",
+                strict=prefer(request).get("handling") == "strict",
             )
             return fhir(bundle, pretty=_pretty(request))
+        store.check_type(rtype)
         body = await read_json(request, max_body, exact_decimals=True)
-        created = store.create(rtype, body)
-        return _resource_response(created, 201, base)
+        stored, created = store.create(rtype, body, request.headers.get("if-none-exist"))
+        return _written(request, stored, 201 if created else 200, root)
 
     async def instance(request: Request) -> Response:
         rtype, rid = request.path_params["rtype"], request.path_params["rid"]
@@ -157,32 +187,117 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
             raise MethodNotAllowedError(
                 f"Operations take GET or POST, not {request.method} ({rtype}/{rid})"
             )
-        if request.method == "GET":
-            return _resource_response(store.read(rtype, rid), 200, base, _pretty(request))
+        root = root_of(request)
+        if request.method in ("GET", "HEAD"):
+            resource = store.read(rtype, rid)
+            return _resource_response(request, _shaped(request, resource), 200, root)
         if request.method == "DELETE":
             store.delete(rtype, rid)
             return Response(status_code=204)
+        store.check_type(rtype)
         body = await read_json(request, max_body, exact_decimals=True)
         stored, created = store.update(rtype, rid, body, request.headers.get("if-match"))
-        return _resource_response(stored, 201 if created else 200, base)
+        return _written(request, stored, 201 if created else 200, root)
+
+    async def history(request: Request) -> Response:
+        rtype, rid = request.path_params["rtype"], request.path_params["rid"]
+        root = root_of(request)
+        versions = store.versions(rtype, rid)
+        entries = []
+        for version in versions:
+            meta = version.resource.get("meta") or {}
+            entry: dict[str, Any] = {"fullUrl": f"{root}/{rtype}/{rid}"}
+            if not version.deleted:
+                entry["resource"] = version.resource
+            first = version.number == versions[-1].number
+            entry["request"] = {
+                "method": "DELETE" if version.deleted else "PUT",
+                "url": f"{rtype}/{rid}",
+            }
+            response = {
+                "status": "204 No Content"
+                if version.deleted
+                else "201 Created"
+                if first
+                else "200 OK",
+                "etag": f'W/"{version.number}"',
+            }
+            if meta.get("lastUpdated"):
+                response["lastModified"] = meta["lastUpdated"]
+            entry["response"] = response
+            entries.append(entry)
+        bundle = {
+            "resourceType": "Bundle",
+            "type": "history",
+            "total": len(entries),
+            "link": [{"relation": "self", "url": f"{root}/{rtype}/{rid}/_history"}],
+            "entry": entries,
+        }
+        return fhir(bundle, pretty=_pretty(request))
+
+    async def vread(request: Request) -> Response:
+        rtype, rid = request.path_params["rtype"], request.path_params["rid"]
+        resource = store.vread(rtype, rid, request.path_params["vid"])
+        return _resource_response(request, _shaped(request, resource), 200, root_of(request))
 
     return [
         Route(f"{base}/{{rtype}}", search_or_create, methods=["GET", "POST"]),
         Route(f"{base}/{{rtype}}/{{rid}}", instance, methods=["GET", "PUT", "DELETE"]),
+        Route(f"{base}/{{rtype}}/{{rid}}/_history", history, methods=["GET"]),
+        Route(f"{base}/{{rtype}}/{{rid}}/_history/{{vid}}", vread, methods=["GET"]),
     ]
 
 
+def _shaped(request: Request, resource: dict[str, Any]) -> dict[str, Any]:
+    """``_summary`` and ``_elements`` on a read."""
+    summary = request.query_params.get("_summary")
+    elements = request.query_params.get("_elements")
+    if summary is None and elements is None:
+        return resource
+    query = fhir_search.parse(
+        resource["resourceType"],
+        [(k, v) for k, v in request.query_params.multi_items() if k in ("_summary", "_elements")],
+    )
+    return fhir_search.shape(resource, query.summary, query.elements)
+
+
+def _written(request: Request, resource: dict[str, Any], status: int, root: str) -> Response:
+    """The answer to a create or update, as ``Prefer: return=`` asks (representation by
+    default, ``minimal`` for headers only, ``OperationOutcome`` for an outcome)."""
+    wanted = prefer(request).get("return", "representation")
+    if wanted == "minimal":
+        return _resource_response(request, resource, status, root, body=False)
+    if wanted.lower() == "operationoutcome":
+        rtype, rid = resource["resourceType"], resource["id"]
+        what = {201: "created", 200: "updated"}[status]
+        if status == 200 and request.method == "POST":
+            what = "already there (If-None-Exist matched it); nothing was created"
+        text = f"{rtype}/{rid} {what} (version {version_of(resource)})"
+        issue = {"severity": "information", "code": "informational", "details": {"text": text}}
+        outcome_body = {"resourceType": "OperationOutcome", "issue": [issue]}
+        return _resource_response(request, resource, status, root, content=outcome_body)
+    return _resource_response(request, resource, status, root)
+
+
 def _resource_response(
-    resource: dict[str, Any], status: int, base: str, pretty: bool = False
+    request: Request,
+    resource: dict[str, Any],
+    status: int,
+    root: str,
+    *,
+    body: bool = True,
+    content: dict[str, Any] | None = None,
 ) -> Response:
     rtype, rid = resource["resourceType"], resource["id"]
     headers = {"ETag": etag(resource)}
-    meta = resource.get("meta") or {}
-    if meta.get("lastUpdated"):
-        headers["Last-Modified"] = str(meta["lastUpdated"])
+    modified = http_date((resource.get("meta") or {}).get("lastUpdated"))
+    if modified:
+        headers["Last-Modified"] = modified
     if status == 201:
-        headers["Location"] = f"{base}/{rtype}/{rid}/_history/{meta.get('versionId', '1')}"
-    return fhir(resource, status, headers, pretty=pretty)
+        headers["Location"] = f"{root}/{rtype}/{rid}/_history/{version_of(resource)}"
+    if not body:
+        return Response(status_code=status, headers=headers)
+    return fhir(content or resource, status, headers, pretty=_pretty(request))
 
 
 def not_found(request: Request) -> Response:

@@ -1,38 +1,49 @@
-"""Create, read, update, delete and search of terminology resources, with persistence.
+"""Create, read, update, delete, history and search of terminology resources, with persistence.
 
-Writes are checked completely before anything changes. With a data folder, an accepted
-write is on disk (temporary file, fsync, rename, fsync of the folder) before the registry
-changes and before the response; a rejected write changes neither.
+Writes are checked completely before anything changes. Every accepted write is a new version
+in the history (``history.py``); with a data folder that version is on disk (temporary file,
+fsync, rename, fsync of the folder) before the registry changes and before the response. A
+rejected write, or one the disk refuses (``StorageError``, 5xx), changes neither. At start the
+data folder is restored exactly: each written resource under its own id, replacing whatever
+was loaded with that id or canonical, deleted resources removed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import tempfile
 import threading
 import uuid
-from datetime import datetime, timezone
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench import jsonio
 from workbench.errors import (
+    GoneError,
     InvalidRequestError,
+    InvalidResourceError,
+    PreconditionFailedError,
     ResourceNotFoundError,
     VersionConflictError,
 )
-from workbench.loading import check_resource, read_source
+from workbench.loading import check_resource
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource
+from workbench.server import search as fhir_search
+from workbench.server.history import (
+    FolderHistory,
+    MemoryHistory,
+    Version,
+    now_instant,
+    tombstone,
+)
+from workbench.terminology.hierarchy import hierarchy_cycle
 
 if TYPE_CHECKING:
     from workbench.workbench import Workbench
 
-_ID = re.compile(r"^[A-Za-z0-9\-.]{1,64}$")
-SEARCH_PARAMETERS = ("url", "version", "name", "title", "status", "_id")
-_IGNORED_SEARCH = frozenset({"_format", "_pretty", "_count", "_summary"})
+_ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
+_ETAG = re.compile(r'\s*(?:W/)?"([^"]*)"\s*')
 
 
 def etag(resource: Resource) -> str:
@@ -53,8 +64,15 @@ def with_meta(resource: Resource) -> Resource:
     return {**resource, "meta": {**meta, "versionId": "1"}}
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def etag_version(header: str) -> str:
+    """The version an ``If-Match`` header names, in the weak (``W/"3"``) or strong (``"3"``)
+    form; a bare ``3`` is taken as well."""
+    match = _ETAG.fullmatch(header)
+    return match.group(1) if match else header.strip()
+
+
+def _number(version: str) -> int:
+    return int(version) if version.isdigit() else 1
 
 
 class ResourceStore:
@@ -65,75 +83,102 @@ class ResourceStore:
         self.registry = workbench.registry
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._lock = threading.Lock()
+        self.history: FolderHistory | MemoryHistory
         if self.data_dir is not None:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            self._restore()
+            self.history = FolderHistory(self.data_dir)
+            self._restore(self.history)
+        else:
+            self.history = MemoryHistory()
 
     # --- persistence ------------------------------------------------------------------
 
-    def _restore(self) -> None:
-        assert self.data_dir is not None
-        if any(self.data_dir.glob("*.json")):
-            resources, _ = read_source(self.data_dir, progress=False, exact_decimals=True)
-            self.registry.add_many(resources)
-        for tombstone in sorted(self.data_dir.glob("*.deleted")):
-            rtype, _, rid = tombstone.stem.partition("-")
-            with contextlib.suppress(ResourceNotFoundError):
-                self.registry.delete(rtype, rid)
+    def _restore(self, history: FolderHistory) -> None:
+        """Bring the registry to the state the data folder records, ids kept exactly."""
+        history.remove_leftovers()
+        history.migrate_flat_files()
+        latest = list(history.latest())
+        for version in latest:
+            if version.deleted:
+                rtype, rid = version.resource["resourceType"], version.resource["id"]
+                with contextlib.suppress(ResourceNotFoundError):
+                    self.registry.delete(rtype, rid)
+        for version in latest:
+            if not version.deleted:
+                self._put_exactly(version.resource)
 
-    def _path(self, rtype: str, rid: str, suffix: str = ".json") -> Path:
-        assert self.data_dir is not None
-        return self.data_dir / f"{rtype}-{rid}{suffix}"
+    def _put_exactly(self, resource: Resource) -> None:
+        """Store ``resource`` under its own id; whatever else holds its canonical goes."""
+        rtype, url = resource["resourceType"], resource.get("url")
+        other = self.registry.get(rtype, url, str(resource.get("version") or "")) if url else None
+        if other is not None and other.get("id") != resource["id"]:
+            exact = str(other.get("version") or "") == str(resource.get("version") or "")
+            if exact:
+                self.registry.delete(rtype, other["id"])
+        self.registry.put(resource)
 
-    def _write_file(self, path: Path, data: bytes) -> None:
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-        self._sync_folder(path.parent)
-
-    @staticmethod
-    def _sync_folder(folder: Path) -> None:
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _persist(self, resource: Resource) -> None:
-        if self.data_dir is None:
-            return
-        rtype, rid = resource["resourceType"], resource["id"]
-        self._write_file(self._path(rtype, rid), jsonio.dumps(resource))
-        self._path(rtype, rid, ".deleted").unlink(missing_ok=True)
-
-    def _persist_delete(self, rtype: str, rid: str) -> None:
-        if self.data_dir is None:
-            return
-        self._write_file(self._path(rtype, rid, ".deleted"), b"")
-        self._path(rtype, rid).unlink(missing_ok=True)
-        self._sync_folder(self.data_dir)
+    def _record(self, rtype: str, rid: str, version: Version, current: Resource | None) -> None:
+        """Save a new version; the first write to a resource that was only loaded records
+        the loaded version too, so that its history is complete."""
+        if current is not None and not self.history.numbers(rtype, rid):
+            served = with_meta(current)
+            self.history.save(rtype, rid, Version(_number(version_of(served)), served))
+        self.history.save(rtype, rid, version)
 
     # --- interactions -----------------------------------------------------------------
 
     @staticmethod
     def check_type(rtype: str) -> None:
-        """Only ValueSet and CodeSystem are served as resources."""
+        """Only the terminology resource types are served as resources."""
         if rtype not in TERMINOLOGY_TYPES:
             raise ResourceNotFoundError(
                 f"Resource type {rtype} is not served here (only {', '.join(TERMINOLOGY_TYPES)})"
             )
 
+    @staticmethod
+    def check_id(rid: str) -> None:
+        """Raise InvalidRequestError unless ``rid`` is a FHIR id."""
+        if not _ID.fullmatch(rid):
+            raise InvalidRequestError(f"{rid!r} is not a valid FHIR id")
+
     def read(self, rtype: str, rid: str) -> Resource:
         """Return a resource as served (with ``meta.versionId``)."""
         self.check_type(rtype)
         return with_meta(self.registry.read(rtype, rid))
+
+    def _current(self, rtype: str, rid: str) -> Resource | None:
+        try:
+            return self.registry.read(rtype, rid)
+        except ResourceNotFoundError:
+            return None
+
+    def vread(self, rtype: str, rid: str, vid: str) -> Resource:
+        """One version of a resource (410 when that version is a deletion)."""
+        self.check_type(rtype)
+        current = self._current(rtype, rid)
+        if current is not None and version_of(current) == vid:
+            return with_meta(current)
+        found = self.history.load(rtype, rid, int(vid)) if vid.isdigit() else None
+        if found is None:
+            raise ResourceNotFoundError(f"{rtype}/{rid}/_history/{vid} not found")
+        if found.deleted:
+            raise GoneError(f"{rtype}/{rid} was deleted in version {vid}")
+        return found.resource
+
+    def versions(self, rtype: str, rid: str) -> list[Version]:
+        """Every known version of a resource, newest first (404 when none is known)."""
+        self.check_type(rtype)
+        current = self._current(rtype, rid)
+        out: dict[int, Version] = {}
+        for number in self.history.numbers(rtype, rid):
+            found = self.history.load(rtype, rid, number)
+            if found is not None:
+                out[number] = found
+        if current is not None:
+            served = with_meta(current)
+            out[_number(version_of(served))] = Version(_number(version_of(served)), served)
+        if not out:
+            raise ResourceNotFoundError(f"{rtype}/{rid} not found")
+        return [out[n] for n in sorted(out, reverse=True)]
 
     def _checked(self, rtype: str, body: Any) -> Resource:
         if not isinstance(body, dict):
@@ -142,120 +187,114 @@ class ResourceStore:
             raise InvalidRequestError(
                 f"The body is a {body.get('resourceType')!r}, but this endpoint takes a {rtype}"
             )
-        return check_resource(dict(body), f"{rtype} in the request")
+        resource = check_resource(dict(body), f"{rtype} in the request")
+        if rtype == "CodeSystem":
+            cycle = hierarchy_cycle(resource)
+            if cycle:
+                raise InvalidResourceError(
+                    f"{rtype} in the request: the concept hierarchy has a cycle: "
+                    + " -> ".join(cycle)
+                )
+        return resource
 
-    def create(self, rtype: str, body: Any) -> Resource:
-        """Create a resource with a new server-assigned id."""
+    def create(
+        self, rtype: str, body: Any, if_none_exist: str | None = None, root: str = ""
+    ) -> tuple[Resource, bool]:
+        """Create a resource with a new server-assigned id; return (resource, created).
+
+        With ``if_none_exist`` (a search query string), an existing single match is returned
+        instead (created false); more than one match is a 412.
+        """
         self.check_type(rtype)
         resource = self._checked(rtype, body)
         with self._lock:
-            resource["id"] = uuid.uuid4().hex
-            return self._store(resource, "1")
+            if if_none_exist is not None:
+                existing = self._conditional_match(rtype, if_none_exist)
+                if existing is not None:
+                    return with_meta(existing), False
+            rid = uuid.uuid4().hex
+            resource["id"] = rid
+            return self._store(resource, None), True
+
+    def _conditional_match(self, rtype: str, query_string: str) -> Resource | None:
+        from urllib.parse import parse_qsl
+
+        pairs = parse_qsl(query_string.lstrip("?"), keep_blank_values=True)
+        query = fhir_search.parse(rtype, pairs, strict=True)
+        if not query.tests:
+            raise InvalidRequestError(f"If-None-Exist holds no search criteria: '{query_string}'")
+        found = query.run(self.registry.all(rtype))
+        if len(found) > 1:
+            raise PreconditionFailedError(
+                f"If-None-Exist '{query_string}' matches {len(found)} resources, not one"
+            )
+        return found[0] if found else None
 
     def update(
         self, rtype: str, rid: str, body: Any, if_match: str | None = None
     ) -> tuple[Resource, bool]:
         """Update (or create) the resource ``rid``; return (resource, created)."""
         self.check_type(rtype)
-        if not _ID.match(rid):
-            raise InvalidRequestError(f"'{rid}' is not a valid FHIR id")
+        self.check_id(rid)
         resource = self._checked(rtype, body)
         if resource.get("id") != rid:
             raise InvalidRequestError(
                 f"The body's id ({resource.get('id')!r}) does not match the URL's id ({rid!r})"
             )
         with self._lock:
-            try:
-                current: Resource | None = self.registry.read(rtype, rid)
-            except ResourceNotFoundError:
-                current = None
-            if if_match is not None and (current is None or if_match != etag(current)):
+            current = self._current(rtype, rid)
+            if if_match is not None and (
+                current is None or etag_version(if_match) != version_of(current)
+            ):
                 have = etag(current) if current is not None else "no resource"
                 raise VersionConflictError(
                     f"If-Match {if_match} does not match the current version ({have})"
                 )
-            next_version = str(int(version_of(current)) + 1) if current is not None else "1"
-            stored = self._store(resource, next_version)
+            stored = self._store(resource, current)
             return stored, current is None
 
-    def _store(self, resource: Resource, version: str) -> Resource:
+    def _next_number(self, rtype: str, rid: str, current: Resource | None) -> int:
+        known = self.history.numbers(rtype, rid)
+        if current is not None:
+            known.append(_number(version_of(current)))
+        return max(known, default=0) + 1
+
+    def _store(self, resource: Resource, current: Resource | None) -> Resource:
+        rtype, rid = resource["resourceType"], resource["id"]
+        number = self._next_number(rtype, rid, current)
         resource["meta"] = {
             **(resource.get("meta") or {}),
-            "versionId": version,
-            "lastUpdated": _now(),
+            "versionId": str(number),
+            "lastUpdated": now_instant(),
         }
         self.registry.check_put(resource)
-        self._persist(resource)
+        self._record(rtype, rid, Version(number, resource), current)
         self.registry.put(resource)
         return resource
 
     def delete(self, rtype: str, rid: str) -> None:
-        """Delete a resource (404 when it does not exist)."""
+        """Delete a resource (404 when it does not exist); the deletion is a new version."""
         self.check_type(rtype)
         with self._lock:
-            self.registry.read(rtype, rid)
-            self._persist_delete(rtype, rid)
+            current = self.registry.read(rtype, rid)
+            number = self._next_number(rtype, rid, current)
+            self._record(rtype, rid, tombstone(rtype, rid, number, now_instant()), current)
             self.registry.delete(rtype, rid)
 
     def search(
         self,
         rtype: str,
-        params: list[tuple[str, str]],
+        params: Iterable[tuple[str, str]],
         *,
-        self_url: str,
-        root: str,
+        type_url: str,
         strict: bool = False,
     ) -> Resource:
-        """Search by url, version, name, title, status or _id; return a searchset Bundle.
+        """Search (``search.py``): return one page as a searchset Bundle.
 
         Unknown search parameters are ignored, as FHIR servers do, unless ``strict`` (the
         client sent ``Prefer: handling=strict``), which makes them an error.
         """
         self.check_type(rtype)
-        count: int | None = None
-        tests = []
-        for name, value in params:
-            if name == "_count":
-                if not value.isdigit():
-                    raise InvalidRequestError(f"_count must be a whole number, not '{value}'")
-                count = int(value)
-            elif name in _IGNORED_SEARCH:
-                continue
-            elif name not in SEARCH_PARAMETERS:
-                if not strict:
-                    continue
-                raise InvalidRequestError(
-                    f"Unknown search parameter '{name}' for {rtype} (supported: "
-                    f"{', '.join(SEARCH_PARAMETERS)})"
-                )
-            else:
-                tests.append((name, value))
-        found = [r for r in self.registry.all(rtype) if all(_matches(r, n, v) for n, v in tests)]
-        shown = found if count is None else found[:count]
-        return {
-            "resourceType": "Bundle",
-            "type": "searchset",
-            "total": len(found),
-            "link": [{"relation": "self", "url": self_url}],
-            "entry": [
-                {
-                    "fullUrl": f"{root}/{r['resourceType']}/{r['id']}",
-                    "resource": with_meta(r),
-                    "search": {"mode": "match"},
-                }
-                for r in shown
-            ],
-        }
-
-
-def _matches(resource: Resource, name: str, value: str) -> bool:
-    """FHIR search semantics: uri/token exact; string case-insensitive prefix; commas OR."""
-    field = "id" if name == "_id" else name
-    have = resource.get(field)
-    if have is None:
-        return False
-    options = value.split(",")
-    if name in ("name", "title"):
-        text = str(have).casefold()
-        return any(text.startswith(o.casefold()) for o in options)
-    return str(have) in options
+        query = fhir_search.parse(rtype, params, strict=strict)
+        found = [with_meta(r) for r in query.run(self.registry.all(rtype))]
+        return fhir_search.bundle(query, found, type_url=type_url)

@@ -103,7 +103,7 @@ class Clause:
                     raise unusable(self.cs)
                 concept = self.cs.get(code)
                 if concept is None:
-                    if self.cs.is_complete or code not in self.concepts:
+                    if self.cs.is_complete or code not in self.concepts or _rejects(self.cs, code):
                         return NO_MATCH
                     override = self.concepts[code].get("display")
                     listed_designations = tuple(self.concepts[code].get("designation") or ())
@@ -111,6 +111,9 @@ class Clause:
                     if self.concepts:
                         listed = self.concepts.get(concept.code)
                         if listed is None:
+                            concept = _equivalent(self.cs, concept, self.concepts)
+                            listed = self.concepts.get(concept.code) if concept else None
+                        if listed is None or concept is None:
                             return NO_MATCH
                         override = listed.get("display")
                         listed_designations = tuple(listed.get("designation") or ())
@@ -162,7 +165,7 @@ class Clause:
             for code, listed in self.concepts.items():
                 concept = cs.get(code)
                 if concept is None:
-                    if not cs.is_complete:
+                    if not cs.is_complete and not _rejects(cs, code):
                         out.append(
                             Entry(
                                 system,
@@ -202,6 +205,9 @@ class Clause:
         if cs.content in UNUSABLE_CONTENT:
             raise unusable(cs)
         if not cs.is_complete:
+            refusal = getattr(cs, "listing_error", None)  # UCUM: a grammar, not a list
+            if refusal is not None:
+                raise refusal()
             raise IncompleteCodeSystemError(
                 f"CodeSystem {canonical_of(cs.resource)} has content '{cs.content}', but all of "
                 "its codes are needed (the value set includes the whole system)"
@@ -344,6 +350,21 @@ class CompiledValueSet:
         if self._keys is None:
             self._keys = {(e.system, e.code): e for e in self.entries()}
         return self._keys
+
+
+def _rejects(cs: CodeSystemIndex, code: str) -> bool:
+    """True when a code system that is not listed in full still knows a code is none of
+    its codes (UCUM: it does not parse)."""
+    why = getattr(cs, "why_unknown", None)
+    return why is not None and why(code) is not None
+
+
+def _equivalent(cs: CodeSystemIndex, concept: Concept, listed: Mapping[str, Any]) -> Concept | None:
+    """The listed concept that ``concept`` is the same as, for a code system that says
+    when two codes mean the same (UCUM: ``ml`` is the listed ``mL``); else None."""
+    same = getattr(cs, "equivalent_in", None)
+    found = same(concept.code, listed) if same is not None else None
+    return cs.get(found) if found is not None else None
 
 
 def _compile_filter(cs: CodeSystemIndex, raw: Mapping[str, Any]) -> CodeFilter:

@@ -240,10 +240,15 @@ class Terminology:
         key = (url, version or pinned, *policy.key()) if policy else (url, version or pinned)
         found = self._vs_cache.get(key)
         if found is None:
+            # Cached only when no write came between reading the registry and storing: a
+            # write bumps the generation before it invalidates, so a value set compiled from
+            # what the write replaced is never cached after its invalidation (no stale answer).
+            generation = self.registry.generation
             resource = self.valueset_resource(url, version or pinned)
             found = self._compile(resource, (), policy)
             with self._lock:
-                self._vs_cache[key] = found
+                if self.registry.generation == generation:
+                    self._vs_cache[key] = found
         return found
 
     def memo(self, compiled: CompiledValueSet, key: Hashable, factory: Callable[[], T]) -> T:

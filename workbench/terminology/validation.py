@@ -607,9 +607,12 @@ def non_members(
         concept = concepts.get(code) or (None if cs.case_sensitive else cs.get(code))
         if concept is None:
             text = f"Unknown code '{code}' in the CodeSystem '{label}'"
-            if code != code.strip():
+            detail = _why_unknown(cs, code)
+            if detail:
+                text += f": {detail}"
+            elif code != code.strip():
                 text += " (the code has leading or trailing whitespace)"
-            if compositional:
+            if compositional and not detail:
                 text += (
                     " (the code system is compositional, but this server does not know its "
                     "grammar, so an expression cannot be checked)"
@@ -671,9 +674,11 @@ def validate_in_codesystem(
         return _unknown_in_fragment(cs, code, cs.url)
     if concept is None:
         label = f"{cs.url}|{cs.version}" if cs.version else cs.url
+        detail = _why_unknown(cs, code)
         return failure(
             "unknown-code",
-            f"Unknown code '{code}' in the CodeSystem '{label}'",
+            f"Unknown code '{code}' in the CodeSystem '{label}'"
+            + (f": {detail}" if detail else ""),
             code=code,
             system=cs.url,
             version=cs.version,
@@ -688,6 +693,12 @@ def validate_in_codesystem(
         abstract=abstract,
         where=f"the CodeSystem {cs.url}",
     )
+
+
+def _why_unknown(cs: CodeSystemIndex, code: str) -> str | None:
+    """Why a code system that knows its grammar (UCUM) does not take a code."""
+    why = getattr(cs, "why_unknown", None)
+    return why(code) if why is not None else None
 
 
 def _is_expression(cs: CodeSystemIndex, code: str) -> bool:

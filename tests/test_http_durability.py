@@ -1,0 +1,491 @@
+"""Durability and consistency of REST writes over real HTTP (127.0.0.1 only): writes to any id
+survive a restart exactly as acknowledged, no temporary files are left, writes are fsynced
+before the answer, disk errors are 5xx OperationOutcomes that change nothing, the version
+history (vread, _history, Location) is kept, hierarchy cycles are rejected, and no stale
+compiled value set outlives a write."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from http_support import (
+    DEMO_CS,
+    FHIR_JSON,
+    GENDER_VS,
+    TOKEN,
+    assert_outcome,
+    client,
+    folder_state,
+)
+
+from workbench import Workbench
+from workbench.server.embedded import ServerHandle
+from workbench.terminology.engine import Terminology
+
+ROOT = Path(__file__).resolve().parent.parent
+VALUESETS = ROOT / "valuesets"
+RACE_URL = "http://example.org/fhir/ValueSet/race"
+
+
+def fresh() -> Workbench:
+    wb = Workbench()
+    wb.load(VALUESETS, progress=False)
+    return wb
+
+
+def send(http: httpx.Client, method: str, path: str, body: Any, **headers: str) -> httpx.Response:
+    content = json.dumps(body).encode()
+    return http.request(
+        method, path, content=content, headers={"Content-Type": FHIR_JSON, **headers}
+    )
+
+
+def without_meta(resource: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in resource.items() if k != "meta"}
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def running(data: Path) -> Iterator[tuple[Workbench, ServerHandle, httpx.Client]]:
+    wb = fresh()
+    with wb.serve(port=0, token=TOKEN, data_dir=data) as handle, client(handle.url) as http:
+        yield wb, handle, http
+
+
+def restart(data: Path) -> tuple[Workbench, ServerHandle]:
+    wb = fresh()
+    return wb, wb.serve(port=0, token=TOKEN, data_dir=data)
+
+
+# --- writes to shipped ids survive a restart exactly ----------------------------------
+
+
+def test_writes_to_shipped_ids_survive_restart_exactly(
+    running: tuple[Workbench, ServerHandle, httpx.Client], data: Path
+) -> None:
+    """Before: the restore renamed a written resource whose id a shipped one held (with
+    another canonical) to ``administrative-gender-2``, and the shipped one came back."""
+    _, handle, http = running
+    gender = http.get("/ValueSet/administrative-gender").json()
+    moved = {**gender, "url": "http://example.org/fhir/ValueSet/moved", "title": "Moved"}
+    answer = {
+        "ValueSet/administrative-gender": send(
+            http, "PUT", "/ValueSet/administrative-gender", moved
+        )
+    }
+    demo_cs = http.get("/CodeSystem/workbench-demo").json()
+    answer["CodeSystem/workbench-demo"] = send(
+        http,
+        "PUT",
+        "/CodeSystem/workbench-demo",
+        {**demo_cs, "version": "9.9.9", "title": "Demo, version 9.9.9"},
+    )
+    # The shipped resource whose canonical the written one takes over after a deletion.
+    assert http.delete("/ValueSet/workbench-demo-all").status_code == 204
+    all_vs = fresh().registry.read("ValueSet", "workbench-demo-all")
+    taken = {**all_vs, "id": "takes-over", "title": "Takes over"}
+    answer["ValueSet/takes-over"] = send(http, "PUT", "/ValueSet/takes-over", taken)
+    assert [r.status_code for r in answer.values()] == [200, 200, 201]
+    acknowledged = {path: r.json() for path, r in answer.items()}
+    handle.stop()
+
+    wb, again = restart(data)
+    with again, client(again.url) as http2:
+        for path, body in acknowledged.items():
+            assert http2.get(f"/{path}").json() == body
+        assert http2.get("/ValueSet/administrative-gender-2").status_code == 404
+        assert http2.get("/ValueSet/workbench-demo-all").status_code == 404
+        assert http2.get("/ValueSet", params={"url": GENDER_VS}).json()["total"] == 0
+        found = http2.get("/ValueSet", params={"url": all_vs["url"]}).json()
+        assert [e["resource"]["id"] for e in found["entry"]] == ["takes-over"]
+        assert wb.registry.read("CodeSystem", "workbench-demo")["version"] == "9.9.9"
+        # Writing goes on from the acknowledged version.
+        next_put = send(http2, "PUT", "/ValueSet/administrative-gender", {**moved, "title": "v3"})
+        assert next_put.json()["meta"]["versionId"] == "3"
+
+
+def test_no_leftover_temporary_files(data: Path) -> None:
+    """Before: a crash between writing the temporary file and renaming it left ``.tmp-*``
+    files in the data folder for good."""
+    (data / "ValueSet-x").mkdir(parents=True)
+    (data / ".tmp-abc123.json").write_bytes(b'{"resourceType": "ValueSet", "id": "half')
+    (data / "ValueSet-x" / ".tmp-def456.json").write_bytes(b"{")
+    (data / ".tmp-ghi789.deleted").write_bytes(b"")
+    _wb, handle = restart(data)
+    with handle, client(handle.url) as http:
+        assert not [p for p in data.rglob(".tmp-*")]
+        created = send(http, "PUT", "/ValueSet/x", {**new_vs("x"), "title": "Complete"})
+        assert created.status_code == 201
+        assert http.delete("/ValueSet/x").status_code == 204
+    assert not [p for p in data.rglob(".tmp-*")]
+    assert sorted(folder_state(data)) == ["ValueSet-x/1.json", "ValueSet-x/2.deleted"]
+
+
+def test_flat_files_of_the_earlier_layout_are_restored(data: Path) -> None:
+    data.mkdir(parents=True)
+    written = {**new_vs("flat"), "meta": {"versionId": "4", "lastUpdated": "2024-01-02T03:04:05Z"}}
+    (data / "ValueSet-flat.json").write_bytes(json.dumps(written).encode())
+    (data / "ValueSet-yesnodontknow.deleted").write_bytes(b"")
+    _, handle = restart(data)
+    with handle, client(handle.url) as http:
+        assert http.get("/ValueSet/flat").json() == written
+        assert http.get("/ValueSet/yesnodontknow").status_code == 404
+        assert http.get("/ValueSet/flat/_history/4").json() == written
+    assert sorted(folder_state(data)) == [
+        "ValueSet-flat/4.json",
+        "ValueSet-yesnodontknow/2.deleted",
+    ]
+
+
+def new_vs(rid: str, url: str = "http://example.org/fhir/ValueSet/durable") -> dict[str, Any]:
+    return {
+        "resourceType": "ValueSet",
+        "id": rid,
+        "url": url,
+        "name": "Durable",
+        "status": "draft",
+        "compose": {"include": [{"system": DEMO_CS, "concept": [{"code": "video"}]}]},
+    }
+
+
+# --- fsync before the answer ----------------------------------------------------------
+
+
+def test_write_is_fsynced_before_the_response(
+    running: tuple[Workbench, ServerHandle, httpx.Client],
+    data: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    _, _, http = running
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    response = send(http, "PUT", "/ValueSet/synced", new_vs("synced"))
+    assert response.status_code == 201
+    folder = str((data / "ValueSet-synced").resolve())
+    # The file (still under its temporary name), then its folder after the rename.
+    assert any(Path(p).parent == Path(folder) and Path(p).name.startswith(".tmp-") for p in synced)
+    assert synced[-1] == folder
+    assert (data / "ValueSet-synced" / "1.json").is_file()
+
+
+# --- disk errors ----------------------------------------------------------------------
+
+
+def _raiser(code: int) -> Callable[..., Any]:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(code, os.strerror(code))
+
+    return fail
+
+
+DISK_FAULTS = [
+    pytest.param(tempfile, "mkstemp", errno.EROFS, 500, "Read-only file system", id="read-only"),
+    pytest.param(os, "fsync", errno.ENOSPC, 507, "the disk is full", id="full-disk"),
+    pytest.param(os, "replace", errno.EIO, 500, "Input/output error", id="io-error"),
+]
+WRITES = [
+    pytest.param("PUT", "/ValueSet/workbench-demo-all", "update", id="update"),
+    pytest.param("POST", "/ValueSet", "create", id="create"),
+    pytest.param("PUT", "/ValueSet/brand-new", "put-create", id="put-create"),
+    pytest.param("DELETE", "/ValueSet/workbench-demo-all", None, id="delete"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "kind"), WRITES)
+@pytest.mark.parametrize(("module", "name", "code", "status", "reason"), DISK_FAULTS)
+def test_disk_error_is_5xx_and_changes_nothing(
+    running: tuple[Workbench, ServerHandle, httpx.Client],
+    data: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    module: Any,
+    name: str,
+    code: int,
+    status: int,
+    reason: str,
+    method: str,
+    path: str,
+    kind: str | None,
+) -> None:
+    """Before: a read-only or full disk gave a generic 500 'Internal server error'."""
+    wb, _, http = running
+    before_search = http.get("/ValueSet", params={"_count": "1000"}).json()
+    before = http.get("/ValueSet/workbench-demo-all").json()
+    files = folder_state(data) if data.exists() else {}
+    body: Any = None
+    if kind == "update":
+        body = {**before, "title": "Never stored"}
+    elif kind == "create":
+        body = new_vs("ignored", url="http://example.org/fhir/ValueSet/never")
+    elif kind == "put-create":
+        body = new_vs("brand-new", url="http://example.org/fhir/ValueSet/never")
+    monkeypatch.setattr(module, name, _raiser(code))
+    response = http.request(method, path) if body is None else send(http, method, path, body)
+    monkeypatch.undo()
+    outcome = assert_outcome(
+        response, status, "exception", rf"^The write was not stored: {reason} .*nothing was changed"
+    )
+    assert outcome["issue"][0]["details"]["coding"][0]["code"] == "WB-STORE-001"
+    assert http.get("/ValueSet/workbench-demo-all").json() == before
+    assert (
+        http.get("/ValueSet", params={"_count": "1000"}).json()["total"] == before_search["total"]
+    )
+    assert http.get("/ValueSet/brand-new").status_code == 404
+    assert "http://example.org/fhir/ValueSet/never" not in {
+        r.get("url") for r in wb.registry.all("ValueSet")
+    }
+    assert {k: v for k, v in folder_state(data).items() if not k.endswith("/1.json")} == {
+        k: v for k, v in files.items() if not k.endswith("/1.json")
+    }
+    assert not list(data.rglob(".tmp-*"))
+    # The connection and the server carry on; the same write works once the disk does.
+    if body is None:
+        assert http.request(method, path).status_code == 204
+    else:
+        assert send(http, method, path, body).status_code in (200, 201)
+
+
+# --- version history: vread, _history, Location ---------------------------------------
+
+
+def test_history_vread_and_location(
+    running: tuple[Workbench, ServerHandle, httpx.Client], data: Path
+) -> None:
+    """Before: Location was relative and pointed to a _history/{vid} that did not exist."""
+    _, handle, http = running
+    created = send(http, "POST", "/ValueSet", new_vs("ignored"))
+    assert created.status_code == 201
+    location = created.headers["location"]
+    rid = created.json()["id"]
+    assert location == f"{handle.url}/ValueSet/{rid}/_history/1"
+    assert httpx.URL(location).is_absolute_url
+    assert http.get(location).json() == created.json()
+    v1 = created.json()
+    v2 = send(http, "PUT", f"/ValueSet/{rid}", {**v1, "title": "Second"}).json()
+    assert http.delete(f"/ValueSet/{rid}").status_code == 204
+    assert http.get(f"/ValueSet/{rid}").status_code == 404
+    assert_outcome(http.get(f"/ValueSet/{rid}/_history/3"), 410, "deleted", "deleted in version 3")
+    v4 = send(http, "PUT", f"/ValueSet/{rid}", {**v1, "title": "Back"})
+    assert v4.status_code == 201
+    assert v4.json()["meta"]["versionId"] == "4"
+    assert v4.headers["location"] == f"{handle.url}/ValueSet/{rid}/_history/4"
+    history = http.get(f"/ValueSet/{rid}/_history").json()
+    assert history["resourceType"] == "Bundle"
+    assert history["type"] == "history"
+    assert history["total"] == 4
+    assert [e["response"]["etag"] for e in history["entry"]] == ['W/"4"', 'W/"3"', 'W/"2"', 'W/"1"']
+    assert [e["request"]["method"] for e in history["entry"]] == ["PUT", "DELETE", "PUT", "PUT"]
+    assert "resource" not in history["entry"][1]
+    assert history["entry"][2]["resource"] == v2
+    assert history["entry"][3]["resource"] == v1
+    assert http.get(f"/ValueSet/{rid}/_history/1").json() == v1
+    assert http.get(f"/ValueSet/{rid}/_history/2").json()["title"] == "Second"
+    assert_outcome(http.get(f"/ValueSet/{rid}/_history/9"), 404, "not-found", "_history/9")
+    assert_outcome(http.get("/ValueSet/none/_history"), 404, "not-found", "ValueSet/none")
+    # A shipped resource's loaded version stays readable after it is changed, across a restart.
+    shipped = http.get("/ValueSet/workbench-demo-all").json()
+    send(http, "PUT", "/ValueSet/workbench-demo-all", {**shipped, "title": "Changed"})
+    handle.stop()
+    _, again = restart(data)
+    with again, client(again.url) as http2:
+        assert http2.get("/ValueSet/workbench-demo-all/_history/1").json() == shipped
+        assert http2.get("/ValueSet/workbench-demo-all/_history/2").json()["title"] == "Changed"
+        assert http2.get(f"/ValueSet/{rid}/_history").json()["total"] == 4
+        assert http2.get(f"/ValueSet/{rid}/_history/2").json() == v2
+
+
+def test_history_without_data_folder(wb: Workbench) -> None:
+    with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as http:
+        first = http.get("/CodeSystem/workbench-demo").json()
+        assert http.get("/CodeSystem/workbench-demo/_history").json()["total"] == 1
+        send(http, "PUT", "/CodeSystem/workbench-demo", {**first, "title": "Two"})
+        history = http.get("/CodeSystem/workbench-demo/_history").json()
+        assert [e["resource"]["meta"]["versionId"] for e in history["entry"]] == ["2", "1"]
+        assert http.get("/CodeSystem/workbench-demo/_history/1").json() == first
+
+
+# --- cycles in the concept hierarchy ---------------------------------------------------
+
+PARENT = [
+    {"code": "parent", "uri": "http://hl7.org/fhir/concept-properties#parent", "type": "code"}
+]
+
+
+def _cs(concepts: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
+    return {
+        "resourceType": "CodeSystem",
+        "id": "cyclic",
+        "url": "http://example.org/fhir/CodeSystem/cyclic",
+        "status": "draft",
+        "content": "complete",
+        "concept": concepts,
+        **more,
+    }
+
+
+def _parent(code: str, parent: str) -> dict[str, Any]:
+    return {"code": code, "property": [{"code": "parent", "valueCode": parent}]}
+
+
+@pytest.mark.parametrize(
+    ("body", "cycle"),
+    [
+        pytest.param(
+            _cs([_parent("a", "b"), _parent("b", "a")], property=PARENT), "a -> b -> a", id="two"
+        ),
+        pytest.param(
+            _cs([_parent("a", "c"), _parent("b", "a"), _parent("c", "b")], property=PARENT),
+            "a -> b -> c -> a",
+            id="three",
+        ),
+        pytest.param(
+            _cs([{"code": "a", "concept": [{"code": "b", "concept": [{"code": "a"}]}]}]),
+            "a -> b -> a",
+            id="nesting",
+        ),
+        pytest.param(
+            _cs(
+                [{**_parent("a", "b"), "concept": [{"code": "b"}]}],
+                property=PARENT,
+            ),
+            "a -> b -> a",
+            id="nesting-and-parent",
+        ),
+    ],
+)
+def test_hierarchy_cycle_is_rejected(
+    running: tuple[Workbench, ServerHandle, httpx.Client], data: Path, body: Any, cycle: str
+) -> None:
+    """Before: a parent cycle was stored, and $subsumes then said 'subsumes' both ways."""
+    wb, _, http = running
+    files = folder_state(data)
+    for method, path in (("PUT", "/CodeSystem/cyclic"), ("POST", "/CodeSystem")):
+        response = send(http, method, path, body)
+        assert_outcome(response, 422, "invariant", rf"hierarchy has a cycle: {cycle}$")
+    assert http.get("/CodeSystem/cyclic").status_code == 404
+    assert wb.registry.get("CodeSystem", body["url"]) is None
+    assert folder_state(data) == files
+
+
+def test_hierarchy_without_cycle_is_accepted(
+    running: tuple[Workbench, ServerHandle, httpx.Client],
+) -> None:
+    _, _, http = running
+    body = _cs(
+        [_parent("b", "a"), _parent("c", "a"), {"code": "a"}, _parent("d", "b"), _parent("d", "c")],
+        property=PARENT,
+    )
+    assert send(http, "PUT", "/CodeSystem/cyclic", body).status_code == 201
+    answer = http.get(
+        "/CodeSystem/$subsumes", params={"system": body["url"], "codeA": "a", "codeB": "d"}
+    ).json()
+    assert answer["parameter"][0] == {"name": "outcome", "valueCode": "subsumes"}
+
+
+# --- no stale compiled value set after a write ----------------------------------------
+
+
+def _race_vs(codes: list[str]) -> dict[str, Any]:
+    return {
+        **new_vs("race", url=RACE_URL),
+        "compose": {"include": [{"system": DEMO_CS, "concept": [{"code": c} for c in codes]}]},
+    }
+
+
+def _valid(http: httpx.Client, code: str) -> bool:
+    answer = http.get(
+        "/ValueSet/$validate-code", params={"url": RACE_URL, "system": DEMO_CS, "code": code}
+    )
+    assert answer.status_code == 200, answer.text
+    return bool(answer.json()["parameter"][0]["valueBoolean"])
+
+
+def test_write_during_compilation_leaves_no_stale_cache(
+    running: tuple[Workbench, ServerHandle, httpx.Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a value set compiled from the content a concurrent write replaced was cached
+    after the write's invalidation, so the old answer outlived the write."""
+    wb, _, http = running
+    assert send(http, "PUT", "/ValueSet/race", _race_vs(["video"])).status_code == 201
+    compiling = threading.Event()
+    written = threading.Event()
+    real_compile = Terminology._compile
+
+    def slow_compile(self: Terminology, resource: Any, *args: Any, **kwargs: Any) -> Any:
+        found = real_compile(self, resource, *args, **kwargs)
+        if resource.get("url") == RACE_URL and not compiling.is_set():
+            compiling.set()
+            assert written.wait(20)
+        return found
+
+    monkeypatch.setattr(Terminology, "_compile", slow_compile)
+    results: list[bool] = []
+    reader = threading.Thread(
+        target=lambda: results.append(
+            wb.validate_code(RACE_URL, code="video", system=DEMO_CS).result
+        )
+    )
+    reader.start()
+    assert compiling.wait(20)
+    assert send(http, "PUT", "/ValueSet/race", _race_vs(["phone"])).status_code == 200
+    written.set()
+    reader.join(20)
+    assert len(results) == 1  # (either answer is right for a read concurrent with a write)
+    assert _valid(http, "phone") is True
+    assert _valid(http, "video") is False
+
+
+def test_interleaved_writes_and_validations_end_consistent(
+    running: tuple[Workbench, ServerHandle, httpx.Client],
+) -> None:
+    _, handle, http = running
+    codes = ["video", "phone", "office-new", "phone-triage"]
+    assert send(http, "PUT", "/ValueSet/race", _race_vs(codes[:1])).status_code == 201
+    rng = random.Random(13)
+    plan = [rng.choice(codes) for _ in range(30)]
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def validate() -> None:
+        with client(handle.url) as own:
+            for _ in range(200):
+                if stop.is_set():
+                    return
+                try:
+                    _valid(own, rng.choice(codes))
+                except AssertionError as exc:  # pragma: no cover - reported below
+                    errors.append(str(exc))
+
+    readers = [threading.Thread(target=validate) for _ in range(3)]
+    for thread in readers:
+        thread.start()
+    try:
+        for code in plan:
+            assert send(http, "PUT", "/ValueSet/race", _race_vs([code])).status_code == 200
+            # Right after each acknowledged write, the answer is the written one.
+            assert _valid(http, code) is True
+            assert all(not _valid(http, c) for c in codes if c != code)
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join(30)
+    assert not errors

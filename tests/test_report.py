@@ -1,0 +1,257 @@
+"""The column report: ``by_code()``, suggestions, faithful codes, visible whitespace,
+exports and the chart spec."""
+
+from __future__ import annotations
+
+import io
+import pickle
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench import Workbench
+from workbench.report import CodeTable, log_scale, visible
+from workbench.suggest import CodeIndex, nearest_urls
+
+GENDER = "http://hl7.org/fhir/ValueSet/administrative-gender"
+GENDER_CS = "http://hl7.org/fhir/administrative-gender"
+ICD = "http://example.org/icd-like"
+ICD_VS = "http://example.org/icd-like-vs"
+
+
+@pytest.fixture(scope="module")
+def icd_wb() -> Workbench:
+    wb = Workbench()
+    wb.load(
+        [
+            {
+                "resourceType": "CodeSystem",
+                "url": ICD,
+                "status": "active",
+                "content": "complete",
+                "caseSensitive": True,
+                "concept": [
+                    {"code": "E11.9", "display": "Type 2 diabetes mellitus without complications"},
+                    {"code": "E11.65", "display": "Type 2 diabetes mellitus with hyperglycemia"},
+                    {"code": "I10", "display": "Essential (primary) hypertension"},
+                    {"code": "J45.909", "display": "Unspecified asthma, uncomplicated"},
+                ],
+            },
+            {
+                "resourceType": "ValueSet",
+                "url": ICD_VS,
+                "status": "active",
+                "compose": {"include": [{"system": ICD}]},
+            },
+        ],
+        progress=False,
+    )
+    return wb
+
+
+BY_CODE_COLUMNS = [
+    "system",
+    "code",
+    "count",
+    "share",
+    "result",
+    "issue",
+    "message",
+    "display",
+    "suggestion",
+]
+
+
+def test_by_code_one_row_per_distinct_code(default_wb: Workbench) -> None:
+    codes = pd.Series(["male"] * 5 + ["Female"] * 3 + [" male"] * 2 + [None] + ["zzzz"])
+    table = default_wb.validate_column(codes, GENDER).by_code()
+    assert isinstance(table, CodeTable)
+    assert list(table.columns) == BY_CODE_COLUMNS
+    rows = table[["code", "count", "issue", "suggestion"]].astype(object)
+    rows = rows.where(rows.notna(), None).values.tolist()
+    assert rows == [
+        ["male", 5, None, None],
+        ["Female", 3, "unknown-code", "female"],
+        [" male", 2, "unknown-code", "male"],
+        ["zzzz", 1, "unknown-code", None],
+        [None, 1, "missing", None],
+    ]
+    assert table["share"].tolist() == pytest.approx([5 / 12, 3 / 12, 2 / 12, 1 / 12, 1 / 12])
+    assert table["count"].sum() == 12
+    assert table.loc[1, "message"].endswith("did you mean 'female' (Female)? (case variant)")
+    assert "without the surrounding whitespace" in table.loc[2, "message"]
+    assert table["display"].tolist()[0] == "Male"
+
+
+def test_by_code_failures_only_and_no_suggestions(default_wb: Workbench) -> None:
+    report = default_wb.validate_column(pd.Series(["male", "Female", "Female"]), GENDER)
+    table = report.by_code(failures_only=True, suggest=False)
+    assert table["code"].tolist() == ["Female"]
+    assert table["suggestion"].isna().all()
+    assert "did you mean" not in table["message"].iloc[0]
+
+
+SUGGESTION_CASES = [
+    pytest.param("E119", "E11.9", "dotted/undotted variant", id="undotted-icd"),
+    pytest.param("e11.9", "E11.9", "case variant", id="lower-case"),
+    pytest.param("E11.9 ", "E11.9", "without the surrounding whitespace", id="trailing-space"),
+    pytest.param("I1O", "I10", "nearest code", id="letter-o-for-zero"),
+    pytest.param("J45.90", "J45.909", "nearest code", id="one-digit-short"),
+    pytest.param("essential hypertension", "I10", "nearest display", id="display-given"),
+    pytest.param(
+        "Essential (primary) hypertension", "I10", "the code with this display", id="display"
+    ),
+    pytest.param("Z99.99", None, None, id="nothing-close"),
+]
+
+
+@pytest.mark.parametrize(("code", "suggestion", "why"), SUGGESTION_CASES)
+def test_suggestions_in_by_code(
+    icd_wb: Workbench, code: str, suggestion: str | None, why: str | None
+) -> None:
+    table = icd_wb.validate_column(pd.Series([code]), ICD_VS).by_code()
+    [row] = table.to_dict("records")
+    assert row["result"] is False or row["result"] == False  # noqa: E712
+    if suggestion is None:
+        assert row["suggestion"] is None
+        assert "did you mean" not in row["message"]
+    else:
+        assert row["suggestion"] == suggestion
+        assert f"did you mean '{suggestion}'" in row["message"]
+        assert f"({why})" in row["message"]
+
+
+def test_suggestion_is_never_applied(icd_wb: Workbench) -> None:
+    report = icd_wb.validate_column(pd.Series(["E119"]), ICD_VS)
+    assert report["result"].tolist() == [False]
+    assert report["issue"].tolist() == ["unknown-code"]
+    assert "did you mean" not in report["message"].iloc[0]
+
+
+def test_unknown_system_suggests_the_nearest_loaded_one(icd_wb: Workbench) -> None:
+    frame = pd.DataFrame({"c": ["I10"], "s": ["http://example.org/icd-likes"]})
+    table = icd_wb.validate_column(frame, ICD_VS, code="c", system="s").by_code()
+    assert table["issue"].tolist() == ["unknown-system"]
+    assert table["suggestion"].tolist() == [ICD]
+
+
+def test_nearest_urls_by_url_and_title() -> None:
+    known = {
+        "http://hl7.org/fhir/ValueSet/administrative-gender": "AdministrativeGender",
+        "http://hl7.org/fhir/ValueSet/encounter-status": "EncounterStatus",
+    }
+    assert nearest_urls("http://hl7.org/fhir/ValueSet/administrativ-gender", known) == [
+        "http://hl7.org/fhir/ValueSet/administrative-gender"
+    ]
+    assert nearest_urls("EncounterStatuses", known) == [
+        "http://hl7.org/fhir/ValueSet/encounter-status"
+    ]
+    assert nearest_urls("http://example.org/something-else", known) == []
+
+
+def test_code_index_prefers_exact_variants_over_edit_distance() -> None:
+    index = CodeIndex([("AB", None), ("ab1", None), ("A.B", None)])
+    assert index.suggest("ab") is not None
+    assert index.suggest("ab").code == "AB"  # type: ignore[union-attr]
+
+
+FAITHFUL_CASES = [
+    pytest.param(pd.Series([1, 2, None, 3]), id="float-with-missing"),
+    pytest.param(pd.Series([1, 2, None, 3], dtype="Int64"), id="Int64"),
+    pytest.param(pd.Series([1, 2, None, 3], dtype="object"), id="object-ints"),
+    pytest.param(pd.Series([1, 2, None, 3], dtype="Int64").astype("category"), id="category"),
+]
+
+
+@pytest.mark.parametrize("codes", FAITHFUL_CASES)
+def test_integer_codes_stay_integers(icd_wb: Workbench, codes: pd.Series) -> None:
+    wb = Workbench()
+    wb.load(
+        [
+            {
+                "resourceType": "CodeSystem",
+                "url": "http://example.org/n",
+                "status": "active",
+                "content": "complete",
+                "concept": [{"code": "1"}, {"code": "2"}],
+            },
+            {
+                "resourceType": "ValueSet",
+                "url": "http://example.org/n-vs",
+                "status": "active",
+                "compose": {"include": [{"system": "http://example.org/n"}]},
+            },
+        ],
+        progress=False,
+    )
+    frame = pd.DataFrame({"c": codes})
+    report = wb.validate_column(frame, "http://example.org/n-vs", code="c")
+    assert report["result"].tolist() == [True, True, pd.NA, False]
+    assert report.failure_cases["code"].tolist()[-1] == "3"
+    assert "'3'" in report["message"].iloc[3]
+    assert "3" in report.by_code()["code"].tolist()
+    assert "3.0" not in report._repr_html_()
+
+
+VISIBLE_CASES = [
+    (" male", "␣male"),
+    ("male  ", "male␣␣"),
+    ("a  b", "a␣␣b"),
+    ("a b", "a b"),
+    ("a\tb", "a⇥b"),
+    ("a\nb", "a↵b"),
+    ("a\u00a0b", "a⍽b"),
+    ("E11.9", "E11.9"),
+    (None, None),
+]
+
+
+@pytest.mark.parametrize(("code", "shown"), VISIBLE_CASES)
+def test_visible(code: Any, shown: Any) -> None:
+    assert visible(code) == shown
+
+
+def test_html_repr_shows_whitespace(default_wb: Workbench) -> None:
+    report = default_wb.validate_column(pd.Series([" male", "male"]), GENDER)
+    html = report._repr_html_()
+    assert "␣male" in html
+    assert "By code" in html
+    assert "did you mean" in html
+
+
+def test_exports_keep_codes_exactly(default_wb: Workbench) -> None:
+    report = default_wb.validate_column(pd.Series([" male", "1", "male"]), GENDER)
+    csv = pd.read_csv(io.BytesIO(report.export("csv")), dtype=str, keep_default_na=False)
+    parquet = pd.read_parquet(io.BytesIO(report.export("parquet")))
+    excel = pd.read_excel(io.BytesIO(report.export("xlsx")), dtype=str, keep_default_na=False)
+    for frame in (csv, parquet, excel):
+        assert sorted(frame["code"]) == [" male", "1", "male"]
+    failures = pd.read_csv(io.BytesIO(report.export("csv", what="failures")), dtype=str)
+    assert len(failures) == 2
+    with pytest.raises(ValueError, match="Unknown export format"):
+        report.export("docx")
+
+
+def test_log_scale() -> None:
+    assert log_scale([1, 2, 50]) is False
+    assert log_scale([1, 101]) is True
+    assert log_scale([]) is False
+
+
+def test_chart_spec(default_wb: Workbench) -> None:
+    codes = pd.Series(["male"] * 1000 + ["Female"] * 3 + ["x"])
+    spec = default_wb.validate_column(codes, GENDER).chart().spec
+    reasons, top = spec["hconcat"]
+    assert spec["$schema"].endswith("vega-lite/v5.json")
+    assert reasons["encoding"]["x"]["scale"] == {"type": "log"}
+    assert [v["code"].split()[0] for v in top["data"]["values"]] == ["Female", "x"]
+    assert top["data"]["values"][0]["suggestion"] == "female"
+
+
+def test_report_pickles_without_its_suggester(default_wb: Workbench) -> None:
+    report = default_wb.validate_column(pd.Series(["Female"]), GENDER)
+    again = pickle.loads(pickle.dumps(report))
+    assert again["issue"].tolist() == ["unknown-code"]
+    assert np.asarray(again.by_code()["suggestion"].isna()).all()

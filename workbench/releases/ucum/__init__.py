@@ -1,0 +1,1 @@
+"""UCUM (http://unitsofmeasure.org): always available, by its grammar and unit table."""

@@ -1,0 +1,230 @@
+"""Suggestions ("did you mean …?"): likely intended codes and canonical URLs for ones that failed.
+
+Suggestions are hints shown next to a failure; nothing is ever corrected silently. For a
+code the candidates are, in this order: the code without surrounding (or doubled inner)
+whitespace, a case variant (in a case-sensitive code system, where case matters), a
+dotted/undotted variant (ICD style ``E119`` ↔ ``E11.9``), a code whose display is the text
+given, then the nearest code by edit distance and the nearest display (``rapidfuzz``).
+For an unknown value set or code system URL, the nearest loaded URLs and titles.
+
+>>> index = CodeIndex([("E11.9", "Type 2 diabetes"), ("female", "Female")])
+>>> index.suggest("E119")
+Suggestion(code='E11.9', display='Type 2 diabetes', why='dotted/undotted variant')
+>>> index.suggest("Female").why
+'case variant'
+>>> index.suggest(" female").why
+'without the surrounding whitespace'
+>>> index.suggest("femal").why
+'nearest code'
+>>> index.suggest("zzz") is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from rapidfuzz import fuzz, process, utils
+from rapidfuzz.distance import Levenshtein
+
+ISSUES = frozenset({"unknown-code", "not-in-vs"})
+
+
+class Suggestion(NamedTuple):
+    """A code that was probably meant, its display, and why it is suggested."""
+
+    code: str
+    display: str | None
+    why: str
+
+    def text(self) -> str:
+        """``did you mean 'E11.9' (Type 2 diabetes)?``"""
+        shown = f" ({self.display})" if self.display else ""
+        return f"did you mean '{self.code}'{shown}? ({self.why})"
+
+
+def _squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _undotted(text: str) -> str:
+    return text.replace(".", "").replace(" ", "").casefold()
+
+
+class CodeIndex:
+    """The codes (and displays) one suggestion is chosen from: a value set's members of one
+    code system, or a whole code system."""
+
+    def __init__(self, entries: Iterable[tuple[str, str | None]]) -> None:
+        self.displays: dict[str, str | None] = {}
+        for code, display in entries:
+            self.displays.setdefault(code, display)
+        self.codes: list[str] = list(self.displays)
+        self.by_case: dict[str, str] = {}
+        self.by_dots: dict[str, str] = {}
+        self.by_display: dict[str, str] = {}
+        for code, display in self.displays.items():
+            self.by_case.setdefault(code.casefold(), code)
+            self.by_dots.setdefault(_undotted(code), code)
+            if display:
+                self.by_display.setdefault(_squeeze(display).casefold(), code)
+        self._display_codes = [c for c, d in self.displays.items() if d]
+        self._display_texts = [str(self.displays[c]) for c in self._display_codes]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def _found(self, code: str, why: str) -> Suggestion:
+        return Suggestion(code, self.displays.get(code), why)
+
+    def suggest(self, code: str) -> Suggestion | None:
+        """The most likely intended code for ``code``, or None."""
+        if not code:
+            return None
+        squeezed = _squeeze(code)
+        if squeezed != code and squeezed in self.displays:
+            return self._found(squeezed, "without the surrounding whitespace")
+        cased = self.by_case.get(squeezed.casefold())
+        if cased is not None and cased != code:
+            return self._found(cased, "case variant")
+        dotted = self.by_dots.get(_undotted(squeezed))
+        if dotted is not None and dotted != code:
+            return self._found(dotted, "dotted/undotted variant")
+        named = self.by_display.get(squeezed.casefold())
+        if named is not None:
+            return self._found(named, "the code with this display")
+        limit = 1 if len(squeezed) <= 5 else 2
+        near = process.extractOne(
+            squeezed, self.codes, scorer=Levenshtein.distance, score_cutoff=limit
+        )
+        if near is not None and near[0] != code:
+            return self._found(str(near[0]), "nearest code")
+        if len(squeezed) >= 4 and any(ch.isalpha() for ch in squeezed):
+            text = process.extractOne(
+                squeezed,
+                self._display_texts,
+                scorer=fuzz.WRatio,
+                processor=utils.default_process,
+                score_cutoff=86,
+            )
+            if text is not None:
+                return self._found(self._display_codes[int(text[2])], "nearest display")
+        return None
+
+
+def nearest_urls(
+    url: str, known: Mapping[str, str | None] | Sequence[str], *, limit: int = 3
+) -> list[str]:
+    """The loaded canonical URLs closest to an unknown ``url`` (by URL, and by title when the
+    text given looks like a title rather than a URL).
+
+    >>> nearest_urls("http://hl7.org/fhir/ValueSet/administrative-gendr",
+    ...              {"http://hl7.org/fhir/ValueSet/administrative-gender": "AdministrativeGender",
+    ...               "http://hl7.org/fhir/ValueSet/languages": "Languages"})
+    ['http://hl7.org/fhir/ValueSet/administrative-gender']
+    """
+    titles: Mapping[str, str | None] = known if isinstance(known, Mapping) else dict.fromkeys(known)
+    urls = list(titles)
+    if not urls or not url:
+        return []
+    base = url.split("|", 1)[0]
+    found: dict[str, float] = {}
+    for match, score, _ in process.extract(
+        base, urls, scorer=fuzz.ratio, limit=limit, score_cutoff=85
+    ):
+        found[str(match)] = max(found.get(str(match), 0.0), float(score))
+    tail = base.rstrip("/").rsplit("/", 1)[-1]
+    if len(tail) >= 4:
+        tails = [u.rstrip("/").rsplit("/", 1)[-1] for u in urls]
+        for _, score, i in process.extract(
+            tail, tails, scorer=fuzz.ratio, limit=limit, score_cutoff=85
+        ):
+            found[urls[int(i)]] = max(found.get(urls[int(i)], 0.0), float(score))
+    named = [(u, str(t)) for u, t in titles.items() if t]
+    if named and "/" not in base:
+        for _, score, i in process.extract(
+            base, [t for _, t in named], scorer=fuzz.WRatio, limit=limit, score_cutoff=85
+        ):
+            found[named[int(i)][0]] = max(found.get(named[int(i)][0], 0.0), float(score))
+    ranked = sorted(found.items(), key=lambda item: (-item[1], item[0]))
+    return [u for u, _ in ranked[:limit]]
+
+
+def url_hint(url: str, known: Mapping[str, str | None] | Sequence[str]) -> str | None:
+    """``Did you mean <url>?`` for an unknown canonical, or None when nothing is close."""
+    near = nearest_urls(url, known)
+    if not near:
+        return None
+    return "Did you mean " + " or ".join(near) + "?"
+
+
+def index_of(entries: Iterable[Any]) -> CodeIndex:
+    """A CodeIndex over expansion entries or concepts (anything with code and display)."""
+    return CodeIndex((str(e.code), getattr(e, "display", None)) for e in entries)
+
+
+class Suggester:
+    """Suggestions for the failing codes of one value set: a CodeIndex per code system over
+    the value set's members (``members()``: its expansion by system, None when it cannot be
+    expanded), else over the whole code system (``codesystem(url)``); ``codesystems()``
+    maps each loaded code system URL to its title, for unknown systems. Each is asked on
+    first need only."""
+
+    def __init__(
+        self,
+        members: Callable[[], Mapping[str, Sequence[tuple[str, str | None]]] | None],
+        codesystem: Callable[[str], Any],
+        codesystems: Callable[[], Mapping[str, str | None]],
+        *,
+        largest: int = 500_000,
+    ) -> None:
+        self._members_of = members
+        self._codesystem = codesystem
+        self._codesystems_of = codesystems
+        self.largest = largest
+        self._members: Mapping[str, Sequence[tuple[str, str | None]]] | bool | None = False
+        self._titles: Mapping[str, str | None] | None = None
+        self._indexes: dict[str, CodeIndex | None] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A pickled report keeps no engine objects: it unpickles without suggestions."""
+        return (_no_suggestions, ())
+
+    def index(self, system: str) -> CodeIndex | None:
+        """The candidate codes of ``system`` (None when there are none to offer)."""
+        if system not in self._indexes:
+            if self._members is False:
+                self._members = self._members_of()
+            members = self._members if isinstance(self._members, Mapping) else None
+            found: CodeIndex | None = None
+            if members is not None and members.get(system):
+                found = CodeIndex(members[system])
+            else:
+                cs = self._codesystem(system)
+                if cs is not None and len(cs) <= self.largest:
+                    found = index_of(cs)
+            self._indexes[system] = found
+        return self._indexes[system]
+
+    def system(self, url: str) -> Suggestion | None:
+        """The nearest loaded code system to an unknown one."""
+        if self._titles is None:
+            self._titles = self._codesystems_of()
+        near = nearest_urls(url, self._titles, limit=1)
+        if not near:
+            return None
+        return Suggestion(near[0], self._titles.get(near[0]), "nearest code system")
+
+    def __call__(self, system: str | None, code: Any, issue: str | None) -> Suggestion | None:
+        """A suggestion for one failing (system, code) with its issue, or None."""
+        if issue == "unknown-system" and system:
+            return self.system(system)
+        if issue not in ISSUES or not isinstance(code, str) or not system:
+            return None
+        index = self.index(system)
+        return None if index is None else index.suggest(code)
+
+
+def _no_suggestions() -> None:
+    return None
