@@ -15,23 +15,78 @@ import random
 from pathlib import Path
 
 LOINC_HEADER = [
-    "LOINC_NUM", "COMPONENT", "PROPERTY", "TIME_ASPCT", "SYSTEM", "SCALE_TYP", "METHOD_TYP",
-    "CLASS", "VersionLastChanged", "CHNG_TYPE", "DefinitionDescription", "STATUS",
-    "CONSUMER_NAME", "CLASSTYPE", "FORMULA", "EXMPL_ANSWERS", "SURVEY_QUEST_TEXT",
-    "SURVEY_QUEST_SRC", "UNITSREQUIRED", "RELATEDNAMES2", "SHORTNAME", "ORDER_OBS",
-    "HL7_FIELD_SUBFIELD_ID", "EXTERNAL_COPYRIGHT_NOTICE", "EXAMPLE_UNITS", "LONG_COMMON_NAME",
-    "EXAMPLE_UCUM_UNITS", "STATUS_REASON", "STATUS_TEXT", "CHANGE_REASON_PUBLIC",
-    "COMMON_TEST_RANK", "COMMON_ORDER_RANK", "HL7_ATTACHMENT_STRUCTURE",
-    "EXTERNAL_COPYRIGHT_LINK", "PanelType", "AskAtOrderEntry", "AssociatedObservations",
-    "VersionFirstReleased", "ValidHL7AttachmentRequest", "DisplayName",
-]  # fmt: skip
+    "LOINC_NUM",
+    "COMPONENT",
+    "PROPERTY",
+    "TIME_ASPCT",
+    "SYSTEM",
+    "SCALE_TYP",
+    "METHOD_TYP",
+    "CLASS",
+    "VersionLastChanged",
+    "CHNG_TYPE",
+    "DefinitionDescription",
+    "STATUS",
+    "CONSUMER_NAME",
+    "CLASSTYPE",
+    "FORMULA",
+    "EXMPL_ANSWERS",
+    "SURVEY_QUEST_TEXT",
+    "SURVEY_QUEST_SRC",
+    "UNITSREQUIRED",
+    "RELATEDNAMES2",
+    "SHORTNAME",
+    "ORDER_OBS",
+    "HL7_FIELD_SUBFIELD_ID",
+    "EXTERNAL_COPYRIGHT_NOTICE",
+    "EXAMPLE_UNITS",
+    "LONG_COMMON_NAME",
+    "EXAMPLE_UCUM_UNITS",
+    "STATUS_REASON",
+    "STATUS_TEXT",
+    "CHANGE_REASON_PUBLIC",
+    "COMMON_TEST_RANK",
+    "COMMON_ORDER_RANK",
+    "HL7_ATTACHMENT_STRUCTURE",
+    "EXTERNAL_COPYRIGHT_LINK",
+    "PanelType",
+    "AskAtOrderEntry",
+    "AssociatedObservations",
+    "VersionFirstReleased",
+    "ValidHL7AttachmentRequest",
+    "DisplayName",
+]
 AXES = ("COMPONENT", "PROPERTY", "TIME", "SYSTEM", "SCALE", "METHOD")
 PROPERTY_OF = {"TIME": "TIME_ASPCT", "SCALE": "SCALE_TYP", "METHOD": "METHOD_TYP"}
 VARIANT_HEADER = [
-    "LOINC_NUM", "COMPONENT", "PROPERTY", "TIME_ASPCT", "SYSTEM", "SCALE_TYP", "METHOD_TYP",
-    "CLASS", "SHORTNAME", "LONG_COMMON_NAME", "RELATEDNAMES2", "LinguisticVariantDisplayName",
-]  # fmt: skip
-WORDS = "alpha beta gamma delta kappa sigma omega serum plasma blood urine mass moles".split()
+    "LOINC_NUM",
+    "COMPONENT",
+    "PROPERTY",
+    "TIME_ASPCT",
+    "SYSTEM",
+    "SCALE_TYP",
+    "METHOD_TYP",
+    "CLASS",
+    "SHORTNAME",
+    "LONG_COMMON_NAME",
+    "RELATEDNAMES2",
+    "LinguisticVariantDisplayName",
+]
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "kappa",
+    "sigma",
+    "omega",
+    "serum",
+    "plasma",
+    "blood",
+    "urine",
+    "mass",
+    "moles",
+]
 
 
 def check_digit(number: int) -> str:
@@ -89,9 +144,17 @@ def write(
         "loinc": _writer(root / "LoincTable/Loinc.csv", LOINC_HEADER),
         "links": _writer(
             root / "AccessoryFiles/PartFile/LoincPartLink_Primary.csv",
-            ["LoincNumber", "LongCommonName", "PartNumber", "PartName", "PartCodeSystem",
-             "PartTypeName", "LinkTypeName", "Property"],
-        ),  # fmt: skip
+            [
+                "LoincNumber",
+                "LongCommonName",
+                "PartNumber",
+                "PartName",
+                "PartCodeSystem",
+                "PartTypeName",
+                "LinkTypeName",
+                "Property",
+            ],
+        ),
         "consumer": _writer(
             root / "AccessoryFiles/ConsumerName/ConsumerName.csv", ["LoincNumber", "ConsumerName"]
         ),
@@ -155,7 +218,11 @@ def write(
         if i % 2 == 0:
             files["consumer"][1].writerow({"LoincNumber": code, "ConsumerName": long_name.title()})
             files["de"][1].writerow(
-                {"LOINC_NUM": code, "COMPONENT": "Komponente", "LONG_COMMON_NAME": f"{long_name} (de)"}
+                {
+                    "LOINC_NUM": code,
+                    "COMPONENT": "Komponente",
+                    "LONG_COMMON_NAME": f"{long_name} (de)",
+                }
             )
             files["zh"][1].writerow({"LOINC_NUM": code, "COMPONENT": "成分", "PROPERTY": "浓度"})
     for stream, _ in files.values():
@@ -168,23 +235,46 @@ def write(
     languages = root / "AccessoryFiles/LinguisticVariants/LinguisticVariants.csv"
     languages.write_text(
         '"ID","ISO_LANGUAGE","ISO_COUNTRY","LANGUAGE_NAME","PRODUCER"\n'
-        '"15","de","DE","German (GERMANY)","synthetic"\n"5","zh","CN","Chinese (CHINA)","synthetic"\n',
+        '"15","de","DE","German (GERMANY)","synthetic"\n'
+        '"5","zh","CN","Chinese (CHINA)","synthetic"\n',
         encoding="utf-8",
     )
     # answer lists
     stream, answers = _writer(
         root / "AccessoryFiles/AnswerFile/AnswerList.csv",
-        ["AnswerListId", "AnswerListName", "AnswerListOID", "ExtDefinedYN",
-         "ExtDefinedAnswerListCodeSystem", "ExtDefinedAnswerListLink", "AnswerStringId",
-         "LocalAnswerCode", "LocalAnswerCodeSystem", "SequenceNumber", "DisplayText", "ExtCodeId",
-         "ExtCodeDisplayName", "ExtCodeSystem", "ExtCodeSystemVersion",
-         "ExtCodeSystemCopyrightNotice", "SubsequentTextPrompt", "Description", "Score"],
-    )  # fmt: skip
+        [
+            "AnswerListId",
+            "AnswerListName",
+            "AnswerListOID",
+            "ExtDefinedYN",
+            "ExtDefinedAnswerListCodeSystem",
+            "ExtDefinedAnswerListLink",
+            "AnswerStringId",
+            "LocalAnswerCode",
+            "LocalAnswerCodeSystem",
+            "SequenceNumber",
+            "DisplayText",
+            "ExtCodeId",
+            "ExtCodeDisplayName",
+            "ExtCodeSystem",
+            "ExtCodeSystemVersion",
+            "ExtCodeSystemCopyrightNotice",
+            "SubsequentTextPrompt",
+            "Description",
+            "Score",
+        ],
+    )
     link_stream, answer_links = _writer(
         root / "AccessoryFiles/AnswerFile/LoincAnswerListLink.csv",
-        ["LoincNumber", "LongCommonName", "AnswerListId", "AnswerListName", "AnswerListLinkType",
-         "ApplicableContext"],
-    )  # fmt: skip
+        [
+            "LoincNumber",
+            "LongCommonName",
+            "AnswerListId",
+            "AnswerListName",
+            "AnswerListLinkType",
+            "ApplicableContext",
+        ],
+    )
     for j in range(lists):
         list_code = f"LL{check_digit(100 + j)}"
         for k in range(5):
@@ -200,9 +290,13 @@ def write(
                 }
             )
         answer_links.writerow(
-            {"LoincNumber": codes[j * 7 % terms], "AnswerListId": list_code,
-             "AnswerListName": f"list {j}", "AnswerListLinkType": "EXAMPLE"}
-        )  # fmt: skip
+            {
+                "LoincNumber": codes[j * 7 % terms],
+                "AnswerListId": list_code,
+                "AnswerListName": f"list {j}",
+                "AnswerListLinkType": "EXAMPLE",
+            }
+        )
     stream.close()  # type: ignore[attr-defined]
     link_stream.close()  # type: ignore[attr-defined]
     # the component hierarchy: root > 10 classes > 100 groups > components > terms
@@ -215,19 +309,47 @@ def write(
     classes = [f"LP{check_digit(900_001 + i)}" for i in range(10)]
     groups = [f"LP{check_digit(900_100 + i)}" for i in range(100)]
     for i, code in enumerate(classes):
-        tree.writerow({"PATH_TO_ROOT": top, "SEQUENCE": str(i + 1), "IMMEDIATE_PARENT": top,
-                       "CODE": code, "CODE_TEXT": f"class {i}"})  # fmt: skip
+        tree.writerow(
+            {
+                "PATH_TO_ROOT": top,
+                "SEQUENCE": str(i + 1),
+                "IMMEDIATE_PARENT": top,
+                "CODE": code,
+                "CODE_TEXT": f"class {i}",
+            }
+        )
     for i, code in enumerate(groups):
         parent = classes[i % 10]
-        tree.writerow({"PATH_TO_ROOT": f"{top}.{parent}", "SEQUENCE": str(i + 1),
-                       "IMMEDIATE_PARENT": parent, "CODE": code, "CODE_TEXT": f"group {i}"})  # fmt: skip
+        tree.writerow(
+            {
+                "PATH_TO_ROOT": f"{top}.{parent}",
+                "SEQUENCE": str(i + 1),
+                "IMMEDIATE_PARENT": parent,
+                "CODE": code,
+                "CODE_TEXT": f"group {i}",
+            }
+        )
     for i, (code, name) in enumerate(pools["COMPONENT"]):
         group = groups[i % 100]
         path = f"{top}.{classes[(i % 100) % 10]}.{group}"
-        tree.writerow({"PATH_TO_ROOT": path, "SEQUENCE": str(i + 1), "IMMEDIATE_PARENT": group,
-                       "CODE": code, "CODE_TEXT": name})  # fmt: skip
+        tree.writerow(
+            {
+                "PATH_TO_ROOT": path,
+                "SEQUENCE": str(i + 1),
+                "IMMEDIATE_PARENT": group,
+                "CODE": code,
+                "CODE_TEXT": name,
+            }
+        )
     for i, (code, component) in enumerate(zip(codes, component_of, strict=True)):
-        tree.writerow({"PATH_TO_ROOT": "…", "SEQUENCE": str(i + 1), "IMMEDIATE_PARENT": component,
-                       "CODE": code, "CODE_TEXT": code})  # fmt: skip
+        tree.writerow(
+            {
+                "PATH_TO_ROOT": "…",
+                "SEQUENCE": str(i + 1),
+                "IMMEDIATE_PARENT": component,
+                "CODE": code,
+                "CODE_TEXT": code,
+            }
+        )
     stream.close()  # type: ignore[attr-defined]
     return root
