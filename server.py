@@ -13,6 +13,7 @@ import uvicorn
 from workbench import Workbench, WorkbenchError
 from workbench.server import create_app
 from workbench.server.auth import new_token
+from workbench.server.protocol import http_protocol
 
 ROOT = Path(__file__).resolve().parent
 
@@ -58,8 +59,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="PATH[|VERSION]",
-        help="also load a terminology release folder or zip (SNOMED CT RF2, LOINC, "
-        "ICD-10-CM), its kind detected from its files and imported once into the release "
+        help="also load a terminology release folder or zip (SNOMED CT RF2, LOINC, ICD-10-CM, "
+        "RxNorm RRF), its kind detected from its files and imported once into the release "
         "cache; '|VERSION' overrides its version (repeatable)",
     )
     parser.add_argument(
@@ -111,7 +112,14 @@ def main(argv: list[str] | None = None) -> int:
         "&system=http://hl7.org/fhir/administrative-gender&code=female'\n",
         flush=True,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        access_log=False,
+        http=http_protocol(),
+    )
     return 0
 
 

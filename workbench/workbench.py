@@ -122,9 +122,10 @@ class Workbench:
     ) -> ReleaseSummary:
         """Load a terminology from its release files as distributed (a folder or a zip).
 
-        ``kind`` (``"snomed"``) is detected from the files when omitted; ``version``
-        overrides the release's own (for SNOMED CT the version URI, e.g.
-        ``http://snomed.info/xsct/31000003106/version/20250909``). The release is imported
+        ``kind`` (``"snomed"``, ``"loinc"``, ``"icd10cm"``, ``"rxnorm"``) is detected from
+        the files when omitted; ``version`` overrides the release's own (for SNOMED CT the
+        version URI, e.g. ``http://snomed.info/xsct/31000003106/version/20250909``; for
+        RxNorm the release date, MMDDYYYY, from the readme's name). The release is imported
         once into ``cache_dir`` (default ``$WORKBENCH_RELEASE_CACHE`` or
         ``~/.cache/workbench/releases``) and reopened from there afterwards; a progress bar
         shows while it imports. Returns the summary (system, version, concepts, time, cache).

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from workbench.errors import InvalidRequestError, ReleaseFormatError
 from workbench.terminology.provider import CodeSystemProvider
 
-KINDS = ("snomed", "loinc", "icd10cm")
+KINDS = ("snomed", "loinc", "icd10cm", "rxnorm")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,10 @@ def detect(path: str | Path) -> str:
         return "loinc"
     if tabular.detect(path):
         return "icd10cm"
+    from workbench.releases.rxnorm import loader as rxnorm
+
+    if rxnorm.detect(path):
+        return "rxnorm"
     if not Path(path).exists():
         raise ReleaseFormatError("no such file or folder", file=str(path))
     raise ReleaseFormatError(
@@ -126,6 +130,12 @@ def _open_store(
 ) -> tuple[CodeSystemProvider, Path, bool]:
     """A release kind that lives in a cache store: its provider, the store, and whether it
     was imported now."""
+    if kind == "rxnorm":
+        from workbench.releases.rxnorm import loader as rxnorm
+        from workbench.releases.rxnorm.provider import RxNormProvider
+
+        rx_store, found, imported = rxnorm.load(path, cache, progress=step)
+        return RxNormProvider(rx_store, version=version or found), rx_store.path, imported
     if kind == "loinc":
         from workbench.releases.loinc import loader as loinc
         from workbench.releases.loinc.provider import LoincProvider
