@@ -99,7 +99,7 @@ def _pool(wb: Workbench, url: str) -> Pool | None:
     neighbours: list[tuple[str, str]] = []
     for system in systems:
         cs = wb.terminology.codesystem(system)
-        if cs is None:
+        if cs is None or not cs.is_complete:  # a grammar (UCUM) has no list of codes
             continue
         outside = [(system, c) for c in cs.concepts if (system, c) not in index]
         neighbours += outside[:100]

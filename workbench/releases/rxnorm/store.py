@@ -132,6 +132,9 @@ def _build(release: rrf.Release, tmp: Path, step: Progress) -> dict[str, Any]:
     replaced: dict[int, list[str]] = {}
     for line, batch in rrf.read(files["RXNCUI"]):
         rrf.require_digits(batch.column("CUI1"), "CUI1", files["RXNCUI"], line)
+        cui2 = batch.column("CUI2")
+        filled = pc.if_else(pc.equal(cui2, ""), "0", cui2)
+        rrf.require_digits(filled, "CUI2", files["RXNCUI"], line)
         for cui1, cui2 in zip(
             batch.column("CUI1").to_pylist(), batch.column("CUI2").to_pylist(), strict=True
         ):
