@@ -431,3 +431,18 @@ def write(root: Path, *, as_zip: bool = False, edit: dict[str, str] | None = Non
 def concept_file(text: str) -> dict[str, str]:
     """An ``edit`` replacing the concept file."""
     return {f"Snapshot/Terminology/sct2_Concept_Snapshot_INT_{TIME}.txt": text}
+
+
+def association_file(rows: list[tuple[str, str, str, str]]) -> dict[str, str]:
+    """An ``edit`` replacing the association refset with ``(refset, source, target, active)``
+    rows."""
+    lines = [
+        [f"21000000-0000-4000-8000-{i:012d}", TIME, a, CORE, r, s, t]
+        for i, (r, s, t, a) in enumerate(rows)
+    ]
+    return {
+        f"Snapshot/Refset/Content/der2_cRefset_AssociationSnapshot_INT_{TIME}.txt": _lines(
+            "id effectiveTime active moduleId refsetId referencedComponentId targetComponentId",
+            lines,
+        )
+    }

@@ -155,7 +155,19 @@ class Workbench:
 
     def mappings(self, url: str, version: str | None = None) -> pd.DataFrame:
         """One row per source code -> target code of the ConceptMap ``url`` (latest version)."""
-        return frames.mappings_frame(select_maps(self.registry.all("ConceptMap"), url, version)[0])
+        return frames.mappings_frame(select_maps(self.conceptmaps_for(url), url, version)[0])
+
+    def conceptmaps_for(self, url: str | None = None) -> list[Resource]:
+        """The loaded ConceptMaps, with the implicit one ``url`` names when it is not stored
+        (``http://snomed.info/sct?fhir_cm={refsetId}`` of a loaded SNOMED CT release)."""
+        stored = self.registry.all("ConceptMap")
+        if url is None:
+            return stored
+        plain = url.partition("|")[0]
+        if any(m.get("url") == plain for m in stored):
+            return stored
+        implicit = self.terminology.implicit_conceptmap(plain)
+        return stored if implicit is None else [*stored, implicit]
 
     def translate(
         self,
@@ -183,7 +195,7 @@ class Workbench:
         if coding is not None:
             code, system = code or coding.get("code"), system or coding.get("system")
         return translate(
-            self.registry.all("ConceptMap") if maps is None else maps,
+            self.conceptmaps_for(url) if maps is None else maps,
             code=code,
             system=system,
             url=url,
@@ -538,12 +550,21 @@ class Workbench:
         ...     [{"system": "http://x"}]}}
         >>> _ = wb.load(vs)
         >>> report = wb.validate_column(pd.Series(["a", "b", None]), "http://x/vs")
-        >>> report["result"].tolist(), report["issue"].tolist()
-        ([True, False, <NA>], [None, 'unknown-code', 'missing'])
+        >>> report["result"].tolist(), report.reason.tolist()
+        ([True, False, <NA>], ['valid', 'unknown-code', 'missing'])
         """
         from workbench import bulk, bulk_dask, bulk_polars, report
 
         if bulk_polars.is_polars(data):
+            answered = bulk_polars.validate_polars(
+                bulk.make_checker(self, valueset, abstract),
+                data,
+                code=code,
+                system=system,
+                display=display,
+            )
+            if answered is not None:
+                return answered
             result = self.validate_column(
                 bulk_polars.to_pandas(data),
                 valueset,

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
+from urllib.parse import unquote
 
 from workbench import structure
 from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError, WorkbenchError
@@ -35,6 +37,25 @@ _ALSO_ACCEPTED = {
 }
 
 
+def query_items(raw: bytes | str) -> list[tuple[str, str]]:
+    """The name/value pairs of a query string, as ``parse_qsl(keep_blank_values=True)``
+    gives them (``+`` is a space, %-escapes are UTF-8), decoding only what needs it."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    pairs: list[tuple[str, str]] = []
+    if not text:
+        return pairs
+    for piece in text.split("&"):
+        if not piece:
+            continue
+        name, _, value = piece.partition("=")
+        if "%" in piece or "+" in piece:
+            name = unquote(name.replace("+", " "), errors="replace")
+            value = unquote(value.replace("+", " "), errors="replace")
+        pairs.append((name, value))
+    return pairs
+
+
+@cache
 def value_key(type_name: str) -> str:
     """Return the ``value[x]`` element name for a type: ``code`` -> ``valueCode``."""
     return "value" + type_name[:1].upper() + type_name[1:]

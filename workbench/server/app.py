@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -48,7 +49,7 @@ def create_app(
     base: str = DEFAULT_BASE,
     data_dir: str | Path | None = None,
     max_body: int = DEFAULT_MAX_BODY,
-) -> FastAPI:
+) -> Starlette:
     """Build the server app. It serves ``workbench`` itself, so changes show both ways.
 
     ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies.
@@ -107,11 +108,19 @@ def create_app(
         *OperationRoutes(OPERATIONS, store, max_body).routes(base),
         *resource_routes(base, store, max_body),
     ]
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, exception_handlers=HANDLERS)  # type: ignore[arg-type]
-    app.router.routes.extend(routes)
-    app.add_middleware(FormatNegotiation)
-    app.add_middleware(BearerAuth, token=token, base=base)
-    app.add_middleware(Guard)  # outermost: whatever escapes becomes a 500 OperationOutcome
+    # Plain Starlette: FastAPI's extra layers (telemetry, body limit, exit stack) cost on
+    # every request and nothing here uses them (no dependencies, no Pydantic models).
+    # Middleware, outermost first: whatever escapes becomes a 500 OperationOutcome (Guard),
+    # then the token, then the format negotiation.
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(Guard),
+            Middleware(BearerAuth, token=token, base=base),
+            Middleware(FormatNegotiation),
+        ],
+        exception_handlers=HANDLERS,
+    )
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base

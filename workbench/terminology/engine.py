@@ -226,6 +226,17 @@ class Terminology:
                     return resource
         return None
 
+    def implicit_conceptmap(self, url: str) -> Resource | None:
+        """A provider's implicit ConceptMap (``http://snomed.info/sct?fhir_cm=…``), or None.
+        Each provider with the hook decides whether the URL is one of its own (an edition
+        URI before the ``?`` need not start with the system's URL)."""
+        for provider in self.providers():
+            make = getattr(provider, "implicit_conceptmap", None)
+            resource: Resource | None = make(url) if make is not None else None
+            if resource is not None:
+                return resource
+        return None
+
     def compiled(
         self,
         valueset: str | Mapping[str, Any],
