@@ -190,7 +190,13 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
             return fhir(bundle, pretty=_pretty(request))
         store.check_type(rtype)
         body = await read_json(request, max_body, exact_decimals=True)
-        stored, created = store.create(rtype, body, request.headers.get("if-none-exist"))
+        condition = request.headers.get("if-none-exist")
+        if condition is None and any(
+            not name.startswith(("_format", "_pretty")) for name in request.query_params
+        ):
+            # POST {type}?{search}: the criteria in the query, as clients such as fhirpy send
+            condition = request.url.query
+        stored, created = store.create(rtype, body, condition)
         return _written(request, stored, 201 if created else 200, root)
 
     async def instance(request: Request) -> Response:
