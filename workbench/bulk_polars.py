@@ -82,7 +82,45 @@ def positions(table: AnswerTable, values: pl.Series) -> tuple[State, np.ndarray]
         return state, lookup.take(rows)
     if values.dtype != pl.String:
         values = values.cast(pl.String)
-    return table.arrow(values.to_arrow())
+    return _strings(table, values)
+
+
+HASH_SEED = 20240611
+
+
+def _hashed(state: State) -> tuple[pl.Series, pd.Index] | None:
+    """The table's codes as a polars Series and their polars hashes as a hash index (None
+    when two codes share a hash: then Arrow answers)."""
+    import polars as pl
+
+    key = "polars:hashed"
+    if key not in state.cache:
+        codes = pl.Series("code", state.codes.tolist(), dtype=pl.String)
+        index = pd.Index(codes.hash(HASH_SEED).to_numpy())
+        state.cache[key] = (codes, index) if index.is_unique else None
+    found: tuple[pl.Series, pd.Index] | None = state.cache[key]
+    return found
+
+
+def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, np.ndarray]:
+    """Row positions of a String column: by the polars hash of each row, checked against
+    the code it finds (a hash never decides alone); what is not found goes through Arrow."""
+    state = table.state
+    hashed = _hashed(state)
+    if hashed is None:
+        return table.arrow(values.to_arrow())
+    codes, index = hashed
+    position = index.get_indexer(pd.Index(values.hash(HASH_SEED).to_numpy(), copy=False))
+    found = codes.gather(np.where(position >= 0, position, 0))
+    same = (found == values).fill_null(False).to_numpy()
+    position[~same] = -1
+    if values.null_count():
+        position[values.is_null().to_numpy()] = 0
+    lost = np.flatnonzero(position < 0)
+    if len(lost):
+        state, answered = table.arrow(values.gather(lost).to_arrow())
+        position[lost] = answered
+    return state, position
 
 
 def _enum_column(state: State, name: str) -> tuple[np.ndarray, pl.Series]:

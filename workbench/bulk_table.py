@@ -109,6 +109,15 @@ class State:
             found = self.cache[key] = factorized(getattr(self.answers, name))
         return found
 
+    def categories(self, name: str) -> tuple[np.ndarray, pd.Index]:
+        """``factorized``, with the texts as an Arrow-backed index (built once)."""
+        key = f"categories:{name}"
+        found = self.cache.get(key)
+        if found is None:
+            ids, texts = self.factorized(name)
+            found = self.cache[key] = (ids, text_index(texts))
+        return found
+
     def arrow(self, kind: pa.DataType) -> pa.Array:
         """The codes as an Arrow array of ``kind`` (for ``index_in``)."""
         key = f"arrow:{kind}"
@@ -325,8 +334,14 @@ def factorized(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ids, dtype=np.int64), np.asarray(texts, dtype=object)
 
 
+def text_index(texts: np.ndarray) -> pd.Index:
+    """Distinct texts as an index of pandas' Arrow-backed strings (each text's bytes once,
+    no Python object per text)."""
+    return pd.Index(texts, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+
+
 def _categorical(
-    ids: np.ndarray, texts: np.ndarray, used: np.ndarray, position: np.ndarray
+    ids: np.ndarray, texts: pd.Index, used: np.ndarray, position: np.ndarray
 ) -> pd.Categorical:
     """Row ``i`` gets ``texts[ids[position[i]]]``; the categories are the texts the rows
     use, each stored once."""
@@ -338,9 +353,7 @@ def _categorical(
     remap[keep + 1] = np.arange(len(keep))
     per_entry = np.full(len(ids), -1, dtype=remap.dtype)
     per_entry[used] = remap[picked + 1]
-    return pd.Categorical.from_codes(
-        per_entry.take(position), pd.Index(texts[keep], dtype=object), validate=False
-    )
+    return pd.Categorical.from_codes(per_entry.take(position), texts.take(keep), validate=False)
 
 
 def result_frame(
@@ -365,12 +378,13 @@ def result_frame(
     names = ["message", "display", "issue"] + (["system"] if system is None else [])
     for name in names:
         if state is None:
-            ids, texts = factorized(getattr(answers, name))
+            ids, values = factorized(getattr(answers, name))
+            texts = text_index(values)
         else:
-            ids, texts = state.factorized(name)
+            ids, texts = state.categories(name)
         data[name] = _categorical(ids, texts, used, position)
     if system is not None:
         data["system"] = pd.Categorical.from_codes(
-            np.zeros(n, dtype=np.int8), pd.Index([system], dtype=object), validate=False
+            np.zeros(n, dtype=np.int8), text_index(np.array([system], dtype=object)), validate=False
         )
     return pd.DataFrame(data, columns=COLUMNS, copy=False)

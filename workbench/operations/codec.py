@@ -271,6 +271,23 @@ def _check_value(param: ParamDef, value: Any) -> Any:
     return dict(value)
 
 
+# Per operation (by identity: the definitions are module constants), its outputs in order,
+# each with the value[x] key when a plain value of its declared primitive type needs no
+# further decision.
+_PLANS: dict[int, tuple[frozenset[str], tuple[tuple[ParamDef, str | None], ...]]] = {}
+
+
+def _plan(op: OperationDef) -> tuple[frozenset[str], tuple[tuple[ParamDef, str | None], ...]]:
+    found = _PLANS.get(id(op))
+    if found is None:
+        steps = tuple(
+            (p, value_key(p.type) if p.is_simple and not p.parts else None)
+            for p in op.outputs.values()
+        )
+        found = _PLANS[id(op)] = (frozenset(op.outputs), steps)
+    return found
+
+
 def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build the response body from output values, by the definition.
 
@@ -280,15 +297,19 @@ def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]
     """
     if op.returns_resource:
         return dict(outputs["return"])
-    unknown = set(outputs) - set(op.outputs)
-    if unknown:
+    names, steps = _plan(op)
+    if not names.issuperset(outputs):
+        unknown = set(outputs) - names
         raise WorkbenchError(f"${op.code} produced undeclared outputs {sorted(unknown)}")
     entries: list[dict[str, Any]] = []
-    for param in op.outputs.values():
+    for param, key in steps:
         value = outputs.get(param.name)
         if value is None:
             if param.min > 0:
                 raise WorkbenchError(f"${op.code} did not produce its required '{param.name}'")
+            continue
+        if key is not None and not isinstance(value, Mapping | TypedValue | list):
+            entries.append({"name": param.name, key: value})
             continue
         values = value if param.repeats and isinstance(value, list) else [value]
         entries += [_output_entry(param, v) for v in values]

@@ -161,11 +161,13 @@ class Terminology:
         cached = self._cs_cache.get(id(resource))
         if cached is not None and cached[0] is resource:
             return cached[1]
+        generation = self.registry.generation
         index = CodeSystemIndex(resource)
         for supplement in supplements.supplements_of(resource, self.registry.all("CodeSystem")):
             index.add_supplement(supplement)
         with self._lock:
-            self._cs_cache[id(resource)] = (resource, index)
+            if self.registry.generation == generation:  # no supplement came or went meanwhile
+                self._cs_cache[id(resource)] = (resource, index)
         return index
 
     def require_supplements(self, canonicals: Sequence[str], where: str) -> None:
