@@ -502,6 +502,23 @@ def test_fhirclient_capability_pages_crud_conditional_and_every_operation(
         assert _stable(posted) == expected[path], path
 
 
+@pytest.mark.slow
+def test_fhirpy_reads_every_default_page_of_the_r4_core(r4_wb: Workbench) -> None:
+    """The whole R4 core (over a thousand value sets) in pages of the default size: fhirpy
+    follows every next link and gets each value set once."""
+    with r4_wb.serve(port=0, token=TOKEN) as handle:
+        fhir = SyncFHIRClient(handle.url, authorization=f"Bearer {TOKEN}")
+        stored = {r["id"] for r in r4_wb.registry.all("ValueSet")}
+        assert len(stored) > 1000
+        found = [r["id"] for r in fhir.resources("ValueSet").fetch_all()]
+        assert len(found) == len(stored)
+        assert set(found) == stored
+        with client(handle.url) as http:
+            first = http.get("/ValueSet").json()
+        assert len(first["entry"]) == 100
+        assert any(link["relation"] == "next" for link in first["link"])
+
+
 # --- the server.py CLI ----------------------------------------------------------------
 
 

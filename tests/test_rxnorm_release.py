@@ -185,7 +185,8 @@ def test_validate_column(wb: Workbench) -> None:
     codes = pd.Series([APAP, "243670", "161", "1000000", "junk", None] * 100)
     frame = wb.validate_column(codes, SCD_VS, system=RX)
     assert frame["result"].tolist()[:6] == [True, True, False, False, False, pd.NA]
-    assert frame["issue"].tolist()[:6] == [
+    issues = frame["issue"].astype(object).where(frame["issue"].notna(), None)
+    assert issues.tolist()[:6] == [
         None,
         None,
         "not-in-vs",
@@ -340,3 +341,16 @@ def test_http_expand(http: httpx.Client) -> None:
         (APAP, False),
         ("2000000", True),
     ]
+
+
+def test_bulk_validation_on_dask_equals_pandas(wb: Workbench) -> None:
+    import dask.dataframe as dd
+
+    codes = pd.Series([APAP, "243670", "161", "1000000", "junk", None, "2000000"] * 3)
+    on_pandas = wb.validate_column(codes, SCD_VS, system=RX)
+    on_dask = wb.validate_column(dd.from_pandas(codes, npartitions=3), SCD_VS, system=RX)
+    done = on_dask.compute()
+    for column in ("result", "issue", "message", "display"):
+        assert done[column].astype(object).where(done[column].notna(), None).tolist() == (
+            on_pandas[column].astype(object).where(on_pandas[column].notna(), None).tolist()
+        ), column

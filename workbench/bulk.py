@@ -199,6 +199,7 @@ class Checker:
                 outside = np.ones(len(rest), dtype=bool)
             else:
                 outside = members.get_indexer(pd.Index(codes[rest], dtype=object)) < 0
+            outside &= ~_expressions(cs, codes[rest])  # checked in full, one by one
             chosen = rest[outside]
             context = f"the value set {vs.canonical}"
             reasons, messages, displays = non_members(
@@ -214,6 +215,20 @@ class Checker:
             )
             result[i] = -1 if ok is pd.NA else int(bool(ok))
         return Answers(result, message, display, issue, systems)
+
+
+def _expressions(cs: Any, codes: np.ndarray) -> np.ndarray:
+    """Which codes a compositional provider takes as post-coordinated expressions (all
+    False for any other code system); only codes that are not plain digits are asked."""
+    found = np.zeros(len(codes), dtype=bool)
+    is_expression = getattr(cs, "is_expression", None)
+    if is_expression is None or not len(codes):
+        return found
+    text = pd.Series(codes, dtype=object)
+    plain = text.str.isdigit().fillna(True).to_numpy(dtype=bool)
+    for i in np.flatnonzero(~plain):
+        found[i] = bool(is_expression(str(codes[i])))
+    return found
 
 
 def _row(result: ValidationResult) -> Row:

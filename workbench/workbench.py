@@ -136,7 +136,12 @@ class Workbench:
         from workbench.releases.loading import open_release
 
         provider, summary = open_release(
-            path, kind=kind, version=version, cache_dir=cache_dir, progress=progress
+            path,
+            kind=kind,
+            version=version,
+            cache_dir=cache_dir,
+            progress=progress,
+            claim=self.terminology.check_new_provider,
         )
         self.terminology.add_provider(provider)
         return summary

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -14,6 +15,9 @@ from starlette.routing import Route
 from workbench.errors import InvalidRequestError, MethodNotAllowedError, ResourceNotFoundError
 from workbench.operations import OPERATIONS
 from workbench.server.auth import BearerAuth
+from workbench.server.capability import (
+    OPERATION_DEFINITION_SEARCH as DEFINITION_SEARCH,
+)
 from workbench.server.capability import (
     capability_statement,
     search_definitions,
@@ -32,6 +36,12 @@ if TYPE_CHECKING:
 DEFAULT_BASE = "/fhir/R4"
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def applied_url(type_url: str, request: Request) -> str:
+    """The search's URL with only the parameters an OperationDefinition search applies."""
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k in DEFINITION_SEARCH]
+    return type_url + ("?" + urlencode(kept, safe=":/,|") if kept else "")
 
 
 def read_only(request: Request) -> None:
@@ -82,11 +92,12 @@ def create_app(
             }
             for d in found
         ]
+        self_url = applied_url(f"{root}/OperationDefinition", request)
         bundle: dict[str, Any] = {
             "resourceType": "Bundle",
             "type": "searchset",
             "total": len(entries),
-            "link": [{"relation": "self", "url": str(request.url)}],
+            "link": [{"relation": "self", "url": self_url}],
         }
         if entries:
             bundle["entry"] = entries
