@@ -296,7 +296,7 @@ def fold(text: str) -> str:
 
 
 @dataclass
-class Test:
+class Criterion:
     """One search criterion: parameter, modifier and the values (any of which matches)."""
 
     param: SearchParameter
@@ -350,7 +350,7 @@ class Query:
     """A parsed search: criteria, paging, sort and the shape of the returned resources."""
 
     rtype: str
-    tests: list[Test] = field(default_factory=list)
+    tests: list[Criterion] = field(default_factory=list)
     count: int = DEFAULT_COUNT
     offset: int = 0
     sort: list[tuple[SearchParameter, bool]] = field(default_factory=list)
@@ -420,7 +420,7 @@ def parse(rtype: str, params: Iterable[tuple[str, str]], *, strict: bool = False
                 raise InvalidRequestError(f"{raw_name} must be true or false, not '{value}'")
             if value == "" and modifier != "missing":
                 continue  # an empty value is ignored (search.html 3.1.1.4)
-            query.tests.append(Test(param, modifier or None, value.split(",")))
+            query.tests.append(Criterion(param, modifier or None, value.split(",")))
             query.applied.append((raw_name, value))
     return query
 
@@ -481,8 +481,15 @@ def shape(resource: Resource, summary: str | None, elements: list[str] | None) -
     return out
 
 
-def bundle(query: Query, found: list[Resource], *, type_url: str) -> dict[str, Any]:
-    """The searchset Bundle of one page of ``found``, with absolute paging links."""
+def bundle(
+    query: Query,
+    found: list[Resource],
+    *,
+    type_url: str,
+    served: Callable[[Resource], Resource] = lambda r: r,
+) -> dict[str, Any]:
+    """The searchset Bundle of one page of ``found``, with absolute paging links; ``served``
+    turns a stored resource of the page into the one served."""
     total = len(found)
     count = query.count
     offset = query.offset
@@ -507,7 +514,7 @@ def bundle(query: Query, found: list[Resource], *, type_url: str) -> dict[str, A
         out["entry"] = [
             {
                 "fullUrl": f"{type_url}/{r['id']}",
-                "resource": shape(r, query.summary, query.elements),
+                "resource": shape(served(r), query.summary, query.elements),
                 "search": {"mode": "match"},
             }
             for r in page
