@@ -13,6 +13,7 @@ import uvicorn
 from workbench import Workbench, WorkbenchError
 from workbench.server import create_app
 from workbench.server.auth import new_token
+from workbench.server.protocol import http_protocol
 
 ROOT = Path(__file__).resolve().parent
 
@@ -110,7 +111,14 @@ def main(argv: list[str] | None = None) -> int:
         "&system=http://hl7.org/fhir/administrative-gender&code=female'\n",
         flush=True,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        access_log=False,
+        http=http_protocol(),
+    )
     return 0
 
 

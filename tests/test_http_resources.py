@@ -480,7 +480,8 @@ RICH = new_valueset(
             "url": "http://example.org/ext/complex",
             "extension": [
                 {"url": "part", "valueString": "Präsenz 🩺"},
-                {"url": "number", "valueInteger": 12345678901},
+                {"url": "number", "valueInteger": 2147483647},
+                {"url": "big", "valueDecimal": 12345678901234567890},
                 {"url": "ratio", "valueDecimal": 0.25},
             ],
         },

@@ -77,6 +77,16 @@ class InvalidResourceError(WorkbenchError):
     msg_id = "WB-RES-001"
 
 
+class StructureError(WorkbenchError):
+    """A resource or a value breaks the FHIR R4 structure: a wrong JSON type, an array where
+    one value is allowed, a missing required element, a malformed primitive. The text and the
+    ``expression`` name the element path."""
+
+    code = "structure"
+    status = 400
+    msg_id = "WB-RES-002"
+
+
 class PackageError(WorkbenchError):
     """A FHIR NPM package could not be resolved, downloaded or verified."""
 

@@ -3,6 +3,11 @@
 FHIR decimals keep their precision (``1.50`` is not ``1.5``). Where a resource is stored and
 served back (REST writes, the data folder), JSON is parsed with decimals as ``Decimal`` and
 written back digit for digit.
+
+Bodies from the network go through ``loads_body``, which accepts only what can be stored and
+served back unchanged: UTF-8 without lone surrogates, no NaN or Infinity, nesting at most
+``MAX_DEPTH`` deep, and numbers of at most ``MAX_NUMBER_CHARS``
+characters. Anything else raises ``BodyError`` (a ValueError) saying what is wrong.
 """
 
 from __future__ import annotations
@@ -12,6 +17,15 @@ from decimal import Decimal
 from typing import Any
 
 import orjson
+
+MAX_DEPTH = 100
+MAX_NUMBER_CHARS = 64
+_INT64 = (-(2**63), 2**63 - 1)
+_BOM = b"\xef\xbb\xbf"
+
+
+class BodyError(ValueError):
+    """A request body that is not acceptable FHIR JSON (the message says why)."""
 
 
 def loads(data: bytes | str, *, exact_decimals: bool = False) -> Any:
@@ -25,6 +39,63 @@ def loads(data: bytes | str, *, exact_decimals: bool = False) -> Any:
         return json.loads(data, parse_float=Decimal)
     except json.JSONDecodeError as exc:
         raise orjson.JSONDecodeError(exc.msg, exc.doc, exc.pos) from exc
+
+
+def _reject_constant(name: str) -> Any:
+    raise BodyError(f"{name} is not a JSON number (FHIR has no NaN or Infinity)")
+
+
+def _exact_int(text: str) -> int | Decimal:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise BodyError(f"the number {text[:20]}… has more than {MAX_NUMBER_CHARS} digits")
+    value = int(text)
+    # beyond 64 bits it can only be a decimal: kept digit for digit
+    return value if _INT64[0] <= value <= _INT64[1] else Decimal(text)
+
+
+def _exact_decimal(text: str) -> Decimal:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise BodyError(f"the number {text[:20]}… has more than {MAX_NUMBER_CHARS} characters")
+    return Decimal(text)
+
+
+def loads_body(data: bytes, *, exact_decimals: bool = False) -> Any:
+    """Parse a request body strictly (see the module docstring); raise BodyError."""
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    try:
+        parsed = orjson.loads(data)  # UTF-8, surrogates, NaN, syntax, depth <= 1024
+    except orjson.JSONDecodeError as exc:
+        raise BodyError(str(exc)) from None
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH:
+        check_depth(parsed)
+    if not exact_decimals:
+        return parsed
+    try:
+        return json.loads(
+            data.decode("utf-8"),
+            parse_float=_exact_decimal,
+            parse_int=_exact_int,
+            parse_constant=_reject_constant,
+        )
+    except (json.JSONDecodeError, RecursionError) as exc:  # orjson agreed, so hardly ever
+        raise BodyError(str(exc)) from None
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Raise BodyError when arrays and objects nest more than ``limit`` levels."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if level > limit:
+            raise BodyError(f"arrays and objects nest more than {limit} levels deep")
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
 
 
 def _default(value: Any) -> Any:

@@ -169,12 +169,15 @@ class Workbench:
         source: str | None = None,
         target: str | None = None,
         conceptmap_version: str | None = None,
+        dependencies: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = (),
     ) -> Translation:
         """Translate a code (or a Coding) through the loaded ConceptMaps (R4 ``$translate``).
 
         Without ``url`` every loaded map whose groups fit is used; a ``url`` without a
         version uses its latest version. Target displays come from loaded code systems.
         ``maps`` replaces the loaded maps for this call (an inline ``conceptMap``).
+        ``dependencies`` are ``(element uri, codings)`` pairs: a target whose ``dependsOn``
+        names that element with another code is left out.
         """
         if coding is not None:
             code, system = code or coding.get("code"), system or coding.get("system")
@@ -188,6 +191,7 @@ class Workbench:
             conceptmap_version=conceptmap_version,
             target_system=target_system,
             reverse=reverse,
+            dependencies=dependencies,
             display_of=self.display_of,
         )
 

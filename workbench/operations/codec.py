@@ -13,12 +13,16 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from workbench import structure
 from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError, WorkbenchError
 from workbench.operations.definitions import OperationDef, ParamDef
+from workbench.registry import TERMINOLOGY_TYPES
 from workbench.terminology.lookup import TypedValue
 
 GENERAL_PARAMETERS = frozenset({"_format", "_pretty"})
-_INTEGER = re.compile(r"^[+-]?\d+$")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+# FHIR integers are 32-bit signed (R4 datatypes: integer, positiveInt, unsignedInt)
+INTEGER_RANGE = (-(2**31), 2**31 - 1)
 _INTEGER_TYPES = {"integer", "positiveInt", "unsignedInt"}
 # Alternative value[x] names accepted for a declared type, as the reference servers accept
 # them (rule 3: a code may come as a string; URIs as canonical, url or string; a string as a
@@ -45,13 +49,26 @@ def _parse_scalar(param: ParamDef, text: str) -> Any:
             )
         return text == "true"
     if kind in _INTEGER_TYPES:
-        if not _INTEGER.match(text):
-            raise InvalidRequestError(f"Parameter '{param.name}' must be an integer, not '{text}'")
+        if not _INTEGER.fullmatch(text):
+            raise InvalidRequestError(f"Parameter '{param.name}' must be an integer, not {text!r}")
+        if len(text.lstrip("+-").lstrip("0")) > 10:
+            raise _out_of_range(param, text)
         return _check_integer(param, int(text))
     return text
 
 
+def _out_of_range(param: ParamDef, shown: object) -> InvalidRequestError:
+    text = str(shown)
+    text = text if len(text) <= 24 else text[:20] + "…"
+    return InvalidRequestError(
+        f"Parameter '{param.name}' must be a 32-bit integer ({INTEGER_RANGE[0]} to "
+        f"{INTEGER_RANGE[1]}), not {text}"
+    )
+
+
 def _check_integer(param: ParamDef, number: int) -> int:
+    if not INTEGER_RANGE[0] <= number <= INTEGER_RANGE[1]:
+        raise _out_of_range(param, number)
     if param.type == "positiveInt" and number < 1:
         raise InvalidRequestError(f"Parameter '{param.name}' must be 1 or more, not {number}")
     if param.type == "unsignedInt" and number < 0:
@@ -115,6 +132,8 @@ def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
     single = op.resource_input
     if rtype != "Parameters":
         if single is not None and rtype in (single.type, "Resource"):
+            if rtype in TERMINOLOGY_TYPES:
+                structure.check_resource(body, required=False, path=str(rtype))
             return _collect(op, [(single.name, dict(body))])
         expected = "a Parameters resource"
         if single is not None:
@@ -147,9 +166,11 @@ def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
                 f"Parameter '{param.name}' must be a {param.type}, not "
                 f"{resource.get('resourceType')!r}"
             )
+        if resource.get("resourceType") in TERMINOLOGY_TYPES:
+            structure.check_resource(resource, required=False, path=param.name)
         return dict(resource)
     if param.parts and not param.type:
-        raise NotSupportedError(f"Parameter '{param.name}' with parts is not supported as input")
+        return _parts_value(param, entry)
     declared = value_key(param.type or "string")
     allowed = (declared, *_ALSO_ACCEPTED.get(param.type or "", ()))
     if len(values) != 1 or next(iter(values)) not in allowed:
@@ -160,6 +181,53 @@ def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
         )
     value = next(iter(values.values()))
     return _check_value(param, value)
+
+
+def _parts_value(param: ParamDef, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A parameter made of parts: ``{part name: value}`` (a list for a repeating part),
+    each part typed by the definition like a parameter; errors name ``param.part``."""
+    parts = entry.get("part")
+    if any(k.startswith("value") for k in entry) or "resource" in entry:
+        raise InvalidRequestError(
+            f"Parameter '{param.name}' is made of parts ({', '.join(p.name for p in param.parts)})"
+            " and takes no value of its own"
+        )
+    if not isinstance(parts, list) or not parts:
+        raise InvalidRequestError(
+            f"Parameter '{param.name}' needs its parts: {', '.join(p.name for p in param.parts)}"
+        )
+    known = {p.name: p for p in param.parts}
+    out: dict[str, Any] = {}
+    for i, part in enumerate(parts):
+        name = part.get("name") if isinstance(part, Mapping) else None
+        if not isinstance(name, str):
+            raise InvalidRequestError(f"Parameter '{param.name}': part[{i}] needs a name")
+        part_def = known.get(name)
+        if part_def is None:
+            raise InvalidRequestError(
+                f"Parameter '{param.name}' has no part '{name}' (its parts: {', '.join(known)})"
+            )
+        value = _entry_value(
+            ParamDef(
+                f"{param.name}.{name}",
+                part_def.use,
+                part_def.min,
+                part_def.max,
+                part_def.type,
+                part_def.parts,
+            ),
+            part,
+        )
+        if part_def.repeats:
+            out.setdefault(name, []).append(value)
+        elif name in out:
+            raise InvalidRequestError(f"Part '{param.name}.{name}' may appear only once")
+        else:
+            out[name] = value
+    for part_def in param.parts:
+        if part_def.min > 0 and part_def.name not in out:
+            raise RequiredError(f"Part '{param.name}.{part_def.name}' is required")
+    return out
 
 
 def _check_value(param: ParamDef, value: Any) -> Any:
@@ -178,6 +246,7 @@ def _check_value(param: ParamDef, value: Any) -> Any:
         return value
     if not isinstance(value, Mapping):
         raise InvalidRequestError(f"Parameter '{param.name}' must be a {kind} (a JSON object)")
+    structure.check_value(kind, value, param.name)
     return dict(value)
 
 

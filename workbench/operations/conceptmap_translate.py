@@ -46,6 +46,7 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         source=inputs.get("source"),
         target=inputs.get("target"),
         conceptmap_version=inputs.get("conceptMapVersion"),
+        dependencies=dependencies(inputs.get("dependency") or []),
     )
     params = found.to_parameters()["parameter"]
     return {
@@ -53,6 +54,29 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         "message": found.message,
         "match": [_parts(p["part"]) for p in params if p["name"] == "match"],
     }
+
+
+def dependencies(given: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The ``dependency`` parameters as (element, codings): ``element`` and ``concept`` (a
+    CodeableConcept) are both required for a dependency to mean something."""
+    out = []
+    for i, dep in enumerate(given):
+        element, concept = dep.get("element"), dep.get("concept")
+        if element is None or concept is None:
+            missing = "element" if element is None else "concept"
+            raise RequiredError(
+                f"Parameter 'dependency' (#{i + 1}) needs both element and concept; "
+                f"{missing} is missing",
+                expression=[f"dependency[{i}].{missing}"],
+            )
+        codings = concept.get("coding", [])
+        if not codings:
+            raise RequiredError(
+                f"Parameter 'dependency' (#{i + 1}): concept has no coding",
+                expression=[f"dependency[{i}].concept"],
+            )
+        out.append((element, list(codings)))
+    return out
 
 
 def _parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -86,6 +110,7 @@ OPERATION = Operation(
             "target",
             "targetsystem",
             "reverse",
+            "dependency",
         }
     ),
 )

@@ -20,6 +20,7 @@ from workbench.server.capability import (
 )
 from workbench.server.errors import HANDLERS
 from workbench.server.negotiation import FormatNegotiation
+from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
@@ -110,6 +111,7 @@ def create_app(
     app.router.routes.extend(routes)
     app.add_middleware(FormatNegotiation)
     app.add_middleware(BearerAuth, token=token, base=base)
+    app.add_middleware(Guard)  # outermost: whatever escapes becomes a 500 OperationOutcome
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base

@@ -162,4 +162,6 @@ def terminology_capabilities(
         },
         "codeSearch": "all",
         "validateCode": {"translations": False},
+        # $translate uses every fitting map when the client names none
+        "translation": {"needsMap": False},
     }

@@ -13,6 +13,7 @@ import uvicorn
 from workbench.errors import WorkbenchError
 from workbench.server.app import DEFAULT_BASE, create_app
 from workbench.server.auth import new_token
+from workbench.server.protocol import http_protocol
 
 if TYPE_CHECKING:
     from workbench.workbench import Workbench
@@ -91,7 +92,13 @@ def serve(
     token = token or new_token()
     app = create_app(workbench, token=token, base=base, data_dir=data_dir)
     config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, lifespan="off", access_log=False
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="off",
+        access_log=False,
+        http=http_protocol(),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"workbench-server-{port}", daemon=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -66,7 +65,12 @@ async def read_json(
     if untyped and not (empty_ok and not media):
         raise _unsupported(media)
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    if (
+        declared is not None
+        and declared.isascii()
+        and declared.isdigit()
+        and int(declared) > max_bytes
+    ):
         raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
     chunks: list[bytes] = []
     size = 0
@@ -80,6 +84,6 @@ async def read_json(
     if untyped:
         raise _unsupported(media)
     try:
-        return jsonio.loads(b"".join(chunks), exact_decimals=exact_decimals)
-    except orjson.JSONDecodeError as exc:
-        raise MalformedError(f"The body is not valid JSON: {exc}") from exc
+        return jsonio.loads_body(b"".join(chunks), exact_decimals=exact_decimals)
+    except jsonio.BodyError as exc:
+        raise MalformedError(f"The body is not valid JSON: {exc}") from None

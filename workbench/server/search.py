@@ -132,6 +132,54 @@ def _compose_systems(resource: Resource) -> list[str]:
     ]
 
 
+def _scopes(*names: str) -> Callable[[Resource], list[str]]:
+    """A ConceptMap's source or target scope: the canonical as given and its URL without
+    the version, so that ``url`` finds every version and ``url|version`` only that one."""
+
+    def values(resource: Resource) -> list[str]:
+        out: list[str] = []
+        for name in names:
+            value = resource.get(name)
+            if isinstance(value, str):
+                out.extend(dict.fromkeys((value, value.partition("|")[0])))
+        return out
+
+    return values
+
+
+def _groups(resource: Resource) -> list[Mapping[str, Any]]:
+    groups = resource.get("group")
+    return [g for g in groups if isinstance(g, Mapping)] if isinstance(groups, list) else []
+
+
+def _group_systems(side: str) -> Callable[[Resource], list[str]]:
+    def values(resource: Resource) -> list[str]:
+        return [g[side] for g in _groups(resource) if isinstance(g.get(side), str)]
+
+    return values
+
+
+def _map_codes(side: str) -> Callable[[Resource], list[Token]]:
+    """(group system, code) of every element (source) or every element's target (target)."""
+
+    def values(resource: Resource) -> list[Token]:
+        out: list[Token] = []
+        for group in _groups(resource):
+            system = group.get(side) if isinstance(group.get(side), str) else None
+            for element in group.get("element") or []:
+                if not isinstance(element, Mapping):
+                    continue
+                items = [element] if side == "source" else element.get("target") or []
+                out.extend(
+                    (system, item["code"])
+                    for item in items
+                    if isinstance(item, Mapping) and isinstance(item.get("code"), str)
+                )
+        return out
+
+    return values
+
+
 @dataclass(frozen=True)
 class SearchParameter:
     """One search parameter: its name, FHIR type and how to read its values."""
@@ -185,7 +233,48 @@ SEARCH_PARAMETERS: dict[str, dict[str, SearchParameter]] = {
             ),
         )
     },
-    "ConceptMap": {p.name: p for p in _COMMON},
+    "ConceptMap": {
+        p.name: p
+        for p in (
+            *_COMMON,
+            SearchParameter(
+                "source",
+                "reference",
+                _scopes("sourceCanonical", "sourceUri"),
+                documentation="The source value set (canonical or uri)",
+            ),
+            SearchParameter(
+                "target",
+                "reference",
+                _scopes("targetCanonical", "targetUri"),
+                documentation="The target value set (canonical or uri)",
+            ),
+            SearchParameter(
+                "source-uri", "reference", _scopes("sourceUri"), documentation="sourceUri"
+            ),
+            SearchParameter(
+                "target-uri", "reference", _scopes("targetUri"), documentation="targetUri"
+            ),
+            SearchParameter(
+                "source-system",
+                "uri",
+                _group_systems("source"),
+                False,
+                "A group's source code system",
+            ),
+            SearchParameter(
+                "target-system",
+                "uri",
+                _group_systems("target"),
+                False,
+                "A group's target code system",
+            ),
+            SearchParameter(
+                "source-code", "token", _map_codes("source"), False, "A mapped source code"
+            ),
+            SearchParameter("target-code", "token", _map_codes("target"), False, "A target code"),
+        )
+    },
 }
 MODIFIERS = {
     "string": ("exact", "contains", "missing"),

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench import structure
 from workbench.errors import (
     GoneError,
     InvalidRequestError,
@@ -187,6 +188,7 @@ class ResourceStore:
             raise InvalidRequestError(
                 f"The body is a {body.get('resourceType')!r}, but this endpoint takes a {rtype}"
             )
+        structure.check_resource(body)
         resource = check_resource(dict(body), f"{rtype} in the request")
         if rtype == "CodeSystem":
             cycle = hierarchy_cycle(resource)

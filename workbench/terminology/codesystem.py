@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.errors import InvalidResourceError
 from workbench.resources import Resource
 
 CONCEPT_PROPERTIES = "http://hl7.org/fhir/concept-properties#"
@@ -264,12 +265,23 @@ class CodeSystemIndex:
         return frozenset(seen)
 
     def subsumes(self, code_a: str, code_b: str) -> str:
-        """Return the $subsumes outcome of A against B."""
+        """Return the $subsumes outcome of A against B.
+
+        Raises InvalidResourceError when A and B sit on a cycle of the hierarchy (each
+        would subsume the other), which a well-formed code system never has.
+        """
         if code_a == code_b:
             return "equivalent"
-        if code_a in self.ancestors(code_b):
+        a_above = code_a in self.ancestors(code_b)
+        b_above = code_b in self.ancestors(code_a)
+        if a_above and b_above:
+            raise InvalidResourceError(
+                f"CodeSystem {self.url}: the hierarchy has a cycle through {code_a!r} and "
+                f"{code_b!r}, so neither subsumes the other"
+            )
+        if a_above:
             return "subsumes"
-        if code_b in self.ancestors(code_a):
+        if b_above:
             return "subsumed-by"
         return "not-subsumed"
 

@@ -1,0 +1,115 @@
+"""The HTTP server's own errors as FHIR JSON.
+
+uvicorn answers a request it cannot parse (a broken request line, a bad header, an invalid
+Content-Length) itself, with a plain-text 400, before the app sees anything. These protocol
+classes answer with an OperationOutcome instead; ``http_protocol()`` picks the one for the
+parser uvicorn would use (httptools when installed, else h11). Pass it as ``http=`` to
+``uvicorn.Config`` or ``uvicorn.run``.
+
+``Guard`` is the outermost app layer: an exception nobody handled becomes a 500
+OperationOutcome (the traceback goes to the log only) without closing the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from workbench.errors import MalformedError, WorkbenchError
+
+log = logging.getLogger("workbench.server")
+
+FHIR_JSON = b"application/fhir+json"
+
+
+def bad_request_body(message: str) -> bytes:
+    """The OperationOutcome the HTTP layer sends for a request it cannot parse."""
+    text = f"The HTTP request could not be parsed ({message.rstrip('.')})"
+    return orjson.dumps(MalformedError(text, msg_id="WB-HTTP-400").to_outcome())
+
+
+def _raw_400(message: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:
+    body = bad_request_body(message)
+    return b"".join(
+        [
+            b"HTTP/1.1 400 Bad Request\r\n",
+            *(name + b": " + value + b"\r\n" for name, value in default_headers),
+            b"content-type: " + FHIR_JSON + b"\r\n",
+            b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
+            b"connection: close\r\n\r\n",
+            body,
+        ]
+    )
+
+
+def http_protocol() -> type[asyncio.Protocol]:
+    """The uvicorn HTTP protocol class whose parse errors are OperationOutcomes."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        class FHIRH11Protocol(H11Protocol):
+            """h11 with FHIR JSON parse errors."""
+
+            def send_400_response(self, msg: str) -> None:
+                self.transport.write(_raw_400(msg, self.server_state.default_headers))
+                self.transport.close()
+
+        return FHIRH11Protocol
+
+    class FHIRHttpToolsProtocol(HttpToolsProtocol):
+        """httptools with FHIR JSON parse errors."""
+
+        def send_400_response(self, msg: str) -> None:
+            self.transport.write(_raw_400(msg, self.server_state.default_headers))
+            self.transport.close()
+
+    return FHIRHttpToolsProtocol
+
+
+class Guard:
+    """Turn an exception that escaped every handler into a 500 OperationOutcome."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception:
+            log.exception("Unexpected error on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            error = WorkbenchError(
+                "Internal server error; the server log has the details",
+                code="exception",
+                status=500,
+                msg_id="WB-HTTP-500",
+            )
+            body = orjson.dumps(error.to_outcome())
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 500,
+                    "headers": [
+                        (b"content-type", FHIR_JSON),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})

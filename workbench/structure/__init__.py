@@ -1,0 +1,264 @@
+"""Structural checks of FHIR R4 terminology resources and data types (pure; no web imports).
+
+``check_resource`` checks a ValueSet, CodeSystem or ConceptMap against the R4 structure:
+every known element has its type (JSON kind, primitive format, integer range, nested types),
+repeats only where it may (a JSON array) and is present where required; choice elements
+(``value[x]``) appear once. Unknown elements and extensions are left alone (FHIR JSON stays
+lossless). ``check_value`` does the same for one value of a data type (a Coding, a
+CodeableConcept) given to an operation. The schema (``r4.json``) is derived from the R4
+StructureDefinitions by ``workbench.structure.build``.
+
+>>> check_value("Coding", {"system": "http://x", "code": 5}, "coding")
+Traceback (most recent call last):
+...
+workbench.errors.StructureError: coding.code must be a code (a JSON string), not a number
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from functools import lru_cache
+from importlib import resources as package_data
+from typing import Any
+
+import orjson
+
+from workbench.errors import StructureError
+
+# Deeper than any real resource (the R4 core and terminology packages stay under 25) and
+# shallow enough that a check never nears the interpreter's recursion limit.
+MAX_DEPTH = 100
+_SHOWN = 60
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    """The shipped R4 structure schema."""
+    data = package_data.files("workbench.structure").joinpath("r4.json").read_bytes()
+    loaded: dict[str, Any] = orjson.loads(data)
+    return loaded
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> tuple[dict[str, Any], dict[str, Any]]:
+    raw = schema()
+    primitives = {}
+    for name, spec in raw["primitives"].items():
+        regex = spec.get("regex")
+        # FHIR's regular expressions are Java's: \s and \S are ASCII classes
+        pattern = re.compile(regex, re.ASCII) if regex and regex not in _TRIVIAL else None
+        primitives[name] = (spec["json"], pattern, spec.get("min"), spec.get("max"))
+    types = {}
+    for name, table in raw["types"].items():
+        elements = {k: (v[0], v[1], v[2]) for k, v in table["elements"].items()}
+        required = [k for k, v in elements.items() if v[2]]
+        choices = [
+            (c["names"], c["required"], base) for base, c in table.get("choices", {}).items()
+        ]
+        types[name] = (elements, required, choices)
+    return primitives, types
+
+
+# Regular expressions that a non-empty string of the right kind always matches.
+_TRIVIAL = frozenset({r"[ \r\n\t\S]+"})
+_KIND_NAMES = {
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    Decimal: "a number",
+    str: "a string",
+    list: "an array",
+    dict: "an object",
+    type(None): "null",
+}
+
+
+def _kind(value: Any) -> str:
+    return _KIND_NAMES.get(type(value), "an object" if isinstance(value, Mapping) else "a value")
+
+
+def _a(name: str) -> str:
+    vowel = name[:1] in "aeiouAEIOU" and not name.startswith(("ur", "uu"))
+    return f"an {name}" if vowel else f"a {name}"
+
+
+def _show(value: str) -> str:
+    return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "…")
+
+
+def check_resource(resource: Any, *, required: bool = True, path: str | None = None) -> None:
+    """Raise StructureError (naming the element path) when a terminology resource breaks the
+    R4 structure. ``required=False`` skips the required-element checks (an inline resource
+    given to an operation, which is never stored)."""
+    where = path or "The resource"
+    if not isinstance(resource, Mapping):
+        raise StructureError(f"{where} must be a JSON object, not {_kind(resource)}")
+    rtype = resource.get("resourceType")
+    _, types = _compiled()
+    if not isinstance(rtype, str) or rtype not in types or "." in rtype:
+        raise StructureError(f"{where} must be a ValueSet, CodeSystem or ConceptMap, not {rtype!r}")
+    _run(_Checker(required).complex, rtype, resource, path or rtype)
+
+
+def check_value(type_name: str, value: Any, path: str, *, required: bool = True) -> None:
+    """Raise StructureError when ``value`` is not a well-formed ``type_name`` (a data type
+    such as Coding or CodeableConcept, or a primitive such as code)."""
+    _run(_Checker(required).value, type_name, value, path)
+
+
+class _Bad(Exception):
+    """A problem found deep down; each level adds its step to the path on the way out."""
+
+    def __init__(self, problem: str, element: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.element = element  # the missing element, below the path
+        self.steps: list[str | int] = []
+
+
+def _run(check: Any, tname: str, value: Any, path: str) -> None:
+    try:
+        check(tname, value, 0)
+    except _Bad as bad:
+        where = path
+        for step in reversed(bad.steps):
+            where += f"[{step}]" if isinstance(step, int) else f".{step}"
+        text = bad.problem.replace("{path}", where)
+        expression = f"{where}.{bad.element}" if bad.element else where
+        raise StructureError(text, expression=[expression]) from None
+
+
+class _Checker:
+    def __init__(self, required: bool) -> None:
+        self.required = required
+        self.primitives, self.types = _compiled()
+
+    def value(self, tname: str, value: Any, depth: int) -> None:
+        if tname in self.primitives:
+            self.primitive(tname, value)
+        elif tname == "Resource":
+            self.contained(value, depth)
+        else:
+            self.complex(tname, value, depth)
+
+    def primitive(self, tname: str, value: Any) -> None:
+        kind, pattern, low, high = self.primitives[tname]
+        if kind == "string":
+            if type(value) is not str:
+                raise _Bad(f"{{path}} must be {_a(tname)} (a JSON string), not {_kind(value)}")
+            if pattern is not None:
+                if not pattern.fullmatch(value):
+                    raise _Bad(f"{{path}}: {_show(value)} is not a valid {tname}")
+            elif not value:
+                raise _Bad("{path} must not be an empty string")
+        elif kind == "boolean":
+            if type(value) is not bool:
+                raise _Bad(f"{{path}} must be a boolean (true or false), not {_kind(value)}")
+        elif kind == "integer":
+            if type(value) is not int:
+                raise _Bad(f"{{path}} must be {_a(tname)} (a JSON integer), not {_kind(value)}")
+            if not low <= value <= high:
+                raise _Bad(f"{{path}} must be {_a(tname)} from {low} to {high}, not {value}")
+        else:  # decimal
+            if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+                raise _Bad(f"{{path}} must be a decimal (a JSON number), not {_kind(value)}")
+            if not math.isfinite(value):
+                raise _Bad("{path} must be a finite number")
+
+    def contained(self, value: Any, depth: int) -> None:
+        if not isinstance(value, Mapping) or not isinstance(value.get("resourceType"), str):
+            raise _Bad("{path} must be a resource (a JSON object with a resourceType)")
+        rtype = value["resourceType"]
+        if rtype in self.types and "." not in rtype:
+            self.complex(rtype, value, depth)
+        else:
+            _check_depth(value, depth)
+
+    def complex(self, tname: str, obj: Any, depth: int) -> None:
+        if not isinstance(obj, Mapping):
+            shown = "an element" if "." in tname else _a(tname)
+            raise _Bad(f"{{path}} must be {shown} (a JSON object), not {_kind(obj)}")
+        if depth > MAX_DEPTH:
+            raise _Bad(f"{{path}} is nested more than {MAX_DEPTH} levels deep")
+        elements, required, choices = self.types[tname]
+        primitives = self.primitives
+        for key, item in obj.items():
+            spec = elements.get(key)
+            try:
+                if spec is None:
+                    if key[:1] == "_" and key[1:] in elements:
+                        self.primitive_extension(elements[key[1:]], item, depth)
+                    else:
+                        _check_depth(item, depth + 1)
+                    continue
+                etype, repeats, _ = spec
+                if repeats:
+                    if type(item) is not list:
+                        raise _Bad(f"{{path}} must be an array (it repeats), not {_kind(item)}")
+                    allow_null = etype in primitives and ("_" + key) in obj
+                    for i, entry in enumerate(item):
+                        if entry is None and allow_null:
+                            continue
+                        try:
+                            self.value(etype, entry, depth + 1)
+                        except _Bad as bad:
+                            bad.steps.append(i)
+                            raise
+                elif type(item) is list:
+                    raise _Bad("{path} must be a single value, not an array (it does not repeat)")
+                elif etype in primitives:
+                    self.primitive(etype, item)
+                else:
+                    self.value(etype, item, depth + 1)
+            except _Bad as bad:
+                bad.steps.append(key)
+                raise
+        for names, needed, base in choices:
+            present = [n for n in names if n in obj or ("_" + n) in obj]
+            if len(present) > 1:
+                raise _Bad(f"{{path}} has {' and '.join(present)}: {base}[x] takes one value")
+            if needed and self.required and not present:
+                raise _Bad(f"{{path}}.{base}[x] is required", f"{base}[x]")
+        if self.required:
+            for name in required:
+                if name not in obj and ("_" + name) not in obj:
+                    raise _Bad(f"{{path}}.{name} is required", name)
+
+    def primitive_extension(self, spec: tuple[str, bool, bool], item: Any, depth: int) -> None:
+        etype, repeats, _ = spec
+        if etype not in self.primitives:
+            _check_depth(item, depth + 1)
+            return
+        if not repeats:
+            self.complex("Element", item, depth + 1)
+            return
+        if type(item) is not list:
+            raise _Bad(f"{{path}} must be an array, not {_kind(item)}")
+        for i, entry in enumerate(item):
+            if entry is not None:
+                try:
+                    self.complex("Element", entry, depth + 1)
+                except _Bad as bad:
+                    bad.steps.append(i)
+                    raise
+
+
+def _check_depth(value: Any, depth: int) -> None:
+    """Unknown content is kept as it is, but not nested without limit."""
+    if not isinstance(value, Mapping | list):
+        return
+    stack = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if level > MAX_DEPTH:
+            raise _Bad(f"{{path}} is nested more than {MAX_DEPTH} levels deep")
+        stack.extend((child, level + 1) for child in children)
