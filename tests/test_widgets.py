@@ -1089,7 +1089,7 @@ def shared_report(column_result: ValidationFrame) -> ColumnReport:
 @pytest.fixture
 def report(shared_report: ColumnReport) -> ColumnReport:
     """The shared ColumnReport, back at "all failures"."""
-    shared_report.reason.value = "all failures"
+    shared_report.issue.value = "all failures"
     return shared_report
 
 
@@ -1144,7 +1144,7 @@ def test_column_report_chart_is_vega_lite(report: ColumnReport) -> None:
 
 
 def test_column_report_chart_follows_the_filter(report: ColumnReport) -> None:
-    report.reason.value = "not-in-vs"
+    report.issue.value = "not-in-vs"
     spec = report.chart.outputs[0]["data"]["application/vnd.vegalite.v5+json"]
     reasons, codes = spec["hconcat"]
     chosen = [r["reason"] for r in reasons["data"]["values"] if r["chosen"]]
@@ -1181,17 +1181,18 @@ def test_column_report_chart_draws_the_top_invalid_codes(default_wb: Workbench, 
 
 
 def test_column_report_reason_options(report: ColumnReport) -> None:
-    options = list(report.reason.options)
+    options = list(report.issue.options)
     assert options[0] == "all failures"
-    assert report.reason.value == "all failures"
+    assert report.issue.value == "all failures"
     assert set(FAILING) <= set(options[1:])
     assert "valid" not in options
-    assert report.issue is report.reason
+    with pytest.warns(DeprecationWarning, match="ColumnReport.issue"):
+        assert report.reason is report.issue
 
 
 def test_column_report_every_offered_reason_selects_rows(report: ColumnReport) -> None:
-    for reason in report.reason.options[1:]:
-        report.reason.value = reason
+    for reason in report.issue.options[1:]:
+        report.issue.value = reason
         assert len(report.shown) > 0, reason
         assert set(report.selected["issue"]) == {reason}
 
@@ -1206,7 +1207,7 @@ def test_column_report_filters_failing_rows(
     everything = report.shown
     assert len(everything) == sum(FAILING.values())
     pd.testing.assert_frame_equal(everything, column_result.failure_cases)
-    report.reason.value = reason
+    report.issue.value = reason
     assert len(report.shown) == rows
     assert set(report.shown["issue"]) == {reason}
     expected_index = [f"row{i}" for i, (_, _, r) in enumerate(COLUMN) if r == reason]
@@ -1214,7 +1215,7 @@ def test_column_report_filters_failing_rows(
     assert report.rows_caption.value == f"<div>{rows:,} rows</div>"
     assert report.table.df.index.tolist() == expected_index
     assert set(report.codes.df["issue"]) == {reason}
-    report.reason.value = "all failures"
+    report.issue.value = "all failures"
     assert len(report.shown) == len(everything)
 
 
@@ -1230,7 +1231,7 @@ def test_column_report_show_valid_codes(report: ColumnReport) -> None:
 
 def test_column_report_all_valid(default_wb: Workbench) -> None:
     report = ColumnReport(default_wb.validate_column(pd.Series(["office", "home"]), IN_PERSON))
-    assert list(report.reason.options) == ["all failures"]
+    assert list(report.issue.options) == ["all failures"]
     assert "<b>2</b> of 2 rows valid (100.0%)" in report.counts.value
     assert len(report.shown) == 0
     assert len(report.codes.df) == 0

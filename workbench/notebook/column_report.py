@@ -4,6 +4,7 @@ failing rows, a chart, and exports."""
 from __future__ import annotations
 
 import base64
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,11 +36,12 @@ class ColumnReport(w.VBox):
     returned. Given a raw DataFrame or Series instead, it validates it when told against
     what (``ColumnReport(df, valueset=URL, code="column")``), and otherwise says what to do.
 
-    The parts: ``counts`` (rows valid, rows per reason), ``issue`` (the reason filter, also
-    ``reason``), ``codes`` (an interactive table of ``result.by_code()``: paged, sortable,
-    searchable; codes with odd whitespace made visible), ``chart`` (a Vega-Lite chart linked
-    to the filter), ``rows`` (the failing rows), and an export of either table as CSV,
-    Excel or Parquet (``export_format``, ``export_what``, ``export_button``, ``download``).
+    The parts: ``counts`` (rows valid, rows per reason); ``issue``, the reason filter
+    (``reason`` is its deprecated name); ``codes``, an interactive table of
+    ``result.by_code()`` (paged, sortable, searchable; odd whitespace made visible);
+    ``chart``, a Vega-Lite chart that follows the filter; ``table``, the failing rows; and
+    an export of either table as CSV, Excel or Parquet (``export_format``, ``export_what``,
+    ``export_button``, ``download``).
     """
 
     def __init__(
@@ -63,7 +65,6 @@ class ColumnReport(w.VBox):
         failing = set(self.report.failure_cases["issue"].dropna().astype(str))
         reasons = [str(r) for r in self.summary.counts.index if str(r) in failing]
         self.issue = w.Dropdown(options=[ALL, *reasons], description="Reason")
-        self.reason = self.issue
         self.show_valid = w.Checkbox(value=False, description="show valid codes too")
         self.codes_caption = w.HTML()
         self.codes = ITable(self._codes_shown(), **TABLE_OPTIONS)
@@ -95,6 +96,17 @@ class ColumnReport(w.VBox):
         for control in (self.export_format, self.export_what):
             control.observe(self._clear_download, "value")
         self._refresh()
+
+    @property
+    def reason(self) -> w.Dropdown:
+        """Deprecated name of ``issue`` (the reason filter)."""
+        warnings.warn(
+            "ColumnReport.reason is deprecated: use ColumnReport.issue (the name the report's "
+            "columns use)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.issue
 
     # --- what is shown --------------------------------------------------------------
 
