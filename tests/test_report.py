@@ -98,7 +98,9 @@ SUGGESTION_CASES = [
     pytest.param("e11.9", "E11.9", "case variant", id="lower-case"),
     pytest.param("E11.9 ", "E11.9", "without the surrounding whitespace", id="trailing-space"),
     pytest.param("I1O", "I10", "nearest code", id="letter-o-for-zero"),
-    pytest.param("J45.90", "J45.909", "nearest code", id="one-digit-short"),
+    pytest.param("J45.90", "J45.909", "a more specific code", id="one-digit-short"),
+    pytest.param("E11", "E11.9", "a more specific code", id="header-code"),
+    pytest.param("X11.9", None, None, id="other-chapter-is-not-near"),
     pytest.param("essential hypertension", "I10", "nearest display", id="display-given"),
     pytest.param(
         "Essential (primary) hypertension", "I10", "the code with this display", id="display"

@@ -555,7 +555,11 @@ def rendered_problems(page: Page, notebook: dict[str, Any]) -> list[str]:
         problems += [f"widget fallback shown: {text[:200]}" for f in WIDGET_FALLBACKS if f in text]
     # Widget outputs are rendered by the widget manager, without a data-mime-type attribute.
     expected = saved_widget_outputs(notebook)
-    widgets = page.locator(f"{PANEL} .jp-OutputArea-output:not([data-mime-type])")
+    # (outputs nested in a widget, such as a chart in an Output widget, are the widget's own)
+    widgets = page.locator(
+        f"{PANEL} .jp-OutputArea-output:not([data-mime-type])"
+        ":not(.jupyter-widgets .jp-OutputArea-output)"
+    )
     if widgets.count() != expected:
         problems.append(f"{widgets.count()} widget outputs shown, {expected} in the notebook")
     for index in range(widgets.count()):

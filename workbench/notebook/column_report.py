@@ -19,6 +19,18 @@ from workbench.report import EXPORTS, ValidationFrame, VegaLite, visible
 ALL = "all failures"
 FORMATS = [("CSV", "csv"), ("Excel", "xlsx"), ("Parquet", "parquet")]
 WHAT = [("distinct codes", "by_code"), ("failing rows", "failures")]
+# the widget shows what was probably meant next to the code; by_code() keeps its own order
+SHOWN_COLUMNS = [
+    "code",
+    "count",
+    "share",
+    "issue",
+    "suggestion",
+    "display",
+    "message",
+    "result",
+    "system",
+]
 TABLE_OPTIONS: dict[str, Any] = {
     "pageLength": 10,
     "lengthMenu": [10, 25, 50, 100],
@@ -73,7 +85,7 @@ class ColumnReport(w.VBox):
         self.table = ITable(self._rows_shown(), **{**TABLE_OPTIONS, "showIndex": True})
         self.export_format = w.Dropdown(options=FORMATS, value="csv", description="Export")
         self.export_what = w.ToggleButtons(options=WHAT, value="by_code")
-        self.export_button = w.Button(description="Prepare download", icon="download")
+        self.export_button = w.Button(description="Download", icon="download")
         self.download = w.HTML()
         failing_rows = w.Accordion(children=[w.VBox([self.rows_caption, self.table])])
         failing_rows.set_title(0, "Failing rows")
@@ -136,7 +148,7 @@ class ColumnReport(w.VBox):
         for column in ("code", "suggestion", "display"):
             shown[column] = shown[column].map(visible)
         shown["share"] = [f"{v:.1%}" for v in self._selected_codes()["share"]]
-        return shown.where(shown.notna(), "")
+        return shown.where(shown.notna(), "")[SHOWN_COLUMNS]
 
     def _rows_shown(self) -> pd.DataFrame:
         failures = self.report.failure_cases
