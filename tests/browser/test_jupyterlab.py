@@ -555,10 +555,11 @@ def rendered_problems(page: Page, notebook: dict[str, Any]) -> list[str]:
         problems += [f"widget fallback shown: {text[:200]}" for f in WIDGET_FALLBACKS if f in text]
     # Widget outputs are rendered by the widget manager, without a data-mime-type attribute.
     expected = saved_widget_outputs(notebook)
-    # (outputs nested in a widget, such as a chart in an Output widget, are the widget's own)
+    # (outputs nested in a widget, such as a chart in an Output widget, are the widget's own;
+    # a Vega-Lite chart is drawn without a data-mime-type too, and is no widget)
     widgets = page.locator(
         f"{PANEL} .jp-OutputArea-output:not([data-mime-type])"
-        ":not(.jupyter-widgets .jp-OutputArea-output)"
+        ":not(.jupyter-widgets .jp-OutputArea-output):not(:has(> .vega-embed))"
     )
     if widgets.count() != expected:
         problems.append(f"{widgets.count()} widget outputs shown, {expected} in the notebook")
