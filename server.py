@@ -59,7 +59,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="PATH[|VERSION]",
-        help="also load a terminology release folder or zip (SNOMED CT RF2), imported once "
+        help="also load a terminology release folder or zip (SNOMED CT RF2, LOINC, ICD-10-CM, "
+        "RxNorm RRF), imported once "
         "into the release cache; '|VERSION' overrides its version (repeatable)",
     )
     parser.add_argument(

@@ -309,6 +309,34 @@ def files() -> dict[str, str]:
             "723597001",
             "723596005",
         ],
+        [  # a reference set as the domain: its members (like 723264001 for Laterality)
+            "30000000-0000-4000-8000-000000000004",
+            TIME,
+            "1",
+            META,
+            "723561005",
+            "1142135004",
+            "723264001",
+            "1",
+            "0..*",
+            "0..1",
+            "723598006",
+            "723596005",
+        ],
+        [  # a domain concept this release lacks: it cannot judge
+            "30000000-0000-4000-8000-000000000005",
+            TIME,
+            "1",
+            META,
+            "723561005",
+            "116676008",
+            "999999001",
+            "1",
+            "0..*",
+            "0..1",
+            "723598006",
+            "723596005",
+        ],
     ]
     range_ = [
         [
@@ -431,3 +459,18 @@ def write(root: Path, *, as_zip: bool = False, edit: dict[str, str] | None = Non
 def concept_file(text: str) -> dict[str, str]:
     """An ``edit`` replacing the concept file."""
     return {f"Snapshot/Terminology/sct2_Concept_Snapshot_INT_{TIME}.txt": text}
+
+
+def association_file(rows: list[tuple[str, str, str, str]]) -> dict[str, str]:
+    """An ``edit`` replacing the association refset with ``(refset, source, target, active)``
+    rows."""
+    lines = [
+        [f"21000000-0000-4000-8000-{i:012d}", TIME, a, CORE, r, s, t]
+        for i, (r, s, t, a) in enumerate(rows)
+    ]
+    return {
+        f"Snapshot/Refset/Content/der2_cRefset_AssociationSnapshot_INT_{TIME}.txt": _lines(
+            "id effectiveTime active moduleId refsetId referencedComponentId targetComponentId",
+            lines,
+        )
+    }

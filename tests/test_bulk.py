@@ -732,7 +732,7 @@ def test_dtypes_one_system_and_missing_ones(default_wb: Workbench, dtype: Any) -
         reference(default_wb, MARITAL, code=c, system=s)
         for c, s in zip(codes, systems, strict=True)
     ]
-    assert report["issue"].tolist()[1] is None
+    assert pd.isna(report["issue"].tolist()[1])
     assert report["system"].tolist()[1] == MARITAL_CS
 
 

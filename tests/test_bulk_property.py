@@ -99,7 +99,7 @@ def _pool(wb: Workbench, url: str) -> Pool | None:
     neighbours: list[tuple[str, str]] = []
     for system in systems:
         cs = wb.terminology.codesystem(system)
-        if cs is None:
+        if cs is None or not cs.is_complete:  # a grammar (UCUM) has no list of codes
             continue
         outside = [(system, c) for c in cs.concepts if (system, c) not in index]
         neighbours += outside[:100]
@@ -260,7 +260,14 @@ def build(
                 cell["display"] = case.displays[i]
             cells.append(cell)
         return pd.Series(cells, index=case.index, dtype=object), {}
-    codes = pd.Series(case.codes, index=case.index, dtype=code_dtype)
+    if code_dtype == "category[pyarrow]":
+        codes = pd.Series(case.codes, index=case.index, dtype="string[pyarrow]")
+        codes = codes.astype("category")
+    elif code_dtype == "large_string[pyarrow]":  # an Arrow column takes None, not NaN
+        cells = [None if norm(c) is None else c for c in case.codes]
+        codes = pd.Series(cells, index=case.index, dtype=code_dtype)
+    else:
+        codes = pd.Series(case.codes, index=case.index, dtype=code_dtype)
     if case.form == "omitted" and case.displays is None:
         return codes, {}
     if case.form == "constant" and case.displays is None:
@@ -311,8 +318,16 @@ def compare(case: Case, data: Any, got: list[Row]) -> None:
         assert (row[3] == "missing") == (row[0] is None) or case.form == "coding"
 
 
-# object, pandas' default str and categorical for every column; string[pyarrow] for codes
-CODE_DTYPES = [object, "str", "category", "string[pyarrow]"]
+# object, pandas' default str and categorical for every column; for codes also
+# string[pyarrow], an Arrow large_string column and a categorical over Arrow strings
+CODE_DTYPES = [
+    object,
+    "str",
+    "category",
+    "string[pyarrow]",
+    "large_string[pyarrow]",
+    "category[pyarrow]",  # categories of dtype string[pyarrow]
+]
 OTHER_DTYPES = [object, "str", "category"]
 
 
@@ -360,18 +375,20 @@ def to_polars(values: pd.Series) -> pl.Series:
 )
 @given(data=st.data())
 def test_polars_equals_validate_code(pools: Pools, data: st.DataObject) -> None:
-    """polars Series and DataFrames (Utf8 or Categorical codes) give the same rows."""
+    """polars Series and DataFrames (String, Categorical or Enum codes) give the same rows."""
     case = data.draw(cases(pools).filter(lambda c: c.form != "coding"), label="case")
-    categorical = data.draw(st.booleans(), label="categorical codes")
+    kind = data.draw(st.sampled_from(["String", "Categorical", "Enum"]), label="code dtype")
     built, kwargs = build(case, object, object)
+    codes = to_polars(built if isinstance(built, pd.Series) else built["dx_code"])
+    if kind == "Categorical":
+        codes = codes.cast(pl.Categorical)
+    elif kind == "Enum":
+        codes = codes.cast(pl.Enum(sorted({c for c in codes.to_list() if c is not None})))
     if isinstance(built, pd.DataFrame):
-        polars_data: Any = pl.DataFrame([to_polars(built[c]) for c in built.columns])
-        if categorical:
-            polars_data = polars_data.with_columns(pl.col("dx_code").cast(pl.Categorical))
+        others = [to_polars(built[c]) for c in built.columns if c != "dx_code"]
+        polars_data: Any = pl.DataFrame([codes.rename("dx_code"), *others])
     else:
-        polars_data = to_polars(built)
-        if categorical:
-            polars_data = polars_data.cast(pl.Categorical)
+        polars_data = codes
     pool = case.pool
     report = pool.wb.validate_column(polars_data, pool.url, abstract=case.abstract, **kwargs)
     assert isinstance(report, pl.DataFrame)

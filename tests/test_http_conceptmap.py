@@ -449,7 +449,7 @@ MALFORMED = [
                 }
             ]
         },
-        "ConceptMap.group[0].element[0].target[0].dependsOn[0]",
+        "ConceptMap.group[0].element[0].target[0].dependsOn[0].value",
     ),
     ({"element": [{"code": "a", "target": "b"}]}, "ConceptMap.group[0].element[0].target"),
     ({"element": [{"code": 1}]}, "ConceptMap.group[0].element[0].code"),

@@ -542,6 +542,9 @@ def test_operation_definition_search(reader: httpx.Client, read_server: ServerHa
         assert reader.get(entry["fullUrl"]).json() == entry["resource"]
     by_code = reader.get("/OperationDefinition", params={"code": "expand"}).json()
     assert [e["resource"]["id"] for e in by_code["entry"]] == ["ValueSet-expand"]
+    assert links(by_code)["self"] == f"{read_server.url}/OperationDefinition?code=expand"
+    ignored = reader.get("/OperationDefinition", params={"foo": "1", "name": "ValueSet"}).json()
+    assert links(ignored)["self"] == f"{read_server.url}/OperationDefinition?name=ValueSet"
     none = reader.get("/OperationDefinition", params={"code": "nothing"}).json()
     assert none["total"] == 0
     assert "entry" not in none

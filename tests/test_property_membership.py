@@ -20,7 +20,7 @@ def _expandable(wb: Workbench) -> list[tuple[str, set[tuple[str, str]], list[tup
         neighbours = [
             (s, code)
             for s in sorted(systems)
-            if (cs := wb.terminology.codesystem(s)) is not None
+            if (cs := wb.terminology.codesystem(s)) is not None and cs.is_complete
             for code in list(cs.concepts)[:200]
         ]
         if members:

@@ -207,6 +207,13 @@ def test_malformed_expressions_say_where(text: str, where: str) -> None:
         ("64572001 : 363698007 = 322236009", "outside its MRCM range << 123037004"),
         ("322236009 : 363698007 = 80891009", "not allowed on the focus concept(s) 322236009"),
         ("64572001 : 80891009 = 80891009", "is not an attribute"),
+        ("80891009 : 1142135004 = #5", None),  # a member of the domain refset 723264001
+        (
+            "64572001 : 1142135004 = #5",
+            "its MRCM domain is 373873005 |Pharmaceutical / biologic product|, 723264001 "
+            "|Lateralizable body structure reference set|",
+        ),
+        ("322236009 : 116676008 = 55641003", None),  # one domain unknown: undecided
         ("64572001 : 363698007 = 123456789", "The concept 123456789 is not in"),
         (
             "307530000 : 363698007 = 80891009",

@@ -207,7 +207,8 @@ def test_bulk_validation_against_an_ecl_value_set(wb: Workbench) -> None:
     codes = pd.Series(["22298006", "57054005", "195967001", "123456789", None, "22298006"])
     report = wb.validate_column(codes, ECL_VS, system=SCT)
     assert report["result"].tolist() == [True, True, False, False, pd.NA, True]
-    assert report["issue"].tolist() == [None, None, "not-in-vs", "unknown-code", "missing", None]
+    issues = [i if isinstance(i, str) else None for i in report["issue"]]
+    assert issues == [None, None, "not-in-vs", "unknown-code", "missing", None]
     for code, row in zip(codes, report.itertuples(), strict=True):
         if isinstance(code, str):
             single = wb.validate_code(ECL_VS, code=code, system=SCT)
@@ -442,3 +443,108 @@ def test_expressions_in_value_sets(wb: Workbench, url: Any, code: str, result: b
         else wb.validate_code(valueset=url, code=code, system=SCT)
     )
     assert found.result is result, found.message
+
+
+# --- ECL with terms, edition URIs, expressions in $subsumes, bulk = single ----------------
+
+
+@pytest.mark.parametrize(
+    ("url", "codes"),
+    [
+        (f"{SCT}?fhir_vs=ecl/<< 49601007 |Disorder of cardiovascular system|", CARDIO),
+        (
+            f"{SCT}?fhir_vs=ecl/< 404684003 |Clinical finding| : "
+            "363698007 |Finding site| = << 80891009 |Heart structure|",
+            {"56265001", "22298006", "57054005"},
+        ),
+        (f"{snomed_rf2.VERSION}?fhir_vs=isa/56265001", {"56265001", "22298006", "57054005"}),
+    ],
+)
+def test_ecl_with_terms_and_edition_uris(wb: Workbench, url: str, codes: set[str]) -> None:
+    assert {e.code for e in wb.expand(url).entries} == codes
+    assert wb.validate_code(url, code="22298006", system=SCT).result
+
+
+@pytest.mark.parametrize(
+    ("code_a", "code_b", "outcome"),
+    [
+        ("56265001", "56265001 : 116676008 = 55641003", "subsumes"),
+        ("64572001 : 363698007 = 80891009", "64572001", "subsumed-by"),
+        ("22298006", "195967001 : 363698007 = 39607008", "not-subsumed"),
+    ],
+)
+def test_subsumes_with_expressions(
+    wb: Workbench, http: httpx.Client, code_a: str, code_b: str, outcome: str
+) -> None:
+    assert wb.subsumes(SCT, code_a, code_b) == outcome
+    body = http.get(
+        "/CodeSystem/$subsumes", params={"system": SCT, "codeA": code_a, "codeB": code_b}
+    ).json()
+    assert values(body, "outcome") == [outcome]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "where"),
+    [
+        (
+            "/CodeSystem/$subsumes",
+            {"system": SCT, "codeA": "64572001 : : 1", "codeB": "64572001"},
+            "line 1, column 12",
+        ),
+        ("/ValueSet/$expand", {"url": f"{SCT}?fhir_vs=ecl/<< 64572001 |Disease"}, "column"),
+        ("/ValueSet/$expand", {"url": f"{SCT}?fhir_vs=ecl/(<< 64572001"}, "end of the text"),
+        ("/ValueSet/$expand", {"url": f"{SCT}?fhir_vs=ecl/<< 64572001 {{{{ term = }}}}"}, "col"),
+        (
+            "/ValueSet/$validate-code",
+            {
+                "url": f"{SCT}?fhir_vs=ecl/< 404684003 : [1..] 363698007 = *",
+                "code": "1",
+                "system": SCT,
+            },
+            "column",
+        ),
+    ],
+)
+def test_http_more_malformed_input_is_a_400(
+    http: httpx.Client, path: str, params: dict[str, str], where: str
+) -> None:
+    assert_outcome(http.get(path, params=params), 400, "invalid", where)
+
+
+def test_http_malformed_ecl_in_a_posted_value_set(http: httpx.Client) -> None:
+    valueset = {
+        "resourceType": "ValueSet",
+        "status": "active",
+        "compose": {
+            "include": [
+                {
+                    "system": SCT,
+                    "filter": [{"property": "constraint", "op": "=", "value": "<< 64572001 OR"}],
+                }
+            ]
+        },
+    }
+    body = {"resourceType": "Parameters", "parameter": [{"name": "valueSet", "resource": valueset}]}
+    response = http.post("/ValueSet/$expand", json=body)
+    assert_outcome(response, 400, "invalid", "does not parse at the end of the text")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        ECL_VS,
+        "http://example.org/vs/heart",
+        f"{SCT}?fhir_vs=ecl/(<< 404684003 MINUS << 49601007) OR ^ 723264001",
+        f"{SCT}?fhir_vs=ecl/< 404684003 : {{ 363698007 = *, 116676008 = * }}",
+    ],
+)
+def test_bulk_validation_of_every_code_equals_single_validation(wb: Workbench, url: str) -> None:
+    codes = list(wb.concepts(SCT)["code"])
+    codes += ["123456789", "not-a-code", "56265001 : 116676008 = 55641003", "307530000"]
+    column = pd.Series(codes * 3)
+    report = wb.validate_column(column, url, system=SCT)
+    assert len(report) == len(column)
+    for code, row in zip(column, report.itertuples(), strict=True):
+        single = wb.validate_code(url, code=code, system=SCT)
+        message = row.message if isinstance(row.message, str) else None
+        assert (bool(row.result), message) == (single.result, single.message), code

@@ -11,13 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from workbench.bulk_table import (
+    MISSING_MESSAGE,
+    Answers,
+    AnswerTable,
+    Row,
+    missing_mask,
+    result_frame,
+    uniform_value,
+)
 from workbench.errors import InvalidRequestError, WorkbenchError
-from workbench.report import COLUMNS
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import NO_MATCH, CompiledValueSet, Match
 from workbench.terminology.languages import Languages, requested
@@ -29,9 +38,7 @@ from workbench.terminology.validation import (
     validate_in_valueset,
 )
 
-MISSING_MESSAGE = "No code was given"
 Resolver = Callable[[str, "str | None"], "CodeSystemIndex | None"]
-Row = tuple[Any, str | None, str | None, str | None, str | None]
 
 
 # --- what a worker needs ----------------------------------------------------------------
@@ -103,8 +110,10 @@ class Checker:
 
     ``fast`` maps plainly valid members (known, active, not abstract unless allowed) to
     their display; ``members`` is the whole expansion, or None when the value set cannot be
-    expanded. Everything else goes through ``validate_in_valueset`` or ``non_member``, the
-    functions ``validate_code`` itself uses.
+    expanded. Everything else goes through ``validate_in_valueset`` or ``non_members``, the
+    functions ``validate_code`` itself uses. ``tables`` keeps the answers per system (only
+    for the value set's own systems, whose changes drop the compiled value set and with it
+    the tables).
     """
 
     valueset: Any
@@ -116,6 +125,7 @@ class Checker:
     member_by_system: dict[str, pd.Index] = field(default_factory=dict, repr=False)
     versions: Callable[[str], list[str] | None] | None = field(default=None, repr=False)
     languages: Languages | None = field(default=None, repr=False)
+    tables: dict[str, AnswerTable] = field(default_factory=dict, repr=False)
 
     def check(
         self, system: str | None, code: str, display: str | None, version: str | None = None
@@ -137,6 +147,16 @@ class Checker:
         )
         return _row(result)
 
+    def table(self, system: str) -> AnswerTable:
+        """The answers for codes of ``system`` (kept across calls for the value set's own
+        systems, per call for any other)."""
+        found = self.tables.get(system)
+        if found is None:
+            found = AnswerTable(system, partial(self.answer, system))
+            if system in set(self.valueset.systems()):
+                found = self.tables.setdefault(system, found)
+        return found
+
     def _member_index(self, system: str) -> pd.Index:
         """The codes of one system that are in the expansion, as a hash index."""
         found = self.member_by_system.get(system)
@@ -155,20 +175,20 @@ class Checker:
             found = self.fast_by_system[system] = (index, shown)
         return found
 
-    def check_codes(self, system: str, codes: np.ndarray, out: Columns, where: np.ndarray) -> None:
-        """Validate distinct codes of one system (no displays) into ``out`` at ``where``."""
+    def answer(self, system: str, codes: np.ndarray) -> Answers:
+        """Validate distinct codes of one system (str, none missing), without displays."""
+        n = len(codes)
+        result = np.zeros(n, dtype=np.int8)
+        message = np.full(n, None, dtype=object)
+        display = np.full(n, None, dtype=object)
+        issue = np.full(n, None, dtype=object)
+        systems = np.full(n, system, dtype=object)
         index, shown = self._fast_index(system)
-        position = index.get_indexer(pd.Index(codes, dtype=object))
+        position = index.get_indexer(pd.Index(codes, dtype=object, copy=False))
         hit = position >= 0
-        out.result[where[hit]] = True
-        out.display[where[hit]] = shown[position[hit]]
-        out.system[where] = system
-        missing = np.zeros(len(codes), dtype=bool)
-        missing[~hit] = _missing_mask(codes[~hit])
-        out.mask[where[missing]] = True
-        out.message[where[missing]] = MISSING_MESSAGE
-        out.issue[where[missing]] = "missing"
-        rest = np.flatnonzero(~hit & ~missing)
+        result[hit] = 1
+        display[hit] = shown[position[hit]]
+        rest = np.flatnonzero(~hit)
         cs = self.resolve(system, None)
         vs = self.valueset
         same_unit = getattr(cs, "equivalent_in", None)  # UCUM: ml is a listed mL
@@ -178,82 +198,37 @@ class Checker:
                 # every member of this system is plainly valid, so no other code is a member
                 outside = np.ones(len(rest), dtype=bool)
             else:
-                outside = members.get_indexer(pd.Index(codes[rest])) < 0
+                outside = members.get_indexer(pd.Index(codes[rest], dtype=object)) < 0
+            outside &= ~_expressions(cs, codes[rest])  # checked in full, one by one
             chosen = rest[outside]
             context = f"the value set {vs.canonical}"
             reasons, messages, displays = non_members(
                 context, cs, system, codes[chosen].tolist(), vs.inactive_allowed
             )
-            rows = where[chosen]
-            out.issue[rows] = reasons
-            out.message[rows] = messages
-            out.display[rows] = displays
+            issue[chosen] = reasons
+            message[chosen] = messages
+            display[chosen] = displays
             rest = rest[~outside]
         for i in rest:
-            out.set(where[i], self.check(system, str(codes[i]), None))
-
-
-def _missing_mask(values: np.ndarray) -> np.ndarray:
-    missing = np.asarray(pd.isna(values), dtype=bool)
-    present = ~missing
-    missing[present] = values[present] == ""
-    return missing
-
-
-@dataclass
-class Columns:
-    """The five result columns for ``n`` distinct keys, filled in place."""
-
-    result: np.ndarray
-    mask: np.ndarray
-    message: np.ndarray
-    display: np.ndarray
-    issue: np.ndarray
-    system: np.ndarray
-
-    @classmethod
-    def empty(cls, n: int) -> Columns:
-        """All false, no message."""
-        return cls(
-            np.zeros(n, dtype=bool),
-            np.zeros(n, dtype=bool),
-            *(np.full(n, None, dtype=object) for _ in range(4)),
-        )
-
-    def set(self, k: int | np.integer[Any], row: Row) -> None:
-        """Store one row's answer at ``k``."""
-        result, self.message[k], self.display[k], self.issue[k], self.system[k] = row
-        if result is pd.NA:
-            self.mask[k], self.result[k] = True, False
-        else:
-            self.result[k] = bool(result)
-
-    def take(self, row_ids: np.ndarray, system: str | None = None) -> pd.DataFrame:
-        """Broadcast to the rows: row ``i`` gets the answer of key ``row_ids[i]``.
-
-        ``message``, ``display`` and ``system`` are categoricals: each distinct text is stored
-        once however many rows share it. ``issue`` stays a plain column, so that
-        ``fillna("valid")`` works on it.
-        """
-        data: dict[str, Any] = {
-            "result": pd.arrays.BooleanArray(self.result.take(row_ids), self.mask.take(row_ids))
-        }
-        data["issue"] = pd.Series(self.issue.take(row_ids), dtype=object, copy=False)
-        names = ["message", "display"]
-        if system is None:
-            names.append("system")
-        else:
-            data["system"] = pd.Categorical.from_codes(
-                np.zeros(len(row_ids), dtype=np.int8), pd.Index([system]), validate=False
+            ok, message[i], display[i], issue[i], systems[i] = self.check(
+                system, str(codes[i]), None
             )
-        for name in names:
-            ids, texts = pd.factorize(getattr(self, name), use_na_sentinel=True)
-            data[name] = pd.Categorical.from_codes(
-                np.asarray(ids, dtype=np.int32).take(row_ids),
-                pd.Index(texts, dtype=object),
-                validate=False,
-            )
-        return pd.DataFrame(data, columns=COLUMNS, copy=False)
+            result[i] = -1 if ok is pd.NA else int(bool(ok))
+        return Answers(result, message, display, issue, systems)
+
+
+def _expressions(cs: Any, codes: np.ndarray) -> np.ndarray:
+    """Which codes a compositional provider takes as post-coordinated expressions (all
+    False for any other code system); only codes that are not plain digits are asked."""
+    found = np.zeros(len(codes), dtype=bool)
+    is_expression = getattr(cs, "is_expression", None)
+    if is_expression is None or not len(codes):
+        return found
+    text = pd.Series(codes, dtype=object)
+    plain = text.str.isdigit().fillna(True).to_numpy(dtype=bool)
+    for i in np.flatnonzero(~plain):
+        found[i] = bool(is_expression(str(codes[i])))
+    return found
 
 
 def _row(result: ValidationResult) -> Row:
@@ -302,8 +277,9 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
         )
         by_system = wb.terminology.memo(compiled, ("bulk-fast-index", abstract), dict)
         member_index = wb.terminology.memo(compiled, "bulk-member-index", dict)
+        tables = wb.terminology.memo(compiled, ("bulk-answers", abstract), dict)
     except WorkbenchError:
-        fast, by_system, member_index = {}, {}, {}
+        fast, by_system, member_index, tables = {}, {}, {}, {}
     try:
         members: frozenset[tuple[str, str]] | None = wb.terminology.memo(
             compiled, "bulk-members", lambda: frozenset(compiled.member_index())
@@ -323,6 +299,7 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
         member_index,
         versions=wb.terminology.codesystem_versions,
         languages=wanted,
+        tables=tables,
     )
 
 
@@ -429,16 +406,6 @@ def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return ids, distinct
 
 
-def _uniform(values: pd.Series) -> str | None:
-    """The single value of a column that holds one string everywhere, else None."""
-    if len(values) == 0:
-        return None
-    first = values.iloc[0]
-    if not isinstance(first, str) or first == "" or bool(values.isna().any()):
-        return None
-    return first if bool((values == first).all()) else None
-
-
 def validate_arrays(
     checker: Checker,
     codes: pd.Series,
@@ -447,13 +414,19 @@ def validate_arrays(
 ) -> pd.DataFrame:
     """Validate aligned code/system/display columns; return the frame of COLUMNS.
 
-    Each distinct (system, code, display) is validated once; rows get their answer by
-    ``take``. A missing code (None, NaN, NA, "") gives result NA and the issue ``missing``.
+    One system for every row and no displays: the codes are looked up in that system's
+    answer table in the column's own encoding. Otherwise each distinct (system, code,
+    display) is validated once (plain ones through the answer tables too); rows get their
+    answer by ``take``. A missing code (None, NaN, NA, "") gives result NA and the issue
+    ``missing``.
     """
     if isinstance(systems, pd.Series):
-        systems = _uniform(systems) or systems
+        systems = uniform_value(systems) or systems
     if displays is not None and bool(displays.isna().all()):
         displays = None
+    if isinstance(systems, str) and displays is None:
+        state, position = checker.table(systems).column(codes)
+        return result_frame(state.answers, position, systems, state)
     columns = {"code": codes, "system": systems, "display": displays}
     parts = {name: _factorize(col) for name, col in columns.items() if isinstance(col, pd.Series)}
     if len(parts) == 1:
@@ -470,19 +443,26 @@ def validate_arrays(
         for name, (_, uniques) in reversed(list(parts.items())):
             rest, position = np.divmod(rest, len(uniques))
             values[name] = uniques[position]
-    out = Columns.empty(len(keys))
     code_values = values["code"]
     system_values = values.get("system")
     if system_values is None:
         system_values = np.full(len(keys), systems, dtype=object)
     display_values = values.get("display")
-    plain = ~_missing_mask(system_values)
+    plain = ~missing_mask(system_values)
     if display_values is not None:
         plain &= pd.isna(display_values) | (display_values == "")
+    segments: list[Answers] = []
+    at = np.zeros(len(keys), dtype=np.int64)
+    offset = 0
     for system in pd.unique(system_values[plain]):
         where = np.flatnonzero(plain & (system_values == system))
-        checker.check_codes(str(system), code_values[where], out, where)
-    for k in np.flatnonzero(~plain):
+        state, position = checker.table(str(system)).distinct(code_values[where])
+        segments.append(state.answers)
+        at[where] = offset + position
+        offset += len(state.answers)
+    rows: list[Row] = []
+    others = np.flatnonzero(~plain)
+    for k in others:
         code = code_values[k]
         system = None if _is_missing(system_values[k]) else str(system_values[k])
         display = (
@@ -491,10 +471,13 @@ def validate_arrays(
             else str(display_values[k])
         )
         if _is_missing(code):
-            out.set(k, (pd.NA, MISSING_MESSAGE, None, "missing", system))
+            rows.append((pd.NA, MISSING_MESSAGE, None, "missing", system))
         else:
-            out.set(k, checker.check(system, str(code), display))
-    return out.take(row_ids, systems if isinstance(systems, str) else None)
+            rows.append(checker.check(system, str(code), display))
+    segments.append(Answers.of_rows(rows))
+    at[others] = offset + np.arange(len(others))
+    answers = Answers.concat(segments)
+    return result_frame(answers, at.take(row_ids), systems if isinstance(systems, str) else None)
 
 
 # --- the public entry --------------------------------------------------------------------
@@ -558,10 +541,7 @@ def _validate_structured(checker: Checker, values: pd.Series) -> pd.DataFrame:
             rows.append((pd.NA, MISSING_MESSAGE, None, "missing", None))
             continue
         rows.append(_row(combine_codings([one(c) for c in codings])))
-    out = Columns.empty(len(rows))
-    for k, row in enumerate(rows):
-        out.set(k, row)
-    return out.take(np.arange(len(rows), dtype=np.int64))
+    return result_frame(Answers.of_rows(rows), np.arange(len(rows), dtype=np.int64))
 
 
 def prepare(

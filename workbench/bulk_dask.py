@@ -32,7 +32,7 @@ def meta() -> pd.DataFrame:
             "result": pd.Series(dtype="boolean"),
             "message": pd.Series(dtype=unknown),
             "display": pd.Series(dtype=unknown),
-            "issue": pd.Series(dtype=object),
+            "issue": pd.Series(dtype=unknown),
             "system": pd.Series(dtype=unknown),
         }
     )

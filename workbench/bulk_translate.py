@@ -63,7 +63,7 @@ class ColumnTranslator:
     target displays are looked up once each (``wb.translate`` semantics otherwise)."""
 
     def __init__(self, wb: Workbench, url: str | None, *, target_system: str | None = None) -> None:
-        self.maps = wb.registry.all("ConceptMap")
+        self.maps = wb.conceptmaps_for(url)
         self.candidates = candidate_maps(self.maps, url=url)
         self.target_system = target_system
         self._lookup = wb.display_of

@@ -33,7 +33,15 @@ def split_canonical(canonical: str) -> tuple[str, str | None]:
     ('http://hl7.org/fhir/ValueSet/administrative-gender', '4.0.1')
     >>> split_canonical("http://example.org/vs")
     ('http://example.org/vs', None)
+
+    An implicit ECL value set keeps its ECL whole, ``|term|`` pairs included (its edition
+    goes before the ``?``, not after a ``|``):
+
+    >>> split_canonical("http://snomed.info/sct?fhir_vs=ecl/<< 64572001 |Disease|")
+    ('http://snomed.info/sct?fhir_vs=ecl/<< 64572001 |Disease|', None)
     """
+    if "?fhir_vs=ecl/" in canonical:
+        return canonical, None
     url, sep, version = canonical.partition("|")
     return url, (version or None) if sep else None
 

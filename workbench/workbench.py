@@ -131,9 +131,10 @@ class Workbench:
     ) -> ReleaseSummary:
         """Load a terminology from its release files as distributed (a folder or a zip).
 
-        ``kind`` (``"snomed"``) is detected from the files when omitted; ``version``
-        overrides the release's own (for SNOMED CT the version URI, e.g.
-        ``http://snomed.info/xsct/31000003106/version/20250909``). The release is imported
+        ``kind`` (``"snomed"``, ``"loinc"``, ``"icd10cm"``, ``"rxnorm"``) is detected from
+        the files when omitted; ``version`` overrides the release's own (for SNOMED CT the
+        version URI, e.g. ``http://snomed.info/xsct/31000003106/version/20250909``; for
+        RxNorm the release date, MMDDYYYY, from the readme's name). The release is imported
         once into ``cache_dir`` (default ``$WORKBENCH_RELEASE_CACHE`` or
         ``~/.cache/workbench/releases``) and reopened from there afterwards; a progress bar
         shows while it imports. Returns the summary (system, version, concepts, time, cache).
@@ -144,7 +145,12 @@ class Workbench:
         from workbench.releases.loading import open_release
 
         provider, summary = open_release(
-            path, kind=kind, version=version, cache_dir=cache_dir, progress=progress
+            path,
+            kind=kind,
+            version=version,
+            cache_dir=cache_dir,
+            progress=progress,
+            claim=self.terminology.check_new_provider,
         )
         self.terminology.add_provider(provider)
         return summary
@@ -163,7 +169,19 @@ class Workbench:
 
     def mappings(self, url: str, version: str | None = None) -> pd.DataFrame:
         """One row per source code -> target code of the ConceptMap ``url`` (latest version)."""
-        return frames.mappings_frame(select_maps(self.registry.all("ConceptMap"), url, version)[0])
+        return frames.mappings_frame(select_maps(self.conceptmaps_for(url), url, version)[0])
+
+    def conceptmaps_for(self, url: str | None = None) -> list[Resource]:
+        """The loaded ConceptMaps, with the implicit one ``url`` names when it is not stored
+        (``http://snomed.info/sct?fhir_cm={refsetId}`` of a loaded SNOMED CT release)."""
+        stored = self.registry.all("ConceptMap")
+        if url is None:
+            return stored
+        plain = url.partition("|")[0]
+        if any(m.get("url") == plain for m in stored):
+            return stored
+        implicit = self.terminology.implicit_conceptmap(plain)
+        return stored if implicit is None else [*stored, implicit]
 
     def translate(
         self,
@@ -191,7 +209,7 @@ class Workbench:
         if coding is not None:
             code, system = code or coding.get("code"), system or coding.get("system")
         return translate(
-            self.registry.all("ConceptMap") if maps is None else maps,
+            self.conceptmaps_for(url) if maps is None else maps,
             code=code,
             system=system,
             url=url,
@@ -556,12 +574,21 @@ class Workbench:
         ...     [{"system": "http://x"}]}}
         >>> _ = wb.load(vs)
         >>> report = wb.validate_column(pd.Series(["a", "b", None]), "http://x/vs")
-        >>> report["result"].tolist(), report["issue"].tolist()
-        ([True, False, <NA>], [None, 'unknown-code', 'missing'])
+        >>> report["result"].tolist(), report.reason.tolist()
+        ([True, False, <NA>], ['valid', 'unknown-code', 'missing'])
         """
         from workbench import bulk, bulk_dask, bulk_polars, report
 
         if bulk_polars.is_polars(data):
+            answered = bulk_polars.validate_polars(
+                bulk.make_checker(self, valueset, abstract),
+                data,
+                code=code,
+                system=system,
+                display=display,
+            )
+            if answered is not None:
+                return answered
             result = self.validate_column(
                 bulk_polars.to_pandas(data),
                 valueset,

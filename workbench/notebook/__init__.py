@@ -3,7 +3,8 @@ delegate to the engine; none of them holds terminology logic.
 
 The widgets import ipywidgets, so they load on first use::
 
-    from workbench.notebook import CodeValidator, ColumnReport, ServerPanel, ValueSetBrowser
+    from workbench.notebook import CodeValidator, ColumnReport, MapExplorer, ServerPanel
+    from workbench.notebook import ValueSetBrowser
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ _WIDGETS = {
     "CodeValidator": "workbench.notebook.code_validator",
     "ColumnReport": "workbench.notebook.column_report",
     "ServerPanel": "workbench.notebook.server_panel",
+    "MapExplorer": "workbench.notebook.map_explorer",
 }
 
 __all__ = sorted(_WIDGETS)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
+from urllib.parse import unquote
 
 from workbench import structure
 from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError, WorkbenchError
@@ -35,6 +37,25 @@ _ALSO_ACCEPTED = {
 }
 
 
+def query_items(raw: bytes | str) -> list[tuple[str, str]]:
+    """The name/value pairs of a query string, as ``parse_qsl(keep_blank_values=True)``
+    gives them (``+`` is a space, %-escapes are UTF-8), decoding only what needs it."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    pairs: list[tuple[str, str]] = []
+    if not text:
+        return pairs
+    for piece in text.split("&"):
+        if not piece:
+            continue
+        name, _, value = piece.partition("=")
+        if "%" in piece or "+" in piece:
+            name = unquote(name.replace("+", " "), errors="replace")
+            value = unquote(value.replace("+", " "), errors="replace")
+        pairs.append((name, value))
+    return pairs
+
+
+@cache
 def value_key(type_name: str) -> str:
     """Return the ``value[x]`` element name for a type: ``code`` -> ``valueCode``."""
     return "value" + type_name[:1].upper() + type_name[1:]
@@ -250,6 +271,23 @@ def _check_value(param: ParamDef, value: Any) -> Any:
     return dict(value)
 
 
+# Per operation (by identity: the definitions are module constants), its outputs in order,
+# each with the value[x] key when a plain value of its declared primitive type needs no
+# further decision.
+_PLANS: dict[int, tuple[frozenset[str], tuple[tuple[ParamDef, str | None], ...]]] = {}
+
+
+def _plan(op: OperationDef) -> tuple[frozenset[str], tuple[tuple[ParamDef, str | None], ...]]:
+    found = _PLANS.get(id(op))
+    if found is None:
+        steps = tuple(
+            (p, value_key(p.type) if p.is_simple and not p.parts else None)
+            for p in op.outputs.values()
+        )
+        found = _PLANS[id(op)] = (frozenset(op.outputs), steps)
+    return found
+
+
 def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build the response body from output values, by the definition.
 
@@ -259,15 +297,19 @@ def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]
     """
     if op.returns_resource:
         return dict(outputs["return"])
-    unknown = set(outputs) - set(op.outputs)
-    if unknown:
+    names, steps = _plan(op)
+    if not names.issuperset(outputs):
+        unknown = set(outputs) - names
         raise WorkbenchError(f"${op.code} produced undeclared outputs {sorted(unknown)}")
     entries: list[dict[str, Any]] = []
-    for param in op.outputs.values():
+    for param, key in steps:
         value = outputs.get(param.name)
         if value is None:
             if param.min > 0:
                 raise WorkbenchError(f"${op.code} did not produce its required '{param.name}'")
+            continue
+        if key is not None and not isinstance(value, Mapping | TypedValue | list):
+            entries.append({"name": param.name, key: value})
             continue
         values = value if param.repeats and isinstance(value, list) else [value]
         entries += [_output_entry(param, v) for v in values]

@@ -28,8 +28,8 @@ def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict
         code, system = codings[0].get("code"), codings[0].get("system")
     if not code:
         raise RequiredError("$translate needs a code (code, coding or codeableConcept)")
-    maps = wb.registry.all("ConceptMap")
     url = inputs.get("url")
+    maps = wb.conceptmaps_for(url)
     inline = inputs.get("conceptMap")
     if inline is not None:
         check_conceptmap(inline)

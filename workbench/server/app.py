@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
-from fastapi import FastAPI
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -13,6 +15,9 @@ from starlette.routing import Route
 from workbench.errors import InvalidRequestError, MethodNotAllowedError, ResourceNotFoundError
 from workbench.operations import OPERATIONS
 from workbench.server.auth import BearerAuth
+from workbench.server.capability import (
+    OPERATION_DEFINITION_SEARCH as DEFINITION_SEARCH,
+)
 from workbench.server.capability import (
     capability_statement,
     search_definitions,
@@ -33,6 +38,12 @@ DEFAULT_MAX_BODY = 10 * 1024 * 1024
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
 
+def applied_url(type_url: str, request: Request) -> str:
+    """The search's URL with only the parameters an OperationDefinition search applies."""
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k in DEFINITION_SEARCH]
+    return type_url + ("?" + urlencode(kept, safe=":/,|") if kept else "")
+
+
 def read_only(request: Request) -> None:
     """Refuse anything but GET (405) on read-only endpoints."""
     if request.method not in ("GET", "HEAD"):
@@ -48,7 +59,7 @@ def create_app(
     base: str = DEFAULT_BASE,
     data_dir: str | Path | None = None,
     max_body: int = DEFAULT_MAX_BODY,
-) -> FastAPI:
+) -> Starlette:
     """Build the server app. It serves ``workbench`` itself, so changes show both ways.
 
     ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies.
@@ -81,11 +92,12 @@ def create_app(
             }
             for d in found
         ]
+        self_url = applied_url(f"{root}/OperationDefinition", request)
         bundle: dict[str, Any] = {
             "resourceType": "Bundle",
             "type": "searchset",
             "total": len(entries),
-            "link": [{"relation": "self", "url": str(request.url)}],
+            "link": [{"relation": "self", "url": self_url}],
         }
         if entries:
             bundle["entry"] = entries
@@ -107,11 +119,19 @@ def create_app(
         *OperationRoutes(OPERATIONS, store, max_body).routes(base),
         *resource_routes(base, store, max_body),
     ]
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, exception_handlers=HANDLERS)  # type: ignore[arg-type]
-    app.router.routes.extend(routes)
-    app.add_middleware(FormatNegotiation)
-    app.add_middleware(BearerAuth, token=token, base=base)
-    app.add_middleware(Guard)  # outermost: whatever escapes becomes a 500 OperationOutcome
+    # Plain Starlette: FastAPI's extra layers (telemetry, body limit, exit stack) cost on
+    # every request and nothing here uses them (no dependencies, no Pydantic models).
+    # Middleware, outermost first: whatever escapes becomes a 500 OperationOutcome (Guard),
+    # then the token, then the format negotiation.
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(Guard),
+            Middleware(BearerAuth, token=token, base=base),
+            Middleware(FormatNegotiation),
+        ],
+        exception_handlers=HANDLERS,
+    )
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base

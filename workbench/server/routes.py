@@ -8,7 +8,7 @@ level and 404 for one that does not exist at all.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timezone
 from email.utils import format_datetime
 from functools import partial
@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from workbench.errors import MethodNotAllowedError, UnknownOperationError
 from workbench.operations import Operation
-from workbench.operations.codec import build_output, parse_parameters, parse_query
+from workbench.operations.codec import build_output, parse_parameters, parse_query, query_items
 from workbench.server import search as fhir_search
 from workbench.server.responses import fhir, outcome, read_json
 from workbench.server.store import ResourceStore, etag, version_of
@@ -31,6 +31,14 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 def _pretty(request: Request) -> bool:
     return request.query_params.get("_pretty") == "true"
+
+
+def _header(scope: Mapping[str, Any], name: bytes) -> str | None:
+    """A request header's value (latin-1, as Starlette reads it), or None."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
 
 
 class OperationRoutes:
@@ -84,29 +92,33 @@ class OperationRoutes:
         definition = op.definition
 
         async def endpoint(request: Request) -> Response:
-            if request.method == "GET":
+            scope = request.scope
+            # the query string is read once, straight from the scope (no QueryParams)
+            query = query_items(scope["query_string"])
+            if scope["method"] == "GET":
                 if definition.affects_state:
                     raise MethodNotAllowedError(
                         f"${definition.code} changes state, so it cannot be invoked with GET"
                     )
-                inputs = parse_query(definition, request.query_params.multi_items())
+                inputs = parse_query(definition, query)
             else:
                 body = await read_json(request, self.max_body, empty_ok=True)
                 if body is None:  # a POST without a body is the operation without inputs
-                    inputs = parse_query(definition, request.query_params.multi_items())
+                    inputs = parse_query(definition, query)
                 else:
                     inputs = parse_parameters(definition, body)
-            rid = request.path_params.get("rid")
+            rid = scope["path_params"].get("rid")
             resource = self.store.read(rtype, rid) if rid is not None and rtype else None
             wb = self.store.workbench
-            language = request.headers.get("accept-language")
+            language = _header(scope, b"accept-language")
             if op.blocking:
                 outputs = await run_in_threadpool(
                     partial(op.run, accept_language=language), wb, inputs, resource
                 )
             else:
                 outputs = op.run(wb, inputs, resource, accept_language=language)
-            return fhir(build_output(definition, outputs), pretty=_pretty(request))
+            pretty = ("_pretty", "true") in query
+            return fhir(build_output(definition, outputs), pretty=pretty)
 
         return endpoint
 
@@ -178,7 +190,13 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
             return fhir(bundle, pretty=_pretty(request))
         store.check_type(rtype)
         body = await read_json(request, max_body, exact_decimals=True)
-        stored, created = store.create(rtype, body, request.headers.get("if-none-exist"))
+        condition = request.headers.get("if-none-exist")
+        if condition is None and any(
+            not name.startswith(("_format", "_pretty")) for name in request.query_params
+        ):
+            # POST {type}?{search}: the criteria in the query, as clients such as fhirpy send
+            condition = request.url.query
+        stored, created = store.create(rtype, body, condition)
         return _written(request, stored, 201 if created else 200, root)
 
     async def instance(request: Request) -> Response:

@@ -111,16 +111,22 @@ class Terminology:
         loaded, and then changes nothing.
         """
         with self._lock:
+            self.check_new_provider(provider.url, provider.version)
             known = self._providers.get(provider.url, [])
-            clash = any(p.version == provider.version for p in known) or (
-                self.registry.get("CodeSystem", provider.url, provider.version) is not None
-            )
-            if clash:
-                raise DuplicateCanonicalError(
-                    f"CodeSystem {provider.url}|{provider.version} is already loaded"
-                )
             self._providers[provider.url] = [provider, *known]
             self._vs_cache.clear()
+
+    def check_new_provider(self, url: str, version: str | None) -> None:
+        """Raise DuplicateCanonicalError when a code system ``url|version`` is already loaded
+        (from release files or as a CodeSystem resource)."""
+        clash = any(p.version == version for p in self._providers.get(url, ())) or (
+            self.registry.get("CodeSystem", url, version) is not None
+        )
+        if clash:
+            raise DuplicateCanonicalError(
+                f"CodeSystem {url}|{version} is already loaded: load another version, or "
+                "pass version= to load this release under another one"
+            )
 
     def providers(self) -> list[Any]:
         """Every loaded provider (the default version of each system first)."""
@@ -161,11 +167,13 @@ class Terminology:
         cached = self._cs_cache.get(id(resource))
         if cached is not None and cached[0] is resource:
             return cached[1]
+        generation = self.registry.generation
         index = CodeSystemIndex(resource)
         for supplement in supplements.supplements_of(resource, self.registry.all("CodeSystem")):
             index.add_supplement(supplement)
         with self._lock:
-            self._cs_cache[id(resource)] = (resource, index)
+            if self.registry.generation == generation:  # no supplement came or went meanwhile
+                self._cs_cache[id(resource)] = (resource, index)
         return index
 
     def require_supplements(self, canonicals: Sequence[str], where: str) -> None:
@@ -219,11 +227,29 @@ class Terminology:
         """A provider's implicit value set (``http://snomed.info/sct?fhir_vs=…``)."""
         base = url.partition("?")[0]
         for system, found in self._providers.items():
-            if found and (base == system or base.startswith(system + "/")):
-                make = getattr(found[0], "implicit_valueset", None)
-                if make is not None:
-                    resource: Resource | None = make(url)
-                    return resource
+            if not found:
+                continue
+            make = getattr(found[0], "implicit_valueset", None)
+            if make is None:
+                continue
+            if base == system or base.startswith(system + "/"):
+                resource: Resource | None = make(url)
+                return resource
+            # an edition URI the system spells otherwise (http://snomed.info/xsct/…)
+            other: Resource | None = make(url) if "?fhir_vs" in url else None
+            if other is not None:
+                return other
+        return None
+
+    def implicit_conceptmap(self, url: str) -> Resource | None:
+        """A provider's implicit ConceptMap (``http://snomed.info/sct?fhir_cm=…``), or None.
+        Each provider with the hook decides whether the URL is one of its own (an edition
+        URI before the ``?`` need not start with the system's URL)."""
+        for provider in self.providers():
+            make = getattr(provider, "implicit_conceptmap", None)
+            resource: Resource | None = make(url) if make is not None else None
+            if resource is not None:
+                return resource
         return None
 
     def compiled(

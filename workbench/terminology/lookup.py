@@ -121,9 +121,14 @@ def lookup(
 
 
 def subsumes(cs: CodeSystemIndex, code_a: str, code_b: str) -> str:
-    """Return equivalent, subsumes, subsumed-by or not-subsumed for codes A and B."""
+    """Return equivalent, subsumes, subsumed-by or not-subsumed for codes A and B (either
+    may be a post-coordinated expression where the code system has them)."""
     found = []
+    is_expression = getattr(cs, "is_expression", None)
     for code in (code_a, code_b):
+        if is_expression is not None and is_expression(code):
+            found.append(code)  # the provider parses and checks it
+            continue
         concept = cs.get(code)
         if concept is None:
             raise UnknownCodeError(f"Unknown code '{code}' in the CodeSystem '{cs.url}'")

@@ -11,6 +11,7 @@ hook                        used for
 ``compile_filter(raw)``     a compose filter (a ``CodeFilter``) in the provider's own terms
 ``filter_entries(filters)`` an include's filtered expansion at once (``list[Entry]`` or None)
 ``implicit_valueset(url)``  the ValueSet an implicit value set URL stands for, or None
+``implicit_conceptmap(u)``  the ConceptMap an implicit map URL (``?fhir_cm=``) stands for
 ``describe(codes)``         known / inactive / display of many codes (bulk non-members)
 ``is_expression(code)``     a code that is a post-coordinated expression …
 ``validate_expression(c)``  … checked: ``(ok, message, focus codes)``

@@ -43,6 +43,7 @@ USES = {
     DEFINITION: "Definition",
 }
 USE_SYSTEM = SCT
+XSCT = "http://snomed.info/xsct"
 VERSION_PATTERN = re.compile(r"^http://snomed\.info/x?sct/[1-9][0-9]{5,17}(/version/[0-9]{8})?$")
 ASSOCIATIONS = {
     900000000000526001: "REPLACED BY",
@@ -129,6 +130,8 @@ class SnomedCT:
     def display(self, row: int, language: str | None = None) -> str | None:
         """The preferred term of a concept, in a language or dialect when asked
         (``en-GB``, ``en-US``, ``es`` …); the release's default preferred term otherwise."""
+        if row < 0:
+            return None
         if language:
             term = self.preferred_in(row, language)
             if term is not None:
@@ -213,7 +216,29 @@ class SnomedCT:
 
     def subsumes(self, code_a: str, code_b: str) -> str:
         """``equivalent``, ``subsumes``, ``subsumed-by`` or ``not-subsumed`` (A against B).
-        Either code may be a post-coordinated expression; it is compared by its focus concepts."""
+        Either code may be a post-coordinated expression: it is compared by its focus
+        concepts, and an expression with a refinement is below its focus (``56265001``
+        subsumes ``56265001 : 116676008 = 55641003``); two different refined expressions are
+        not compared further (``not-subsumed``)."""
+        refined = [self._refined(c) for c in (code_a, code_b)]
+        relation = self._focus_subsumes(code_a, code_b)
+        if not any(refined):
+            return relation
+        if all(refined):
+            same = scg.parse(code_a) == scg.parse(code_b)
+            return "equivalent" if same else "not-subsumed"
+        if refined[1]:  # only B is refined: below its focus
+            return "subsumes" if relation in ("equivalent", "subsumes") else "not-subsumed"
+        return "subsumed-by" if relation in ("equivalent", "subsumed-by") else "not-subsumed"
+
+    @staticmethod
+    def _refined(code: str) -> bool:
+        if not scg.looks_like_expression(code):
+            return False
+        expression = scg.parse(code)
+        return bool(expression.ungrouped or expression.groups)
+
+    def _focus_subsumes(self, code_a: str, code_b: str) -> str:
         a, b = (self._subsumption_rows(c) for c in (code_a, code_b))
         if a == b:
             return "equivalent"
@@ -457,7 +482,8 @@ class SnomedCT:
         when the URL is not a SNOMED CT implicit value set. An edition URI may stand before
         the ``?``. Raises InvalidRequestError for an unknown ``fhir_vs`` form."""
         base, _, query = url.partition("?")
-        if not (base == SCT or base.startswith(SCT + "/")) or not query.startswith("fhir_vs"):
+        edition = base.startswith((SCT + "/", XSCT + "/"))
+        if not (base == SCT or edition) or not query.startswith("fhir_vs"):
             return None
         rest = query[len("fhir_vs") :]
         if rest == "":
@@ -606,15 +632,20 @@ class SnomedCT:
             if self.mrcm_domains:
                 problems.append(f"The attribute {label} has no MRCM domain rule in this release")
             return
-        if not any(self.row(str(d)) >= 0 for d in domains):
-            return  # the release lacks the domain's concepts: it cannot judge
         closure = self.store.closure
-        allowed = False
+        allowed = undecided = False
         for domain in domains:
             d = self.row(str(domain))
-            if d >= 0 and all(f == d or closure.is_below(f, d) for f in focus_rows):
+            if d < 0:
+                undecided = True  # the release lacks the domain's concept: it cannot judge
+                continue
+            members = self.store.members(int(domain))
+            if len(members):  # a reference set as the domain (723264001 |Lateralizable…|)
+                ids = self.store.ids[np.asarray(focus_rows, dtype=np.int64)]
+                allowed = allowed or bool(np.isin(ids, members).all())
+            elif all(f == d or closure.is_below(f, d) for f in focus_rows):
                 allowed = True
-        if not allowed:
+        if not allowed and not undecided:
             names = ", ".join(f"{d} |{self.display(self.row(str(d)))}|" for d in domains)
             problems.append(
                 f"The attribute {label} is not allowed on the focus concept(s) "

@@ -7,6 +7,7 @@ reopened; a release whose files change gets a new store.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from workbench.errors import ReleaseFormatError
 from workbench.releases import archive
 from workbench.releases.snomed import importer, rf2
 from workbench.releases.snomed.codesystem import SnomedCT, check_version
-from workbench.releases.snomed.store import FORMAT, Store, is_store
+from workbench.releases.snomed.store import FORMAT, SCT, Store, is_store
 
 
 def detect(path: str | Path) -> bool:
@@ -40,9 +41,13 @@ def load(
     *,
     version: str | None = None,
     progress: Callable[[str], None] | None = None,
+    claim: Callable[[str, str | None], None] | None = None,
 ) -> tuple[SnomedCT, bool]:
     """Import (unless cached) and open a release; returns the code system and whether it
-    was imported now (False: reopened from the cache).
+    was imported now (False: reopened from the cache). ``claim(system, version)`` is called
+    before anything is imported when the version is known then (given, or from a cached
+    store) and may raise to refuse it; else after the import, and a refused import's store
+    is removed again.
 
     Raises ReleaseFormatError for anything that is not a complete, well-formed RF2 Snapshot;
     the cache is left as it was.
@@ -51,12 +56,30 @@ def load(
         check_version(version)
     files = rf2.find_files(path)
     folder = Path(cache_dir) / f"snomed-{fingerprint(files)}"
+    if claim is not None and version is not None:
+        claim(SCT, version)
     if is_store(folder):
         try:
-            return SnomedCT(Store(folder), version=version), False
+            sct = SnomedCT(Store(folder), version=version)
+            if claim is not None:
+                claim(SCT, sct.version)
+            return sct, False
         except (OSError, ValueError, pa.ArrowException):
             # a damaged store (a file deleted or truncated by hand): import it again
             shutil.rmtree(folder, ignore_errors=True)
+    created = not Path(cache_dir).exists()
     Path(cache_dir).mkdir(parents=True, exist_ok=True)
     importer.build(files, folder, progress=progress)
-    return SnomedCT(Store(folder), version=version), True
+    sct = SnomedCT(Store(folder), version=version)
+    if claim is not None:
+        try:
+            claim(SCT, sct.version)
+        except BaseException:
+            # refused once its version is known: the store made just now goes too
+            del sct
+            shutil.rmtree(folder, ignore_errors=True)
+            if created:
+                with contextlib.suppress(OSError):
+                    Path(cache_dir).rmdir()  # only when empty
+            raise
+    return sct, True

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workbench.releases.snomed import scg
+from workbench.releases.snomed import maps, scg
 from workbench.releases.snomed.codesystem import SCT, SnomedCT
 from workbench.releases.snomed.concepts import (
     ConceptTable,
@@ -69,6 +69,7 @@ class SnomedProvider:
         self.property_types = dict(PROPERTIES)
         self.concepts = ConceptTable(sct, self.get)
         self._made: dict[str, SnomedConcept] = {}  # the concepts touched so far
+        self._maps: dict[str, dict[str, Any] | None] = {}  # implicit ConceptMaps built
         self.resource: dict[str, Any] = {
             "resourceType": "CodeSystem",
             "url": SCT,
@@ -240,6 +241,13 @@ class SnomedProvider:
     def implicit_valueset(self, url: str) -> dict[str, Any] | None:
         """The ValueSet an implicit value set URL stands for (``?fhir_vs…``), or None."""
         return self.sct.implicit_valueset(url)
+
+    def implicit_conceptmap(self, url: str) -> dict[str, Any] | None:
+        """The ConceptMap of a historical association refset (``?fhir_cm={refsetId}``),
+        built once per URL, or None."""
+        if url not in self._maps:
+            self._maps[url] = maps.association_map(self.sct, url)
+        return self._maps[url]
 
     def lookup(
         self,

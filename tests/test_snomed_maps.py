@@ -1,0 +1,171 @@
+"""SNOMED CT implicit ConceptMaps (``?fhir_cm={refsetId}``) from the historical association
+refsets of a loaded release: in Python, in column translation and over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+import snomed_rf2
+from http_support import TOKEN, assert_outcome, client
+
+from workbench import Workbench
+from workbench.terminology.conceptmap import ConceptMapNotFoundError
+
+SCT = "http://snomed.info/sct"
+REPLACED_BY, SAME_AS, WAS_A, POSSIBLY = (
+    "900000000000526001",
+    "900000000000527005",
+    "900000000000528000",
+    "900000000000523009",
+)
+OLD, ASTHMA = "307530000", "195967001"  # inactive "Old heart attack"; asthma (active)
+ROWS = [
+    (REPLACED_BY, OLD, "22298006", "1"),
+    (REPLACED_BY, ASTHMA, "64572001", "0"),  # an inactive row is no mapping
+    (SAME_AS, OLD, "57054005", "1"),
+    (WAS_A, OLD, "56265001", "1"),
+    (POSSIBLY, OLD, "22298006", "1"),
+    (POSSIBLY, OLD, "57054005", "1"),
+]
+
+
+def cm(refset: str, base: str = SCT) -> str:
+    return f"{base}?fhir_cm={refset}"
+
+
+@pytest.fixture(scope="module")
+def wb(tmp_path_factory: pytest.TempPathFactory) -> Workbench:
+    release = snomed_rf2.write(
+        tmp_path_factory.mktemp("rf2"), edit=snomed_rf2.association_file(ROWS)
+    )
+    bench = Workbench()
+    bench.load_release(release, cache_dir=tmp_path_factory.mktemp("cache"), progress=False)
+    return bench
+
+
+@pytest.fixture(scope="module")
+def http(wb: Workbench) -> Iterator[httpx.Client]:
+    with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as session:
+        yield session
+
+
+CASES = [
+    # (url, code, reverse, result, [(equivalence, code, display)])
+    (cm(REPLACED_BY), OLD, False, True, [("equivalent", "22298006", "Myocardial infarction")]),
+    (cm(REPLACED_BY), ASTHMA, False, False, []),
+    (
+        cm(SAME_AS),
+        OLD,
+        False,
+        True,
+        [("equal", "57054005", "Acute myocardial infarction")],
+    ),
+    (cm(WAS_A), OLD, False, True, [("wider", "56265001", "Heart disease")]),
+    (
+        cm(POSSIBLY),
+        OLD,
+        False,
+        True,
+        [
+            ("inexact", "22298006", "Myocardial infarction"),
+            ("inexact", "57054005", "Acute myocardial infarction"),
+        ],
+    ),
+    # the edition URI may stand before the ?
+    (
+        cm(REPLACED_BY, snomed_rf2.VERSION),
+        OLD,
+        False,
+        True,
+        [("equivalent", "22298006", "Myocardial infarction")],
+    ),
+    # reverse: what did 22298006 replace?
+    (cm(REPLACED_BY), "22298006", True, True, [("equivalent", OLD, "Old heart attack")]),
+    (cm(REPLACED_BY), "64572001", True, False, []),
+]
+
+
+@pytest.mark.parametrize(("url", "code", "reverse", "result", "matches"), CASES)
+def test_python(
+    wb: Workbench,
+    url: str,
+    code: str,
+    reverse: bool,
+    result: bool,
+    matches: list[tuple[str, str, str]],
+) -> None:
+    t = wb.translate(code, system=SCT, url=url, reverse=reverse)
+    assert t.result is result
+    assert [(m.equivalence, m.code, m.display) for m in t.match_list] == matches
+    assert all(m.system == SCT and m.source == f"{url}|{snomed_rf2.VERSION}" for m in t.match_list)
+    assert (t.message is None) is result
+
+
+def _http_matches(body: dict[str, Any]) -> tuple[bool, list[tuple[str, str, str]]]:
+    result = next(p["valueBoolean"] for p in body["parameter"] if p["name"] == "result")
+    out = []
+    for p in body["parameter"]:
+        if p["name"] == "match":
+            parts = {q["name"]: q for q in p["part"]}
+            coding = parts["concept"]["valueCoding"]
+            out.append((parts["equivalence"]["valueCode"], coding["code"], coding["display"]))
+    return result, out
+
+
+@pytest.mark.parametrize(("url", "code", "reverse", "result", "matches"), CASES)
+def test_http(
+    http: httpx.Client,
+    url: str,
+    code: str,
+    reverse: bool,
+    result: bool,
+    matches: list[tuple[str, str, str]],
+) -> None:
+    params = {"url": url, "code": code, "system": SCT, "reverse": str(reverse).lower()}
+    response = http.get("/ConceptMap/$translate", params=params)
+    assert response.status_code == 200, response.text
+    assert _http_matches(response.json()) == (result, matches)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        cm("123456789"),  # not an association refset of the release
+        cm(REPLACED_BY, "http://snomed.info/sct/11000172109/version/20250315"),  # another edition
+        f"{SCT}?fhir_cm=",
+    ],
+)
+def test_unknown_implicit_maps(wb: Workbench, http: httpx.Client, url: str) -> None:
+    with pytest.raises(ConceptMapNotFoundError, match=url.replace("?", r"\?")):
+        wb.translate(OLD, url=url)
+    response = http.get("/ConceptMap/$translate", params={"url": url, "code": OLD})
+    assert_outcome(response, 404, "not-found", "ConceptMap .*fhir_cm")
+
+
+def test_mappings_frame_and_columns(wb: Workbench) -> None:
+    rows = wb.mappings(cm(POSSIBLY))
+    assert rows[["source_code", "target_code", "equivalence"]].values.tolist() == [
+        [OLD, "22298006", "inexact"],
+        [OLD, "57054005", "inexact"],
+    ]
+    data = pd.DataFrame({"code": [OLD, ASTHMA, None, "22298006", OLD]}, dtype=object)
+    out = wb.translate_column(data, cm(REPLACED_BY), code="code", system=SCT)
+    assert out["target_code"].tolist() == ["22298006", None, None, None, "22298006"]
+    assert out["target_display"].tolist()[0] == "Myocardial infarction"
+    assert out["result"].astype(object).fillna("NA").tolist() == [True, False, "NA", False, True]
+    for code, row in zip(data["code"], out.itertuples(index=False), strict=True):
+        if code is not None:
+            assert bool(row.result) is wb.translate(code, system=SCT, url=cm(REPLACED_BY)).result
+
+
+def test_the_fixture_release_without_edits(tmp_path: Path) -> None:
+    """The generator's own association rows (one active REPLACED BY)."""
+    bench = Workbench()
+    bench.load_release(snomed_rf2.write(tmp_path / "rf2"), cache_dir=tmp_path / "c", progress=False)
+    t = bench.translate(OLD, url=cm(REPLACED_BY))
+    assert [(m.equivalence, m.code) for m in t.match_list] == [("equivalent", "22298006")]

@@ -1,0 +1,1 @@
+"""RxNorm (http://www.nlm.nih.gov/research/umls/rxnorm) from its RRF full release."""

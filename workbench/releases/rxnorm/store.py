@@ -1,0 +1,301 @@
+"""An RxNorm store: the release's RxNorm rows imported once into Arrow files, then
+memory-mapped.
+
+Concepts are the RXCUIs that have an atom with ``SAB=RXNORM`` in RXNCONSO, plus the retired
+RXCUIs of RXNCUI (inactive, with what replaced them), one row each, sorted by RXCUI. Files:
+
+- ``concepts.arrow``: rxcui, tty (the preferred atom's term type), display (its string),
+  active, retired, replaced_by (the RXCUIs a retired one was remapped to, space-separated)
+- ``atoms.arrow``: every RXNORM atom (row, tty, str, suppress), sorted by concept row
+- ``rels.arrow``: the RXNORM relationships (row, rela, target): ``row`` *rela* ``target``,
+  read as NLM defines RXNREL (RXCUI2 has RELA to RXCUI1), sorted by concept row
+- ``attrs.arrow``: the RXNORM attributes of RXNSAT (row, atn, atv), sorted by concept row
+
+The display is the atom of the best term type (``TTY_ORDER``: the normalized names IN, PIN,
+MIN, BN, SCD, SBD … before PSN and the synonyms SY, TMSY), an unsuppressed atom before a
+suppressed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from workbench.errors import ReleaseFormatError
+from workbench.releases import archive, storage
+from workbench.releases.rxnorm import rrf
+
+RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
+FORMAT = 1
+TTY_ORDER = (
+    "IN",
+    "PIN",
+    "MIN",
+    "BN",
+    "SCD",
+    "SBD",
+    "GPCK",
+    "BPCK",
+    "SCDC",
+    "SBDC",
+    "SCDF",
+    "SBDF",
+    "SCDFP",
+    "SBDFP",
+    "SCDG",
+    "SBDG",
+    "SCDGP",
+    "DF",
+    "DFG",
+    "ET",
+    "PSN",
+    "SY",
+    "TMSY",
+)
+_TABLES = ("concepts", "atoms", "rels", "attrs")
+FILES = tuple(f"{name}.arrow" for name in _TABLES)
+Progress = Callable[[str], None]
+
+
+def is_store(path: Path) -> bool:
+    """True when ``path`` holds a complete store of this format."""
+    return storage.is_store(path, FORMAT)
+
+
+# --- import --------------------------------------------------------------------------------
+
+
+def build(release: rrf.Release, dest: Path, *, progress: Progress | None = None) -> None:
+    """Import a release into the store folder ``dest`` (atomically: on ReleaseFormatError
+    nothing is left behind)."""
+    step = progress or (lambda _msg: None)
+    storage.build_atomically(dest, lambda tmp: _build(release, tmp, step))
+
+
+def _rxnorm_rows(
+    file: archive.ReleaseFile,
+    required: tuple[str, ...],
+    optional: tuple[str, ...],
+    step: Progress,
+) -> pa.Table:
+    """The rows of a file with SAB=RXNORM; every row's RXCUI columns are checked (digits;
+    ``optional`` ones may be empty), naming the file and line of a broken one."""
+    step(f"reading {Path(file.name).name}")
+    kept = []
+    for line, batch in rrf.read(file):
+        for name in required:
+            rrf.require_digits(batch.column(name), name, file, line)
+        for name in optional:
+            column = batch.column(name)
+            filled = pc.if_else(pc.equal(column, ""), "0", column)
+            rrf.require_digits(filled, name, file, line)
+        kept.append(batch.filter(pc.equal(batch.column("SAB"), "RXNORM")))
+    if not kept:
+        return pa.table({n: pa.array([], pa.string()) for n in rrf.KEEP[file.kind]})
+    return pa.Table.from_batches(kept)
+
+
+def _ids(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.int64]:
+    filled = pc.if_else(pc.equal(column, ""), "-1", column)
+    return np.asarray(pc.cast(filled, pa.int64()).to_numpy(zero_copy_only=False))
+
+
+def _build(release: rrf.Release, tmp: Path, step: Progress) -> dict[str, Any]:
+    files = release.files
+    conso = _rxnorm_rows(files["RXNCONSO"], ("RXCUI",), (), step)
+    if conso.num_rows == 0:
+        raise ReleaseFormatError(
+            "no RxNorm concepts (no row with SAB=RXNORM)", file=archive.label(files["RXNCONSO"])
+        )
+    rxcui = _ids(conso.column("RXCUI"))
+    tty = conso.column("TTY").to_numpy(zero_copy_only=False).astype(object)
+    rank_of = {t: i for i, t in enumerate(TTY_ORDER)}
+    suppressed = conso.column("SUPPRESS").to_numpy(zero_copy_only=False) != "N"
+    rank = np.fromiter((rank_of.get(t, len(TTY_ORDER)) for t in tty), np.int32, len(tty))
+    rank = rank + suppressed.astype(np.int32) * 100
+    order = np.lexsort((rank, rxcui))
+    rxcui, rank = rxcui[order], rank[order]
+    atoms = conso.take(pa.array(order))
+    first = np.flatnonzero(np.r_[True, rxcui[1:] != rxcui[:-1]])
+    current = rxcui[first]
+    preferred = atoms.take(pa.array(first))
+
+    step("reading RXNCUI.RRF")
+    retired_ids: list[int] = []
+    replaced: dict[int, list[str]] = {}
+    for line, batch in rrf.read(files["RXNCUI"]):
+        rrf.require_digits(batch.column("CUI1"), "CUI1", files["RXNCUI"], line)
+        cui2 = batch.column("CUI2")
+        filled = pc.if_else(pc.equal(cui2, ""), "0", cui2)
+        rrf.require_digits(filled, "CUI2", files["RXNCUI"], line)
+        for cui1, cui2 in zip(
+            batch.column("CUI1").to_pylist(), batch.column("CUI2").to_pylist(), strict=True
+        ):
+            old = int(cui1)
+            if old not in replaced:
+                retired_ids.append(old)
+                replaced[old] = []
+            if cui2 and cui2 != cui1 and cui2 not in replaced[old]:
+                replaced[old].append(cui2)
+    known = set(current.tolist())
+    retired = np.array(sorted(r for r in set(retired_ids) if r not in known), dtype=np.int64)
+
+    ids = np.concatenate([current, retired])
+    sort = np.argsort(ids, kind="stable")
+    ids = ids[sort]
+    n_current = len(current)
+    is_retired = sort >= n_current
+    display = pa.concat_arrays(
+        [
+            preferred.column("STR").combine_chunks(),
+            pa.nulls(len(retired), pa.string()),
+        ]
+    ).take(pa.array(sort))
+    ttys = pa.concat_arrays(
+        [preferred.column("TTY").combine_chunks(), pa.array([""] * len(retired), pa.string())]
+    ).take(pa.array(sort))
+    active = np.concatenate([rank[first] < 100, np.zeros(len(retired), bool)])[sort]
+    replaced_by = [" ".join(replaced.get(int(i), [])) or None for i in ids]
+    concepts = pa.table(
+        {
+            "rxcui": pa.array(ids, pa.int64()),
+            "tty": ttys,
+            "display": display,
+            "active": pa.array(active),
+            "retired": pa.array(is_retired),
+            "replaced_by": pa.array(replaced_by, pa.string()),
+        }
+    )
+
+    def rows_of(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        at = np.minimum(np.searchsorted(ids, values), len(ids) - 1)
+        return np.where(ids[at] == values, at, -1)
+
+    atom_rows = rows_of(rxcui)
+    atoms_table = pa.table(
+        {
+            "row": pa.array(atom_rows.astype(np.int32)),
+            "tty": atoms.column("TTY"),
+            "str": atoms.column("STR"),
+            "suppress": atoms.column("SUPPRESS"),
+        }
+    )
+
+    rel = _rxnorm_rows(files["RXNREL"], (), ("RXCUI1", "RXCUI2"), step)
+    rel = rel.filter(
+        pc.and_(
+            pc.and_(pc.not_equal(rel.column("RXCUI1"), ""), pc.not_equal(rel.column("RXCUI2"), "")),
+            pc.not_equal(rel.column("RELA"), ""),
+        )
+    )
+    src = rows_of(_ids(rel.column("RXCUI2")))
+    keep = src >= 0
+    rel = rel.filter(pa.array(keep))
+    src = src[keep]
+    order = np.argsort(src, kind="stable")
+    rels = pa.table(
+        {
+            "row": pa.array(src[order].astype(np.int32)),
+            "rela": rel.column("RELA").take(pa.array(order)),
+            "target": pa.array(_ids(rel.column("RXCUI1"))[order], pa.int64()),
+        }
+    )
+
+    sat = _rxnorm_rows(files["RXNSAT"], (), ("RXCUI",), step)
+    sat = sat.filter(pc.not_equal(sat.column("RXCUI"), ""))
+    sat_rows = rows_of(_ids(sat.column("RXCUI")))
+    keep = sat_rows >= 0
+    sat = sat.filter(pa.array(keep))
+    sat_rows = sat_rows[keep]
+    order = np.argsort(sat_rows, kind="stable")
+    attrs = pa.table(
+        {
+            "row": pa.array(sat_rows[order].astype(np.int32)),
+            "atn": sat.column("ATN").take(pa.array(order)),
+            "atv": sat.column("ATV").take(pa.array(order)),
+        }
+    )
+
+    step("writing the store")
+    for name, table in (
+        ("concepts", concepts),
+        ("atoms", atoms_table),
+        ("rels", rels),
+        ("attrs", attrs),
+    ):
+        storage.write_table(table, tmp / f"{name}.arrow")
+    return {
+        "format": FORMAT,
+        "version": release.version,
+        "concepts": len(ids),
+        "retired": len(retired),
+        "relas": sorted(set(rels.column("rela").to_pylist())),
+        "atns": sorted(set(attrs.column("atn").to_pylist())),
+        "ttys": sorted(set(atoms.column("TTY").to_pylist())),
+    }
+
+
+# --- the opened store ----------------------------------------------------------------------
+
+
+class Store:
+    """The opened store: its tables, mapped, and row look-ups by RXCUI."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.meta, self.tables = storage.open_store(self.path, FILES, _TABLES)
+        self.ids: npt.NDArray[np.int64] = self.tables["concepts"].column("rxcui").to_numpy()
+        self.n = len(self.ids)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its folder (Dask workers reopen it)."""
+        return {"path": str(self.path)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"])  # type: ignore[misc]
+
+    def row(self, code: str) -> int:
+        """The row of an RXCUI, or -1."""
+        if not isinstance(code, str) or not code.isdigit() or len(code) > 18:
+            return -1
+        value = int(code)
+        at = int(np.searchsorted(self.ids, value))
+        return at if at < self.n and int(self.ids[at]) == value else -1
+
+    @cached_property
+    def codes(self) -> pa.Array:
+        """Every RXCUI as a string."""
+        return self.tables["concepts"].column("rxcui").cast(pa.string()).combine_chunks()
+
+    @cached_property
+    def active(self) -> npt.NDArray[np.bool_]:
+        """The active flag of every row."""
+        return np.asarray(
+            self.tables["concepts"].column("active").to_numpy(zero_copy_only=False), bool
+        )
+
+    def value(self, column: str, row: int) -> Any:
+        """One concept column's value at a row."""
+        return self.tables["concepts"].column(column)[row].as_py()
+
+    def column(self, column: str, rows: npt.NDArray[np.integer]) -> list[Any]:
+        """A concept column's values at many rows."""
+        return self.tables["concepts"].column(column).take(pa.array(rows)).to_pylist()
+
+    @cached_property
+    def _starts(self) -> dict[str, npt.NDArray[np.int32]]:
+        return {
+            name: self.tables[name].column("row").to_numpy() for name in ("atoms", "rels", "attrs")
+        }
+
+    def rows_of(self, table: str, row: int) -> pa.Table:
+        """The rows of ``atoms``, ``rels`` or ``attrs`` that belong to a concept row."""
+        lo, hi = np.searchsorted(self._starts[table], [row, row + 1])
+        return self.tables[table].slice(int(lo), int(hi - lo))
