@@ -25,6 +25,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 # Extra options go in ARGS, e.g. a SNOMED CT release (imported once into the release cache):
 #   make serve ARGS="--release SnomedCT_InternationalRF2_PRODUCTION_20250101T120000Z.zip"
 #   make serve ARGS="--release 'path/to/rf2|http://snomed.info/xsct/31000003106/version/20250909'"
+#   make serve ARGS="--release Loinc_2.80.zip --release SnomedCT_….zip"   (LOINC too; repeatable)
 serve: $(VENV)/.installed-base
 	$(BIN)/python server.py --host $(HOST) --port $(PORT) --data data $(ARGS)
 

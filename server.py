@@ -60,8 +60,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="PATH[|VERSION]",
         help="also load a terminology release folder or zip (SNOMED CT RF2, LOINC, ICD-10-CM, "
-        "RxNorm RRF), imported once "
-        "into the release cache; '|VERSION' overrides its version (repeatable)",
+        "RxNorm RRF), its kind detected from its files and imported once into the release "
+        "cache; '|VERSION' overrides its version (repeatable)",
     )
     parser.add_argument(
         "--release-cache",

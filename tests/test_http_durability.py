@@ -489,3 +489,17 @@ def test_interleaved_writes_and_validations_end_consistent(
         for thread in readers:
             thread.join(30)
     assert not errors
+
+
+def test_history_in_memory_keeps_the_latest_versions(wb: Workbench) -> None:
+    from workbench.server.history import MEMORY_VERSIONS
+
+    with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as http:
+        body = new_vs("many")
+        for _ in range(MEMORY_VERSIONS + 5):
+            assert send(http, "PUT", "/ValueSet/many", body).status_code in (200, 201)
+        history = http.get("/ValueSet/many/_history").json()
+        assert history["total"] == MEMORY_VERSIONS
+        assert history["entry"][0]["response"]["etag"] == f'W/"{MEMORY_VERSIONS + 5}"'
+        assert http.get("/ValueSet/many/_history/1").status_code == 404
+        assert http.get("/ValueSet/many/_history/6").status_code == 200

@@ -550,12 +550,14 @@ def prepare(
     code: str | None,
     system: str | None,
     display: str | None,
+    texts: pd.Series | None = None,
 ) -> tuple[pd.Series, pd.Series | str | None, pd.Series | None]:
-    """Pick the code, system and display inputs out of a Series or a DataFrame."""
+    """Pick the code, system and display inputs out of a Series or a DataFrame
+    (``texts``: the code column's ``code_text``, when the caller has it already)."""
     if isinstance(data, pd.DataFrame):
         check_columns(list(data.columns), code=code, system=system, display=display)
         assert code is not None
-        codes = code_text(data[code])
+        codes = code_text(data[code]) if texts is None else texts
         systems: pd.Series | str | None = system
         if system is not None and system in data.columns:
             systems = data[system]
@@ -564,7 +566,7 @@ def prepare(
     if isinstance(data, pd.Series):
         if display is not None:
             raise InvalidRequestError("display=... names a column; pass a DataFrame for that")
-        return code_text(data), system, None
+        return (code_text(data) if texts is None else texts), system, None
     raise TypeError(
         f"validate_column takes a pandas Series or DataFrame, not {type(data).__name__}"
     )
@@ -643,9 +645,11 @@ def validate_pandas(
     code: str | None = None,
     system: str | None = None,
     display: str | None = None,
+    texts: pd.Series | None = None,
 ) -> pd.DataFrame:
-    """Validate pandas data with a prepared checker; a plain frame of COLUMNS."""
-    codes, systems, displays = prepare(data, code=code, system=system, display=display)
+    """Validate pandas data with a prepared checker; a plain frame of COLUMNS (``texts``:
+    the code column's ``code_text``, when the caller has it already)."""
+    codes, systems, displays = prepare(data, code=code, system=system, display=display, texts=texts)
     if codes.dtype == object and _structured(codes):
         frame = _validate_structured(checker, codes)
     else:

@@ -73,13 +73,17 @@ def positions(table: AnswerTable, values: pl.Series) -> tuple[State, np.ndarray]
 
     if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
         distinct = values.unique()
-        physical = distinct.to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
+        physical = distinct.to_physical()
+        present = physical.is_not_null().to_numpy()
+        known = physical.drop_nulls().to_numpy().astype(np.int64)
+        sentinel = int(known.max(initial=-1)) + 1  # where a null row looks (missing: 0)
         state, found = table.arrow(distinct.cast(pl.String).to_arrow())
-        lookup = np.zeros(int(physical.max(initial=-1)) + 2, dtype=np.int64)  # last: null
-        lookup[physical] = found  # the null's -1 lands on the last slot, as missing (0)
-        lookup[-1] = 0
-        rows = values.to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
-        return state, lookup.take(rows)
+        lookup = np.zeros(sentinel + 1, dtype=np.int64)
+        lookup[known] = found[present]
+        rows = values.to_physical()
+        if rows.null_count():
+            rows = rows.fill_null(sentinel)
+        return state, lookup.take(rows.to_numpy())
     if values.dtype != pl.String:
         values = values.cast(pl.String)
     return _strings(table, values)
@@ -105,13 +109,15 @@ def _hashed(state: State) -> tuple[pl.Series, pd.Index] | None:
 def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, np.ndarray]:
     """Row positions of a String column: by the polars hash of each row, checked against
     the code it finds (a hash never decides alone); what is not found goes through Arrow."""
+    import polars as pl
+
     state = table.state
     hashed = _hashed(state)
     if hashed is None:
         return table.arrow(values.to_arrow())
     codes, index = hashed
     position = index.get_indexer(pd.Index(values.hash(HASH_SEED).to_numpy(), copy=False))
-    found = codes.gather(np.where(position >= 0, position, 0))
+    found = codes.gather(pl.Series(np.where(position >= 0, position, 0).astype(np.uint32)))
     same = (found == values).fill_null(False).to_numpy()
     position[~same] = -1
     if values.null_count():
@@ -124,8 +130,9 @@ def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, np.ndarray]:
 
 
 def _enum_column(state: State, name: str) -> tuple[np.ndarray, pl.Series]:
-    """Per answer, its code among the distinct texts of ``name``; and those texts as an
-    Enum series (both built once per table state)."""
+    """Per answer, its index among the distinct texts of ``name`` (the last index for no
+    text); and those texts as an Enum series ending in a null (both built once per table
+    state)."""
     import polars as pl
 
     key = f"polars:{name}"
@@ -133,7 +140,8 @@ def _enum_column(state: State, name: str) -> tuple[np.ndarray, pl.Series]:
     if found is None:
         ids, texts = state.factorized(name)
         labels = [str(t) for t in texts]
-        found = (ids, pl.Series(name, labels, dtype=pl.Enum(labels)))
+        index = np.where(ids < 0, len(labels), ids).astype(np.uint32)
+        found = (index, pl.Series(name, [*labels, None], dtype=pl.Enum(labels)))
         state.cache[key] = found
     return found
 
@@ -147,9 +155,8 @@ def result_frame(state: State, rows: np.ndarray) -> pl.DataFrame:
         "result": pl.Series("result", pa.array(result == 1, mask=result < 0)),
     }
     for name in COLUMNS[1:]:
-        ids, texts = _enum_column(state, name)
-        picked = pl.from_numpy(ids.take(rows)).to_series().cast(pl.UInt32, strict=False)
-        columns[name] = texts.gather(picked).rename(name)
+        index, texts = _enum_column(state, name)
+        columns[name] = texts.gather(pl.Series(index.take(rows)))
     return pl.DataFrame(columns)
 
 

@@ -309,12 +309,11 @@ def uniform_value(values: pd.Series) -> str | None:
     first = array[0]
     if not isinstance(first, str) or first == "":
         return None
-    ids, _ = _identity_groups(array)
-    if ids.max() == 0:
-        return first
-    if bool(pd.isna(array).any()):
+    try:  # one string compare per row; NA (not a bool) ends it
+        same = array == first
+        return first if same.dtype == bool and bool(same.all()) else None
+    except TypeError:
         return None
-    return first if bool((array == first).all()) else None
 
 
 # --- the result frame ----------------------------------------------------------------------

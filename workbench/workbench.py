@@ -604,11 +604,16 @@ class Workbench:
                 checker, data, code=code, system=system, display=display, progress=progress
             )
         checker = bulk.make_checker(self, valueset, abstract)
-        frame = bulk.validate_pandas(checker, data, code=code, system=system, display=display)
+        if isinstance(data, pd.DataFrame):  # a missing column is a KeyError naming the others
+            bulk.check_columns(list(data.columns), code=code, system=system, display=display)
         codes = data[code] if isinstance(data, pd.DataFrame) and code is not None else data
+        texts = bulk.code_text(codes) if isinstance(codes, pd.Series) else None
+        frame = bulk.validate_pandas(
+            checker, data, code=code, system=system, display=display, texts=texts
+        )
         return report.to_report(
             frame,
-            bulk.checked_codes(bulk.code_text(codes)),
+            bulk.checked_codes(texts if texts is not None else codes),
             suggester=bulk.make_suggester(self, valueset),
         )
 

@@ -25,6 +25,7 @@ from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource
 
 TEMP_PREFIX = ".tmp-"
+MEMORY_VERSIONS = 50
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
@@ -45,14 +46,19 @@ def tombstone(rtype: str, rid: str, number: int, when: str) -> Version:
 
 
 class MemoryHistory:
-    """Versions kept in memory (a server without a data folder)."""
+    """Versions kept in memory (a server without a data folder): the latest ``keep`` of each
+    resource, so that a long session of large writes does not grow without bound."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int = MEMORY_VERSIONS) -> None:
+        self.keep = keep
         self._versions: dict[tuple[str, str], dict[int, Version]] = {}
 
     def save(self, rtype: str, rid: str, version: Version) -> None:
-        """Record a version."""
-        self._versions.setdefault((rtype, rid), {})[version.number] = version
+        """Record a version (forgetting the oldest beyond ``keep``)."""
+        versions = self._versions.setdefault((rtype, rid), {})
+        versions[version.number] = version
+        while len(versions) > self.keep:
+            del versions[min(versions)]
 
     def numbers(self, rtype: str, rid: str) -> list[int]:
         """The known version numbers of a resource, oldest first."""

@@ -296,7 +296,7 @@ def fold(text: str) -> str:
 
 
 @dataclass
-class Test:
+class Criterion:
     """One search criterion: parameter, modifier and the values (any of which matches)."""
 
     param: SearchParameter
@@ -350,7 +350,7 @@ class Query:
     """A parsed search: criteria, paging, sort and the shape of the returned resources."""
 
     rtype: str
-    tests: list[Test] = field(default_factory=list)
+    tests: list[Criterion] = field(default_factory=list)
     count: int = DEFAULT_COUNT
     offset: int = 0
     sort: list[tuple[SearchParameter, bool]] = field(default_factory=list)
@@ -420,7 +420,7 @@ def parse(rtype: str, params: Iterable[tuple[str, str]], *, strict: bool = False
                 raise InvalidRequestError(f"{raw_name} must be true or false, not '{value}'")
             if value == "" and modifier != "missing":
                 continue  # an empty value is ignored (search.html 3.1.1.4)
-            query.tests.append(Test(param, modifier or None, value.split(",")))
+            query.tests.append(Criterion(param, modifier or None, value.split(",")))
             query.applied.append((raw_name, value))
     return query
 

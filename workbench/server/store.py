@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 from workbench import structure
 from workbench.errors import (
@@ -200,7 +201,7 @@ class ResourceStore:
         return resource
 
     def create(
-        self, rtype: str, body: Any, if_none_exist: str | None = None, root: str = ""
+        self, rtype: str, body: Any, if_none_exist: str | None = None
     ) -> tuple[Resource, bool]:
         """Create a resource with a new server-assigned id; return (resource, created).
 
@@ -219,8 +220,6 @@ class ResourceStore:
             return self._store(resource, None), True
 
     def _conditional_match(self, rtype: str, query_string: str) -> Resource | None:
-        from urllib.parse import parse_qsl
-
         pairs = parse_qsl(query_string.lstrip("?"), keep_blank_values=True)
         query = fhir_search.parse(rtype, pairs, strict=True)
         if not query.tests:

@@ -151,12 +151,12 @@ def read(file: ReleaseFile) -> pa.Table:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     where = label(file)
+    end = data.find(b"\n")
     try:
-        text = data.decode("utf-8")
+        first = data[: end if end >= 0 else len(data)].decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ReleaseFormatError("the file is not UTF-8", file=where, line=line) from exc
-    header = next(csv.reader(io.StringIO(text)), None)
+        raise ReleaseFormatError("the header is not UTF-8", file=where, line=1) from exc
+    header = next(csv.reader([first]), None)
     if not header:
         raise ReleaseFormatError("the file is empty (no header)", file=where, line=1)
     needed = LAYOUT[file.kind][1]
@@ -181,7 +181,7 @@ def read(file: ReleaseFile) -> pa.Table:
             ),
         )
     except pa.ArrowInvalid as exc:
-        at, reason = _locate(text, len(header))
+        at, reason = _locate(data, len(header))
         raise ReleaseFormatError(f"broken row: {reason or exc}", file=where, line=at) from exc
     for column, pattern in CODES[file.kind].items():
         ok = pc.match_substring_regex(table.column(column), f"^{pattern}$")
@@ -191,15 +191,17 @@ def read(file: ReleaseFile) -> pa.Table:
             raise ReleaseFormatError(
                 f"broken row: {column} {value!r} is not a code of that kind",
                 file=where,
-                line=_line_of(text, index),
+                line=_line_of(data, index),
             )
     return table
 
 
-def _records(text: str) -> Iterator[tuple[int, list[str]]]:
+def _records(data: bytes) -> Iterator[tuple[int, list[str]]]:
     """``(first line, fields)`` of every record after the header (csv.Error, with the
-    record's first line in its ``line`` attribute, when one is malformed)."""
-    reader = csv.reader(io.StringIO(text), strict=True)
+    record's first line in its ``line`` attribute, when one is malformed; only on the error
+    path: it is slow)."""
+    lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline="")
+    reader = csv.reader(lines, strict=True)
     next(reader, None)
     while True:
         start = reader.line_num + 1
@@ -213,10 +215,14 @@ def _records(text: str) -> Iterator[tuple[int, list[str]]]:
         yield start, fields
 
 
-def _locate(text: str, width: int) -> tuple[int | None, str | None]:
-    """The first line that breaks the file's shape (only on the error path)."""
+def _locate(data: bytes, width: int) -> tuple[int | None, str | None]:
+    """The first line that breaks the file's shape or is not UTF-8 (only on the error path)."""
     try:
-        for start, fields in _records(text):
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[: exc.start].count(b"\n") + 1, "the row is not UTF-8"
+    try:
+        for start, fields in _records(data):
             if len(fields) != width:
                 return start, f"expected {width} fields, found {len(fields)}"
     except csv.Error as exc:
@@ -224,9 +230,9 @@ def _locate(text: str, width: int) -> tuple[int | None, str | None]:
     return None, None
 
 
-def _line_of(text: str, index: int) -> int | None:
+def _line_of(data: bytes, index: int) -> int | None:
     """The line where the data row ``index`` (0-based) starts."""
-    for at, (start, _fields) in enumerate(_records(text)):
+    for at, (start, _fields) in enumerate(_records(data)):
         if at == index:
             return start
     return None

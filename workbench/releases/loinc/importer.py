@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from workbench.errors import ReleaseFormatError
 from workbench.releases.archive import ReleaseFile, label
@@ -201,10 +202,18 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
     )
     n = len(codes)
 
-    def rows(values: pd.Series) -> np.ndarray:
-        return codes.get_indexer(values.astype(str)).astype(np.int32)
+    code_array = pa.array(every["code"], pa.string())
+    display_array = np.asarray(every["display"], dtype=object)
 
-    display_of = dict(zip(every["code"], every["display"], strict=True))
+    def rows(values: pd.Series) -> np.ndarray:
+        found = pc.index_in(pa.array(values, pa.string()), value_set=code_array)
+        return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int32)
+
+    def display_of(values: pd.Series, default: pd.Series | str) -> pd.Series:
+        at = rows(values)
+        shown = pd.Series(display_array[np.maximum(at, 0)], index=values.index, dtype=object)
+        return shown.where(at >= 0, default)
+
     term_rows = rows(loinc["LOINC_NUM"])
 
     # --- properties (long form) -------------------------------------------------------
@@ -225,12 +234,13 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
                 )
             )
 
-    link_prop = links["Property"].str.rsplit("/", n=1).str[-1]
+    link_prop = links["Property"].str.replace(r"^.*/", "", regex=True)
     link_prop = link_prop.where(links["Property"] != "", links["PartTypeName"])
     add(rows(links["LoincNumber"]), link_prop, links["PartNumber"], links["PartName"])
-    linked = set(zip(links["LoincNumber"], link_prop, strict=True))
+    linked = pa.array(links["LoincNumber"] + "|" + link_prop, pa.string())
     for axis in lf.AXES:
-        unlinked = pd.Series([(c, axis) not in linked for c in loinc["LOINC_NUM"]])
+        keys = pa.array(loinc["LOINC_NUM"] + f"|{axis}", pa.string())
+        unlinked = ~pc.is_in(keys, value_set=linked).to_numpy(zero_copy_only=False)
         add(term_rows, axis, None, loinc[axis].where(unlinked, ""))
     for column in loinc.columns:
         if column not in _NOT_PROPERTIES:
@@ -239,14 +249,14 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
         rows(answer_links["LoincNumber"]),
         "answer-list",
         answer_links["AnswerListId"],
-        answer_links["AnswerListId"].map(display_of).fillna(""),
+        display_of(answer_links["AnswerListId"], ""),
     )
     if mapto is not None:
         add(
             rows(mapto["LOINC"]),
             "MAP_TO",
             mapto["MAP_TO"],
-            mapto["MAP_TO"].map(display_of).fillna(mapto["MAP_TO"]),
+            display_of(mapto["MAP_TO"], mapto["MAP_TO"]),
         )
     part_rows = rows(part["PartNumber"])
     add(part_rows, "PartTypeName", None, part["PartTypeName"])
@@ -257,7 +267,8 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
         else pd.DataFrame({"row": [], "property": [], "code": [], "value": []})
     )
     order = {name: i for i, name in enumerate(PROPERTY_ORDER)}
-    props["rank"] = props["property"].map(order).fillna(len(order))
+    ranks = pc.index_in(pa.array(props["property"], pa.string()), pa.array(list(order)))
+    props["rank"] = pc.fill_null(ranks, len(order)).to_numpy()  # any other property: last
     props = props.sort_values(["row", "rank"], kind="stable")
     write_table(
         pa.table(
@@ -310,7 +321,7 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
     designations = pd.concat(names, ignore_index=True)
     # English first, then each language with its own country first (de-DE before de-AT)
     languages = ["en-US", *sorted(languages[1:], key=_language_key)]
-    designations["lang_rank"] = designations["language"].map(languages.index)
+    designations["lang_rank"] = pd.Categorical(designations["language"], languages).codes
     designations = designations.sort_values(["row", "lang_rank"], kind="stable")
     designations = designations.drop_duplicates(["row", "language", "value"], keep="first")
     write_table(
