@@ -1,7 +1,7 @@
 """The README is executable: every ```python block runs as written, in order, in one
 namespace, from a working folder laid out like the repository (``valuesets/``), with the
 release files the README names made there first (a synthetic SNOMED CT RF2 release, the
-ICD-10-CM tabular XML that ``simple-icd-10-cm`` ships).
+ICD-10-CM tabular XML that ``simple-icd-10-cm`` ships, the RxNorm RRF test fixture zipped).
 
 A block that needs a cluster or cloud storage says so in an HTML comment on the line before
 its fence, ``<!-- readme-test: skip (reason) -->``; this test skips exactly those blocks and
@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 SKIP = re.compile(r"<!-- readme-test: skip \((?P<reason>[^)]+)\) -->\s*$")
 SNOMED_ZIP = "SnomedCT_InternationalRF2_PRODUCTION_20250101T120000Z.zip"
 ICD_XML = "icd10cm_tabular_2026.xml"
+RXNORM_ZIP = "RxNorm_full_01062025.zip"
+RXNORM_RELEASE = ROOT / "tests" / "data" / "rxnorm-release"  # the hand-made RRF fixture
 
 
 def blocks() -> list[tuple[int, str, str | None]]:
@@ -56,6 +59,10 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     release = snomed_rf2.write(tmp_path / "rf2", as_zip=True)
     shutil.move(release, work / SNOMED_ZIP)
     shutil.copy(icd10cm_xml(), work / ICD_XML)
+    with zipfile.ZipFile(work / RXNORM_ZIP, "w", zipfile.ZIP_DEFLATED) as zf:
+        for f in sorted(RXNORM_RELEASE.rglob("*")):
+            if f.is_file():
+                zf.write(f, f.relative_to(RXNORM_RELEASE).as_posix())
     monkeypatch.chdir(work)
     monkeypatch.setenv("WORKBENCH_RELEASE_CACHE", str(tmp_path / "release-cache"))
     return work
