@@ -578,3 +578,12 @@ def test_server_script_loads_loinc_and_snomed_releases(tmp_path: Path) -> None:
         process.terminate()
         output = process.communicate(timeout=30)[0].decode()
     assert "<ReleaseSummary loinc http://loinc.org|2.80" in output
+
+
+def test_bytes_that_are_not_utf8_name_their_line(tmp_path: Path) -> None:
+    release = copy_release(tmp_path)
+    target = release / "AccessoryFiles/ConsumerName/ConsumerName.csv"
+    target.write_bytes(target.read_bytes() + b'"2160-0","Cr\xe9atinine"\n')
+    with pytest.raises(ReleaseFormatError, match="not UTF-8") as caught:
+        Workbench().load_release(release, cache_dir=tmp_path / "cache", progress=False)
+    assert caught.value.line == 4 and str(caught.value.file).endswith("ConsumerName.csv")

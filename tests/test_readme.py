@@ -1,7 +1,8 @@
 """The README is executable: every ```python block runs as written, in order, in one
 namespace, from a working folder laid out like the repository (``valuesets/``), with the
 release files the README names made there first (a synthetic SNOMED CT RF2 release, the
-ICD-10-CM tabular XML that ``simple-icd-10-cm`` ships, the RxNorm RRF test fixture zipped).
+ICD-10-CM tabular XML that ``simple-icd-10-cm`` ships, the RxNorm and LOINC test
+fixtures zipped).
 
 A block that needs a cluster or cloud storage says so in an HTML comment on the line before
 its fence, ``<!-- readme-test: skip (reason) -->``; this test skips exactly those blocks and
@@ -26,8 +27,11 @@ FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 SKIP = re.compile(r"<!-- readme-test: skip \((?P<reason>[^)]+)\) -->\s*$")
 SNOMED_ZIP = "SnomedCT_InternationalRF2_PRODUCTION_20250101T120000Z.zip"
 ICD_XML = "icd10cm_tabular_2026.xml"
-RXNORM_ZIP = "RxNorm_full_01062025.zip"
-RXNORM_RELEASE = ROOT / "tests" / "data" / "rxnorm-release"  # the hand-made RRF fixture
+# the hand-made release fixtures in tests/data, zipped under the names the README loads
+ZIPPED = {
+    "RxNorm_full_01062025.zip": (ROOT / "tests" / "data" / "rxnorm-release", ""),
+    "Loinc_2.80.zip": (ROOT / "tests" / "data" / "loinc-release", "Loinc_2.80/"),
+}
 
 
 def blocks() -> list[tuple[int, str, str | None]]:
@@ -59,10 +63,11 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     release = snomed_rf2.write(tmp_path / "rf2", as_zip=True)
     shutil.move(release, work / SNOMED_ZIP)
     shutil.copy(icd10cm_xml(), work / ICD_XML)
-    with zipfile.ZipFile(work / RXNORM_ZIP, "w", zipfile.ZIP_DEFLATED) as zf:
-        for f in sorted(RXNORM_RELEASE.rglob("*")):
-            if f.is_file():
-                zf.write(f, f.relative_to(RXNORM_RELEASE).as_posix())
+    for name, (folder, top) in ZIPPED.items():
+        with zipfile.ZipFile(work / name, "w", zipfile.ZIP_DEFLATED) as zf:
+            for f in sorted(folder.rglob("*")):
+                if f.is_file():
+                    zf.write(f, top + f.relative_to(folder).as_posix())
     monkeypatch.chdir(work)
     monkeypatch.setenv("WORKBENCH_RELEASE_CACHE", str(tmp_path / "release-cache"))
     return work

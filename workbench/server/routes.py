@@ -23,6 +23,7 @@ from workbench.errors import MethodNotAllowedError, UnknownOperationError
 from workbench.operations import Operation
 from workbench.operations.codec import build_output, parse_parameters, parse_query, query_items
 from workbench.server import search as fhir_search
+from workbench.server.offload import Offloader
 from workbench.server.responses import fhir, outcome, read_json
 from workbench.server.store import ResourceStore, etag, version_of
 
@@ -45,11 +46,16 @@ class OperationRoutes:
     """Builds the operation endpoints of an app from ``OPERATIONS``."""
 
     def __init__(
-        self, operations: tuple[Operation, ...], store: ResourceStore, max_body: int
+        self,
+        operations: tuple[Operation, ...],
+        store: ResourceStore,
+        max_body: int,
+        offloader: Offloader | None = None,
     ) -> None:
         self.operations = operations
         self.store = store
         self.max_body = max_body
+        self.offloader = offloader or Offloader()
 
     def routes(self, base: str) -> list[Route]:
         """One route per (operation, resource type, level), then the catch-alls."""
@@ -111,12 +117,10 @@ class OperationRoutes:
             resource = self.store.read(rtype, rid) if rid is not None and rtype else None
             wb = self.store.workbench
             language = _header(scope, b"accept-language")
-            if op.blocking:
-                outputs = await run_in_threadpool(
-                    partial(op.run, accept_language=language), wb, inputs, resource
-                )
-            else:
-                outputs = op.run(wb, inputs, resource, accept_language=language)
+            outputs = await self.offloader.run(
+                partial(op.run, wb, inputs, resource, accept_language=language),
+                blocking=op.blocking,
+            )
             pretty = ("_pretty", "true") in query
             return fhir(build_output(definition, outputs), pretty=pretty)
 
@@ -196,7 +200,8 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
         ):
             # POST {type}?{search}: the criteria in the query, as clients such as fhirpy send
             condition = request.url.query
-        stored, created = store.create(rtype, body, condition)
+        # checks, fsync and index updates of a large body take a while: not on the event loop
+        stored, created = await run_in_threadpool(store.create, rtype, body, condition)
         return _written(request, stored, 201 if created else 200, root)
 
     async def instance(request: Request) -> Response:
@@ -210,11 +215,13 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
             resource = store.read(rtype, rid)
             return _resource_response(request, _shaped(request, resource), 200, root)
         if request.method == "DELETE":
-            store.delete(rtype, rid)
+            await run_in_threadpool(store.delete, rtype, rid)
             return Response(status_code=204)
         store.check_type(rtype)
         body = await read_json(request, max_body, exact_decimals=True)
-        stored, created = store.update(rtype, rid, body, request.headers.get("if-match"))
+        stored, created = await run_in_threadpool(
+            store.update, rtype, rid, body, request.headers.get("if-match")
+        )
         return _written(request, stored, 201 if created else 200, root)
 
     async def history(request: Request) -> Response:

@@ -297,5 +297,5 @@ class ResourceStore:
         """
         self.check_type(rtype)
         query = fhir_search.parse(rtype, params, strict=strict)
-        found = [with_meta(r) for r in query.run(self.registry.all(rtype))]
-        return fhir_search.bundle(query, found, type_url=type_url)
+        found = query.run(self.registry.all(rtype))
+        return fhir_search.bundle(query, found, type_url=type_url, served=with_meta)
