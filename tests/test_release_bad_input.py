@@ -287,3 +287,11 @@ def test_the_small_icd_file_loads(good: Path, tmp_path: Path) -> None:
         "T36.0X1A",
         "T36.0X1S",
     }
+
+
+def test_the_icd_version_from_the_file_name(tmp_path: Path) -> None:
+    """Without <version>, the year in the file's name."""
+    text = ICD_XML.replace("  <version>2026</version>\n", "")
+    path = icd_file(tmp_path / "rel", text, name="icd10cm_tabular_2027.xml")
+    summary = Workbench().load_release(path, cache_dir=tmp_path / "cache", progress=False)
+    assert summary.version == "2027"
