@@ -474,3 +474,32 @@ def association_file(rows: list[tuple[str, str, str, str]]) -> dict[str, str]:
             lines,
         )
     }
+
+
+def map_files(
+    simple: list[tuple[str, str, str]],
+    extended: list[tuple[str, str, int, int, str, str, str, str, str]],
+) -> dict[str, str]:
+    """An ``edit`` adding a simple map refset file (``(refset, source, mapTarget)`` rows) and
+    an extended map refset file (``(refset, source, mapGroup, mapPriority, mapRule,
+    mapAdvice, mapTarget, correlationId, active)`` rows)."""
+    simple_lines = [
+        [f"22000000-0000-4000-8000-{i:012d}", TIME, "1", CORE, r, s, t]
+        for i, (r, s, t) in enumerate(simple)
+    ]
+    extended_lines = []
+    for i, (r, s, g, p, rule, advice, t, c, a) in enumerate(extended):
+        uuid = f"23000000-0000-4000-8000-{i:012d}"
+        extended_lines.append(
+            [uuid, TIME, a, CORE, r, s, str(g), str(p), rule, advice, t, c, "447637006"]
+        )
+    base = "id effectiveTime active moduleId refsetId referencedComponentId"
+    return {
+        f"Snapshot/Refset/Map/der2_sRefset_SimpleMapSnapshot_INT_{TIME}.txt": _lines(
+            f"{base} mapTarget", simple_lines
+        ),
+        f"Snapshot/Refset/Map/der2_iisssccRefset_ExtendedMapSnapshot_INT_{TIME}.txt": _lines(
+            f"{base} mapGroup mapPriority mapRule mapAdvice mapTarget correlationId mapCategoryId",
+            extended_lines,
+        ),
+    }

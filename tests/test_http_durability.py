@@ -10,8 +10,12 @@ import errno
 import json
 import os
 import random
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,10 +26,12 @@ from http_support import (
     DEMO_CS,
     FHIR_JSON,
     GENDER_VS,
+    HOST,
     TOKEN,
     assert_outcome,
     client,
     folder_state,
+    free_port,
 )
 
 from workbench import Workbench
@@ -503,3 +509,61 @@ def test_history_in_memory_keeps_the_latest_versions(wb: Workbench) -> None:
         assert history["entry"][0]["response"]["etag"] == f'W/"{MEMORY_VERSIONS + 5}"'
         assert http.get("/ValueSet/many/_history/1").status_code == 404
         assert http.get("/ValueSet/many/_history/6").status_code == 200
+
+
+# --- a killed server process keeps every acknowledged write ---------------------------
+
+
+def _start_cli(data: Path, port: int) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "server.py", "--host", HOST, "--port", str(port)]
+    command += ["--token", TOKEN, "--data", str(data)]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    with client(f"http://{HOST}:{port}/fhir/R4", token=None) as anonymous:
+        while True:
+            assert proc.poll() is None, "server.py exited early"
+            assert time.monotonic() < deadline, "server.py did not start"
+            try:
+                if anonymous.get("/metadata").status_code == 200:
+                    return proc
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+
+
+def test_sigkill_after_the_answer_loses_nothing(data: Path) -> None:
+    """The server process is killed (SIGKILL, no shutdown) right after acknowledging writes to
+    shipped and new ids; a new process serves exactly what was acknowledged."""
+    port = free_port()
+    proc = _start_cli(data, port)
+    try:
+        with client(f"http://{HOST}:{port}/fhir/R4") as http:
+            gender = http.get("/ValueSet/administrative-gender").json()
+            acknowledged = {
+                "ValueSet/administrative-gender": send(
+                    http,
+                    "PUT",
+                    "/ValueSet/administrative-gender",
+                    {**gender, "url": "http://example.org/fhir/ValueSet/killed", "title": "K"},
+                ).json(),
+                "ValueSet/killed-new": send(
+                    http, "PUT", "/ValueSet/killed-new", new_vs("killed-new")
+                ).json(),
+            }
+            assert http.delete("/CodeSystem/workbench-demo").status_code == 204
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=20)
+    assert not list(data.rglob(".tmp-*"))
+    again = _start_cli(data, port)
+    try:
+        with client(f"http://{HOST}:{port}/fhir/R4") as http:
+            for path, body in acknowledged.items():
+                assert http.get(f"/{path}").json() == body
+            assert http.get("/CodeSystem/workbench-demo").status_code == 404
+    finally:
+        again.terminate()
+        again.wait(timeout=20)

@@ -169,3 +169,92 @@ def test_the_fixture_release_without_edits(tmp_path: Path) -> None:
     bench.load_release(snomed_rf2.write(tmp_path / "rf2"), cache_dir=tmp_path / "c", progress=False)
     t = bench.translate(OLD, url=cm(REPLACED_BY))
     assert [(m.equivalence, m.code) for m in t.match_list] == [("equivalent", "22298006")]
+
+
+# --- map refsets ------------------------------------------------------------------------------
+
+CTV3, ICD10 = "900000000000497000", "447562003"
+NOT_SPECIFIED, NOT_MAPPABLE = "447561005", "447556008"
+AGE_RULE = "IFA 445518008 | Age at onset of clinical finding (observable entity) | < 12.0 years"
+SIMPLE = [(CTV3, "22298006", "X200E"), (CTV3, "57054005", "X200F")]
+EXTENDED = [
+    (ICD10, "22298006", 1, 1, "TRUE", "ALWAYS I21.9", "I21.9", NOT_SPECIFIED, "1"),
+    (ICD10, ASTHMA, 1, 1, AGE_RULE, "IF AGE < 12 CHOOSE J45.0", "J45.0", NOT_SPECIFIED, "1"),
+    (ICD10, ASTHMA, 1, 2, "OTHERWISE TRUE", "ALWAYS J45.9", "J45.9", NOT_SPECIFIED, "1"),
+    (ICD10, "271737000", 1, 1, "TRUE", "CANNOT BE CLASSIFIED", "", NOT_MAPPABLE, "1"),
+    (ICD10, "56265001", 1, 1, "TRUE", "ALWAYS I51.9", "I51.9", NOT_SPECIFIED, "0"),
+]
+ICD10_SYSTEM = "http://hl7.org/fhir/sid/icd-10"
+
+
+@pytest.fixture(scope="module")
+def maps_wb(tmp_path_factory: pytest.TempPathFactory) -> Workbench:
+    release = snomed_rf2.write(
+        tmp_path_factory.mktemp("rf2-maps"), edit=snomed_rf2.map_files(SIMPLE, EXTENDED)
+    )
+    bench = Workbench()
+    bench.load_release(release, cache_dir=tmp_path_factory.mktemp("cache"), progress=False)
+    return bench
+
+
+MAP_CASES = [
+    # (refset, code, reverse, result, [(equivalence, system, code)])
+    (CTV3, "22298006", False, True, [("equivalent", "http://read.info/ctv3", "X200E")]),
+    (CTV3, "X200F", True, True, [("equivalent", SCT, "57054005")]),
+    (CTV3, "64572001", False, False, []),
+    (ICD10, "22298006", False, True, [("relatedto", ICD10_SYSTEM, "I21.9")]),
+    (
+        ICD10,
+        ASTHMA,
+        False,
+        True,
+        [("relatedto", ICD10_SYSTEM, "J45.0"), ("relatedto", ICD10_SYSTEM, "J45.9")],
+    ),
+    (ICD10, "271737000", False, False, [("unmatched", None, None)]),
+    (ICD10, "56265001", False, False, []),  # its only row is inactive
+]
+
+
+@pytest.mark.parametrize(("refset", "code", "reverse", "result", "matches"), MAP_CASES)
+def test_map_refsets(
+    maps_wb: Workbench,
+    refset: str,
+    code: str,
+    reverse: bool,
+    result: bool,
+    matches: list[tuple[str, str | None, str | None]],
+) -> None:
+    t = maps_wb.translate(code, url=cm(refset), reverse=reverse)
+    assert t.result is result
+    assert [(m.equivalence, m.system, m.code) for m in t.match_list] == matches
+
+
+def test_map_refset_rules_are_comments_and_members_stay(maps_wb: Workbench) -> None:
+    rows = maps_wb.mappings(cm(ICD10))
+    asthma = rows[rows["source_code"] == ASTHMA]
+    assert asthma["comment"].tolist() == [
+        f"map group 1, priority 1, rule {AGE_RULE}, advice IF AGE < 12 CHOOSE J45.0",
+        "map group 1, priority 2, rule OTHERWISE TRUE, advice ALWAYS J45.9",
+    ]
+    assert set(rows["source_code"]) == {"22298006", ASTHMA, "271737000"}
+    members = maps_wb.expand(f"{SCT}?fhir_vs=refset/{CTV3}").frame["code"]
+    assert set(members) == {"22298006", "57054005"}
+
+
+def test_map_refset_over_http(maps_wb: Workbench) -> None:
+    with maps_wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as session:
+        response = session.get(
+            "/ConceptMap/$translate", params={"url": cm(ICD10), "code": ASTHMA, "system": SCT}
+        )
+        assert response.status_code == 200, response.text
+        matches = [p for p in response.json()["parameter"] if p["name"] == "match"]
+        codes = [
+            next(q["valueCoding"]["code"] for q in m["part"] if q["name"] == "concept")
+            for m in matches
+        ]
+        assert codes == ["J45.0", "J45.9"]
+        out = maps_wb.translate_column(
+            pd.Series(["22298006", ASTHMA, "271737000", None], dtype=object), cm(ICD10), system=SCT
+        )
+        assert out["target_code"].tolist() == ["I21.9", "J45.0", None, None]
+        assert out["matches"].tolist() == [1, 2, 1, 0]

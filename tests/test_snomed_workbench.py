@@ -548,3 +548,14 @@ def test_bulk_validation_of_every_code_equals_single_validation(wb: Workbench, u
         single = wb.validate_code(url, code=code, system=SCT)
         message = row.message if isinstance(row.message, str) else None
         assert (bool(row.result), message) == (single.result, single.message), code
+
+
+def test_an_unpublished_edition_and_its_implicit_value_sets(release: Path, tmp_path: Path) -> None:
+    xsct = "http://snomed.info/xsct/31000003106/version/20250909"
+    bench = Workbench()
+    summary = bench.load_release(release, version=xsct, cache_dir=tmp_path, progress=False)
+    assert summary.version == xsct
+    url = f"{xsct}?fhir_vs=isa/56265001"
+    assert {e.code for e in bench.expand(url).entries} == {"56265001", "22298006", "57054005"}
+    found = bench.validate_code(url, code="22298006", system=SCT)
+    assert found.result and found.version == xsct

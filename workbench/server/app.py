@@ -25,13 +25,14 @@ from workbench.server.capability import (
 )
 from workbench.server.errors import HANDLERS
 from workbench.server.negotiation import FormatNegotiation
+from workbench.server.offload import Limits, Offloader
 from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 DEFAULT_BASE = "/fhir/R4"
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
@@ -53,16 +54,18 @@ def read_only(request: Request) -> None:
 
 
 def create_app(
-    workbench: Workbench,
+    workbench: TerminologyService,
     *,
     token: str,
     base: str = DEFAULT_BASE,
     data_dir: str | Path | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    limits: Limits | None = None,
 ) -> Starlette:
     """Build the server app. It serves ``workbench`` itself, so changes show both ways.
 
-    ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies.
+    ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies;
+    ``limits`` bounds the work of one operation (steps, seconds; see ``offload.Limits``).
     """
     base = "/" + base.strip("/") if base.strip("/") else ""
     store = ResourceStore(workbench, data_dir)
@@ -116,7 +119,7 @@ def create_app(
         Route(f"{base}/metadata", metadata, methods=ALL_METHODS),
         Route(f"{base}/OperationDefinition", operation_definitions, methods=ALL_METHODS),
         Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=ALL_METHODS),
-        *OperationRoutes(OPERATIONS, store, max_body).routes(base),
+        *OperationRoutes(OPERATIONS, store, max_body, Offloader(limits)).routes(base),
         *resource_routes(base, store, max_body),
     ]
     # Plain Starlette: FastAPI's extra layers (telemetry, body limit, exit stack) cost on

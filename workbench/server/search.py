@@ -481,8 +481,15 @@ def shape(resource: Resource, summary: str | None, elements: list[str] | None) -
     return out
 
 
-def bundle(query: Query, found: list[Resource], *, type_url: str) -> dict[str, Any]:
-    """The searchset Bundle of one page of ``found``, with absolute paging links."""
+def bundle(
+    query: Query,
+    found: list[Resource],
+    *,
+    type_url: str,
+    served: Callable[[Resource], Resource] = lambda r: r,
+) -> dict[str, Any]:
+    """The searchset Bundle of one page of ``found``, with absolute paging links; ``served``
+    turns a stored resource of the page into the one served."""
     total = len(found)
     count = query.count
     offset = query.offset
@@ -507,7 +514,7 @@ def bundle(query: Query, found: list[Resource], *, type_url: str) -> dict[str, A
         out["entry"] = [
             {
                 "fullUrl": f"{type_url}/{r['id']}",
-                "resource": shape(r, query.summary, query.elements),
+                "resource": shape(served(r), query.summary, query.elements),
                 "search": {"mode": "match"},
             }
             for r in page

@@ -42,7 +42,7 @@ from workbench.server.history import (
 from workbench.terminology.hierarchy import hierarchy_cycle
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 _ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
 _ETAG = re.compile(r'\s*(?:W/)?"([^"]*)"\s*')
@@ -80,7 +80,7 @@ def _number(version: str) -> int:
 class ResourceStore:
     """The server's view of a Workbench's resources, optionally persisted in a folder."""
 
-    def __init__(self, workbench: Workbench, data_dir: str | Path | None = None) -> None:
+    def __init__(self, workbench: TerminologyService, data_dir: str | Path | None = None) -> None:
         self.workbench = workbench
         self.registry = workbench.registry
         self.data_dir = Path(data_dir) if data_dir is not None else None
@@ -297,5 +297,5 @@ class ResourceStore:
         """
         self.check_type(rtype)
         query = fhir_search.parse(rtype, params, strict=strict)
-        found = [with_meta(r) for r in query.run(self.registry.all(rtype))]
-        return fhir_search.bundle(query, found, type_url=type_url)
+        found = query.run(self.registry.all(rtype))
+        return fhir_search.bundle(query, found, type_url=type_url, served=with_meta)

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.resources import Resource, canonical_of, split_canonical
+from workbench.terminology import budget
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
 from workbench.terminology.filters import CodeFilter, compile_filter
 
@@ -139,6 +140,7 @@ class Clause:
             entries = self._system_entries()
         for imported in self.imports if self.system is not None else self.imports[1:]:
             keys = imported.member_index()
+            budget.charge(len(entries))
             entries = [e for e in entries if (e.system, e.code) in keys]
         return entries
 
@@ -161,6 +163,7 @@ class Clause:
                 for code, c in self.concepts.items()
             ]
         if self.concepts:
+            budget.charge(len(self.concepts))
             out: list[Entry] = []
             for code, listed in self.concepts.items():
                 concept = cs.get(code)
@@ -200,6 +203,7 @@ class Clause:
             for f in self.filters:
                 if f.candidates is not None:
                     candidates = f.candidates if candidates is None else candidates & f.candidates
+            budget.charge(len(candidates) if candidates is not None else len(cs))
             pool: Iterable[Concept] = cs.in_order(candidates) if candidates is not None else cs
             return [_entry(cs, c, None) for c in pool if all(f.matches(c) for f in self.filters)]
         if cs.content in UNUSABLE_CONTENT:
@@ -212,6 +216,7 @@ class Clause:
                 f"CodeSystem {canonical_of(cs.resource)} has content '{cs.content}', but all of "
                 "its codes are needed (the value set includes the whole system)"
             )
+        budget.charge(len(cs))
         return [_entry(cs, c, None) for c in cs]
 
 
@@ -247,6 +252,9 @@ def _entry(
     )
 
 
+MAX_REMEMBERED = 4096
+
+
 class CompiledValueSet:
     """A ValueSet ready to answer membership (``contains``) and to expand (``entries``)."""
 
@@ -269,28 +277,44 @@ class CompiledValueSet:
         self.extras: dict[Hashable, Any] = {}
         self._entries: list[Entry] | None = None
         self._keys: dict[tuple[str, str], Entry] | None = None
+        self._systems: list[str] | None = None
+        self._pinned: dict[str, str | None] = {}
+        # Answers remembered when the value set imports others: a code checked along many
+        # import paths is then decided once per value set, not once per path.
+        self._answers: dict[tuple[str, str], Match] | None = (
+            {} if any(c.imports for c in (*includes, *excludes)) else None
+        )
 
     def systems(self) -> list[str]:
         """Return the code systems the value set draws on, in order (imports included)."""
-        found: list[str] = []
-        for clause in self.includes:
-            names = [clause.system] if clause.system else []
-            if not names:
-                for imported in clause.imports:
-                    names.extend(imported.systems())
-            found.extend(n for n in names if n and n not in found)
-        return found
+        if self._systems is None:
+            found: list[str] = []
+            for clause in self.includes:
+                names = [clause.system] if clause.system else []
+                if not names:
+                    for imported in clause.imports:
+                        names.extend(imported.systems())
+                found.extend(n for n in names if n and n not in found)
+            self._systems = found
+        return list(self._systems)
 
     def pinned_version(self, system: str) -> str | None:
         """The version (or version pattern) the includes pin for ``system``, if any."""
+        if system in self._pinned:
+            return self._pinned[system]
+        found: str | None = None
         for clause in self.includes:
             if clause.system == system and clause.version:
-                return clause.version
+                found = clause.version
+                break
             for imported in clause.imports if clause.system in (None, system) else ():
                 found = imported.pinned_version(system)
                 if found:
-                    return found
-        return None
+                    break
+            if found:
+                break
+        self._pinned[system] = found
+        return found
 
     def takes_whole(self, system: str) -> bool:
         """True when an include takes the whole of ``system`` (no concept list, no filter)."""
@@ -306,6 +330,19 @@ class CompiledValueSet:
         Decided from the compose, without expanding: hierarchy filters use precomputed
         member sets. Inactive codes count only when the compose allows them.
         """
+        answers = self._answers
+        if answers is None:
+            return self._contains(system, code)
+        found = answers.get((system, code))
+        if found is None:
+            found = self._contains(system, code)
+            if len(answers) >= MAX_REMEMBERED:
+                answers.clear()
+            answers[(system, code)] = found
+        return found
+
+    def _contains(self, system: str, code: str) -> Match:
+        budget.charge(len(self.includes) + len(self.excludes))
         for clause in self.includes:
             found = clause.match(system, code)
             if found.found:
@@ -327,6 +364,7 @@ class CompiledValueSet:
                 for entry in clause.entries():
                     seen.setdefault((entry.system, entry.code), entry)
             if self.excludes:
+                budget.charge(len(seen) * len(self.excludes))
                 for key in list(seen):
                     if any(c.match(*key).found for c in self.excludes):
                         del seen[key]
@@ -339,10 +377,14 @@ class CompiledValueSet:
     def imported(self) -> list[CompiledValueSet]:
         """Every value set this one imports, directly or not, each once."""
         found: dict[int, CompiledValueSet] = {}
-        for clause in (*self.includes, *self.excludes):
-            for inner in clause.imports:
-                for vs in (inner, *inner.imported()):
-                    found.setdefault(id(vs), vs)
+        todo = [inner for clause in (*self.includes, *self.excludes) for inner in clause.imports]
+        todo.reverse()
+        while todo:  # depth first, each value set once however many paths lead to it
+            vs = todo.pop()
+            if id(vs) in found:
+                continue
+            found[id(vs)] = vs
+            todo += reversed([i for c in (*vs.includes, *vs.excludes) for i in c.imports])
         return list(found.values())
 
     def member_index(self) -> dict[tuple[str, str], Entry]:

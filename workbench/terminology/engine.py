@@ -20,16 +20,18 @@ from workbench.errors import (
     InvalidResourceError,
     LoadError,
     SupplementNotFoundError,
+    TooCostlyError,
     ValueSetNotFoundError,
     VersionCheckError,
 )
 from workbench.registry import Change, OverlayRegistry, Registry
 from workbench.resources import Resource, canonical_of, split_canonical
-from workbench.terminology import languages, supplements
+from workbench.terminology import budget, languages, supplements
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
 from workbench.terminology.provider import CodeSystemProvider
+from workbench.terminology.textindex import TextIndex
 from workbench.terminology.validation import (
     CheckOptions,
     ValidationResult,
@@ -167,6 +169,7 @@ class Terminology:
         cached = self._cs_cache.get(id(resource))
         if cached is not None and cached[0] is resource:
             return cached[1]
+        budget.charge(len(resource.get("concept") or ()))
         generation = self.registry.generation
         index = CodeSystemIndex(resource)
         for supplement in supplements.supplements_of(resource, self.registry.all("CodeSystem")):
@@ -263,7 +266,7 @@ class Terminology:
         if isinstance(valueset, Mapping):
             return self._compile(dict(valueset), (), policy)
         url, pinned = split_canonical(valueset)
-        key = (url, version or pinned, *policy.key()) if policy else (url, version or pinned)
+        key = _cache_key(url, version or pinned, policy)
         found = self._vs_cache.get(key)
         if found is None:
             # Cached only when no write came between reading the registry and storing: a
@@ -287,12 +290,26 @@ class Terminology:
         return compiled.extras[key]
 
     def _compile(
-        self, resource: Resource, stack: tuple[str, ...], policy: VersionPolicy = NO_POLICY
+        self,
+        resource: Resource,
+        stack: tuple[str, ...],
+        policy: VersionPolicy = NO_POLICY,
+        memo: dict[str, CompiledValueSet] | None = None,
     ) -> CompiledValueSet:
+        """Compile one value set. ``memo`` shares what this compile already built: a value
+        set imported along several paths is compiled once (and one already cached is
+        reused), so imports cost what they hold, not the number of paths to them."""
         canonical = canonical_of(resource) or "(inline ValueSet)"
         if canonical in stack:
             chain = " -> ".join((*stack, canonical))
             raise ImportCycleError(f"The value sets import each other in a cycle: {chain}")
+        if len(stack) >= MAX_IMPORT_DEPTH:
+            raise TooCostlyError(
+                f"The value set imports nest more than {MAX_IMPORT_DEPTH} levels deep "
+                f"(at {canonical})"
+            )
+        memo = {} if memo is None else memo
+        budget.charge(1)
         stack = (*stack, canonical)
         compose = resource.get("compose") or {}
         deps: set[tuple[str, str]] = set()
@@ -308,21 +325,39 @@ class Terminology:
                 cs = self.codesystem(str(system), wanted)
             imports = []
             for url, version in import_refs(raw):
+                budget.charge(1)
                 if url.startswith("#"):
-                    imported = self._compile(contained(resource, url), stack, policy)
+                    inner = contained(resource, url)
+                    imported = self._imported(inner, stack, policy, memo)
                     deps.update(imported.dependencies)
                     imports.append(imported)
                     continue
                 deps.add(("ValueSet", url))
                 version = version or policy.valueset_defaults.get(url)
-                imported = self._compile(self.valueset_resource(url, version), stack, policy)
-                deps.update(imported.dependencies)
-                imports.append(imported)
+                cached = self._vs_cache.get(_cache_key(url, version, policy))
+                if cached is None:
+                    inner = self.valueset_resource(url, version)
+                    cached = self._imported(inner, stack, policy, memo)
+                deps.update(cached.dependencies)
+                imports.append(cached)
             return Clause(raw, cs, imports, exclude=exclude)
 
         includes = [clause(raw, False) for raw in compose.get("include", ()) or ()]
         excludes = [clause(raw, True) for raw in compose.get("exclude", ()) or ()]
-        return CompiledValueSet(resource, includes, excludes, frozenset(deps))
+        compiled = CompiledValueSet(resource, includes, excludes, frozenset(deps))
+        memo[canonical] = compiled
+        return compiled
+
+    def _imported(
+        self,
+        resource: Resource,
+        stack: tuple[str, ...],
+        policy: VersionPolicy,
+        memo: dict[str, CompiledValueSet],
+    ) -> CompiledValueSet:
+        canonical = canonical_of(resource) or "(inline ValueSet)"
+        found = memo.get(canonical)
+        return found if found is not None else self._compile(resource, stack, policy, memo)
 
     # --- operations -------------------------------------------------------------------
 
@@ -370,11 +405,11 @@ class Terminology:
             ("default-valueset-version", policy.valueset_defaults),
         ):
             params += [(name, f"{url}|{v}") for url, v in given.items()]
+        if filter:
+            entries = self._text_filtered(compiled, filter, entries)
         if active_only:
             entries = [e for e in entries if not e.inactive]
         if filter:
-            words = filter.casefold().split()
-            entries = [e for e in entries if _text_match(e, words)]
             params.append(("filter", filter))
         if include_designations or display_language:
             entries = self._from_providers(entries, include_designations, display_language)
@@ -419,6 +454,14 @@ class Terminology:
             parents=self._parents(entries) if exclude_nested is False else None,
             max_size=self.max_expansion if max_size is None else max_size,
         )
+
+    def _text_filtered(
+        self, compiled: CompiledValueSet, text: str, entries: Sequence[Entry]
+    ) -> list[Entry]:
+        """The entries whose code or display contains every word of ``text``, through the
+        value set's text index (built once while it is cached)."""
+        index = self.memo(compiled, "text-index", lambda: TextIndex(entries))
+        return [entries[i] for i in index.search(text)]
 
     def _shown(self, entry: Entry, wanted: languages.Languages) -> Entry:
         """The entry with its display in the wanted languages (None when there is none and
@@ -613,6 +656,15 @@ class Terminology:
         return validate_in_codesystem(found, code=code, display=display, abstract=abstract)
 
 
+MAX_IMPORT_DEPTH = 100
+
+
+def _cache_key(url: str, version: str | None, policy: VersionPolicy) -> tuple[Any, ...]:
+    """The key of a compiled value set in the cache: its canonical and the request's version
+    parameters."""
+    return (url, version, *policy.key()) if policy else (url, version)
+
+
 def contained(resource: Resource, reference: str) -> Resource:
     """The ValueSet a ``#id`` reference names among ``resource.contained``."""
     for inner in resource.get("contained", ()) or ():
@@ -624,8 +676,3 @@ def contained(resource: Resource, reference: str) -> Resource:
             return found
     where = canonical_of(resource) or "the value set"
     raise ValueSetNotFoundError(f"{reference} (no contained ValueSet with that id in {where})")
-
-
-def _text_match(entry: Entry, words: list[str]) -> bool:
-    text = f"{entry.code} {entry.display or ''}".casefold()
-    return all(w in text for w in words)

@@ -226,6 +226,7 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
     # reference sets: members, historical associations, the concept model
     step("reference sets")
     members = []
+    map_rows = []
     for file in rf2.iter_kind(files, "refset"):
         step(f"reading {rf2.label(file)}")
         table = rf2.read(file)
@@ -234,6 +235,8 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
                 ["refsetId", "referencedComponentId"]
             )
         )
+        if "mapTarget" in table.column_names:
+            map_rows.append(_map_rows(table, rf2.label(file)))
     for kind in ("association", "mrcm_domain", "mrcm_range"):
         for file in rf2.iter_kind(files, kind):
             table = rf2.read(file)
@@ -275,6 +278,17 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
         ).sort_by([("source", "ascending"), ("refsetId", "ascending")]),
         out / "associations.arrow",
     )
+    write_table(
+        (pa.concat_tables(map_rows) if map_rows else _map_rows(None, "")).sort_by(
+            [
+                ("refsetId", "ascending"),
+                ("source", "ascending"),
+                ("group", "ascending"),
+                ("priority", "ascending"),
+            ]
+        ),
+        out / "maps.arrow",
+    )
     for kind in ("mrcm_domain", "mrcm_range"):
         table = _concat(files, kind, step)
         if table is None:
@@ -302,6 +316,51 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
         "refsets": refset_ids,
         "sources": [rf2.label(f) for f in files],
     }
+
+
+_MAP_COLUMNS = {
+    "refsetId": pa.int64(),
+    "source": pa.int64(),
+    "target": pa.string(),
+    "group": pa.int32(),
+    "priority": pa.int32(),
+    "rule": pa.string(),
+    "advice": pa.string(),
+    "correlation": pa.int64(),
+    "active": pa.bool_(),
+}
+
+
+def _map_rows(table: pa.Table | None, label: str) -> pa.Table:
+    """The rows of a map refset (simple, complex or extended: any refset with a
+    ``mapTarget``) in one shape; the columns a simple map lacks are 1, 1, "", "", 0."""
+    if table is None:
+        return pa.table({k: pa.array([], t) for k, t in _MAP_COLUMNS.items()})
+    n = table.num_rows
+    names = {
+        "group": "mapGroup",
+        "priority": "mapPriority",
+        "rule": "mapRule",
+        "advice": "mapAdvice",
+        "correlation": "correlationId",
+    }
+    defaults = {"group": 1, "priority": 1, "rule": "", "advice": "", "correlation": 0}
+    columns: dict[str, Any] = {
+        "refsetId": table.column("refsetId"),
+        "source": table.column("referencedComponentId"),
+        "target": table.column("mapTarget"),
+    }
+    for key, rf2_name in names.items():
+        kind = _MAP_COLUMNS[key]
+        if rf2_name not in table.column_names:
+            columns[key] = pa.array([defaults[key]] * n, kind)
+            continue
+        try:
+            columns[key] = pc.cast(table.column(rf2_name), kind)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ReleaseFormatError(f"{rf2_name} must be a number ({exc})", file=label) from exc
+    columns["active"] = pc.equal(table.column("active"), 1)
+    return pa.table({k: columns[k] for k in _MAP_COLUMNS}).cast(pa.schema(_MAP_COLUMNS))
 
 
 def _number(value: str | None) -> float:

@@ -243,10 +243,10 @@ class SnomedProvider:
         return self.sct.implicit_valueset(url)
 
     def implicit_conceptmap(self, url: str) -> dict[str, Any] | None:
-        """The ConceptMap of a historical association refset (``?fhir_cm={refsetId}``),
-        built once per URL, or None."""
+        """The ConceptMap of a historical association or map refset
+        (``?fhir_cm={refsetId}``), built once per URL, or None."""
         if url not in self._maps:
-            self._maps[url] = maps.association_map(self.sct, url)
+            self._maps[url] = maps.implicit_map(self.sct, url)
         return self._maps[url]
 
     def lookup(

@@ -7,7 +7,8 @@ ordered by SCTID; every other file refers to concepts by row.
 Files: ``concepts.arrow`` (id, active, moduleId, effectiveTime, defined, display, fsn),
 ``descriptions.arrow`` (sorted by concept row), ``acceptability.arrow`` (language refset
 rows by description row), ``concrete.arrow``, ``members.arrow`` (active refset members by
-refset), ``associations.arrow`` (historical associations), ``mrcm_domain.arrow``,
+refset), ``associations.arrow`` (historical associations), ``maps.arrow`` (the rows of
+the simple, complex and extended map refsets), ``mrcm_domain.arrow``,
 ``mrcm_range.arrow`` and numpy arrays for the active relationships (``rel_*``, sorted by
 source row) and the closure (``parents``, ``children``, ``up``, ``down`` as CSR).
 """
@@ -45,6 +46,7 @@ _TABLES = (
     "concrete",
     "members",
     "associations",
+    "maps",
     "mrcm_domain",
     "mrcm_range",
 )
@@ -194,6 +196,13 @@ class Store:
     def refsets(self) -> list[int]:
         """The ids of the refsets that have members."""
         return [int(r) for r in self.meta.get("refsets", [])]
+
+    def maps(self, refset: int) -> pa.Table:
+        """The rows of one map refset (source, target, group, priority, rule, advice,
+        correlation, active), by source, group and priority."""
+        col = self.column_np("maps", "refsetId")
+        lo, hi = np.searchsorted(col, [refset, refset + 1])
+        return self.tables["maps"].slice(int(lo), int(hi - lo))
 
     def associations(self, source: int | None = None) -> pa.Table:
         """Historical association rows (source, target, refsetId, active), all or one source's."""
