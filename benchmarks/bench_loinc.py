@@ -46,7 +46,7 @@ from workbench import Workbench
 wb = Workbench()
 summary = wb.load_release(sys.argv[1], cache_dir=sys.argv[2], progress=False)
 elapsed = time.perf_counter() - started
-wb.validate_code("http://loinc.org/vs", code="10000-6", system="http://loinc.org")
+wb.validate_code("http://loinc.org/vs", code="10000-8", system="http://loinc.org")
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"seconds": elapsed, "rss_mb": peak, "imported": summary.imported,
                   "concepts": summary.concepts}))

@@ -587,3 +587,18 @@ def test_bytes_that_are_not_utf8_name_their_line(tmp_path: Path) -> None:
     with pytest.raises(ReleaseFormatError, match="not UTF-8") as caught:
         Workbench().load_release(release, cache_dir=tmp_path / "cache", progress=False)
     assert caught.value.line == 4 and str(caught.value.file).endswith("ConsumerName.csv")
+
+
+def test_bulk_validation_on_dask_equals_pandas(wb: Workbench) -> None:
+    import dask.dataframe as dd
+
+    column = pd.Series(["2345-7", "x", "2344-0", None, "LP443001-2", "lp14635-4"] * 5)
+    on_pandas = wb.validate_column(column, f"{LOINC}/vs", system=LOINC)
+    on_dask = wb.validate_column(dd.from_pandas(column, npartitions=2), f"{LOINC}/vs", system=LOINC)
+    found = on_dask.compute()
+    for name in ("result", "issue", "message", "display"):
+        mine, theirs = (
+            f[name].astype(object).where(f[name].notna(), None) for f in (found, on_pandas)
+        )
+        assert mine.tolist() == theirs.tolist(), name
+    assert on_pandas["result"].tolist()[:3] == [True, False, True]
