@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +26,112 @@ def test_importing_leaves_adapters_out(module: str, forbidden: tuple[str, ...]) 
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout.strip()
     assert loaded == ""
+
+
+# --- no import cycles -------------------------------------------------------------------
+
+PACKAGE = Path(__file__).resolve().parent.parent / "workbench"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Imports that run (or that a type checker follows) when the module is imported: at
+    module level, in class bodies and in ``if TYPE_CHECKING:`` / ``try`` blocks, but not
+    inside functions (a lazy import there is how the facade reaches the server)."""
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                todo += [n for n in getattr(node, field, None) or () if isinstance(n, ast.AST)]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (``from pkg import mod`` counts as mod)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges: set[str] = set()
+        for node in _module_level_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    package = (
+                        name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                    )
+                    package = package[: len(package) - node.level + 1]
+                    base = ".".join([*package, *([base] if base else [])])
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                    for a in node.names
+                ]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    work.append((step, iter(sorted(graph[step]))))
+                elif step in stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_operations_and_server_take_the_engine_through_the_interface() -> None:
+    graph = import_graph()
+    for name, edges in graph.items():
+        if name.startswith(("workbench.operations", "workbench.server")):
+            assert "workbench.workbench" not in edges, name
+            assert "workbench" not in edges, name  # the package would pull in the facade
+
+
+def test_cycle_detection_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]

@@ -11,12 +11,12 @@ from workbench.operations.definitions import OperationDef
 from workbench.resources import Resource
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 Inputs = dict[str, Any]
 # Where the HTTP Accept-Language header reaches an operation (not a FHIR parameter name).
 ACCEPT_LANGUAGE = "Accept-Language"
-Runner = Callable[["Workbench", Inputs, "Resource | None"], dict[str, Any]]
+Runner = Callable[["TerminologyService", Inputs, "Resource | None"], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Operation:
 
     def run(
         self,
-        workbench: Workbench,
+        workbench: TerminologyService,
         inputs: Inputs,
         resource: Resource | None = None,
         *,

@@ -10,12 +10,12 @@ from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 DEFINITION = load_definition("OperationDefinition-CodeSystem-lookup.json")
 
 
-def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
     """Look up code+system or a Coding; ``property`` selects the properties returned."""
     given = one_of(inputs, ("code", "coding"), "look up")
     if given == "code":

@@ -10,12 +10,12 @@ from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 DEFINITION = load_definition("OperationDefinition-CodeSystem-subsumes.json")
 
 
-def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
     """Compare codeA with codeB (or codingA with codingB) in one code system."""
     system = inputs.get("system")
     version = inputs.get("version")

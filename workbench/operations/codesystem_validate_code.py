@@ -11,12 +11,12 @@ from workbench.resources import Resource
 from workbench.terminology.validation import ValidationResult, combine_codings, located
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 DEFINITION = load_definition("OperationDefinition-CodeSystem-validate-code.json")
 
 
-def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
     """Validate a code, Coding or CodeableConcept against the code system ``url``/instance."""
     url = inputs.get("url")
     if resource is not None:

@@ -11,12 +11,12 @@ from workbench.resources import Resource
 from workbench.terminology.conceptmap import check_conceptmap
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 DEFINITION = load_definition("OperationDefinition-ConceptMap-translate.json")
 
 
-def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
     """Translate code+system, a Coding or a CodeableConcept with R4 semantics."""
     code, system = inputs.get("code"), inputs.get("system")
     codings: list[dict[str, Any]] = []

@@ -10,12 +10,12 @@ from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 DEFINITION = load_definition("OperationDefinition-ValueSet-expand.json")
 
 
-def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
     """Expand; ``count=0`` gives the total only. ``excludeNested=false`` nests each code
     under its parent (when not paged); otherwise contains are flat."""
     target = target_valueset(inputs, resource)

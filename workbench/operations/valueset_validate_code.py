@@ -16,7 +16,7 @@ from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 DEFINITION = load_definition("OperationDefinition-ValueSet-validate-code.json")
 
@@ -40,7 +40,7 @@ def strictness(inputs: Inputs) -> dict[str, Any]:
     }
 
 
-def run(wb: Workbench, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
     """Validate code+system, a Coding or a CodeableConcept; result=false is not an error."""
     target = target_valueset(inputs, resource)
     given = one_of(inputs, ("code", "coding", "codeableConcept"), "validate")

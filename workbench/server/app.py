@@ -32,7 +32,7 @@ from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 DEFAULT_BASE = "/fhir/R4"
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
@@ -54,7 +54,7 @@ def read_only(request: Request) -> None:
 
 
 def create_app(
-    workbench: Workbench,
+    workbench: TerminologyService,
     *,
     token: str,
     base: str = DEFAULT_BASE,

@@ -16,7 +16,7 @@ from workbench.server.auth import new_token
 from workbench.server.protocol import http_protocol
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 START_TIMEOUT = 15.0
 MASK = "•" * 12
@@ -79,7 +79,7 @@ class ServerHandle:
 
 
 def serve(
-    workbench: Workbench,
+    workbench: TerminologyService,
     *,
     host: str = "127.0.0.1",
     port: int = 0,

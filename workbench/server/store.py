@@ -42,7 +42,7 @@ from workbench.server.history import (
 from workbench.terminology.hierarchy import hierarchy_cycle
 
 if TYPE_CHECKING:
-    from workbench.workbench import Workbench
+    from workbench.service import TerminologyService
 
 _ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
 _ETAG = re.compile(r'\s*(?:W/)?"([^"]*)"\s*')
@@ -80,7 +80,7 @@ def _number(version: str) -> int:
 class ResourceStore:
     """The server's view of a Workbench's resources, optionally persisted in a folder."""
 
-    def __init__(self, workbench: Workbench, data_dir: str | Path | None = None) -> None:
+    def __init__(self, workbench: TerminologyService, data_dir: str | Path | None = None) -> None:
         self.workbench = workbench
         self.registry = workbench.registry
         self.data_dir = Path(data_dir) if data_dir is not None else None
