@@ -5,6 +5,7 @@ code systems and answers as before, and the release cache exactly as it was."""
 
 from __future__ import annotations
 
+import shutil
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,9 @@ from workbench.errors import DuplicateCanonicalError, ReleaseFormatError
 
 SCT = "http://snomed.info/sct"
 ICD = "http://hl7.org/fhir/sid/icd-10-cm"
+LOINC = "http://loinc.org"
+RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
+DATA = Path(__file__).resolve().parent / "data"
 CONCEPT_PATH = f"Snapshot/Terminology/sct2_Concept_Snapshot_INT_{snomed_rf2.TIME}.txt"
 CONCEPT_HEADER = "id\teffectiveTime\tactive\tmoduleId\tdefinitionStatusId\r\n"
 CONCEPT_ROW = "138875005\t20250131\t1\t900000000000207008\t900000000000074008\r\n"
@@ -114,6 +118,56 @@ def _not_a_release(tmp: Path, _good: Path) -> Path:
 def _replace(text: str, old: str, new: str) -> str:
     assert old in text
     return text.replace(old, new, 1)
+
+
+def loinc_copy(folder: Path) -> Path:
+    return Path(shutil.copytree(DATA / "loinc-release", folder / "loinc"))
+
+
+def rxnorm_copy(folder: Path) -> Path:
+    return Path(shutil.copytree(DATA / "rxnorm-release", folder / "RxNorm_full_01062025"))
+
+
+def zipped(folder: Path) -> Path:
+    target = folder.with_suffix(".zip")
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                z.write(path, path.relative_to(folder.parent))
+    return target
+
+
+def edited(path: Path, change: Callable[[list[str]], None]) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    change(lines)
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def _loinc_header(t: Path) -> Path:
+    release = loinc_copy(t)
+    edited(
+        release / "LoincTable" / "Loinc.csv",
+        lambda lines: lines.__setitem__(0, lines[0].replace("LONG_COMMON_NAME", "LONG_NAME")),
+    )
+    return release
+
+
+def _loinc_row(t: Path) -> Path:
+    release = loinc_copy(t)
+    edited(release / "LoincTable" / "Loinc.csv", lambda lines: lines.insert(2, '"1-8","x\n'))
+    return release
+
+
+def _rxnorm_row(t: Path) -> Path:
+    release = rxnorm_copy(t)
+    edited(release / "rrf" / "RXNCONSO.RRF", lambda lines: lines.__setitem__(3, "1191|ENG|||\n"))
+    return release
+
+
+def _rxnorm_other_version(t: Path) -> Path:
+    release = rxnorm_copy(t)
+    (release / "Readme_full_01062025.txt").rename(release / "Readme_full_02032025.txt")
+    return release
 
 
 CASES = [
@@ -221,6 +275,58 @@ CASES = [
         file="icd10cm_tabular_2026.xml",
         line=34,
     ),
+    # --- LOINC ---
+    Case(
+        "loinc-truncated-zip",
+        lambda t, _g: truncated(zipped(loinc_copy(t))),
+        ReleaseFormatError,
+        "damaged zip archive",
+        file=".zip",
+    ),
+    Case(
+        "loinc-wrong-header",
+        lambda t, _g: _loinc_header(t),
+        ReleaseFormatError,
+        "wrong header for Loinc.csv: it lacks LONG_COMMON_NAME",
+        file="Loinc.csv",
+        line=1,
+    ),
+    Case(
+        "loinc-broken-row",
+        lambda t, _g: _loinc_row(t),
+        ReleaseFormatError,
+        "broken row",
+        file="Loinc.csv",
+        line=3,
+    ),
+    Case(
+        "loinc-version-clash",
+        lambda t, _g: loinc_copy(t),
+        DuplicateCanonicalError,
+        r"loinc.org\|.* is already loaded",
+    ),
+    # --- RxNorm ---
+    Case(
+        "rxnorm-truncated-zip",
+        lambda t, _g: truncated(zipped(rxnorm_copy(t))),
+        ReleaseFormatError,
+        "zip",
+        file=".zip",
+    ),
+    Case(
+        "rxnorm-broken-row",
+        lambda t, _g: _rxnorm_row(t),
+        ReleaseFormatError,
+        "a row with 4 fields, expected 18",
+        file="RXNCONSO.RRF",
+        line=4,
+    ),
+    Case(
+        "rxnorm-version-clash",
+        lambda t, _g: rxnorm_copy(t),
+        DuplicateCanonicalError,
+        r"rxnorm\|01062025 is already loaded",
+    ),
     Case(
         "icd-version-clash",
         lambda t, _g: icd_file(t / "again"),
@@ -244,12 +350,26 @@ def _listing(folder: Path) -> list[tuple[str, int]]:
     return sorted((str(p.relative_to(folder)), p.stat().st_size) for p in folder.rglob("*"))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+#: Known bugs in another release kind's reader, kept visible (strict: fixed means fail here)
+KNOWN = {
+    "loinc-broken-row": "the LOINC reader names the line before the broken row (line 2, not 3)",
+}
+PARAMS = [
+    pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=KNOWN[c.id])])
+    if c.id in KNOWN
+    else pytest.param(c, id=c.id)
+    for c in CASES
+]
+
+
+@pytest.mark.parametrize("case", PARAMS)
 def test_bad_input_changes_nothing(case: Case, good: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     wb = Workbench()
     wb.load_release(good / "rf2", cache_dir=cache, progress=False)
     wb.load_release(good / "icd" / "icd10cm_tabular_2026.xml", cache_dir=cache, progress=False)
+    wb.load_release(DATA / "loinc-release", cache_dir=cache, progress=False)
+    wb.load_release(DATA / "rxnorm-release", cache_dir=cache, progress=False)
     before = wb.codesystems.copy()
     files = _listing(cache)
     (tmp_path / "bad").mkdir()
