@@ -98,3 +98,20 @@ def test_capability_statement_names_the_terminology_server_profile(
 def test_unknown_mode(http: httpx.Client) -> None:
     response = http.get("/metadata", params={"mode": "everything"})
     assert_outcome(response, 400, "invalid", r"'mode' must be full, normative or terminology")
+
+
+def test_translate_is_listed_with_its_definition(http: httpx.Client) -> None:
+    caps = http.get("/metadata").json()
+    (conceptmap,) = [r for r in caps["rest"][0]["resource"] if r["type"] == "ConceptMap"]
+    translate = {
+        "name": "translate",
+        "definition": "http://hl7.org/fhir/OperationDefinition/ConceptMap-translate",
+    }
+    assert translate in conceptmap["operation"]
+    served = http.get("/OperationDefinition/ConceptMap-translate")
+    assert served.status_code == 200
+    assert served.json()["url"] == translate["definition"]
+    names = {p["name"] for p in conceptmap["searchParam"]}
+    assert {"source", "target", "source-system", "target-system"} <= names
+    terminology = http.get("/metadata", params={"mode": "terminology"}).json()
+    assert terminology["translation"] == {"needsMap": False}

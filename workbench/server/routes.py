@@ -23,6 +23,7 @@ from workbench.errors import MethodNotAllowedError, UnknownOperationError
 from workbench.operations import Operation
 from workbench.operations.codec import build_output, parse_parameters, parse_query, query_items
 from workbench.server import search as fhir_search
+from workbench.server.history import Version
 from workbench.server.offload import Offloader
 from workbench.server.responses import fhir, outcome, read_json
 from workbench.server.store import ResourceStore, etag, version_of
@@ -226,38 +227,7 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
 
     async def history(request: Request) -> Response:
         rtype, rid = request.path_params["rtype"], request.path_params["rid"]
-        root = root_of(request)
-        versions = store.versions(rtype, rid)
-        entries = []
-        for version in versions:
-            meta = version.resource.get("meta") or {}
-            entry: dict[str, Any] = {"fullUrl": f"{root}/{rtype}/{rid}"}
-            if not version.deleted:
-                entry["resource"] = version.resource
-            first = version.number == versions[-1].number
-            entry["request"] = {
-                "method": "DELETE" if version.deleted else "PUT",
-                "url": f"{rtype}/{rid}",
-            }
-            response = {
-                "status": "204 No Content"
-                if version.deleted
-                else "201 Created"
-                if first
-                else "200 OK",
-                "etag": f'W/"{version.number}"',
-            }
-            if meta.get("lastUpdated"):
-                response["lastModified"] = meta["lastUpdated"]
-            entry["response"] = response
-            entries.append(entry)
-        bundle = {
-            "resourceType": "Bundle",
-            "type": "history",
-            "total": len(entries),
-            "link": [{"relation": "self", "url": f"{root}/{rtype}/{rid}/_history"}],
-            "entry": entries,
-        }
+        bundle = history_bundle(store.versions(rtype, rid), root_of(request), rtype, rid)
         return fhir(bundle, pretty=_pretty(request))
 
     async def vread(request: Request) -> Response:
@@ -271,6 +241,36 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
         Route(f"{base}/{{rtype}}/{{rid}}/_history", history, methods=["GET"]),
         Route(f"{base}/{{rtype}}/{{rid}}/_history/{{vid}}", vread, methods=["GET"]),
     ]
+
+
+def history_bundle(versions: list[Version], root: str, rtype: str, rid: str) -> dict[str, Any]:
+    """The history Bundle of one resource, newest version first (``versions`` in that order)."""
+    entries = []
+    for i, version in enumerate(versions):
+        older = versions[i + 1] if i + 1 < len(versions) else None
+        if version.deleted:
+            method, status = "DELETE", "204 No Content"
+        elif version.number == 1 or (older is not None and older.deleted):
+            method, status = "PUT", "201 Created"
+        else:
+            method, status = "PUT", "200 OK"
+        entry: dict[str, Any] = {"fullUrl": f"{root}/{rtype}/{rid}"}
+        if not version.deleted:
+            entry["resource"] = version.resource
+        entry["request"] = {"method": method, "url": f"{rtype}/{rid}"}
+        response = {"status": status, "etag": f'W/"{version.number}"'}
+        when = (version.resource.get("meta") or {}).get("lastUpdated")
+        if when:
+            response["lastModified"] = when
+        entry["response"] = response
+        entries.append(entry)
+    return {
+        "resourceType": "Bundle",
+        "type": "history",
+        "total": len(entries),
+        "link": [{"relation": "self", "url": f"{root}/{rtype}/{rid}/_history"}],
+        "entry": entries,
+    }
 
 
 def _shaped(request: Request, resource: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ boolean masks over concept rows, evaluated column-wise on the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,10 +21,9 @@ import pyarrow.compute as pc
 
 from workbench.errors import UnsupportedFilterError
 from workbench.releases.loinc.store import CODING_PROPERTIES, FSN, KINDS, LOINC, Store
+from workbench.releases.mask_provider import ConceptsByCode, MaskProvider
 from workbench.releases.snomed.provider import MaskFilter
 from workbench.terminology.codesystem import Concept
-from workbench.terminology.compose import Entry
-from workbench.terminology.filters import CodeFilter
 
 CLASSTYPES = {
     "1": "Laboratory class",
@@ -46,37 +45,11 @@ class LoincConcept(Concept):
     note: str = ""
 
 
-class LoincConcepts(Mapping[str, Concept]):
-    """A read-only mapping code -> concept over the whole store (made on demand)."""
-
-    def __init__(self, provider: LoincProvider) -> None:
-        self.provider = provider
-
-    def get(self, code: str, default: Any = None) -> Concept | Any:
-        """The concept of a code, or ``default``."""
-        found = self.provider.get(code)
-        return default if found is None else found
-
-    def __getitem__(self, code: str) -> Concept:
-        found = self.provider.get(code)
-        if found is None:
-            raise KeyError(code)
-        return found
-
-    def __contains__(self, code: object) -> bool:
-        return code in self.provider
-
-    def __len__(self) -> int:
-        return len(self.provider)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.provider.store.codes.to_pylist())
-
-
-class LoincProvider:
+class LoincProvider(MaskProvider):
     """One LOINC version, seen as a code system by the engine."""
 
     content = "complete"
+    concept_class = LoincConcept
     case_sensitive = False
     hierarchy_meaning = "is-a"
     is_complete = True
@@ -93,7 +66,7 @@ class LoincProvider:
             **{p: ("Coding" if p in CODING_PROPERTIES else "string") for p in names},
             "PartTypeName": "string",
         }
-        self.concepts = LoincConcepts(self)
+        self.concepts = ConceptsByCode(self)
         self._made: dict[int, LoincConcept] = {}
         self.resource: dict[str, Any] = {
             "resourceType": "CodeSystem",
@@ -211,9 +184,6 @@ class LoincProvider:
         found = self.get(code)
         return found.note if found is not None else ""
 
-    def __contains__(self, code: object) -> bool:
-        return isinstance(code, str) and self.store.row(code) >= 0
-
     def __iter__(self) -> Iterator[Concept]:
         for start in range(0, self.store.n, 50_000):
             yield from self._many(np.arange(start, min(start + 50_000, self.store.n)))
@@ -238,9 +208,6 @@ class LoincProvider:
                 codes, displays, statuses, inactive, rows.tolist(), strict=True
             )
         ]
-
-    def __len__(self) -> int:
-        return self.store.n
 
     def roots(self) -> list[Concept]:
         """The tops of the component hierarchy (concepts with children and no parent)."""
@@ -277,24 +244,6 @@ class LoincProvider:
         """The concepts of ``codes`` in code order."""
         rows = np.sort(self.rows_of(list(codes)))
         return self._many(rows[rows >= 0])
-
-    def rows_of(self, codes: Sequence[Any]) -> npt.NDArray[np.int64]:
-        """The rows of many codes (-1 for anything that is not a LOINC code)."""
-        row = self.store.row
-        return np.fromiter(
-            (row(c) if isinstance(c, str) else -1 for c in codes), dtype=np.int64, count=len(codes)
-        )
-
-    def describe(
-        self, codes: Sequence[str]
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], list[str | None]]:
-        """For many codes at once: known, inactive and display (bulk validation)."""
-        rows = self.rows_of(codes)
-        known = rows >= 0
-        safe = np.where(known, rows, 0)
-        inactive = known & self.store.inactive[safe]
-        shown = self.store.column("display", safe)
-        return known, inactive, [s if k else None for s, k in zip(shown, known, strict=True)]
 
     # --- designations and languages -------------------------------------------------------
 
@@ -336,20 +285,6 @@ class LoincProvider:
         )
 
     # --- filters --------------------------------------------------------------------------
-
-    def compile_filter(self, raw: Mapping[str, Any]) -> CodeFilter:
-        """A compose filter as a boolean mask over concept rows."""
-        prop, op, value = (str(raw.get(k, "")) for k in ("property", "op", "value"))
-        mask = self.filter(prop, op, value)
-        members = frozenset(self.store.codes.filter(pa.array(mask)).to_pylist())
-
-        def matches(concept: Concept) -> bool:
-            row = (
-                concept.order if isinstance(concept, LoincConcept) else self.store.row(concept.code)
-            )
-            return row >= 0 and bool(mask[row])
-
-        return MaskFilter(f"{prop} {op} {value}", matches, members, mask)
 
     def filter(self, prop: str, op: str, value: str) -> npt.NDArray[np.bool_]:
         """The rows a ValueSet filter selects: ``concept`` (``is-a``, ``descendent-of``,
@@ -468,24 +403,17 @@ class LoincProvider:
         """The answer rows of an answer list row, in their order."""
         return self.store.rows_of("answers", row).column("answer").to_numpy()
 
-    def filter_entries(self, filters: Sequence[CodeFilter]) -> list[Entry] | None:
-        """The expansion of an include's filters, column-wise from the store (an answer
-        list's answers in the list's order)."""
-        if not filters or not all(isinstance(f, MaskFilter) for f in filters):
-            return None
-        masks = [f.mask for f in filters if isinstance(f, MaskFilter)]
-        rows = np.flatnonzero(np.logical_and.reduce(masks) if len(masks) > 1 else masks[0])
+    def inactive_rows(self) -> npt.NDArray[np.bool_]:
+        """The inactive flag of every row (deprecated and discouraged terms)."""
+        return self.store.inactive
+
+    def ordered(self, filters: Sequence[MaskFilter], rows: npt.NDArray[np.int64]) -> Any:
+        """An answer list's answers (a ``LIST =`` filter) in the list's order."""
         lists = [f.text.split(" ", 2)[2] for f in filters if f.text.startswith("LIST = ")]
         if lists and "," not in lists[0]:
-            ordered = self.answers(self.store.row(lists[0])).astype(np.int64)
-            rows = ordered[np.isin(ordered, rows)]
-        codes = self.store.codes.take(pa.array(rows, pa.int64())).to_pylist()
-        displays = self.store.column("display", rows)
-        inactive = self.store.inactive[rows].tolist()
-        return [
-            Entry(self.url, self.version, code, display, False, stale)
-            for code, display, stale in zip(codes, displays, inactive, strict=True)
-        ]
+            answers = self.answers(self.store.row(lists[0])).astype(np.int64)
+            return answers[np.isin(answers, rows)]
+        return rows
 
     def implicit_valueset(self, url: str) -> dict[str, Any] | None:
         """``http://loinc.org/vs`` (every term) and ``http://loinc.org/vs/{LL…}`` (an answer

@@ -11,7 +11,7 @@ RXCUI (RXNCUI), inactive with what replaced it. Filters are boolean masks over c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,11 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import UnsupportedFilterError
+from workbench.releases.mask_provider import ConceptsByCode, MaskProvider
 from workbench.releases.rxnorm.store import RXNORM, Store
-from workbench.releases.snomed.provider import MaskFilter
 from workbench.terminology.codesystem import Concept
-from workbench.terminology.compose import Entry
-from workbench.terminology.filters import CodeFilter
 
 SYNONYM = {"system": "http://snomed.info/sct", "code": "900000000000013009", "display": "Synonym"}
 
@@ -38,37 +36,11 @@ class RxNormConcept(Concept):
     note: str = ""
 
 
-class RxNormConcepts(Mapping[str, Concept]):
-    """A read-only mapping RXCUI -> concept over the store (made on demand)."""
-
-    def __init__(self, provider: RxNormProvider) -> None:
-        self.provider = provider
-
-    def get(self, code: str, default: Any = None) -> Concept | Any:
-        """The concept of an RXCUI, or ``default``."""
-        found = self.provider.get(code)
-        return default if found is None else found
-
-    def __getitem__(self, code: str) -> Concept:
-        found = self.provider.get(code)
-        if found is None:
-            raise KeyError(code)
-        return found
-
-    def __contains__(self, code: object) -> bool:
-        return isinstance(code, str) and self.provider.store.row(code) >= 0
-
-    def __len__(self) -> int:
-        return self.provider.store.n
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.provider.store.codes.to_pylist())
-
-
-class RxNormProvider:
+class RxNormProvider(MaskProvider):
     """One RxNorm release, seen as a code system by the engine."""
 
     content = "complete"
+    concept_class = RxNormConcept
     case_sensitive = True
     hierarchy_meaning = "is-a"
     is_complete = True
@@ -82,7 +54,7 @@ class RxNormProvider:
         self.property_types: dict[str, str] = {"TTY": "code", "inactive": "boolean"}
         self.property_types.update({r: "code" for r in self.relas})
         self.property_types.update({a: "string" for a in self.atns if a not in self.relas})
-        self.concepts = RxNormConcepts(self)
+        self.concepts = ConceptsByCode(self)
         self._made: dict[str, RxNormConcept] = {}
         self.resource: dict[str, Any] = {
             "resourceType": "CodeSystem",
@@ -196,15 +168,9 @@ class RxNormProvider:
         concept = self.get(code)
         return concept.note if concept is not None else ""
 
-    def __contains__(self, code: object) -> bool:
-        return isinstance(code, str) and self.store.row(code) >= 0
-
     def __iter__(self) -> Iterator[Concept]:
         for row in range(self.store.n):
             yield self._make(row)
-
-    def __len__(self) -> int:
-        return self.store.n
 
     def ancestors(self, code: str) -> frozenset[str]:
         """RxNorm has no is-a hierarchy."""
@@ -223,46 +189,12 @@ class RxNormProvider:
         rows = np.sort(self.rows_of(list(codes)))
         return [self._make(int(r)) for r in rows[rows >= 0]]
 
-    def rows_of(self, codes: Sequence[Any]) -> npt.NDArray[np.int64]:
-        """The rows of many codes (-1 for anything that is not an RXCUI of the release)."""
-        row = self.store.row
-        return np.fromiter(
-            (row(c) if isinstance(c, str) else -1 for c in codes), dtype=np.int64, count=len(codes)
-        )
-
-    def describe(
-        self, codes: Sequence[str]
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], list[str | None]]:
-        """For many codes at once: known, inactive and display (bulk validation)."""
-        rows = self.rows_of(codes)
-        known = rows >= 0
-        safe = np.where(known, rows, 0)
-        inactive = known & ~self.store.active[safe]
-        shown = self.store.column("display", safe)
-        return known, inactive, [s if k else None for s, k in zip(shown, known, strict=True)]
-
     def designations_of(self, code: str) -> list[dict[str, Any]]:
         """The other names of a concept (synonyms, tall-man, prescribable names)."""
         concept = self.get(code)
         return list(concept.designations) if concept is not None else []
 
     # --- filters --------------------------------------------------------------------------
-
-    def compile_filter(self, raw: Mapping[str, Any]) -> CodeFilter:
-        """A compose filter as a boolean mask over concept rows."""
-        prop, op, value = (str(raw.get(k, "")) for k in ("property", "op", "value"))
-        mask = self.filter(prop, op, value)
-        members = frozenset(self.store.codes.filter(pa.array(mask)).to_pylist())
-
-        def matches(concept: Concept) -> bool:
-            row = (
-                concept.order
-                if isinstance(concept, RxNormConcept)
-                else self.store.row(concept.code)
-            )
-            return row >= 0 and bool(mask[row])
-
-        return MaskFilter(f"{prop} {op} {value}", matches, members, mask)
 
     def filter(self, prop: str, op: str, value: str) -> npt.NDArray[np.bool_]:
         """The rows a filter selects: ``TTY`` (=, in, not-in), a relationship by its RELA
@@ -310,19 +242,9 @@ class RxNormProvider:
             )
         return ~mask if op == "not-in" else mask
 
-    def filter_entries(self, filters: Sequence[CodeFilter]) -> list[Entry] | None:
-        """The expansion of an include's filters, column-wise from the store."""
-        if not filters or not all(isinstance(f, MaskFilter) for f in filters):
-            return None
-        masks = [f.mask for f in filters if isinstance(f, MaskFilter)]
-        rows = np.flatnonzero(np.logical_and.reduce(masks) if len(masks) > 1 else masks[0])
-        codes = self.store.codes.take(pa.array(rows, pa.int64())).to_pylist()
-        displays = self.store.column("display", rows)
-        inactive = (~self.store.active[rows]).tolist()
-        return [
-            Entry(self.url, self.version, code, display, False, stale)
-            for code, display, stale in zip(codes, displays, inactive, strict=True)
-        ]
+    def inactive_rows(self) -> npt.NDArray[np.bool_]:
+        """The inactive flag of every row (retired RXCUIs)."""
+        return ~self.store.active
 
     # --- frames ---------------------------------------------------------------------------
 
