@@ -347,7 +347,7 @@ def test_hierarchy_widget_walks_snomed(wb: Workbench) -> None:
     from workbench.notebook.valueset_browser import CodeSystemTree
 
     tree = CodeSystemTree(wb)
-    assert SCT in tree.system.options
+    assert (f"{SCT} (26 concepts)", SCT) in tree.system.options
     tree.system.value = SCT
     assert [code for _label, code in tree.children_list.options] == ["138875005"]
     tree.children_list.value = "138875005"
