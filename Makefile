@@ -8,7 +8,7 @@ ARGS ?=
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
-.PHONY: serve test lint typecheck unit chromium wrk bench lab clean
+.PHONY: serve test lint typecheck unit chromium wrk bench lab notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,17 @@ bench: $(VENV)/.installed-test wrk
 
 lab: $(VENV)/.installed-test
 	$(BIN)/jupyter lab notebooks/
+
+# Re-execute the notebooks in place (what nbval then compares), without storing widget state:
+# widgets are rebuilt when a notebook runs, and their state would keep data and tokens.
+notebooks: $(VENV)/.installed-test
+	for nb in notebooks/*.ipynb; do \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.store_widget_state=False "$$nb" || exit 1; \
+	  $(BIN)/python -c "import json,sys; p=sys.argv[1]; nb=json.load(open(p)); \
+	    nb['metadata'].pop('widgets', None); \
+	    open(p, 'w').write(json.dumps(nb, indent=1, ensure_ascii=False) + '\n')" "$$nb"; \
+	done
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache

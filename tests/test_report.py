@@ -98,7 +98,9 @@ SUGGESTION_CASES = [
     pytest.param("e11.9", "E11.9", "case variant", id="lower-case"),
     pytest.param("E11.9 ", "E11.9", "without the surrounding whitespace", id="trailing-space"),
     pytest.param("I1O", "I10", "nearest code", id="letter-o-for-zero"),
-    pytest.param("J45.90", "J45.909", "nearest code", id="one-digit-short"),
+    pytest.param("J45.90", "J45.909", "a more specific code", id="one-digit-short"),
+    pytest.param("E11", "E11.9", "a more specific code", id="header-code"),
+    pytest.param("X11.9", None, None, id="other-chapter-is-not-near"),
     pytest.param("essential hypertension", "I10", "nearest display", id="display-given"),
     pytest.param(
         "Essential (primary) hypertension", "I10", "the code with this display", id="display"
@@ -255,3 +257,57 @@ def test_report_pickles_without_its_suggester(default_wb: Workbench) -> None:
     again = pickle.loads(pickle.dumps(report))
     assert again["issue"].tolist() == ["unknown-code"]
     assert np.asarray(again.by_code()["suggestion"].isna()).all()
+
+
+# --- rich reprs ------------------------------------------------------------------------------
+
+
+def test_workbench_html_repr(wb: Workbench) -> None:
+    html = wb._repr_html_()
+    assert "<th style='text-align:left;padding-right:1em'>ValueSets</th>" in html
+    assert f"<td style='text-align:left'>{len(wb.registry.all('ValueSet'))}</td>" in html
+    assert "not running" in html
+    wb.load(
+        [
+            {
+                "resourceType": "CodeSystem",
+                "url": "http://example.org/v",
+                "version": v,
+                "status": "active",
+                "content": "complete",
+                "concept": [{"code": "a"}],
+            }
+            for v in ("1.0.0", "2.0.0")
+        ],
+        progress=False,
+    )
+    assert "(1 with several versions)" in wb._repr_html_()
+    with wb.serve(port=0, token="repr-test-token-0123456789") as server:
+        html = wb._repr_html_()
+        assert f"running at <code>{server.url}</code>" in html
+        assert server.token not in html
+        assert server.token not in server._repr_html_()
+    assert "not running" in wb._repr_html_()
+
+
+def test_result_and_report_html_use_theme_colours(default_wb: Workbench) -> None:
+    good = default_wb.validate_code(GENDER, code="male")._repr_html_()
+    bad = default_wb.validate_code(GENDER, code="x")._repr_html_()
+    assert "var(--jp-success-color1" in good
+    assert "var(--jp-error-color1" in bad
+    summary = default_wb.validate_column(pd.Series(["male", "x"]), GENDER).summary()
+    assert "var(--jp-success-color1" in summary._repr_html_()
+
+
+def test_validate_code_names_the_value_set_valueset(default_wb: Workbench) -> None:
+    """One name per concept: ``valueset`` (positional or keyword) everywhere; ``url=`` still
+    works but warns."""
+    assert default_wb.validate_code(GENDER, code="male").result is True
+    assert default_wb.validate_code(valueset=GENDER, code="male").result is True
+    with pytest.warns(DeprecationWarning, match=r"valueset=\.\.\."):
+        assert default_wb.validate_code(url=GENDER, code="male").result is True
+
+
+def test_validation_result_issue_is_the_reason(default_wb: Workbench) -> None:
+    result = default_wb.validate_code(GENDER, code="nope")
+    assert result.issue == result.reason == "unknown-code"

@@ -387,7 +387,7 @@ def test_code_validator(
 ) -> None:
     wb = default_wb
     calls = record(monkeypatch, wb, "validate_code")
-    validator = CodeValidator(wb)
+    validator = CodeValidator(wb, delay=0)
     assert validator.result is None
     run_steps(validator, steps, calls)
     out = validator.output.value
@@ -428,7 +428,7 @@ def test_code_validator(
 
 
 def test_code_validator_lists_value_sets_and_takes_one(default_wb: Workbench) -> None:
-    validator = CodeValidator(default_wb, ALL)
+    validator = CodeValidator(default_wb, ALL, delay=0)
     options = dict(validator.valueset.options)
     assert options["Workbench demo: all visit types"] == ALL
     assert set(options.values()) == set(default_wb.valuesets["url"])
@@ -469,7 +469,7 @@ def test_code_validator_shows_engine_errors_as_messages(
     with pytest.raises(error) as raised:
         wb.validate_code(url, code="x")
     calls = record(monkeypatch, wb, "validate_code")
-    validator = CodeValidator(wb)
+    validator = CodeValidator(wb, delay=0)
     run_steps(validator, [Step("valueset", url, 0), Step("code", "x")], calls)
     assert calls == [((url,), plain("x"))]
     assert validator.result is None
@@ -483,7 +483,7 @@ def test_code_validator_unknown_system_in_the_value_set(
     broken = valueset("unknown-cs", {"include": [{"system": MISSING_CS}]})
     wb.load(broken)
     calls = record(monkeypatch, wb, "validate_code")
-    validator = CodeValidator(wb)
+    validator = CodeValidator(wb, delay=0)
     run_steps(validator, [Step("valueset", broken["url"], 0), Step("code", "x")], calls)
     assert validator.result is not None
     assert (validator.result.result, validator.result.reason) == (False, "unknown-system")
@@ -1005,8 +1005,9 @@ def test_code_system_tree(
     default_wb: Workbench, actions: list[tuple[str, ...]], level: Level
 ) -> None:
     tree = CodeSystemTree(default_wb)
-    assert DEMO in tree.system.options
-    assert list(tree.system.options) == sorted(tree.system.options)
+    assert DEMO in [url for _, url in tree.system.options]
+    labels = [label for label, _ in tree.system.options]
+    assert labels == sorted(labels, key=str.casefold)
     for action in actions:
         if action[0] == "system":
             tree.system.value = action[1]
@@ -1088,7 +1089,7 @@ def shared_report(column_result: ValidationFrame) -> ColumnReport:
 @pytest.fixture
 def report(shared_report: ColumnReport) -> ColumnReport:
     """The shared ColumnReport, back at "all failures"."""
-    shared_report.reason.value = "all failures"
+    shared_report.issue.value = "all failures"
     return shared_report
 
 
@@ -1143,7 +1144,7 @@ def test_column_report_chart_is_vega_lite(report: ColumnReport) -> None:
 
 
 def test_column_report_chart_follows_the_filter(report: ColumnReport) -> None:
-    report.reason.value = "not-in-vs"
+    report.issue.value = "not-in-vs"
     spec = report.chart.outputs[0]["data"]["application/vnd.vegalite.v5+json"]
     reasons, codes = spec["hconcat"]
     chosen = [r["reason"] for r in reasons["data"]["values"] if r["chosen"]]
@@ -1180,17 +1181,18 @@ def test_column_report_chart_draws_the_top_invalid_codes(default_wb: Workbench, 
 
 
 def test_column_report_reason_options(report: ColumnReport) -> None:
-    options = list(report.reason.options)
+    options = list(report.issue.options)
     assert options[0] == "all failures"
-    assert report.reason.value == "all failures"
+    assert report.issue.value == "all failures"
     assert set(FAILING) <= set(options[1:])
     assert "valid" not in options
-    assert report.issue is report.reason
+    with pytest.warns(DeprecationWarning, match="ColumnReport.issue"):
+        assert report.reason is report.issue
 
 
 def test_column_report_every_offered_reason_selects_rows(report: ColumnReport) -> None:
-    for reason in report.reason.options[1:]:
-        report.reason.value = reason
+    for reason in report.issue.options[1:]:
+        report.issue.value = reason
         assert len(report.shown) > 0, reason
         assert set(report.selected["issue"]) == {reason}
 
@@ -1205,7 +1207,7 @@ def test_column_report_filters_failing_rows(
     everything = report.shown
     assert len(everything) == sum(FAILING.values())
     pd.testing.assert_frame_equal(everything, column_result.failure_cases)
-    report.reason.value = reason
+    report.issue.value = reason
     assert len(report.shown) == rows
     assert set(report.shown["issue"]) == {reason}
     expected_index = [f"row{i}" for i, (_, _, r) in enumerate(COLUMN) if r == reason]
@@ -1213,7 +1215,7 @@ def test_column_report_filters_failing_rows(
     assert report.rows_caption.value == f"<div>{rows:,} rows</div>"
     assert report.table.df.index.tolist() == expected_index
     assert set(report.codes.df["issue"]) == {reason}
-    report.reason.value = "all failures"
+    report.issue.value = "all failures"
     assert len(report.shown) == len(everything)
 
 
@@ -1229,7 +1231,7 @@ def test_column_report_show_valid_codes(report: ColumnReport) -> None:
 
 def test_column_report_all_valid(default_wb: Workbench) -> None:
     report = ColumnReport(default_wb.validate_column(pd.Series(["office", "home"]), IN_PERSON))
-    assert list(report.reason.options) == ["all failures"]
+    assert list(report.issue.options) == ["all failures"]
     assert "<b>2</b> of 2 rows valid (100.0%)" in report.counts.value
     assert len(report.shown) == 0
     assert len(report.codes.df) == 0
@@ -1369,11 +1371,20 @@ def test_server_panel_start_and_stop(
     port = port_of(url + "/")
     assert url.endswith("/fhir/R4")
     assert f"<code>{url}</code>" in panel.info.value
-    assert f"<code>{used}</code>" in panel.info.value
     assert (panel.start.disabled, panel.stop.disabled) == (True, False)
+    # the token is masked: in no HTML, no text box, not in the curl example
+    assert used not in panel.info.value
+    assert panel.token_box.value == "•" * 12
+    assert used not in panel.curl.value
+    assert "Authorization: Bearer $WORKBENCH_TOKEN" in panel.curl.value
+    assert used not in handle._repr_html_()
+    panel.reveal.value = True
+    assert panel.token_box.value == used
+    assert panel.reveal.description == "Hide token"
     curl = panel.curl.value
-    assert curl.startswith("curl ")
-    assert f"Authorization: Bearer {used}" in curl
+    assert curl.startswith(f"export WORKBENCH_TOKEN='{used}'\ncurl ")
+    panel.reveal.value = False
+    assert used not in panel.token_box.value + panel.curl.value
     assert f"'{url}/ValueSet/$validate-code?" in curl
     with httpx.Client(trust_env=False, timeout=10.0) as client:
         assert client.get(f"{url}/metadata").status_code == 200
@@ -1392,6 +1403,7 @@ def test_server_panel_start_and_stop(
     assert not handle.running
     assert text_of(panel.info.value) == "Stopped."
     assert panel.curl.value == ""
+    assert (panel.token_box.value, panel.reveal.disabled) == ("", True)
     assert (panel.start.disabled, panel.stop.disabled) == (False, True)
     assert port_is_free(port)
     with httpx.Client(trust_env=False, timeout=2.0) as client, pytest.raises(httpx.ConnectError):
@@ -1431,3 +1443,176 @@ def test_server_panel_start_error_is_a_message(
     assert panel.info.value == views.message(f"The server did not start on 127.0.0.1:{port}")
     assert (panel.start.disabled, panel.stop.disabled) == (False, True)
     assert panel.curl.value == ""
+
+
+# --- CodeValidator: pausing, exclusive inputs, suggestions, the picker --------------------
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    """Poll ``condition`` (bounded) until it holds."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_code_validator_waits_for_a_pause_and_says_typing(
+    default_wb: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = record(monkeypatch, default_wb, "validate_code")
+    validator = CodeValidator(default_wb, ALL, delay=0.2)
+    for text in ("o", "of", "off", "offi", "offic", "office"):
+        validator.code.value = text
+        assert text_of(validator.output.value) == "typing…"
+        assert "data-result" not in validator.output.value  # never red while typing
+        assert validator.result is None
+    assert calls == []
+    assert validator.pending
+    wait_for(lambda: not validator.pending and validator.result is not None)
+    assert len(calls) == 1  # one check after the pause, for the last text only
+    assert calls[0][1]["code"] == "office"
+    assert "data-result='true'" in validator.output.value
+
+
+def test_code_validator_flush_and_immediate_controls(
+    default_wb: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = record(monkeypatch, default_wb, "validate_code")
+    validator = CodeValidator(default_wb, ALL, delay=30)
+    validator.code.value = "in-person"
+    assert calls == [] and validator.pending
+    validator.abstract.value = True  # a checkbox checks at once, cancelling the wait
+    assert not validator.pending
+    assert len(calls) == 1 and calls[0][1]["abstract"] is True
+    validator.code.value = "nope"
+    validator.flush()
+    assert not validator.pending
+    assert validator.result is not None and validator.result.reason == "unknown-code"
+
+
+def test_code_validator_inputs_are_exclusive(default_wb: Workbench) -> None:
+    validator = CodeValidator(default_wb, ALL, delay=0)
+    validator.code.value = "nope"
+    assert validator.mode.value == "Code"
+    assert "Checking the code" in validator.using.value
+    assert not validator.code.disabled
+    validator.coding.value = OFFICE_CODING
+    assert validator.mode.value == "Coding"
+    assert "Checking the Coding" in validator.using.value
+    assert (validator.code.disabled, validator.system.disabled, validator.display.disabled) == (
+        True,
+        True,
+        True,
+    )
+    assert validator.result is not None and validator.result.result is True
+    validator.mode.value = "Code"  # switching back checks the code box again
+    assert validator.result is not None and validator.result.reason == "unknown-code"
+    assert not validator.code.disabled
+    validator.mode.value = "Coding"
+    validator.coding.value = ""
+    assert validator.mode.value == "Code"
+
+
+SUGGEST_CASES = [
+    pytest.param(GENDER, "Female", "female", "case variant", id="case"),
+    pytest.param(GENDER, " male", "male", "without the surrounding whitespace", id="whitespace"),
+    pytest.param(GENDER, "femal", "female", "nearest code", id="typo"),
+    pytest.param(ALL, "ofice", "office", "nearest code", id="demo-typo"),
+]
+
+
+@pytest.mark.parametrize(("vs", "code", "suggested", "why"), SUGGEST_CASES)
+def test_code_validator_suggests(
+    default_wb: Workbench, vs: str, code: str, suggested: str, why: str
+) -> None:
+    validator = CodeValidator(default_wb, vs, delay=0)
+    validator.code.value = code
+    assert validator.result is not None and validator.result.result is False
+    assert validator.suggestion is not None
+    assert (validator.suggestion.code, validator.suggestion.why) == (suggested, why)
+    assert f"Did you mean <code>{suggested}</code>" in validator.output.value
+    assert validator.code.value == code  # never corrected
+
+
+def test_code_validator_shows_whitespace_in_suggestion_context(default_wb: Workbench) -> None:
+    validator = CodeValidator(default_wb, GENDER, delay=0)
+    validator.code.value = "zzzz"
+    assert validator.suggestion is None
+    assert "Did you mean" not in validator.output.value
+
+
+def test_code_validator_unknown_value_set_url_hint(wb: Workbench) -> None:
+    broken = valueset(
+        "typo-import", {"include": [{"valueSet": [GENDER.replace("gender", "gendr")]}]}
+    )
+    wb.load(broken)
+    validator = CodeValidator(wb, broken["url"], delay=0)
+    validator.code.value = "male"
+    assert validator.result is None
+    assert f"Did you mean {GENDER}?" in text_of(validator.output.value)
+
+
+def test_value_set_picker_searches_as_you_type(default_wb: Workbench) -> None:
+    validator = CodeValidator(default_wb, delay=0)
+    picker = validator.picker
+    total = len(default_wb.valuesets)
+    assert len(picker.search.options) == total
+    labels = [label for label, _ in validator.valueset.options]
+    assert len(labels) == len(set(labels))  # unique labels
+    picker.search.value = "visit types"
+    assert {v for _, v in validator.valueset.options} == {ALL, BOOKABLE, IN_PERSON, REMOTE_LIVE}
+    assert text_of(picker.status.value) == f"4 of {total} value sets match"
+    picker.search.value = "administrative-gender 4.0.1"  # URL and version words
+    assert [v for _, v in validator.valueset.options] == [GENDER]
+    picker.search.value = "Workbench demo: all visit types"  # a label picks it
+    assert validator.valueset.value == ALL
+    validator.code.value = "office"
+    assert validator.result is not None and validator.result.result is True
+    picker.search.value = "gender"  # narrowing keeps the chosen value set listed
+    assert validator.valueset.value == ALL
+
+
+def test_value_set_options_are_unique_across_versions() -> None:
+    from workbench.notebook.pickers import valueset_options
+
+    resources = [
+        {"url": "http://x/a", "version": "1.0.0", "title": "Same"},
+        {"url": "http://x/a", "version": "2.0.0", "title": "Same"},
+        {"url": "http://x/b", "version": "1.0.0", "title": "Same"},
+        {"url": "http://x/c", "name": "OnlyName"},
+    ]
+    options = {label: value for label, value, _ in valueset_options(resources)}
+    assert options == {
+        "Same (1.0.0)": "http://x/a|1.0.0",
+        "Same (2.0.0)": "http://x/a",
+        "Same (1.0.0) · http://x/b": "http://x/b",
+        "OnlyName": "http://x/c",
+    }
+
+
+def test_code_systems_tab_shows_titles_and_counts(default_wb: Workbench) -> None:
+    tree = CodeSystemTree(default_wb)
+    labels = dict((url, label) for label, url in tree.system.options)
+    assert labels[DEMO].endswith(f"— {DEMO} (15 concepts)")
+    assert labels[GENDER_CS].startswith("AdministrativeGender — ")
+    assert labels[GENDER_CS].endswith("(4 concepts)")
+    tree.picker.search.value = "gender"
+    assert GENDER_CS in [url for _, url in tree.system.options]
+    assert DEMO not in [url for _, url in tree.system.options]
+
+
+def test_code_system_tree_finds_concepts(default_wb: Workbench) -> None:
+    tree = CodeSystemTree(default_wb)
+    tree.system.value = DEMO
+    tree.find.value = "office"
+    found = [code for _, code in tree.found.options]
+    assert found[:1] == ["office"] or "office" in found
+    assert set(found) >= {"office", "office-new"}
+    tree.found.value = "office-new"
+    assert text_of(tree.detail.value).startswith("office-new New patient office visit")
+    assert tree.path == ["office-new"]
+    tree.system.value = GENDER_CS
+    assert tree.find.value == ""
+    assert tree.found.options == ()

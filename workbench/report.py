@@ -39,8 +39,8 @@ def visible(value: Any) -> Any:
     leading, trailing and doubled spaces become ``␣``, a tab ``⇥``, a newline ``↵``, a
     no-break space ``⍽``. Anything that is not a string is returned as it is.
 
-    >>> visible(" male"), visible("E11.9 "), visible("a  b"), visible("a\\tb"), visible("ok")
-    ('␣male', 'E11.9␣', 'a␣␣b', 'a⇥b', 'ok')
+    >>> visible(" male"), visible("E11.9 "), visible("a  b"), visible("a" + chr(9) + "b")
+    ('␣male', 'E11.9␣', 'a␣␣b', 'a⇥b')
     """
     if not isinstance(value, str):
         return value

@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -69,11 +70,28 @@ class CodeIndex:
             self.by_dots.setdefault(_undotted(code), code)
             if display:
                 self.by_display.setdefault(_squeeze(display).casefold(), code)
+        self.sorted_codes = sorted(self.codes)
         self._display_codes = [c for c, d in self.displays.items() if d]
         self._display_texts = [str(self.displays[c]) for c in self._display_codes]
 
     def __len__(self) -> int:
         return len(self.codes)
+
+    def more_specific(self, code: str) -> str | None:
+        """A code below ``code`` in dotted notation (``R05`` → ``R05.9``, ``J45.90`` →
+        ``J45.909``): the "unspecified" one when there is one, else the shortest."""
+        prefix = code if "." in code else code + "."
+        start = bisect.bisect_left(self.sorted_codes, prefix)
+        below = []
+        for candidate in self.sorted_codes[start : start + 1000]:
+            if not candidate.startswith(prefix):
+                break
+            if candidate != code:
+                below.append(candidate)
+        if not below:
+            return None
+        unspecified = [c for c in below if "unspecified" in str(self.displays.get(c) or "")]
+        return min(unspecified or below, key=lambda c: (len(c), c))
 
     def _found(self, code: str, why: str) -> Suggestion:
         return Suggestion(code, self.displays.get(code), why)
@@ -94,11 +112,14 @@ class CodeIndex:
         named = self.by_display.get(squeezed.casefold())
         if named is not None:
             return self._found(named, "the code with this display")
+        specific = self.more_specific(squeezed)
+        if specific is not None:
+            return self._found(specific, "a more specific code")
         limit = 1 if len(squeezed) <= 5 else 2
         near = process.extractOne(
             squeezed, self.codes, scorer=Levenshtein.distance, score_cutoff=limit
         )
-        if near is not None and near[0] != code:
+        if near is not None and near[0] != code and str(near[0])[:1] == squeezed[:1]:
             return self._found(str(near[0]), "nearest code")
         if len(squeezed) >= 4 and any(ch.isalpha() for ch in squeezed):
             text = process.extractOne(

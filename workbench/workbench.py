@@ -4,6 +4,7 @@ and delegates to them; the server, the widgets and the pandas accessor all use t
 from __future__ import annotations
 
 import dataclasses
+import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -73,6 +74,14 @@ class Workbench:
         vs = len(self.registry.all("ValueSet"))
         cs = len(self.registry.all("CodeSystem"))
         return f"<Workbench: {vs} ValueSets, {cs} CodeSystems>"
+
+    def _repr_html_(self) -> str:
+        """What is loaded: resources per type (and how many canonicals have several
+        versions), terminologies from release files with their versions and sizes, and the
+        servers this Workbench runs."""
+        from workbench.notebook_html import workbench_html
+
+        return workbench_html(self)
 
     # --- loading ----------------------------------------------------------------------
 
@@ -367,9 +376,9 @@ class Workbench:
 
     def validate_code(
         self,
-        url: str | None = None,
-        *,
         valueset: Mapping[str, Any] | str | None = None,
+        *,
+        url: str | None = None,
         code: str | None = None,
         system: str | None = None,
         version: str | None = None,
@@ -391,6 +400,9 @@ class Workbench:
         use_supplements: Sequence[str] | None = None,
     ) -> ValidationResult:
         """Validate a code (or a Coding, or a CodeableConcept) against a value set.
+
+        ``valueset`` is a canonical URL (``url`` or ``url|version``) or a ValueSet dict, as in
+        ``expand`` and ``validate_column`` (``url=`` is a deprecated name for it).
 
         Returns a ValidationResult; a code that fails is ``result=False`` with a message, a
         ``reason`` and its ``issues``, never an exception. Raises ValueSetNotFoundError for
@@ -420,7 +432,14 @@ class Workbench:
         ...                  system_version="http://x|1.x").display
         'A 1.0.0'
         """
-        target = url if url is not None else valueset
+        if url is not None:
+            warnings.warn(
+                "validate_code(url=...) is deprecated: name the value set valueset=... (a "
+                "canonical URL or a ValueSet), as expand, validate_column and the widgets do",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        target = valueset if valueset is not None else url
         if target is None:
             raise InvalidRequestError("Give the value set: a canonical url or a ValueSet")
         if code is None and coding is None and codeable_concept is None:
@@ -617,7 +636,9 @@ class Workbench:
         """
         from workbench.server.embedded import serve
 
-        return serve(self, host=host, port=port, token=token, base=base, data_dir=data_dir)
+        handle = serve(self, host=host, port=port, token=token, base=base, data_dir=data_dir)
+        self.__dict__.setdefault("_servers", []).append(weakref.ref(handle))
+        return handle
 
 
 def _listed(value: str | Sequence[str] | None) -> list[str] | None:

@@ -6,9 +6,12 @@ port with a random token. Playwright drives ``/usr/bin/chromium`` (never a downl
 to open each notebook, clear its outputs, run all cells from the Run menu and save it. The test
 then checks the saved notebook (every code cell ran, no error output) and what the browser shows
 (no traceback, every widget output rendered as widget DOM, not as a fallback), types codes into
-the CodeValidator, and writes screenshots to ``build/screenshots/``: one per notebook
-(``<notebook>.png``) and one per workbench widget (``code-validator.png``,
-``column-report.png``, ``valueset-browser.png``, ``server-panel.png``).
+the CodeValidator, and writes screenshots: one per notebook to ``build/screenshots/``
+(``<notebook>.png``), and one per workbench widget and theme to ``docs/``
+(``code-validator-light.png``, ``code-validator-dark.png``, ``column-report-light.png`` …):
+after the light-theme pictures it switches JupyterLab to its dark theme, changes the
+ColumnReport's reason filter (so that its chart is drawn again, now dark, and shows that it
+follows the filter), photographs the widgets again and switches back.
 
 Chromium missing is a failure, never a skip: ``make test`` installs it (``make chromium``), or
 ``apt-get install chromium``; ``$CHROMIUM`` points at another build.
@@ -50,6 +53,8 @@ from workbench import Workbench
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 SCREENSHOTS = ROOT / "build" / "screenshots"
+DOCS = ROOT / "docs"
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 CHROMIUM = Path(os.environ.get("CHROMIUM") or "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -259,6 +264,7 @@ class NotebookRun:
     problems: list[str] = field(default_factory=list)
     widgets: dict[str, int] = field(default_factory=dict)
     validator_results: list[tuple[str, str, str]] = field(default_factory=list)
+    chart_filters: list[str] = field(default_factory=list)
     screenshots: list[Path] = field(default_factory=list)
 
 
@@ -341,11 +347,15 @@ class Session:
             run.screenshots.append(page_screenshot(page, name))  # as Run All left it
             if run.widgets["workbench-code-validator"]:
                 run.validator_results = self._use_code_validator(page)
-            for widget, count in run.widgets.items():
-                if count:
-                    path = SCREENSHOTS / f"{widget.removeprefix('workbench-')}.png"
-                    page.locator(f"{PANEL} .{widget}").first.screenshot(path=path)
-                    run.screenshots.append(path)
+            run.screenshots += widget_screenshots(page, run.widgets, "light")
+            if any(run.widgets.values()):
+                set_theme(page, "dark")
+                try:
+                    if run.widgets["workbench-column-report"]:
+                        run.chart_filters = refilter_column_report(page)
+                    run.screenshots += widget_screenshots(page, run.widgets, "dark")
+                finally:
+                    set_theme(page, "light")
         except BaseException:
             with contextlib.suppress(PlaywrightError):  # what the page showed when it failed
                 fit_viewport(page)
@@ -432,6 +442,55 @@ class Session:
         return seen
 
 
+def set_theme(page: Page, theme: str) -> None:
+    """Switch JupyterLab's theme from its Settings menu and wait until the page shows it."""
+    page.locator(".lm-MenuBar-itemLabel").get_by_text("Settings", exact=True).click()
+    page.locator(".lm-Menu .lm-Menu-itemLabel").get_by_text("Theme", exact=True).hover()
+    page.locator(".lm-Menu .lm-Menu-itemLabel").get_by_text(THEMES[theme], exact=True).click()
+    light = "true" if theme == "light" else "false"
+    wait_until(
+        page,
+        f"() => document.body.dataset.jpThemeLight === '{light}'",
+        ACTION_TIMEOUT,
+        f"JupyterLab did not switch to the {theme} theme",
+    )
+    page.wait_for_timeout(500)
+
+
+def widget_screenshots(page: Page, widgets: dict[str, int], theme: str) -> list[Path]:
+    """``docs/<widget>-<theme>.png`` for each workbench widget shown (the first of each)."""
+    DOCS.mkdir(exist_ok=True)
+    taken = []
+    for widget, count in widgets.items():
+        if count:
+            path = DOCS / f"{widget.removeprefix('workbench-')}-{theme}.png"
+            page.locator(f"{PANEL} .{widget}").first.screenshot(path=path)
+            taken.append(path)
+    return taken
+
+
+def refilter_column_report(page: Page) -> list[str]:
+    """Pick another reason in the ColumnReport's filter and then the first one again; each
+    change draws the chart anew (in the current theme). Returns the chart titles seen."""
+    report = page.locator(f"{PANEL} .workbench-column-report").first
+    select = report.locator(".widget-dropdown select").first
+    options = select.locator("option").all_inner_texts()
+    titles = []
+    for option in (options[1] if len(options) > 1 else options[0], options[0]):
+        select.select_option(label=option)
+        chart = report.locator(".vega-embed")
+        chart.first.wait_for(timeout=WIDGET_TIMEOUT * 1000)
+        page.wait_for_timeout(1000)  # the chart is drawn after the output arrives
+        titles.append(
+            " / ".join(
+                chart.first.locator("svg, canvas").evaluate_all(
+                    "nodes => nodes.map(n => n.getAttribute('aria-label') || n.tagName)"
+                )
+            )
+        )
+    return titles
+
+
 def labelled_input(widget: Locator, label: str) -> Locator:
     """The ``<input>`` of the ipywidgets Text whose description is ``label``."""
     row = widget.locator(".widget-text").filter(
@@ -496,7 +555,12 @@ def rendered_problems(page: Page, notebook: dict[str, Any]) -> list[str]:
         problems += [f"widget fallback shown: {text[:200]}" for f in WIDGET_FALLBACKS if f in text]
     # Widget outputs are rendered by the widget manager, without a data-mime-type attribute.
     expected = saved_widget_outputs(notebook)
-    widgets = page.locator(f"{PANEL} .jp-OutputArea-output:not([data-mime-type])")
+    # (outputs nested in a widget, such as a chart in an Output widget, are the widget's own;
+    # a Vega-Lite chart is drawn without a data-mime-type too, and is no widget)
+    widgets = page.locator(
+        f"{PANEL} .jp-OutputArea-output:not([data-mime-type])"
+        ":not(.jupyter-widgets .jp-OutputArea-output):not(:has(> .vega-embed))"
+    )
     if widgets.count() != expected:
         problems.append(f"{widgets.count()} widget outputs shown, {expected} in the notebook")
     for index in range(widgets.count()):
@@ -592,7 +656,8 @@ def test_code_validator_validates_what_is_typed(session: Session) -> None:
     assert (good, good_result) == (VALID_CODE, "true")
     assert good_text.split()[0] == "valid", good_text
     assert "Female" in good_text, good_text  # the display the engine gives
-    assert (SCREENSHOTS / "code-validator.png").stat().st_size > 0
+    for theme in THEMES:
+        assert (DOCS / f"code-validator-{theme}.png").stat().st_size > 0
 
 
 def test_column_report_renders(session: Session) -> None:
@@ -600,4 +665,6 @@ def test_column_report_renders(session: Session) -> None:
     assert shown_in, "no notebook shows a ColumnReport"
     run = session.run(shown_in[0])
     assert run.widgets["workbench-column-report"], f"{run.name}: the ColumnReport is not shown"
-    assert (SCREENSHOTS / "column-report.png").stat().st_size > 0
+    assert len(run.chart_filters) == 2, run.chart_filters  # the chart was drawn again
+    for theme in THEMES:
+        assert (DOCS / f"column-report-{theme}.png").stat().st_size > 0

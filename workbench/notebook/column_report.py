@@ -4,6 +4,7 @@ failing rows, a chart, and exports."""
 from __future__ import annotations
 
 import base64
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,18 @@ from workbench.report import EXPORTS, ValidationFrame, VegaLite, visible
 ALL = "all failures"
 FORMATS = [("CSV", "csv"), ("Excel", "xlsx"), ("Parquet", "parquet")]
 WHAT = [("distinct codes", "by_code"), ("failing rows", "failures")]
+# the widget shows what was probably meant next to the code; by_code() keeps its own order
+SHOWN_COLUMNS = [
+    "code",
+    "count",
+    "share",
+    "issue",
+    "suggestion",
+    "display",
+    "message",
+    "result",
+    "system",
+]
 TABLE_OPTIONS: dict[str, Any] = {
     "pageLength": 10,
     "lengthMenu": [10, 25, 50, 100],
@@ -35,11 +48,12 @@ class ColumnReport(w.VBox):
     returned. Given a raw DataFrame or Series instead, it validates it when told against
     what (``ColumnReport(df, valueset=URL, code="column")``), and otherwise says what to do.
 
-    The parts: ``counts`` (rows valid, rows per reason), ``issue`` (the reason filter, also
-    ``reason``), ``codes`` (an interactive table of ``result.by_code()``: paged, sortable,
-    searchable; codes with odd whitespace made visible), ``chart`` (a Vega-Lite chart linked
-    to the filter), ``rows`` (the failing rows), and an export of either table as CSV,
-    Excel or Parquet (``export_format``, ``export_what``, ``export_button``, ``download``).
+    The parts: ``counts`` (rows valid, rows per reason); ``issue``, the reason filter
+    (``reason`` is its deprecated name); ``codes``, an interactive table of
+    ``result.by_code()`` (paged, sortable, searchable; odd whitespace made visible);
+    ``chart``, a Vega-Lite chart that follows the filter; ``table``, the failing rows; and
+    an export of either table as CSV, Excel or Parquet (``export_format``, ``export_what``,
+    ``export_button``, ``download``).
     """
 
     def __init__(
@@ -63,7 +77,6 @@ class ColumnReport(w.VBox):
         failing = set(self.report.failure_cases["issue"].dropna().astype(str))
         reasons = [str(r) for r in self.summary.counts.index if str(r) in failing]
         self.issue = w.Dropdown(options=[ALL, *reasons], description="Reason")
-        self.reason = self.issue
         self.show_valid = w.Checkbox(value=False, description="show valid codes too")
         self.codes_caption = w.HTML()
         self.codes = ITable(self._codes_shown(), **TABLE_OPTIONS)
@@ -72,7 +85,7 @@ class ColumnReport(w.VBox):
         self.table = ITable(self._rows_shown(), **{**TABLE_OPTIONS, "showIndex": True})
         self.export_format = w.Dropdown(options=FORMATS, value="csv", description="Export")
         self.export_what = w.ToggleButtons(options=WHAT, value="by_code")
-        self.export_button = w.Button(description="Prepare download", icon="download")
+        self.export_button = w.Button(description="Download", icon="download")
         self.download = w.HTML()
         failing_rows = w.Accordion(children=[w.VBox([self.rows_caption, self.table])])
         failing_rows.set_title(0, "Failing rows")
@@ -95,6 +108,17 @@ class ColumnReport(w.VBox):
         for control in (self.export_format, self.export_what):
             control.observe(self._clear_download, "value")
         self._refresh()
+
+    @property
+    def reason(self) -> w.Dropdown:
+        """Deprecated name of ``issue`` (the reason filter)."""
+        warnings.warn(
+            "ColumnReport.reason is deprecated: use ColumnReport.issue (the name the report's "
+            "columns use)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.issue
 
     # --- what is shown --------------------------------------------------------------
 
@@ -124,7 +148,7 @@ class ColumnReport(w.VBox):
         for column in ("code", "suggestion", "display"):
             shown[column] = shown[column].map(visible)
         shown["share"] = [f"{v:.1%}" for v in self._selected_codes()["share"]]
-        return shown.where(shown.notna(), "")
+        return shown.where(shown.notna(), "")[SHOWN_COLUMNS]
 
     def _rows_shown(self) -> pd.DataFrame:
         failures = self.report.failure_cases

@@ -8,12 +8,18 @@ import ipywidgets as w
 
 from workbench.errors import WorkbenchError
 from workbench.notebook import views
-from workbench.server.embedded import ServerHandle
+from workbench.server.embedded import MASK, ServerHandle
 from workbench.workbench import Workbench
 
 
 class ServerPanel(w.VBox):
-    """Start/stop buttons, and the base URL, token and a copyable curl example when running."""
+    """Start/stop buttons; when running, the base URL, the access token (masked: ``reveal``
+    shows it until hidden again) and a curl example that reads the token from
+    ``$WORKBENCH_TOKEN`` (with the ``export`` line to set it while the token is shown).
+
+    The token is never part of the panel's HTML, so it never ends up in a saved notebook's
+    outputs; while hidden it is in no widget at all.
+    """
 
     def __init__(self, wb: Workbench, *, port: int = 0, token: str | None = None) -> None:
         self.wb = wb
@@ -23,11 +29,26 @@ class ServerPanel(w.VBox):
         self.start = w.Button(description="Start server", button_style="success")
         self.stop = w.Button(description="Stop server", button_style="danger", disabled=True)
         self.info = w.HTML(views.message("Stopped.", views.GREY))
-        self.curl = w.Textarea(disabled=False, layout=w.Layout(width="98%", height="70px"))
-        super().__init__([w.HBox([self.start, self.stop]), self.info, self.curl])
+        self.reveal = w.ToggleButton(
+            value=False, description="Show token", icon="eye", disabled=True
+        )
+        self.token_box = w.Text(
+            value=MASK, description="Token", disabled=True, layout=w.Layout(width="60%")
+        )
+        self.curl = w.Textarea(disabled=False, layout=w.Layout(width="98%", height="90px"))
+        super().__init__(
+            [
+                w.HBox([self.start, self.stop]),
+                self.info,
+                w.HBox([self.token_box, self.reveal]),
+                self.curl,
+            ]
+        )
         self.add_class("workbench-server-panel")
         self.start.on_click(self._start)
         self.stop.on_click(self._stop)
+        self.reveal.observe(self._show_token, "value")
+        self._clear()
 
     def _start(self, _: Any = None) -> None:
         if self.handle is not None:
@@ -37,12 +58,31 @@ class ServerPanel(w.VBox):
         except WorkbenchError as exc:
             self.info.value = views.message(exc.text)
             return
-        self.info.value = (
-            f"<div>Serving FHIR R4 at <code>{views.esc(self.handle.url)}</code>"
-            f"</div><div>token: <code>{views.esc(self.handle.token)}</code></div>"
-        )
-        self.curl.value = self.handle.curl_example()
+        self.info.value = f"<div>Serving FHIR R4 at <code>{views.esc(self.handle.url)}</code></div>"
         self.start.disabled, self.stop.disabled = True, False
+        self.reveal.disabled = False
+        self._show_token()
+
+    def _show_token(self, _: Any = None) -> None:
+        handle = self.handle
+        if handle is None:
+            return
+        shown = bool(self.reveal.value)
+        self.reveal.description = "Hide token" if shown else "Show token"
+        self.reveal.icon = "eye-slash" if shown else "eye"
+        self.token_box.value = handle.token if shown else MASK
+        self.token_box.disabled = not shown
+        example = handle.curl_example(reveal=False)
+        if shown:
+            example = f"export WORKBENCH_TOKEN='{handle.token}'\n{example}"
+        self.curl.value = example
+
+    def _clear(self) -> None:
+        self.reveal.value = False
+        self.reveal.disabled = True
+        self.token_box.value = ""
+        self.token_box.disabled = True
+        self.curl.value = ""
 
     def _stop(self, _: Any = None) -> None:
         if self.handle is None:
@@ -50,5 +90,5 @@ class ServerPanel(w.VBox):
         self.handle.stop()
         self.handle = None
         self.info.value = views.message("Stopped.", views.GREY)
-        self.curl.value = ""
         self.start.disabled, self.stop.disabled = False, True
+        self._clear()

@@ -9,6 +9,7 @@ import ipywidgets as w
 
 from workbench.errors import WorkbenchError
 from workbench.notebook import views
+from workbench.notebook.pickers import CodeSystemPicker
 from workbench.workbench import Workbench
 
 
@@ -126,30 +127,75 @@ class ValueSetBrowser(w.VBox):
 
 
 class CodeSystemTree(w.VBox):
-    """Walk a code system's hierarchy: pick a system, then step into children or up."""
+    """Walk a code system's hierarchy: pick a system (search by title, URL, version; the
+    list shows titles and concept counts), then step into children or up; only the level
+    shown is loaded, so SNOMED CT-sized systems stay instant. ``find`` searches codes and
+    displays of the system (the first ``matches`` hits); picking a hit shows it."""
 
-    def __init__(self, wb: Workbench) -> None:
+    def __init__(self, wb: Workbench, *, matches: int = 25) -> None:
         self.wb = wb
+        self.matches = matches
         self.path: list[str] = []
         self._updating = False
-        self.system = w.Dropdown(options=[], description="System", layout=w.Layout(width="98%"))
+        self.picker = CodeSystemPicker(wb)
+        self.system = self.picker.value_widget
+        self.find = w.Text(placeholder="search codes and displays", description="Concept")
+        self.found = w.Select(options=[], rows=5, layout=w.Layout(width="98%"))
         self.up = w.Button(description="▲ up", disabled=True)
         self.breadcrumb = w.HTML()
         self.children_list = w.Select(options=[], rows=10, layout=w.Layout(width="98%"))
         self.detail = w.HTML()
         super().__init__(
-            [self.system, w.HBox([self.up, self.breadcrumb]), self.children_list, self.detail]
+            [
+                self.picker,
+                self.find,
+                self.found,
+                w.HBox([self.up, self.breadcrumb]),
+                self.children_list,
+                self.detail,
+            ]
         )
         self.system.observe(self._on_system, "value")
         self.children_list.observe(self._on_child, "value")
+        self.find.observe(self._on_find, "value")
+        self.found.observe(self._on_found, "value")
         self.up.on_click(self._go_up)
-        self.system.options = sorted(
-            {str(cs["url"]) for cs in wb.registry.all("CodeSystem") if cs.get("url")}
-            | {p.url for p in wb.terminology.providers()}
-        )
+
+    def _on_find(self, _: Any = None) -> None:
+        text = self.find.value.strip()
+        url = self.system.value
+        self._updating = True
+        try:
+            self.found.options = []
+            if not url or not text:
+                return
+            include: dict[str, Any] = {"system": url}
+            try:
+                expansion = self.wb.expand(
+                    {"resourceType": "ValueSet", "compose": {"include": [include]}},
+                    filter=text,
+                    count=self.matches,
+                )
+            except WorkbenchError as exc:
+                self.detail.value = views.message(exc.text)
+                return
+            self.found.options = [
+                (f"{views.visible_text(c)}  {d or ''}", str(c))
+                for c, d in zip(expansion.frame["code"], expansion.frame["display"], strict=True)
+            ]
+            self.found.value = None
+        finally:
+            self._updating = False
+
+    def _on_found(self, change: Any) -> None:
+        code = change["new"]
+        if code and not self._updating:
+            self.path = [code]
+            self._show()
 
     def _on_system(self, _: Any = None) -> None:
         self.path = []
+        self.find.value = ""
         self._show()
 
     def _on_child(self, change: Any) -> None:

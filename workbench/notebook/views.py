@@ -8,7 +8,11 @@ from typing import Any
 
 import pandas as pd
 
-GREEN, AMBER, RED, GREY = "#1a7f37", "#9a6700", "#cf222e", "#57606a"
+# JupyterLab's theme variables (light and dark themes), with light-theme fallbacks elsewhere
+GREEN = "var(--jp-success-color1, #1a7f37)"
+AMBER = "var(--jp-warn-color1, #9a6700)"
+RED = "var(--jp-error-color1, #cf222e)"
+GREY = "var(--jp-ui-font-color2, #57606a)"
 
 
 def esc(value: Any) -> str:
@@ -93,7 +97,7 @@ def expansion_table(frame: pd.DataFrame) -> str:
         style = "font-style:italic;" if row.abstract else ""
         style += "text-decoration:line-through;" if row.inactive else ""
         rows.append(
-            f"<tr style='{style}'><td><code>{esc(row.code)}</code>"
+            f"<tr style='{style}'><td><code>{code_html(row.code)}</code>"
             f"{flags(bool(row.abstract), bool(row.inactive))}</td><td>{esc(row.display)}</td>"
             f"<td style='color:{GREY}'>{esc(row.system)}</td></tr>"
         )
@@ -103,8 +107,23 @@ def expansion_table(frame: pd.DataFrame) -> str:
     )
 
 
-def result_html(result: Any) -> str:
-    """A validation result, coloured: green valid, amber valid with a warning, red invalid."""
+def visible_text(code: Any) -> str:
+    """A code as plain text with odd whitespace made visible (for labels)."""
+    from workbench.report import visible
+
+    return "" if blank(code) else str(visible(code))
+
+
+def code_html(code: Any) -> str:
+    """A code for showing: escaped, odd whitespace made visible (``␣``, ``⇥`` …)."""
+    from workbench.report import visible
+
+    return esc(visible(code))
+
+
+def result_html(result: Any, suggestion: Any = None) -> str:
+    """A validation result, coloured: green valid, amber valid with a warning, red invalid;
+    with "did you mean …?" when a ``suggestion`` (a workbench.suggest.Suggestion) is given."""
     if result.result:
         colour, word = (AMBER, "valid, with a warning") if result.issues else (GREEN, "valid")
     else:
@@ -120,6 +139,12 @@ def result_html(result: Any) -> str:
         parts.append(f"<div>display: <b>{esc(result.display)}</b></div>")
     if result.message:
         parts.append(f"<div>{esc(result.message)}</div>")
+    if suggestion is not None:
+        shown = f" ({esc(suggestion.display)})" if suggestion.display else ""
+        parts.append(
+            f"<div class='workbench-suggestion'>Did you mean <code>{code_html(suggestion.code)}"
+            f"</code>{shown}? <span style='color:{GREY}'>{esc(suggestion.why)}</span></div>"
+        )
     parts.append("</div>")
     return "".join(parts)
 

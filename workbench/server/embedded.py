@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from workbench.service import TerminologyService
 
 START_TIMEOUT = 15.0
+MASK = "•" * 12
 
 
 class ServerHandle:
@@ -37,10 +38,13 @@ class ServerHandle:
         """True until the server has stopped."""
         return self._thread.is_alive()
 
-    def curl_example(self) -> str:
-        """A ready-to-paste curl command that validates a code."""
+    def curl_example(self, *, reveal: bool = True) -> str:
+        """A ready-to-paste curl command that validates a code; ``reveal=False`` writes
+        ``$WORKBENCH_TOKEN`` instead of the token (for anything that gets saved or shared)."""
+        token = self.token if reveal else "$WORKBENCH_TOKEN"
+        quote = "'" if reveal else '"'
         return (
-            f"curl -H 'Authorization: Bearer {self.token}' '{self.url}/ValueSet/"
+            f"curl -H {quote}Authorization: Bearer {token}{quote} '{self.url}/ValueSet/"
             "$validate-code?url=http://hl7.org/fhir/ValueSet/administrative-gender"
             "&system=http://hl7.org/fhir/administrative-gender&code=female'"
         )
@@ -69,7 +73,8 @@ class ServerHandle:
         state = "running" if self.running else "stopped"
         return (
             f"<p>FHIR terminology server <b>{state}</b> at <code>{self.url}</code><br>"
-            f"token: <code>{self.token}</code></p>"
+            f"token: <code>{MASK}</code> (in <code>.token</code>; not shown, so that a "
+            "saved notebook does not keep it)</p>"
         )
 
 

@@ -175,6 +175,11 @@ class ValidationResult:
     def __bool__(self) -> bool:
         return self.result
 
+    @property
+    def issue(self) -> str | None:
+        """The stable failure kind, under the name column reports use (``reason``)."""
+        return self.reason
+
     def outputs(self) -> dict[str, Any]:
         """The output values of $validate-code by name, as the reference servers give them:
         result, message, display, code, system, version, issues (an OperationOutcome),
@@ -216,10 +221,15 @@ class ValidationResult:
         return {"resourceType": "Parameters", "parameter": params}
 
     def _repr_html_(self) -> str:
-        colour = "#1a7f37" if self.result else "#cf222e"
+        # JupyterLab's theme colours (light and dark), with light fallbacks elsewhere
+        colour = (
+            "var(--jp-success-color1, #1a7f37)"
+            if self.result
+            else "var(--jp-error-color1, #cf222e)"
+        )
         word = "valid" if self.result else "invalid"
         if self.result and self.issues:
-            colour, word = "#9a6700", "valid, with a warning"
+            colour, word = "var(--jp-warn-color1, #9a6700)", "valid, with a warning"
         rows = "".join(
             f"<tr><th style='text-align:left'>{k}</th><td>{html.escape(str(v))}</td></tr>"
             for k, v in (
