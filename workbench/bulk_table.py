@@ -279,7 +279,9 @@ def _identity_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # the element addresses, read as integers (nothing is dereferenced; `values` is alive)
     view = memoryview((ctypes.c_size_t * len(values)).from_address(address)).cast("B")
     pointers = np.frombuffer(view, dtype=np.uintp)
-    ids, uniques = pd.factorize(pointers)
+    # a small size hint: the table grows with the distinct objects (the default sizes it
+    # for every row, which costs more than the hashing)
+    ids, uniques = pd.factorize(pointers, size_hint=1024)
     first = np.empty(len(uniques), dtype=np.int64)
     first[ids] = np.arange(len(ids))  # any row of a group: they hold the same object
     return np.asarray(ids, dtype=np.int64), first
