@@ -602,3 +602,40 @@ def test_bulk_validation_on_dask_equals_pandas(wb: Workbench) -> None:
         )
         assert mine.tolist() == theirs.tolist(), name
     assert on_pandas["result"].tolist()[:3] == [True, False, True]
+
+
+@pytest.mark.parametrize(
+    ("display", "result"),
+    [
+        ("Glucose [Masse/Volumen] in Serum oder Plasma", True),
+        ("Glucose:Massenkonzentration:Zeitpunkt:Serum oder Plasma:Quantitativ", True),
+        ("Glucose [Mass/volume] in Serum or Plasma", False),
+    ],
+)
+def test_validate_code_display_in_a_requested_language(
+    wb: Workbench, display: str, result: bool
+) -> None:
+    found = wb.validate_code(
+        f"{LOINC}/vs", code="2345-7", system=LOINC, display=display, display_language="de"
+    )
+    assert found.result is result
+    assert found.display == "Glucose [Masse/Volumen] in Serum oder Plasma"
+
+
+def test_http_expansion_with_properties(http: httpx.Client) -> None:
+    response = http.get(
+        "/ValueSet/$expand",
+        params={"url": f"{LOINC}/vs", "property": ["COMPONENT", "STATUS"], "count": "1"},
+    )
+    assert response.status_code == 200, response.text
+    first = response.json()["expansion"]["contains"][0]
+    assert first["code"] == "15074-8"
+    shown = {
+        part["valueCode"]: next(v for k, v in other.items() if k.startswith("value"))
+        for ext in first["extension"]
+        for part, other in [tuple(ext["extension"])]
+    }
+    assert shown == {
+        "COMPONENT": {"system": LOINC, "code": "LP14635-4", "display": "Glucose"},
+        "STATUS": "ACTIVE",
+    }

@@ -311,3 +311,20 @@ def test_validate_code_names_the_value_set_valueset(default_wb: Workbench) -> No
 def test_validation_result_issue_is_the_reason(default_wb: Workbench) -> None:
     result = default_wb.validate_code(GENDER, code="nope")
     assert result.issue == result.reason == "unknown-code"
+
+
+def test_unknown_value_set_error_says_did_you_mean(default_wb: Workbench) -> None:
+    typo = GENDER.replace("gender", "gendr")
+    with pytest.raises(Exception) as raised:
+        default_wb.validate_code(typo, code="male")
+    assert str(raised.value) == f"ValueSet {typo} not found"  # the error itself is unchanged
+    assert raised.value.__notes__ == [f"Did you mean {GENDER}?"]  # type: ignore[attr-defined]
+    with pytest.raises(Exception) as raised:
+        default_wb.expand(typo)
+    assert raised.value.__notes__ == [f"Did you mean {GENDER}?"]  # type: ignore[attr-defined]
+    with pytest.raises(Exception) as raised:
+        default_wb.validate_column(pd.Series(["male"]), typo)
+    assert raised.value.__notes__ == [f"Did you mean {GENDER}?"]  # type: ignore[attr-defined]
+    with pytest.raises(Exception) as raised:
+        default_wb.validate_code("http://example.org/nothing-like-it", code="x")
+    assert getattr(raised.value, "__notes__", []) == []

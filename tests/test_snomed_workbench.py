@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import snomed_rf2
 from http_support import TOKEN, assert_outcome, client
+from test_snomed_ecl import ECL_CASES
 
 from workbench import Workbench
 from workbench.errors import ExpressionSyntaxError, ReleaseFormatError, WorkbenchError
@@ -346,7 +347,7 @@ def test_hierarchy_widget_walks_snomed(wb: Workbench) -> None:
     from workbench.notebook.valueset_browser import CodeSystemTree
 
     tree = CodeSystemTree(wb)
-    assert SCT in tree.system.options
+    assert (f"{SCT} (26 concepts)", SCT) in tree.system.options
     tree.system.value = SCT
     assert [code for _label, code in tree.children_list.options] == ["138875005"]
     tree.children_list.value = "138875005"
@@ -559,3 +560,34 @@ def test_an_unpublished_edition_and_its_implicit_value_sets(release: Path, tmp_p
     assert {e.code for e in bench.expand(url).entries} == {"56265001", "22298006", "57054005"}
     found = bench.validate_code(url, code="22298006", system=SCT)
     assert found.result and found.version == xsct
+
+
+@pytest.mark.parametrize(("text", "expected"), ECL_CASES, ids=[t for t, _ in ECL_CASES])
+def test_http_every_ecl_feature(http: httpx.Client, text: str, expected: set[str]) -> None:
+    """Each ECL feature through ``$expand`` of ``?fhir_vs=ecl/…`` (inactive members too)."""
+    body = http.get(
+        "/ValueSet/$expand", params={"url": f"{SCT}?fhir_vs=ecl/{text}", "count": "1000"}
+    ).json()
+    assert {c["code"] for c in body["expansion"].get("contains", [])} == expected
+
+
+def test_http_lookup_of_an_inactive_concept(http: httpx.Client) -> None:
+    """inactive, the historical association under its refset id, the FSN as a designation
+    with use FSN; $validate-code names the replacement."""
+    body = http.get("/CodeSystem/$lookup", params={"system": SCT, "code": "307530000"}).json()
+    props = {
+        (p["part"][0]["valueCode"], next(v for k, v in p["part"][1].items() if k != "name"))
+        for p in body["parameter"]
+        if p["name"] == "property"
+    }
+    assert {("inactive", True), ("900000000000526001", "22298006")} <= props
+    uses = {
+        (d["part"][1]["valueCoding"]["code"], d["part"][2]["valueString"])
+        for d in body["parameter"]
+        if d["name"] == "designation"
+    }
+    assert any(use == "900000000000003001" for use, _ in uses)
+    checked = http.get(
+        "/CodeSystem/$validate-code", params={"url": SCT, "code": "307530000"}
+    ).json()
+    assert "REPLACED BY 22298006 |Myocardial infarction|" in values(checked, "message")[0]

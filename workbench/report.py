@@ -288,30 +288,28 @@ class ValidationFrame(pd.DataFrame):
         """
         if not self._is_complete():
             raise ValueError("by_code needs a complete validate_column result")
-        codes = pd.Series(
-            self._checked_codes().to_numpy(dtype=object), index=self.index, dtype=object
-        )
-        keys = pd.DataFrame(
-            {
-                "system": self["system"].astype(object).to_numpy(),
-                "code": codes.to_numpy(),
-                "issue": self["issue"].astype(object).to_numpy(),
-            }
-        )
-        ids = keys.groupby(["system", "code", "issue"], dropna=False, sort=False).ngroup()
-        ids_array = ids.to_numpy()
+        codes = self._checked_codes()
+        combined = np.zeros(len(self), dtype=np.int64)
+        for column in (self["system"], codes, self["issue"]):
+            part = _factor(column)
+            combined = combined * (int(part.max(initial=-1)) + 2) + part + 1
+        ids_array = np.asarray(pd.factorize(combined)[0], dtype=np.int64)
         _, first = np.unique(ids_array, return_index=True)
         counts = np.bincount(ids_array, minlength=len(first))
+
+        def at_first(column: pd.Series) -> np.ndarray:
+            return np.asarray(column.iloc[first].astype(object), dtype=object)
+
         rows = pd.DataFrame(
             {
-                "system": keys["system"].to_numpy()[first],
-                "code": keys["code"].to_numpy()[first],
+                "system": at_first(self["system"]),
+                "code": at_first(codes),
                 "count": counts,
                 "share": counts / max(len(self), 1),
                 "result": self["result"].array[first],
-                "issue": keys["issue"].to_numpy()[first],
-                "message": self["message"].astype(object).to_numpy()[first],
-                "display": self["display"].astype(object).to_numpy()[first],
+                "issue": at_first(self["issue"]),
+                "message": at_first(self["message"]),
+                "display": at_first(self["display"]),
                 "suggestion": np.full(len(first), None, dtype=object),
             }
         )
@@ -362,6 +360,13 @@ class ValidationFrame(pd.DataFrame):
             + table
             + "</details>"
         )
+
+
+def _factor(column: pd.Series) -> np.ndarray:
+    """Integer ids of a column's values (missing values -1), categoricals without a pass."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return np.asarray(column.cat.codes, dtype=np.int64)
+    return np.asarray(pd.factorize(column, use_na_sentinel=True)[0], dtype=np.int64)
 
 
 class CodeTable(pd.DataFrame):

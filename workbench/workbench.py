@@ -4,16 +4,22 @@ and delegates to them; the server, the widgets and the pandas accessor all use t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pandas as pd
 
 from workbench import frames, loading, packages
-from workbench.errors import InvalidRequestError, WorkbenchError
+from workbench.errors import (
+    CodeSystemNotFoundError,
+    InvalidRequestError,
+    ValueSetNotFoundError,
+    WorkbenchError,
+)
 from workbench.registry import Registry
 from workbench.releases.ucum.provider import UcumProvider
 from workbench.resources import Resource
@@ -32,6 +38,22 @@ if TYPE_CHECKING:
 
 
 _CURRENT: list[weakref.ReferenceType[Workbench]] = []
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _hinting(method: _Method) -> _Method:
+    """Add "Did you mean <url>?" (the nearest loaded canonical URLs) as a note to an unknown
+    value set or code system error; the error and its text stay as they are."""
+
+    @functools.wraps(method)
+    def wrapper(self: Workbench, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (ValueSetNotFoundError, CodeSystemNotFoundError) as exc:
+            self._add_hint(exc)
+            raise
+
+    return cast(_Method, wrapper)
 
 
 def current() -> Workbench:
@@ -74,6 +96,20 @@ class Workbench:
         vs = len(self.registry.all("ValueSet"))
         cs = len(self.registry.all("CodeSystem"))
         return f"<Workbench: {vs} ValueSets, {cs} CodeSystems>"
+
+    def _add_hint(self, exc: ValueSetNotFoundError | CodeSystemNotFoundError) -> None:
+        from workbench.suggest import url_hint
+
+        kind = "ValueSet" if isinstance(exc, ValueSetNotFoundError) else "CodeSystem"
+        known = {
+            str(r["url"]): r.get("title") or r.get("name")
+            for r in self.registry.all(kind)
+            if r.get("url")
+        }
+        hint = url_hint(str(getattr(exc, "url", "")).split("|", 1)[0], known)
+        exc.hint = hint  # type: ignore[union-attr]
+        if hint and hasattr(exc, "add_note") and hint not in getattr(exc, "__notes__", []):
+            exc.add_note(hint)
 
     def _repr_html_(self) -> str:
         """What is loaded: resources per type (and how many canonicals have several
@@ -305,6 +341,7 @@ class Workbench:
 
     # --- terminology ------------------------------------------------------------------
 
+    @_hinting
     def expand(
         self,
         valueset: str | Mapping[str, Any],
@@ -374,6 +411,7 @@ class Workbench:
             return self.terminology
         return self.terminology.with_resources(tx_resources)
 
+    @_hinting
     def validate_code(
         self,
         valueset: Mapping[str, Any] | str | None = None,
@@ -544,6 +582,7 @@ class Workbench:
 
     # --- columns ----------------------------------------------------------------------
 
+    @_hinting
     def validate_column(
         self,
         data: Any,
