@@ -618,3 +618,42 @@ def test_parent_cycle_loaded_in_python_never_subsumes_both_ways() -> None:
             query = {"system": CS_URL + "-cycle", "codeA": a, "codeB": b}
             response = http.get("/CodeSystem/$subsumes", params=query)
             assert_outcome(response, 422, "invariant", "cycle")
+
+
+INLINE_INCLUDES = [
+    pytest.param({}, 422, "invariant", "breaks vsd-1", id="empty-include"),
+    pytest.param({"valueSet": []}, 422, "invariant", "breaks vsd-1", id="no-import"),
+    pytest.param({"concept": [{"code": "a"}]}, 422, "invariant", "breaks vsd-1", id="no-system"),
+    pytest.param(
+        {"system": GENDER_CS, "filter": [{}]},
+        400,
+        "structure",
+        r"valueSet.compose.include\[0\].filter\[0\].op is required",
+        id="filter-without-op",
+    ),
+    pytest.param(
+        {"system": GENDER_CS, "concept": [{}]},
+        400,
+        "structure",
+        r"valueSet.compose.include\[0\].concept\[0\].code is required",
+        id="concept-without-code",
+    ),
+]
+
+
+@pytest.mark.parametrize(("include", "status", "code", "text"), INLINE_INCLUDES)
+@pytest.mark.parametrize("path", ["/ValueSet/$expand", "/ValueSet/$validate-code"])
+def test_inline_value_sets_keep_the_invariants(
+    http: httpx.Client, path: str, include: dict[str, Any], status: int, code: str, text: str
+) -> None:
+    """Found by the fuzz tests: an inline include with neither system nor valueSet was a 500
+    (and would have matched every code)."""
+    vs = {"resourceType": "ValueSet", "compose": {"include": [include]}}
+    body = params(
+        ("valueSet", {"resource": vs}),
+        ("code", {"valueCode": "male"}),
+        ("system", {"valueUri": GENDER_CS}),
+    )
+    if path.endswith("$expand"):
+        body["parameter"] = body["parameter"][:1]
+    assert_outcome(http.post(path, json=body), status, code, text)

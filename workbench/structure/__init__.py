@@ -91,8 +91,9 @@ def _show(value: str) -> str:
 
 def check_resource(resource: Any, *, required: bool = True, path: str | None = None) -> None:
     """Raise StructureError (naming the element path) when a terminology resource breaks the
-    R4 structure. ``required=False`` skips the required-element checks (an inline resource
-    given to an operation, which is never stored)."""
+    R4 structure. ``required=False`` skips the checks of the resource's own required elements
+    (``status``, ``content``: an inline resource given to an operation, which is never
+    stored); required elements inside it (``filter.op``, ``concept.code``) are still needed."""
     where = path or "The resource"
     if not isinstance(resource, Mapping):
         raise StructureError(f"{where} must be a JSON object, not {_kind(resource)}")
@@ -100,7 +101,7 @@ def check_resource(resource: Any, *, required: bool = True, path: str | None = N
     _, types = _compiled()
     if not isinstance(rtype, str) or rtype not in types or "." in rtype:
         raise StructureError(f"{where} must be a ValueSet, CodeSystem or ConceptMap, not {rtype!r}")
-    _run(_Checker(required).complex, rtype, resource, path or rtype)
+    _run(_Checker(required).resource, rtype, resource, path or rtype)
 
 
 def check_value(type_name: str, value: Any, path: str, *, required: bool = True) -> None:
@@ -132,8 +133,8 @@ def _run(check: Any, tname: str, value: Any, path: str) -> None:
 
 
 class _Checker:
-    def __init__(self, required: bool) -> None:
-        self.required = required
+    def __init__(self, root_required: bool) -> None:
+        self.root_required = root_required
         self.primitives, self.types = _compiled()
 
     def value(self, tname: str, value: Any, depth: int) -> None:
@@ -173,11 +174,14 @@ class _Checker:
             raise _Bad("{path} must be a resource (a JSON object with a resourceType)")
         rtype = value["resourceType"]
         if rtype in self.types and "." not in rtype:
-            self.complex(rtype, value, depth)
+            self.resource(rtype, value, depth)
         else:
             _check_depth(value, depth)
 
-    def complex(self, tname: str, obj: Any, depth: int) -> None:
+    def resource(self, rtype: str, obj: Any, depth: int) -> None:
+        self.complex(rtype, obj, depth, root=True)
+
+    def complex(self, tname: str, obj: Any, depth: int, *, root: bool = False) -> None:
         if not isinstance(obj, Mapping):
             shown = "an element" if "." in tname else _a(tname)
             raise _Bad(f"{{path}} must be {shown} (a JSON object), not {_kind(obj)}")
@@ -220,9 +224,9 @@ class _Checker:
             present = [n for n in names if n in obj or ("_" + n) in obj]
             if len(present) > 1:
                 raise _Bad(f"{{path}} has {' and '.join(present)}: {base}[x] takes one value")
-            if needed and self.required and not present:
+            if needed and (self.root_required or not root) and not present:
                 raise _Bad(f"{{path}}.{base}[x] is required", f"{base}[x]")
-        if self.required:
+        if self.root_required or not root:
             for name in required:
                 if name not in obj and ("_" + name) not in obj:
                     raise _Bad(f"{{path}}.{name} is required", name)

@@ -21,7 +21,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
+from workbench.errors import (
+    CodeSystemNotFoundError,
+    IncompleteCodeSystemError,
+    InvalidResourceError,
+)
 from workbench.resources import Resource, canonical_of, split_canonical
 from workbench.terminology import budget
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
@@ -67,6 +71,10 @@ class Clause:
         exclude: bool,
     ) -> None:
         self.system: str | None = raw.get("system")
+        if not self.system and not imports:
+            raise InvalidResourceError(
+                "A ValueSet include or exclude breaks vsd-1: it needs a system or a valueSet"
+            )
         self.version: str | None = raw.get("version")
         self.cs = cs
         self.exclude = exclude
