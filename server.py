@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         log_level="info",
         access_log=False,
         http=http_protocol(),
+        ws="none",  # no WebSocket upgrade: such a request is answered as plain HTTP
     )
     return 0
 

@@ -538,6 +538,39 @@ def test_requests_the_http_layer_rejects_get_an_outcome(server: ServerHandle, da
     assert outcome["issue"][0]["details"]["text"].startswith("The HTTP request could not be parsed")
 
 
+WEBSOCKET = (
+    b"GET /fhir/R4/nowhere HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param(
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n",
+            id="full",
+        ),
+        pytest.param(b"", id="no-key"),
+    ],
+)
+def test_websocket_upgrades_are_answered_as_http(server: ServerHandle, extra: bytes) -> None:
+    """The WebSocket library used to answer these in plain text (403, or 400 "Failed to open
+    a WebSocket connection"); the server speaks HTTP only, so they get the FHIR answer."""
+    port = int(server.url.split(":")[2].split("/")[0])
+    with socket.create_connection((HOST, port), timeout=10) as sock:
+        sock.sendall(
+            WEBSOCKET + b"Authorization: Bearer " + TOKEN.encode() + b"\r\n" + extra + b"\r\n"
+        )
+        received = sock.recv(65536)
+        head, _, body = received.partition(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        while len(body) < length:
+            body += sock.recv(65536)
+    assert head.startswith(b"HTTP/1.1 404 "), head
+    assert b"content-type: application/fhir+json" in head.lower()
+    assert json.loads(body)["resourceType"] == "OperationOutcome"
+
+
 def test_unexpected_error_keeps_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 500 used to drop the keep-alive connection; now it is an answer like any other."""
     wb = Workbench()

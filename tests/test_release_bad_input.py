@@ -305,6 +305,12 @@ CASES = [
         DuplicateCanonicalError,
         r"loinc.org\|.* is already loaded",
     ),
+    Case(
+        "loinc-version-clash-fresh-cache",
+        lambda t, _g: loinc_copy(t),
+        DuplicateCanonicalError,
+        "is already loaded",
+    ),
     # --- RxNorm ---
     Case(
         "rxnorm-truncated-zip",
@@ -326,6 +332,18 @@ CASES = [
         lambda t, _g: rxnorm_copy(t),
         DuplicateCanonicalError,
         r"rxnorm\|01062025 is already loaded",
+    ),
+    Case(
+        "rxnorm-version-clash-fresh-cache",
+        lambda t, _g: rxnorm_copy(t),
+        DuplicateCanonicalError,
+        "is already loaded",
+    ),
+    Case(
+        "icd-version-clash-fresh-cache",
+        lambda t, _g: icd_file(t / "again"),
+        DuplicateCanonicalError,
+        "is already loaded",
     ),
     Case(
         "icd-version-clash",

@@ -8,8 +8,10 @@ reopened from there afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
+import shutil
 import time
 import zipfile
 from collections.abc import Callable
@@ -127,6 +129,7 @@ def open_release(
     cache = Path(cache_dir) if cache_dir is not None else default_cache()
     if kind == "icd10cm":
         return _open_icd10cm(path, version, cache, started, claim)
+    cache_existed = cache.exists()
     bar = tqdm(desc=f"importing {Path(path).name}", disable=progress is False, unit=" step")
     try:
 
@@ -138,7 +141,16 @@ def open_release(
     finally:
         bar.close()
     if claim is not None:
-        claim(provider.url, provider.version)
+        try:
+            claim(provider.url, provider.version)
+        except BaseException:
+            if imported:  # refused once its version is known: the store made now goes too
+                del provider
+                shutil.rmtree(store, ignore_errors=True)
+                if not cache_existed:
+                    with contextlib.suppress(OSError):
+                        cache.rmdir()  # only when empty
+            raise
     summary = ReleaseSummary(
         kind=kind,
         system=provider.url,

@@ -99,6 +99,7 @@ def serve(
         lifespan="off",
         access_log=False,
         http=http_protocol(),
+        ws="none",  # no WebSocket upgrade: such a request is answered as plain HTTP
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"workbench-server-{port}", daemon=True)

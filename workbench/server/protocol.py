@@ -4,7 +4,8 @@ uvicorn answers a request it cannot parse (a broken request line, a bad header, 
 Content-Length) itself, with a plain-text 400, before the app sees anything. These protocol
 classes answer with an OperationOutcome instead; ``http_protocol()`` picks the one for the
 parser uvicorn would use (httptools when installed, else h11). Pass it as ``http=`` to
-``uvicorn.Config`` or ``uvicorn.run``.
+``uvicorn.Config`` or ``uvicorn.run``, with ``ws="none"``: otherwise a request asking for a
+WebSocket upgrade is answered by the WebSocket library in plain text (403 or 400).
 
 ``Guard`` is the outermost app layer: an exception nobody handled becomes a 500
 OperationOutcome (the traceback goes to the log only) without closing the connection.
@@ -16,6 +17,7 @@ import asyncio
 import logging
 
 import orjson
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workbench.errors import MalformedError, WorkbenchError
@@ -91,6 +93,8 @@ class Guard:
 
         try:
             await self.app(scope, receive, tracked)
+        except ClientDisconnect:
+            return  # the client is gone (or sent a body the parser refused): nobody to answer
         except Exception:
             log.exception("Unexpected error on %s %s", scope.get("method"), scope.get("path"))
             if started:
