@@ -15,6 +15,7 @@ from workbench import (
     ValueSetNotFoundError,
     Workbench,
 )
+from workbench.errors import InvalidResourceError
 
 SHAPE = "http://example.org/fhir/CodeSystem/shape"
 COLOUR = "http://example.org/fhir/CodeSystem/colour"
@@ -646,3 +647,28 @@ def test_cache_sees_deleted_resources() -> None:
 )
 def test_demo_value_sets(default_wb: Workbench, url: str, total: int) -> None:
     assert default_wb.expand(VS + url).total == total
+
+
+@pytest.mark.parametrize(
+    ("include", "rule"),
+    [
+        ({}, "vsd-1"),
+        ({"valueSet": [VS + "shapes"], "concept": [{"code": "a"}]}, "vsd-2"),
+        (
+            {
+                "system": "http://hl7.org/fhir/administrative-gender",
+                "concept": [{"code": "male"}],
+                "filter": [{"property": "concept", "op": "is-a", "value": "male"}],
+            },
+            "vsd-3",
+        ),
+    ],
+)
+def test_a_given_valueset_that_breaks_an_invariant_is_refused(
+    wb: Workbench, include: dict[str, Any], rule: str
+) -> None:
+    given = {"resourceType": "ValueSet", "status": "draft", "compose": {"include": [include]}}
+    with pytest.raises(InvalidResourceError, match=rule):
+        wb.expand(given)
+    with pytest.raises(InvalidResourceError, match=rule):
+        wb.validate_code(given, code="male", system="http://hl7.org/fhir/administrative-gender")

@@ -68,7 +68,7 @@ def check_valueset(resource: Mapping[str, Any], origin: str) -> None:
     compose = resource.get("compose")
     if compose is None:
         return
-    name = canonical_of(resource) or resource.get("id") or "ValueSet"
+    name = canonical_of(resource) or resource.get("id") or "(without url)"
     if not isinstance(compose, Mapping):
         raise InvalidResourceError(f"{origin}: ValueSet {name}: compose must be an object")
     for part in ("include", "exclude"):

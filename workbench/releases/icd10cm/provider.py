@@ -57,7 +57,17 @@ class Icd10cmProvider(CodeSystemIndex):
                 gc.enable()
 
     def _fill(self, concepts: pa.Table, designations: pa.Table) -> None:
-        cols = concepts.to_pydict()
+        kinds = concepts.column("kind").combine_chunks()
+        if pa.types.is_dictionary(kinds.type):  # each kind's text once, not per row
+            names = kinds.dictionary.to_pylist()
+            kind_of = [names[i] for i in kinds.indices.to_numpy(zero_copy_only=False)]
+        else:
+            kind_of = kinds.to_pylist()
+        cols = {
+            name: concepts.column(name).to_pylist()
+            for name in ("code", "display", "parent", "abstract", "billable")
+        }
+        cols["kind"] = kind_of
         terms: dict[str, list[dict[str, Any]]] = {}
         for code, value in zip(
             designations.column("code").to_pylist(),

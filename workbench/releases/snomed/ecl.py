@@ -8,7 +8,7 @@ subExpressionConstraint; the constraint operators ``<``, ``<<``, ``<!``, ``<<!``
 wildcard ``*``; refinements with attribute sets, attribute groups, cardinality, the reverse
 flag ``R``, expression / numeric / string / boolean comparisons; description (``term``,
 ``language``, ``type``, ``typeId``, ``dialect``, ``dialectId``) and concept (``active``,
-``definitionStatus``, ``moduleId``) filters; history supplements
+``definitionStatus``, ``moduleId``, ``effectiveTime``) filters; history supplements
 ``{{ +HISTORY[-MIN|-MOD|-MAX] }}``.
 Terms between pipes and comments are ignored.
 
@@ -66,7 +66,7 @@ cardinality: "[" INT ".." (INT | MANY) "]"
 filter_constraint: "{{" FILTER_DOMAIN? filter ("," filter)* "}}"
 history_supplement: "{{" "+" HISTORY HISTORY_PROFILE? "}}"
 ?filter: term_filter | language_filter | type_filter | type_id_filter | dialect_filter
-    | active_filter | definition_status_filter | module_filter
+    | active_filter | definition_status_filter | module_filter | effective_time_filter
 term_filter: "term"i EXPR_OP (typed_term | "(" typed_term+ ")")
 typed_term: (SEARCH_KIND ":")? STRING
 language_filter: "language"i EXPR_OP (LANG | "(" LANG+ ")")
@@ -78,6 +78,7 @@ acceptability: "(" (ACCEPT_TOKEN+ | concept_reference+) ")"
 active_filter: "active"i EXPR_OP (BOOLEAN | INT)
 definition_status_filter: "definitionStatus"i EXPR_OP (DEF_TOKEN | concept_reference)
 module_filter: "moduleId"i EXPR_OP (concept_reference | "(" concept_reference+ ")")
+effective_time_filter: "effectiveTime"i NUM_OP (STRING | "(" STRING+ ")")
 
 CONSTRAINT_OP: "<<!" | "<<" | "<!" | "<" | ">>!" | ">>" | ">!" | ">" | "!!>" | "!!<"
 HISTORY: /(?i:history)/
@@ -377,6 +378,18 @@ class _Build(Transformer):
 
     def module_filter(self, items: list[Any]) -> Filter:
         return self._filter("moduleId", items)
+
+    def effective_time_filter(self, items: list[Any]) -> Filter:
+        """``effectiveTime >= "20200131"`` (several dates in parentheses: any of them)."""
+        dates = []
+        for item in items[1:]:
+            text = _unquote(str(item))
+            if not (len(text) == 8 and text.isdigit()):
+                raise ExpressionSyntaxError(
+                    f'The ECL effectiveTime filter wants dates as "yyyymmdd", not {text!r}'
+                )
+            dates.append(int(text))
+        return Filter("effectiveTime", str(items[0]), tuple(dates))
 
 
 def _unquote(text: str) -> str:

@@ -289,7 +289,7 @@ class Evaluator:
         for f in block:
             if f.kind == "history":
                 return focus | self._history(focus, str(f.values[0]))
-            if f.kind in ("active", "definitionStatus", "moduleId"):
+            if f.kind in ("active", "definitionStatus", "moduleId", "effectiveTime"):
                 focus = focus & self._concept_filter(f)
             else:
                 description_filters.append(f)
@@ -332,6 +332,19 @@ class Evaluator:
             value = f.values[0]
             defined = str(value).lower() == "defined" or value == 900000000000073002
             keep = store.defined == defined
+        elif f.kind == "effectiveTime":
+            times = store.tables["concepts"].column("effectiveTime").to_numpy()
+            compare = {
+                "=": np.equal,
+                "!=": np.not_equal,
+                "<": np.less,
+                "<=": np.less_equal,
+                ">": np.greater,
+                ">=": np.greater_equal,
+            }[f.op]
+            if f.op == "!=":  # none of the dates
+                return np.logical_and.reduce([times != v for v in f.values])
+            return np.logical_or.reduce([compare(times, v) for v in f.values])
         else:
             modules = store.tables["concepts"].column("moduleId").to_numpy()
             keep = np.isin(modules, np.array([int(v) for v in f.values], dtype=np.int64))
