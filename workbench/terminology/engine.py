@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from workbench import loading
 from workbench.errors import (
@@ -34,6 +34,7 @@ from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.textindex import TextIndex
 from workbench.terminology.validation import (
     CheckOptions,
+    Issue,
     ValidationResult,
     coding_parts,
     combine_codings,
@@ -565,32 +566,49 @@ class Terminology:
             opts = dataclasses.replace(
                 opts, check_versions={**policy.check}, force_versions={**policy.force}
             )
-        resource = (
-            valueset
+        first = (
+            None
             if isinstance(valueset, Mapping)
-            else self.compiled(valueset, valueset_version, policy).resource
+            else self.compiled(valueset, valueset_version, policy)
         )
-        asked = [*use_supplements, *supplements.valueset_supplements(resource)]
+        resource: Mapping[str, Any] = (
+            first.resource if first is not None else cast(Mapping[str, Any], valueset)
+        )
+
+        def per_valueset(key: Hashable, factory: Callable[[], T]) -> T:
+            """What depends on the value set alone: remembered while it stays compiled."""
+            return factory() if first is None else self.memo(first, key, factory)
+
+        asked = [
+            *use_supplements,
+            *per_valueset(
+                ("validate", "supplements"), lambda: supplements.valueset_supplements(resource)
+            ),
+        ]
         if asked:
             self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
-        if (
-            display_language
-            or accept_language
-            or resource.get("language")
-            or (resource.get("extension"))
-        ):
+        if display_language or accept_language:
             wanted = languages.requested(
                 display_language, resource, accept_language, wildcard=False
             )
-            if wanted:
-                opts = dataclasses.replace(opts, languages=wanted)
+        else:
+            wanted = per_valueset(
+                ("validate", "languages"),
+                lambda: languages.requested(None, resource, None, wildcard=False),
+            )
+        if wanted:
+            opts = dataclasses.replace(opts, languages=wanted)
 
         def one(parts: Mapping[str, str | None], path: str) -> ValidationResult:
             used = policy
             wanted, of = parts.get("version"), parts.get("system")
             if wanted and of and of not in policy.force:
                 used = policy.with_default(of, wanted)
-            compiled = self.compiled(valueset, valueset_version, used)
+            compiled = (
+                first
+                if first is not None and used is policy
+                else self.compiled(valueset, valueset_version, used)
+            )
             result = validate_in_valueset(
                 compiled,
                 self.codesystem,
@@ -614,18 +632,19 @@ class Terminology:
         else:
             given = {"code": code, "system": system, "version": version, "display": display}
             result = one(given, "")
-        return self._with_status_checks(result, resource)
+        own = per_valueset(("validate", "status"), lambda: tuple(status_checks([resource])))
+        return self._with_status_checks(result, own)
 
     def _with_status_checks(
-        self, result: ValidationResult, valueset: Mapping[str, Any]
+        self, result: ValidationResult, own: tuple[Issue, ...]
     ) -> ValidationResult:
-        """Add the status-check notes about the value set and the code system used."""
-        used: list[Mapping[str, Any]] = [valueset]
+        """Add the status-check notes about the value set (``own``) and the code system
+        used."""
+        notes = list(own)
         if result.system:
             cs = self.codesystem(result.system, result.version)
             if cs is not None and getattr(cs, "resource", None):
-                used.append(cs.resource)
-        notes = status_checks(used)
+                notes += status_checks([cs.resource])
         return dataclasses.replace(result, issues=(*result.issues, *notes)) if notes else result
 
     def codesystem_versions(self, url: str) -> list[str]:
