@@ -106,7 +106,7 @@ def as_row(result: ValidationResult, *, missing: bool = False) -> Row:
         None if missing else result.result,
         result.message,
         result.display,
-        result.reason,
+        result.issue,
         result.system,
     )
 
@@ -129,7 +129,7 @@ def reference(
     display = None if is_missing(display) else display
     if is_missing(code):
         found = wb.validate_code(valueset=valueset, code="", system=system, abstract=abstract)
-        assert found.reason == "missing"
+        assert found.issue == "missing"
         return as_row(found, missing=True)
     found = wb.validate_code(
         valueset=valueset, code=code, system=system, display=display, abstract=abstract

@@ -60,7 +60,7 @@ def test_polars_frame_with_system_column_matches_pandas(wb: Workbench, dtype: ob
     for row, (c, s) in enumerate(zip(CODES, SYSTEMS, strict=True)):
         single = wb.validate_code(VS, code=c or "", system=s)
         assert got["message"].cast(pl.Utf8)[row] == single.message
-        assert got["issue"].cast(pl.Utf8)[row] == single.reason
+        assert got["issue"].cast(pl.Utf8)[row] == single.issue
         assert got["result"][row] == (single.result if c else None)
 
 

@@ -142,8 +142,8 @@ def reference(wb: Workbench, url: str, code: Any, system: Any, display: Any, abs
     system = None if is_missing(system) else system
     if is_missing(code):
         found = wb.validate_code(url, code="", system=system, abstract=abstract)
-        assert found.reason == "missing"
-        return (None, found.message, found.display, found.reason, found.system)
+        assert found.issue == "missing"
+        return (None, found.message, found.display, found.issue, found.system)
     found = wb.validate_code(
         url,
         code=code,
@@ -151,14 +151,14 @@ def reference(wb: Workbench, url: str, code: Any, system: Any, display: Any, abs
         display=None if is_missing(display) else display,
         abstract=abstract,
     )
-    return (found.result, found.message, found.display, found.reason, found.system)
+    return (found.result, found.message, found.display, found.issue, found.system)
 
 
 def reference_coding(wb: Workbench, url: str, cell: Any, abstract: bool) -> Row:
     if not isinstance(cell, Mapping):
         return (None, MISSING_MESSAGE, None, "missing", None)
     found = wb.validate_code(url, coding=cell, abstract=abstract)
-    return (found.result, found.message, found.display, found.reason, found.system)
+    return (found.result, found.message, found.display, found.issue, found.system)
 
 
 # --- generating -------------------------------------------------------------------------------

@@ -233,7 +233,7 @@ def test_validate_code(
     wb: Workbench, url: str, code: str, result: bool, reason: str | None
 ) -> None:
     found = wb.validate_code(url, code=code, system=LOINC)
-    assert found.result is result and found.reason == reason, found
+    assert found.result is result and found.issue == reason, found
 
 
 def test_validate_code_displays_case_and_deprecated_terms(wb: Workbench) -> None:
@@ -245,12 +245,12 @@ def test_validate_code_displays_case_and_deprecated_terms(wb: Workbench) -> None
     )
     assert german.result and german.display == "Glucose [Mass/volume] in Serum or Plasma"
     wrong = wb.validate_code(f"{LOINC}/vs", code="2345-7", system=LOINC, display="Sugar")
-    assert not wrong.result and wrong.reason == "invalid-display"
+    assert not wrong.result and wrong.issue == "invalid-display"
     lower = wb.validate_in_codesystem(LOINC, "lp14635-4")
     assert lower.result and lower.normalized_code == "LP14635-4"
     deprecated = wb.validate_in_codesystem(LOINC, "2344-0")
     assert (
-        deprecated.result and deprecated.reason == "inactive" and deprecated.status == "deprecated"
+        deprecated.result and deprecated.issue == "inactive" and deprecated.status == "deprecated"
     )
     assert "MAP_TO 2345-7 |Glucose [Mass/volume] in Serum or Plasma|" in str(deprecated.message)
     discouraged = wb.validate_in_codesystem(LOINC, "2947-0")

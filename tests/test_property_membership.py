@@ -47,7 +47,7 @@ def test_validate_code_agrees_with_expand(r4_wb: Workbench, data: st.DataObject)
     result = r4_wb.validate_code(url, code=code, system=system, abstract=True)
     assert result.result == ((system, code) in members), result.message
     if not result.result:
-        assert result.reason in {"not-in-vs", "unknown-code", "unknown-system", "missing"}
+        assert result.issue in {"not-in-vs", "unknown-code", "unknown-system", "missing"}
         assert result.message
 
 

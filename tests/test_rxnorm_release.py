@@ -124,7 +124,7 @@ def test_validate_in_the_code_system(
     wb: Workbench, code: str, display: str | None, result: bool, reason: str | None
 ) -> None:
     found = wb.validate_in_codesystem(RX, code, display=display)
-    assert (found.result, found.reason) == (result, reason)
+    assert (found.result, found.issue) == (result, reason)
 
 
 def test_retired_codes_are_inactive_with_their_replacement(wb: Workbench) -> None:
@@ -135,7 +135,7 @@ def test_retired_codes_are_inactive_with_their_replacement(wb: Workbench) -> Non
     gone = wb.validate_in_codesystem(RX, "1000001")
     assert "retired without replacement" in (gone.message or "")
     strict = wb.validate_code(valueset=SCD_VS, code="1000000", system=RX)
-    assert (strict.result, strict.reason) == (False, "not-in-vs")
+    assert (strict.result, strict.issue) == (False, "not-in-vs")
 
 
 @pytest.mark.parametrize(

@@ -116,19 +116,19 @@ def test_validate_code(
     wb: Workbench, url: str, code: str, result: bool, reason: str | None
 ) -> None:
     found = wb.validate_code(url, code=code, system=SCT)
-    assert found.result is result and found.reason == reason, found
+    assert found.result is result and found.issue == reason, found
 
 
 def test_validate_code_display_and_dialect(wb: Workbench) -> None:
     ok = wb.validate_code(ECL_VS, code="22298006", system=SCT, display="Heart attack")
     assert ok.result and ok.display == "Myocardial infarction"
     wrong = wb.validate_code(ECL_VS, code="22298006", system=SCT, display="Stroke")
-    assert not wrong.result and wrong.reason == "invalid-display"
+    assert not wrong.result and wrong.issue == "invalid-display"
 
 
 def test_inactive_code_names_its_replacement(wb: Workbench) -> None:
     found = wb.validate_in_codesystem(SCT, "307530000")
-    assert found.result and found.reason == "inactive"
+    assert found.result and found.issue == "inactive"
     assert "REPLACED BY 22298006" in str(found.message)
 
 
@@ -167,7 +167,7 @@ def test_versions_and_editions(wb: Workbench, version: str, found: bool) -> None
     result = wb.validate_in_codesystem(SCT, "22298006", version=version)
     assert result.result is found, result
     if not found:
-        assert result.reason == "unknown-system"
+        assert result.issue == "unknown-system"
 
 
 def test_malformed_expression_is_an_error(wb: Workbench) -> None:
@@ -401,7 +401,7 @@ def test_an_inactive_description_as_display_is_valid_with_a_warning(wb: Workbenc
     )
     assert [i.code for i in found.issues] == ["display-comment"]
     wrong = wb.validate_in_codesystem(SCT, "4147007", display="Tumor")
-    assert not wrong.result and wrong.reason == "invalid-display"
+    assert not wrong.result and wrong.issue == "invalid-display"
 
 
 @pytest.mark.parametrize(

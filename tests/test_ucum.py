@@ -230,7 +230,7 @@ def test_validate_against_a_value_set_that_lists_units(
     wb: Workbench, code: str, result: bool, reason: str | None, normalized: str | None
 ) -> None:
     found = wb.validate_code(valueset=LISTED, code=code, system=UCUM)
-    assert (found.result, found.reason, found.normalized_code) == (result, reason, normalized)
+    assert (found.result, found.issue, found.normalized_code) == (result, reason, normalized)
 
 
 def test_an_invalid_unit_says_where_it_fails(wb: Workbench) -> None:
@@ -248,7 +248,7 @@ def test_display_is_the_code_or_its_print_name(wb: Workbench) -> None:
     )
     assert named.result is True
     wrong = wb.validate_code(valueset=ALL, code="mg/dL", system=UCUM, display="grams")
-    assert (wrong.result, wrong.reason) == (False, "invalid-display")
+    assert (wrong.result, wrong.issue) == (False, "invalid-display")
 
 
 @pytest.mark.parametrize(
@@ -270,7 +270,7 @@ def test_whole_ucum_and_filters_validate(wb: Workbench, url: str, code: str, res
 def test_validate_against_the_code_system(wb: Workbench) -> None:
     assert wb.validate_in_codesystem(UCUM, "mmol/L").result is True
     bad = wb.validate_in_codesystem(UCUM, "mmol/LL")
-    assert bad.result is False and bad.reason == "unknown-code"
+    assert bad.result is False and bad.issue == "unknown-code"
     assert "position 7" in (bad.message or "")
 
 

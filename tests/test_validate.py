@@ -38,7 +38,7 @@ INACTIVE = f"The code {ONE}group is inactive (status 'retired'); review its use"
 
 
 def outcome(r: ValidationResult) -> tuple[Any, ...]:
-    return (r.result, r.reason, r.display, r.code, r.system, r.version)
+    return (r.result, r.issue, r.display, r.code, r.system, r.version)
 
 
 CASES = [
@@ -514,7 +514,7 @@ def test_inactive_excluded_agrees_with_expansion(
     vs = {"resourceType": "ValueSet", "compose": {"inactive": False, "include": [include]}}
     assert ("group" in default_wb.expand(vs)) is expanded
     result = default_wb.validate_code(valueset=vs, code="group", system=DEMO)
-    assert (result.result, result.reason) == (False, "inactive")
+    assert (result.result, result.issue) == (False, "inactive")
 
 
 @pytest.mark.parametrize(
@@ -573,7 +573,7 @@ def test_validate_in_codesystem(
     message: str | None,
 ) -> None:
     result = default_wb.validate_in_codesystem(system, code, display=display)
-    assert (result.result, result.reason, result.display) == expected
+    assert (result.result, result.issue, result.display) == expected
     assert result.message == message
 
 

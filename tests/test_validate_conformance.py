@@ -324,7 +324,7 @@ def post_body(c: Case, **entries: dict[str, Any]) -> dict[str, Any]:
 def check(c: Case, result: Any) -> None:
     assert result.result is c.result, result
     assert result.version == c.used
-    assert result.reason == c.reason
+    assert result.issue == c.reason
     if c.display is not None:
         assert result.display == c.display
     assert tuple((i.severity, i.code, i.expression) for i in result.issues) == c.tx

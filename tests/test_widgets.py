@@ -406,9 +406,9 @@ def test_code_validator(
         return
     result = validator.result
     assert result is not None
-    assert (result.result, result.reason, result.display) == (
+    assert (result.result, result.issue, result.display) == (
         shown.result,
-        shown.reason,
+        shown.issue,
         shown.display,
     )
     # The widget shows exactly what the engine answers for the same question.
@@ -416,8 +416,8 @@ def test_code_validator(
     assert f"data-result='{str(shown.result).lower()}'" in out
     assert f"border-left:6px solid {shown.colour}" in out
     assert f"<b style='color:{shown.colour}'>{shown.word}</b>" in out
-    if shown.reason:
-        assert f"<code>{shown.reason}</code>" in out
+    if shown.issue:
+        assert f"<code>{shown.issue}</code>" in out
     else:
         assert "<code>" not in out
     if shown.display:
@@ -486,7 +486,7 @@ def test_code_validator_unknown_system_in_the_value_set(
     validator = CodeValidator(wb, delay=0)
     run_steps(validator, [Step("valueset", broken["url"], 0), Step("code", "x")], calls)
     assert validator.result is not None
-    assert (validator.result.result, validator.result.reason) == (False, "unknown-system")
+    assert (validator.result.result, validator.result.issue) == (False, "unknown-system")
     assert "data-result='false'" in validator.output.value
     assert MISSING_CS in validator.output.value
 
@@ -1489,7 +1489,7 @@ def test_code_validator_flush_and_immediate_controls(
     validator.code.value = "nope"
     validator.flush()
     assert not validator.pending
-    assert validator.result is not None and validator.result.reason == "unknown-code"
+    assert validator.result is not None and validator.result.issue == "unknown-code"
 
 
 def test_code_validator_inputs_are_exclusive(default_wb: Workbench) -> None:
@@ -1508,7 +1508,7 @@ def test_code_validator_inputs_are_exclusive(default_wb: Workbench) -> None:
     )
     assert validator.result is not None and validator.result.result is True
     validator.mode.value = "Code"  # switching back checks the code box again
-    assert validator.result is not None and validator.result.reason == "unknown-code"
+    assert validator.result is not None and validator.result.issue == "unknown-code"
     assert not validator.code.disabled
     validator.mode.value = "Coding"
     validator.coding.value = ""

@@ -232,7 +232,7 @@ def _expressions(cs: Any, codes: np.ndarray) -> np.ndarray:
 
 
 def _row(result: ValidationResult) -> Row:
-    return result.result, result.message, result.display, result.reason, result.system
+    return result.result, result.message, result.display, result.issue, result.system
 
 
 def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, str], str | None]:

@@ -179,7 +179,7 @@ class CodeValidator(w.VBox):
 
     def _suggest(self, result: ValidationResult) -> Any:
         """A likely intended code for a failing one (never applied)."""
-        if result.result or result.reason not in ("unknown-code", "not-in-vs", "unknown-system"):
+        if result.result or result.issue not in ("unknown-code", "not-in-vs", "unknown-system"):
             return None
         from workbench.bulk import make_suggester
 
@@ -187,7 +187,7 @@ class CodeValidator(w.VBox):
         if url not in self._suggesters:
             self._suggesters[url] = make_suggester(self.wb, url)
         system = result.system or (self.system.value.strip() or None)
-        return self._suggesters[url](system, result.code, result.reason)
+        return self._suggesters[url](system, result.code, result.issue)
 
 
 def _with_hint(wb: Workbench, exc: WorkbenchError) -> str:

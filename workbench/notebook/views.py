@@ -133,8 +133,8 @@ def result_html(result: Any, suggestion: Any = None) -> str:
         f" style='border-left:6px solid {colour};padding:4px 10px'>"
         f"<b style='color:{colour}'>{word}</b>"
     ]
-    if result.reason:
-        parts.append(f" <code>{esc(result.reason)}</code>")
+    if result.issue:
+        parts.append(f" <code>{esc(result.issue)}</code>")
     if result.display:
         parts.append(f"<div>display: <b>{esc(result.display)}</b></div>")
     if result.message:

@@ -1,10 +1,10 @@
 """Code validation against a value set or a code system, as result objects.
 
 A code that fails is a ``ValidationResult`` with ``result=False``, a message and a stable
-``reason``; it never raises. The reasons (also the ``issue`` column of bulk validation):
+``issue``; it never raises. The issues (also the ``issue`` column of bulk validation):
 
 ========================  =========  ===================================================
-reason                    result     meaning
+issue                     result     meaning
 ========================  =========  ===================================================
 None                      True       valid
 ``inactive``              True       valid, but the concept is inactive (a warning)
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -165,7 +166,7 @@ class ValidationResult:
     code: str | None = None
     system: str | None = None
     version: str | None = None
-    reason: str | None = None
+    issue: str | None = None
     issues: tuple[Issue, ...] = ()
     inactive: bool | None = None
     status: str | None = None
@@ -176,9 +177,15 @@ class ValidationResult:
         return self.result
 
     @property
-    def issue(self) -> str | None:
-        """The stable failure kind, under the name column reports use (``reason``)."""
-        return self.reason
+    def reason(self) -> str | None:
+        """Deprecated name of ``issue`` (the stable failure kind, as in column reports)."""
+        warnings.warn(
+            "ValidationResult.reason is deprecated: use ValidationResult.issue (the name "
+            "column reports use)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.issue
 
     def outputs(self) -> dict[str, Any]:
         """The output values of $validate-code by name, as the reference servers give them:
@@ -236,7 +243,7 @@ class ValidationResult:
                 ("system", self.system),
                 ("code", self.code),
                 ("display", self.display),
-                ("reason", self.reason),
+                ("issue", self.issue),
                 ("message", self.message),
             )
             if v is not None
