@@ -964,7 +964,7 @@ def combine_codings(
     )
     if len(placed) > 1 or where:
         text = f"No valid coding was found for {where or 'the value set'}"
-        general = Issue("error", "not-in-vs", text, first.reason or "not-in-vs", "", "")
+        general = Issue("error", "not-in-vs", text, first.issue or "not-in-vs", "", "")
         issues = (dataclasses.replace(general, path="CodeableConcept"), *issues)
     message = (
         f"None of the {len(placed)} codings is valid: {notes}" if len(placed) > 1 else first.message
