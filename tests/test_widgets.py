@@ -408,7 +408,7 @@ def test_code_validator(
     assert result is not None
     assert (result.result, result.issue, result.display) == (
         shown.result,
-        shown.issue,
+        shown.reason,
         shown.display,
     )
     # The widget shows exactly what the engine answers for the same question.
@@ -416,8 +416,8 @@ def test_code_validator(
     assert f"data-result='{str(shown.result).lower()}'" in out
     assert f"border-left:6px solid {shown.colour}" in out
     assert f"<b style='color:{shown.colour}'>{shown.word}</b>" in out
-    if shown.issue:
-        assert f"<code>{shown.issue}</code>" in out
+    if shown.reason:
+        assert f"<code>{shown.reason}</code>" in out
     else:
         assert "<code>" not in out
     if shown.display:
