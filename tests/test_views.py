@@ -182,7 +182,7 @@ RESULT_CASES = [
             True,
             "The code is inactive",
             "Group visit",
-            reason="inactive",
+            issue="inactive",
             issues=(warning("The code is inactive"),),
         ),
         "true",
@@ -197,7 +197,7 @@ RESULT_CASES = [
             False,
             "Wrong display 'Bogus'",
             "Office visit",
-            reason="invalid-display",
+            issue="invalid-display",
             issues=(error("Wrong display 'Bogus'", "invalid-display"),),
         ),
         "false",
@@ -213,7 +213,7 @@ RESULT_CASES = [
     ),
     pytest.param(
         ValidationResult(
-            False, "Unknown code 'zz'", None, reason="unknown-code", issues=(error("u", "x"),)
+            False, "Unknown code 'zz'", None, issue="unknown-code", issues=(error("u", "x"),)
         ),
         "false",
         views.RED,
@@ -223,7 +223,7 @@ RESULT_CASES = [
         id="invalid-no-display",
     ),
     pytest.param(
-        ValidationResult(False, "<script>alert(1)</script>", "<b>x</b>", reason="not-in-vs"),
+        ValidationResult(False, "<script>alert(1)</script>", "<b>x</b>", issue="not-in-vs"),
         "false",
         views.RED,
         "invalid",
