@@ -632,20 +632,30 @@ class Terminology:
         else:
             given = {"code": code, "system": system, "version": version, "display": display}
             result = one(given, "")
+        # The status-check notes about the value set and the code system used; a code
+        # system the value set draws on is one of its dependencies, so its notes can be
+        # remembered with the compiled value set too.
         own = per_valueset(("validate", "status"), lambda: tuple(status_checks([resource])))
-        return self._with_status_checks(result, own)
-
-    def _with_status_checks(
-        self, result: ValidationResult, own: tuple[Issue, ...]
-    ) -> ValidationResult:
-        """Add the status-check notes about the value set (``own``) and the code system
-        used."""
-        notes = list(own)
-        if result.system:
-            cs = self.codesystem(result.system, result.version)
-            if cs is not None and getattr(cs, "resource", None):
-                notes += status_checks([cs.resource])
+        used = result.system
+        if used and first is not None and used in first.systems():
+            theirs = self.memo(
+                first,
+                ("validate", "status", used, result.version),
+                lambda: self._codesystem_status(used, result.version),
+            )
+        else:
+            theirs = self._codesystem_status(used, result.version)
+        notes = (*own, *theirs)
         return dataclasses.replace(result, issues=(*result.issues, *notes)) if notes else result
+
+    def _codesystem_status(self, system: str | None, version: str | None) -> tuple[Issue, ...]:
+        """The status-check notes about the code system a validation used."""
+        if not system:
+            return ()
+        cs = self.codesystem(system, version)
+        if cs is None or not getattr(cs, "resource", None):
+            return ()
+        return tuple(status_checks([cs.resource]))
 
     def codesystem_versions(self, url: str) -> list[str]:
         """Every loaded version of a code system (release providers and resources)."""

@@ -115,6 +115,13 @@ class VersionPolicy:
         >>> VersionPolicy.from_parameters(system_version=["http://x|1.x"]).resolve("http://x", None)
         '1.x'
         """
+        if not (
+            system_version
+            or force_system_version
+            or check_system_version
+            or default_valueset_version
+        ):
+            return NO_POLICY
         return cls(
             force=_by_system(force_system_version, "force-system-version"),
             defaults=_by_system(system_version, "system-version"),
