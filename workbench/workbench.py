@@ -504,10 +504,12 @@ class Workbench:
                 lenient_display=lenient_display,
                 membership_only=membership_only,
                 active_only=active_only,
-            ),
+            )
+            if abstract or lenient_display or membership_only or active_only
+            else _PLAIN_CHECK,
             display_language=display_language,
             accept_language=accept_language,
-            use_supplements=list(use_supplements or ()),
+            use_supplements=list(use_supplements) if use_supplements else (),
         )
 
     def validate_in_codesystem(
@@ -678,6 +680,10 @@ class Workbench:
         handle = serve(self, host=host, port=port, token=token, base=base, data_dir=data_dir)
         self.__dict__.setdefault("_servers", []).append(weakref.ref(handle))
         return handle
+
+
+#: The default switches of a validation, shared (CheckOptions is frozen)
+_PLAIN_CHECK = CheckOptions()
 
 
 def _listed(value: str | Sequence[str] | None) -> list[str] | None:
