@@ -356,6 +356,12 @@ def test_hierarchy_widget_walks_snomed(wb: Workbench) -> None:
     tree.children_list.value = "404684003"
     assert [code for _label, code in tree.children_list.options] == ["64572001"]
     assert "Clinical finding" in tree.detail.value
+    tree.find.value = "clinical FIND"  # a display, any case, from the store's columns
+    assert [code for _label, code in tree.found.options] == ["404684003"]
+    tree.find.value = "4046"  # a code's start
+    assert "404684003" in [code for _label, code in tree.found.options]
+    tree.found.value = "404684003"
+    assert tree.path == ["404684003"]
 
 
 @pytest.mark.parametrize(("language", "display"), [("en-GB", "Anaemia"), ("en-US", "Anemia")])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import ipywidgets as w
+import pandas as pd
 
 from workbench.errors import WorkbenchError
 from workbench.notebook import views
@@ -137,6 +138,7 @@ class CodeSystemTree(w.VBox):
         self.matches = matches
         self.path: list[str] = []
         self._updating = False
+        self._frame: tuple[str, pd.Series, pd.Series] | None = None
         self.picker = CodeSystemPicker(wb)
         self.system = self.picker.value_widget
         self.find = w.Text(placeholder="search codes and displays", description="Concept")
@@ -169,23 +171,35 @@ class CodeSystemTree(w.VBox):
             self.found.options = []
             if not url or not text:
                 return
-            include: dict[str, Any] = {"system": url}
             try:
-                expansion = self.wb.expand(
-                    {"resourceType": "ValueSet", "compose": {"include": [include]}},
-                    filter=text,
-                    count=self.matches,
-                )
+                hits = self._search(url, text)
             except WorkbenchError as exc:
                 self.detail.value = views.message(exc.text)
                 return
-            self.found.options = [
-                (f"{views.visible_text(c)}  {d or ''}", str(c))
-                for c, d in zip(expansion.frame["code"], expansion.frame["display"], strict=True)
-            ]
+            self.found.options = [(f"{views.visible_text(c)}  {d or ''}", c) for c, d in hits]
             self.found.value = None
         finally:
             self._updating = False
+
+    def _search(self, url: str, text: str) -> list[tuple[str, str | None]]:
+        """The first ``matches`` concepts whose code is ``text``, starts with it, or whose
+        display holds it (any case). The system's concept frame comes from its store once
+        and is kept while the system is shown, so each keystroke scans two string columns
+        (tens of milliseconds on SNOMED CT), never the concepts as Python objects."""
+        if self._frame is None or self._frame[0] != url:
+            frame = self.wb.concepts(url)
+            self._frame = (
+                url,
+                frame["code"].astype("string"),
+                frame["display"].astype("string"),
+            )
+        _, codes, displays = self._frame
+        exact = (codes == text).fillna(False).astype(bool)
+        hits = codes.str.startswith(text, na=False).astype(bool)
+        hits |= displays.str.contains(text, case=False, regex=False, na=False).astype(bool)
+        chosen = [*codes.index[exact], *codes.index[hits & ~exact][: self.matches]]
+        chosen = chosen[: self.matches]
+        return [(str(codes[i]), None if pd.isna(displays[i]) else str(displays[i])) for i in chosen]
 
     def _on_found(self, change: Any) -> None:
         code = change["new"]
