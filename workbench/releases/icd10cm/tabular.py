@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,8 +77,8 @@ def detect(path: str | Path) -> bool:
         _, opener = find_xml(path)
         with opener() as fh:
             head = fh.read(4096)
-    except Exception:
-        return False
+    except (ReleaseFormatError, OSError, zipfile.BadZipFile, zlib.error, EOFError):
+        return False  # not a readable ICD-10-CM release: detection says no, loading says why
     return b"<" + ROOT_TAG.encode() in head
 
 
