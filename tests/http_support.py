@@ -50,6 +50,15 @@ def params(*entries: tuple[str, Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def values(body: Mapping[str, Any], name: str) -> list[Any]:
+    """The values of the output parameters called ``name`` (``value[x]``, whatever its type)."""
+    return [
+        next(v for k, v in p.items() if k.startswith("value"))
+        for p in body["parameter"]
+        if p["name"] == name
+    ]
+
+
 def exactly(text: str) -> str:
     """A pattern that matches ``text`` and nothing else (for ``assert_outcome``)."""
     return "^" + re.escape(text) + "$"

@@ -8,12 +8,11 @@ import importlib.util
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pandas as pd
 import pytest
-from http_support import TOKEN, client
+from http_support import TOKEN, client, values
 
 from workbench import Workbench
 from workbench.errors import DuplicateCanonicalError
@@ -76,14 +75,6 @@ def server(wb: Workbench) -> Iterator[ServerHandle]:
 def http(server: ServerHandle) -> Iterator[httpx.Client]:
     with client(server.url) as c:
         yield c
-
-
-def values(body: dict[str, Any], name: str) -> list[Any]:
-    return [
-        next(v for k, v in p.items() if k.startswith("value"))
-        for p in body["parameter"]
-        if p["name"] == name
-    ]
 
 
 # --- the codes ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
-from http_support import TOKEN, assert_outcome, client
+from http_support import TOKEN, assert_outcome, client, values
 
 from workbench import Workbench
 from workbench.errors import DuplicateCanonicalError, ReleaseFormatError, WorkbenchError
@@ -91,14 +91,6 @@ def codes(wb: Workbench, include: dict[str, Any]) -> list[str]:
         {"resourceType": "ValueSet", "status": "active", "compose": {"include": [include]}}
     )
     return [e.code for e in found.entries]
-
-
-def values(body: dict[str, Any], name: str) -> list[Any]:
-    return [
-        next(v for k, v in p.items() if k.startswith("value"))
-        for p in body["parameter"]
-        if p["name"] == name
-    ]
 
 
 def zipped(folder: Path, dest: Path) -> Path:

@@ -7,12 +7,11 @@ import shutil
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pandas as pd
 import pytest
-from http_support import TOKEN, client
+from http_support import TOKEN, client, values
 
 from workbench import Workbench
 from workbench.errors import DuplicateCanonicalError, ReleaseFormatError, UnsupportedFilterError
@@ -299,17 +298,9 @@ def http(server: ServerHandle) -> Iterator[httpx.Client]:
         yield c
 
 
-def _values(body: dict[str, Any], name: str) -> list[Any]:
-    return [
-        next(v for k, v in p.items() if k.startswith("value"))
-        for p in body["parameter"]
-        if p["name"] == name
-    ]
-
-
 def test_http_lookup(http: httpx.Client) -> None:
     body = http.get("/CodeSystem/$lookup", params={"system": RX, "code": "209387"}).json()
-    assert _values(body, "display") == ["acetaminophen 325 MG Oral Tablet [Tylenol]"]
+    assert values(body, "display") == ["acetaminophen 325 MG Oral Tablet [Tylenol]"]
     props = {
         (p["part"][0]["valueCode"], next(v for k, v in p["part"][1].items() if k != "name"))
         for p in body["parameter"]
@@ -325,13 +316,13 @@ def test_http_validate_code(http: httpx.Client, code: str, result: bool) -> None
     body = http.get(
         "/ValueSet/$validate-code", params={"url": SCD_VS, "code": code, "system": RX}
     ).json()
-    assert _values(body, "result") == [result]
+    assert values(body, "result") == [result]
 
 
 def test_http_retired_code_message(http: httpx.Client) -> None:
     body = http.get("/CodeSystem/$validate-code", params={"url": RX, "code": "1000000"}).json()
-    assert _values(body, "result") == [True]
-    assert "replaced by 313782" in _values(body, "message")[0]
+    assert values(body, "result") == [True]
+    assert "replaced by 313782" in values(body, "message")[0]
 
 
 def test_http_expand(http: httpx.Client) -> None:

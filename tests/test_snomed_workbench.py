@@ -12,7 +12,7 @@ import httpx
 import pandas as pd
 import pytest
 import snomed_rf2
-from http_support import TOKEN, assert_outcome, client
+from http_support import TOKEN, assert_outcome, client, values
 from test_snomed_ecl import ECL_CASES
 
 from workbench import Workbench
@@ -68,14 +68,6 @@ def server(wb: Workbench) -> Iterator[ServerHandle]:
 def http(server: ServerHandle) -> Iterator[httpx.Client]:
     with client(server.url) as c:
         yield c
-
-
-def values(body: dict[str, Any], name: str) -> list[Any]:
-    found = []
-    for p in body["parameter"]:
-        if p["name"] == name:
-            found.append(next(v for k, v in p.items() if k.startswith("value")))
-    return found
 
 
 # --- Python ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
-from http_support import TOKEN, assert_outcome, client
+from http_support import TOKEN, assert_outcome, client, values
 
 from workbench import TooCostlyError, Workbench
 from workbench.errors import UnknownCodeError, UnsupportedFilterError
@@ -375,14 +375,6 @@ def http(server: ServerHandle) -> Iterator[httpx.Client]:
         yield c
 
 
-def _values(body: dict[str, Any], name: str) -> list[Any]:
-    return [
-        next(v for k, v in p.items() if k.startswith("value"))
-        for p in body["parameter"]
-        if p["name"] == name
-    ]
-
-
 @pytest.mark.parametrize(
     ("url", "code", "result"),
     [
@@ -397,18 +389,18 @@ def test_http_validate_code(http: httpx.Client, url: str, code: str, result: boo
     body = http.get(
         "/ValueSet/$validate-code", params={"url": url, "code": code, "system": UCUM}
     ).json()
-    assert _values(body, "result") == [result]
+    assert values(body, "result") == [result]
 
 
 def test_http_invalid_unit_message(http: httpx.Client) -> None:
     body = http.get("/CodeSystem/$validate-code", params={"url": UCUM, "code": "kg/m^2"}).json()
-    assert _values(body, "result") == [False]
-    assert "'kg/m^2' is not a valid UCUM unit" in _values(body, "message")[0]
+    assert values(body, "result") == [False]
+    assert "'kg/m^2' is not a valid UCUM unit" in values(body, "message")[0]
 
 
 def test_http_lookup(http: httpx.Client) -> None:
     body = http.get("/CodeSystem/$lookup", params={"system": UCUM, "code": "mmol/L"}).json()
-    assert _values(body, "display") == ["mmol/L"]
+    assert values(body, "display") == ["mmol/L"]
     props = {
         p["part"][0]["valueCode"]: next(v for k, v in p["part"][1].items() if k != "name")
         for p in body["parameter"]
