@@ -816,22 +816,23 @@ def test_object_column_every_row_right(default_wb: Workbench, shape: str) -> Non
     assert not [c for c in shown if not isinstance(c, str)]  # numbers are given as text
 
 
-def test_result_categories_are_shared_across_calls(default_wb: Workbench) -> None:
+def test_result_categories_are_shared_across_calls(wb: Workbench) -> None:
     """Results that use at least half of the value set's answer texts share its cached
     texts as their categories (the same index, not a copy per call); a call that uses
-    fewer keeps a copy of just its own."""
+    fewer keeps a copy of just its own. (A fresh Workbench: the answers it keeps depend
+    on every call before.)"""
     made_up = [f"made-up-{i}" for i in range(40)]
     codes = pd.Series(["office", None, "video", " office", *made_up] * 3, dtype=object)
-    first = default_wb.validate_column(codes, ALL, system=DEMO)
-    again = default_wb.validate_column(codes.astype("category"), ALL, system=DEMO)
+    first = wb.validate_column(codes, ALL, system=DEMO)
+    again = wb.validate_column(codes.astype("category"), ALL, system=DEMO)
     for name in ("message", "display", "issue"):
         assert first[name].cat.categories is again[name].cat.categories
         assert first[name].cat.codes.dtype == np.int8
     assert rows_of(first) == rows_of(again)
     few = ["made-up-3", "office"]
-    small = default_wb.validate_column(pd.Series(few), ALL, system=DEMO)
+    small = wb.validate_column(pd.Series(few), ALL, system=DEMO)
     assert small["message"].cat.categories.tolist() == [small["message"].iloc[0]]
-    assert rows_of(small) == [reference(default_wb, ALL, code=c, system=DEMO) for c in few]
+    assert rows_of(small) == [reference(wb, ALL, code=c, system=DEMO) for c in few]
 
 
 # --- index alignment ----------------------------------------------------------------------
