@@ -71,8 +71,7 @@ class Offloader:
         limits = self.limits
         if not blocking:
             try:
-                with budget.limited(budget.Budget(limits.inline_steps, inline=True)):
-                    return job()
+                return budget.run_limited(budget.Budget(limits.inline_steps, inline=True), job)
             except budget.WouldBlock:
                 pass
         queued = time.monotonic()

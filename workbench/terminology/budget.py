@@ -11,11 +11,14 @@ then repeats in a worker thread with the full budget. Once exceeded, a budget st
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
 
 from workbench.errors import TooCostlyError
+
+T = TypeVar("T")
 
 
 class WouldBlock(Exception):
@@ -38,8 +41,9 @@ class Budget:
         self.steps = steps
         self.left = steps
         self.seconds = seconds
-        start = time.monotonic() if since is None else since
-        self.deadline = start + seconds if seconds is not None else None
+        self.deadline: float | None = None
+        if seconds is not None:
+            self.deadline = (time.monotonic() if since is None else since) + seconds
         self.inline = inline
         self.exceeded = False
 
@@ -88,5 +92,17 @@ def limited(budget: Budget) -> Iterator[Budget]:
     try:
         yield budget
         budget.check()
+    finally:
+        _CURRENT.reset(token)
+
+
+def run_limited(budget: Budget, call: Callable[[], T]) -> T:
+    """``call()`` under ``budget``: ``limited`` without a generator (the server's hot path)."""
+    token = _CURRENT.set(budget)
+    try:
+        found = call()
+        if budget.exceeded:
+            budget.check()
+        return found
     finally:
         _CURRENT.reset(token)
