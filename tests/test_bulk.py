@@ -764,6 +764,77 @@ def test_dtypes_display_column_without_missing(default_wb: Workbench, dtype: Any
     ]
 
 
+def _copies(text: str, n: int) -> list[str]:
+    """``n`` equal strings that are ``n`` different objects."""
+    return ["".join(list(text)) for _ in range(n)]
+
+
+# An object column as real data has it: equal codes as one object or as many, numbers
+# (Python and numpy, integral floats), missing values of every kind, and whitespace.
+OBJECT_CODES: list[Any] = [
+    "office",
+    *_copies("office", 3),
+    " office",
+    "".join([" ", "office"]),
+    None,
+    np.nan,
+    pd.NA,
+    "",
+    "".join([]),
+    7,
+    np.int64(7),
+    7.0,
+    7.5,
+    "7",
+    "bogus",
+    *_copies("video", 2),
+]
+OBJECT_SYSTEMS: list[Any] = [DEMO, *_copies(DEMO, 3)] * 5 + [UNKNOWN_SYSTEM, None]
+
+
+@pytest.mark.parametrize("shape", ["series", "frame-one-system", "frame-many-systems"])
+def test_object_column_every_row_right(default_wb: Workbench, shape: str) -> None:
+    """An object column is grouped by object identity and only one value per group is
+    looked at: every row still equals validate_code on that row, whatever the objects."""
+    codes = pd.Series(OBJECT_CODES, dtype=object)
+    if shape == "series":
+        report = default_wb.validate_column(codes, ALL, system=DEMO)
+        systems: list[Any] = [DEMO] * len(codes)
+    else:
+        systems = OBJECT_SYSTEMS[: len(codes)]
+        if shape == "frame-one-system":
+            systems = _copies(DEMO, len(codes))
+        data = pd.DataFrame({"c": codes, "s": pd.Series(systems, dtype=object)})
+        report = default_wb.validate_column(data, ALL, code="c", system="s")
+    texts = ["7" if isinstance(c, (int, float, np.number)) and c == 7 else c for c in codes]
+    texts = ["7.5" if isinstance(c, float) and c == 7.5 else c for c in texts]
+    assert rows_of(report) == [
+        reference(default_wb, ALL, code=c, system=s) for c, s in zip(texts, systems, strict=True)
+    ]
+    shown = [c for c in report.failure_cases["code"].tolist() if not is_missing(c)]
+    assert {"7", "7.5"} <= set(shown)
+    assert not [c for c in shown if not isinstance(c, str)]  # numbers are given as text
+
+
+def test_result_categories_are_shared_across_calls(wb: Workbench) -> None:
+    """Results that use at least half of the value set's answer texts share its cached
+    texts as their categories (the same index, not a copy per call); a call that uses
+    fewer keeps a copy of just its own. (A fresh Workbench: the answers it keeps depend
+    on every call before.)"""
+    made_up = [f"made-up-{i}" for i in range(40)]
+    codes = pd.Series(["office", None, "video", " office", *made_up] * 3, dtype=object)
+    first = wb.validate_column(codes, ALL, system=DEMO)
+    again = wb.validate_column(codes.astype("category"), ALL, system=DEMO)
+    for name in ("message", "display", "issue"):
+        assert first[name].cat.categories is again[name].cat.categories
+        assert first[name].cat.codes.dtype == np.int8
+    assert rows_of(first) == rows_of(again)
+    few = ["made-up-3", "office"]
+    small = wb.validate_column(pd.Series(few), ALL, system=DEMO)
+    assert small["message"].cat.categories.tolist() == [small["message"].iloc[0]]
+    assert rows_of(small) == [reference(wb, ALL, code=c, system=DEMO) for c in few]
+
+
 # --- index alignment ----------------------------------------------------------------------
 
 INDEXES = [

@@ -21,6 +21,7 @@ from workbench.bulk_table import (
     MISSING_MESSAGE,
     Answers,
     AnswerTable,
+    Objects,
     Row,
     missing_mask,
     result_frame,
@@ -406,13 +407,24 @@ def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return ids, distinct
 
 
+def _factorize_objects(objects: Objects) -> tuple[np.ndarray, np.ndarray]:
+    """``_factorize`` of a column grouped by identity: the groups' values made distinct by
+    equality, missing values in one last slot."""
+    ids, distinct = _factorize(pd.Series(objects.values, dtype=object))
+    return ids.take(objects.ids), distinct
+
+
 def validate_arrays(
     checker: Checker,
     codes: pd.Series,
     systems: pd.Series | str | None,
     displays: pd.Series | None,
+    objects: Objects | None = None,
 ) -> pd.DataFrame:
     """Validate aligned code/system/display columns; return the frame of COLUMNS.
+
+    ``objects``: the code column grouped by identity, with the codes' texts (from
+    ``code_column``), when the caller has it.
 
     One system for every row and no displays: the codes are looked up in that system's
     answer table in the column's own encoding. Otherwise each distinct (system, code,
@@ -425,10 +437,12 @@ def validate_arrays(
     if displays is not None and bool(displays.isna().all()):
         displays = None
     if isinstance(systems, str) and displays is None:
-        state, position = checker.table(systems).column(codes)
+        state, position = checker.table(systems).column(codes, objects)
         return result_frame(state.answers, position, systems, state)
     columns = {"code": codes, "system": systems, "display": displays}
     parts = {name: _factorize(col) for name, col in columns.items() if isinstance(col, pd.Series)}
+    if objects is not None:  # the same grouping, without hashing every row's text again
+        parts["code"] = _factorize_objects(objects)
     if len(parts) == 1:
         row_ids, keys = parts["code"][0], np.arange(len(parts["code"][1]), dtype=np.int64)
         values = {"code": parts["code"][1]}
@@ -550,23 +564,24 @@ def prepare(
     code: str | None,
     system: str | None,
     display: str | None,
-    texts: pd.Series | None = None,
-) -> tuple[pd.Series, pd.Series | str | None, pd.Series | None]:
-    """Pick the code, system and display inputs out of a Series or a DataFrame
-    (``texts``: the code column's ``code_text``, when the caller has it already)."""
+    texts: tuple[pd.Series, Objects | None] | None = None,
+) -> tuple[pd.Series, pd.Series | str | None, pd.Series | None, Objects | None]:
+    """Pick the code, system and display inputs out of a Series or a DataFrame, with the
+    code column's ``code_column`` (``texts``: that, when the caller has it already)."""
     if isinstance(data, pd.DataFrame):
         check_columns(list(data.columns), code=code, system=system, display=display)
         assert code is not None
-        codes = code_text(data[code]) if texts is None else texts
+        codes, objects = code_column(data[code]) if texts is None else texts
         systems: pd.Series | str | None = system
         if system is not None and system in data.columns:
             systems = data[system]
         displays = data[display] if display is not None else None
-        return codes, systems, displays
+        return codes, systems, displays, objects
     if isinstance(data, pd.Series):
         if display is not None:
             raise InvalidRequestError("display=... names a column; pass a DataFrame for that")
-        return (code_text(data) if texts is None else texts), system, None
+        codes, objects = code_column(data) if texts is None else texts
+        return codes, system, None, objects
     raise TypeError(
         f"validate_column takes a pandas Series or DataFrame, not {type(data).__name__}"
     )
@@ -582,31 +597,41 @@ def code_text(values: pd.Series) -> pd.Series:
     >>> code_text(pd.Series([1, 2], dtype="Int64")).tolist()
     ['1', '2']
     """
+    return code_column(values)[0]
+
+
+def code_column(values: pd.Series) -> tuple[pd.Series, Objects | None]:
+    """``code_text``, and for an ``object`` column also its rows grouped by identity with
+    each group's text (the lookup reuses them). Only one value per group is looked at, so
+    an object column of strings is never scanned row by row."""
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         if pd.api.types.is_numeric_dtype(dtype.categories.dtype):
             renamed = code_text(pd.Series(dtype.categories))
-            return values.cat.rename_categories(renamed.tolist())
-        return values
+            return values.cat.rename_categories(renamed.tolist()), None
+        return values, None
     if pd.api.types.is_bool_dtype(dtype):
-        return values
+        return values, None
     if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_float_dtype(dtype):
         present = values.notna().to_numpy()
         numbers = np.asarray(values.astype(object), dtype=object)
         out = np.full(len(values), None, dtype=object)
         out[present] = [_number_text(n) for n in numbers[present]]
-        return pd.Series(out, index=values.index, name=values.name, dtype=object)
+        return pd.Series(out, index=values.index, name=values.name, dtype=object), None
     if pd.api.types.is_object_dtype(dtype):
-        kind = pd.api.types.infer_dtype(values, skipna=True)
-        if kind in ("integer", "floating", "mixed-integer", "mixed-integer-float", "mixed"):
-            texts = [
-                _number_text(v)
-                if isinstance(v, (int, float, np.number)) and not _is_missing(v)
-                else v
-                for v in values
-            ]
-            return pd.Series(texts, index=values.index, name=values.name, dtype=object)
-    return values
+        objects = Objects.of(np.asarray(values, dtype=object))
+        kind = pd.api.types.infer_dtype(objects.values, skipna=True)
+        if kind not in ("integer", "floating", "mixed-integer", "mixed-integer-float", "mixed"):
+            return values, objects
+        texts = np.empty(len(objects.values), dtype=object)
+        for k, v in enumerate(objects.values):  # once per distinct object
+            number = isinstance(v, (int, float, np.number)) and not _is_missing(v)
+            texts[k] = _number_text(v) if number else v
+        rows = pd.Series(
+            texts.take(objects.ids), index=values.index, name=values.name, dtype=object
+        )
+        return rows, Objects(objects.ids, texts)
+    return values, None
 
 
 def _number_text(value: Any) -> Any:
@@ -645,14 +670,16 @@ def validate_pandas(
     code: str | None = None,
     system: str | None = None,
     display: str | None = None,
-    texts: pd.Series | None = None,
+    texts: tuple[pd.Series, Objects | None] | None = None,
 ) -> pd.DataFrame:
     """Validate pandas data with a prepared checker; a plain frame of COLUMNS (``texts``:
-    the code column's ``code_text``, when the caller has it already)."""
-    codes, systems, displays = prepare(data, code=code, system=system, display=display, texts=texts)
+    the code column's ``code_column``, when the caller has it already)."""
+    codes, systems, displays, objects = prepare(
+        data, code=code, system=system, display=display, texts=texts
+    )
     if codes.dtype == object and _structured(codes):
         frame = _validate_structured(checker, codes)
     else:
-        frame = validate_arrays(checker, codes, systems, displays)
+        frame = validate_arrays(checker, codes, systems, displays, objects)
     frame.index = codes.index
     return frame

@@ -14,6 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 
+def _rebuilt(cls: type[WorkbenchError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    """A WorkbenchError back from its pickled parts (see ``WorkbenchError.__reduce__``)."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
+
 class WorkbenchError(Exception):
     """Base class: a failure with a FHIR issue code, an HTTP status and a stable message id."""
 
@@ -40,6 +48,11 @@ class WorkbenchError(Exception):
         if msg_id is not None:
             self.msg_id = msg_id
         self.expression = expression or []
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as it is (a server's worker process sends errors back): a subclass's own
+        # constructor builds its text from other arguments, so it is not called again.
+        return (_rebuilt, (type(self), self.args, self.__dict__))
 
     def to_outcome(self) -> dict[str, Any]:
         """Return this error as a FHIR OperationOutcome (a dict)."""

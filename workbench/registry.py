@@ -12,12 +12,12 @@ only fills in ``id`` when a loaded resource has none.
 from __future__ import annotations
 
 import re
-import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench import forksafe
 from workbench.errors import DuplicateCanonicalError, ResourceNotFoundError
 from workbench.resources import Resource, latest
 from workbench.terminology.versions import matches
@@ -40,7 +40,7 @@ class Registry:
     """Thread-safe store of ValueSets and CodeSystems, by id and by canonical URL."""
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
+        self._lock = forksafe.rlock()
         self._by_id: dict[tuple[str, str], Resource] = {}
         self._by_url: dict[tuple[str, str], dict[str, Resource]] = {}
         self._latest: dict[tuple[str, str], Resource] = {}

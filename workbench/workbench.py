@@ -648,13 +648,13 @@ class Workbench:
         if isinstance(data, pd.DataFrame):  # a missing column is a KeyError naming the others
             bulk.check_columns(list(data.columns), code=code, system=system, display=display)
         codes = data[code] if isinstance(data, pd.DataFrame) and code is not None else data
-        texts = bulk.code_text(codes) if isinstance(codes, pd.Series) else None
+        texts = bulk.code_column(codes) if isinstance(codes, pd.Series) else None
         frame = bulk.validate_pandas(
             checker, data, code=code, system=system, display=display, texts=texts
         )
         return report.to_report(
             frame,
-            bulk.checked_codes(texts if texts is not None else codes),
+            bulk.checked_codes(texts[0] if texts is not None else codes),
             suggester=bulk.make_suggester(self, valueset),
         )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 from urllib.parse import unquote
 
@@ -49,10 +49,16 @@ def query_items(raw: bytes | str) -> list[tuple[str, str]]:
             continue
         name, _, value = piece.partition("=")
         if "%" in piece or "+" in piece:
-            name = unquote(name.replace("+", " "), errors="replace")
-            value = unquote(value.replace("+", " "), errors="replace")
+            name, value = _unquoted(name), _unquoted(value)
         pairs.append((name, value))
     return pairs
+
+
+@lru_cache(maxsize=4096)
+def _unquoted(text: str) -> str:
+    """One query component decoded (names and system or value set URLs recur, so the
+    decoding is remembered)."""
+    return unquote(text.replace("+", " "), errors="replace")
 
 
 @cache
@@ -288,6 +294,9 @@ def _plan(op: OperationDef) -> tuple[frozenset[str], tuple[tuple[ParamDef, str |
     return found
 
 
+_SCALARS = frozenset({str, bool, int, float})
+
+
 def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build the response body from output values, by the definition.
 
@@ -308,7 +317,9 @@ def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]
             if param.min > 0:
                 raise WorkbenchError(f"${op.code} did not produce its required '{param.name}'")
             continue
-        if key is not None and not isinstance(value, Mapping | TypedValue | list):
+        if key is not None and (
+            type(value) in _SCALARS or not isinstance(value, Mapping | TypedValue | list)
+        ):
             entries.append({"name": param.name, key: value})
             continue
         values = value if param.repeats and isinstance(value, list) else [value]

@@ -8,6 +8,7 @@ read from them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources as package_data
 from typing import Any
 
@@ -101,7 +102,7 @@ class OperationDef:
         only = self.outputs["return"]
         return only.min == 1 and only.max == 1 and only.is_resource
 
-    @property
+    @cached_property
     def resource_input(self) -> ParamDef | None:
         """The single resource-typed input that does not repeat, when there is exactly one
         (the resource a POST may send as its whole body; ``tx-resource`` repeats)."""

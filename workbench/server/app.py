@@ -23,6 +23,7 @@ from workbench.server.capability import (
     search_definitions,
     terminology_capabilities,
 )
+from workbench.server.dispatch import OperationDispatch
 from workbench.server.errors import HANDLERS
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
@@ -115,23 +116,25 @@ def create_app(
             )
         return fhir(found)
 
+    operation_routes = OperationRoutes(OPERATIONS, store, max_body, Offloader(limits))
     routes = [
         Route(f"{base}/metadata", metadata, methods=ALL_METHODS),
         Route(f"{base}/OperationDefinition", operation_definitions, methods=ALL_METHODS),
         Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=ALL_METHODS),
-        *OperationRoutes(OPERATIONS, store, max_body, Offloader(limits)).routes(base),
+        *operation_routes.routes(base),
         *resource_routes(base, store, max_body),
     ]
     # Plain Starlette: FastAPI's extra layers (telemetry, body limit, exit stack) cost on
     # every request and nothing here uses them (no dependencies, no Pydantic models).
     # Middleware, outermost first: whatever escapes becomes a 500 OperationOutcome (Guard),
-    # then the token, then the format negotiation.
+    # then the token, then the format negotiation, then the operation calls on exact paths.
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(Guard),
             Middleware(BearerAuth, token=token, base=base),
             Middleware(FormatNegotiation),
+            Middleware(OperationDispatch, answers=operation_routes.exact_paths(base)),
         ],
         exception_handlers=HANDLERS,
     )

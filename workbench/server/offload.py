@@ -1,27 +1,40 @@
 """Bounded work and a free event loop for operations.
 
-Every operation runs under a work budget (``workbench.terminology.budget``). It is first tried
-on the event loop with a small budget (``inline_steps``): a membership check against a cached
-value set, a lookup in an indexed code system, finish well inside it and are answered at
-once. A call that needs more (a first compile, a large import chain, an index to build, an
-expansion) stops at that budget before doing the expensive part and runs again in a worker
-thread with the full budget (``steps``) and a deadline (``seconds``); beyond either it is a 422
-``too-costly`` OperationOutcome. Operations are pure (their only side effects are caches of
-finished work), so the trial costs at most ``inline_steps`` steps. ``blocking`` operations go
-to a worker at once. Meanwhile the event loop keeps answering other requests.
+Every operation runs under a work budget (``workbench.terminology.budget``), in up to three
+places, each tried only when the one before would take too long:
+
+1. **Inline**, on the event loop, with a small budget (``inline_steps``, ``inline_seconds``):
+   a membership check against a cached value set, a lookup in an indexed code system finish
+   well inside it and are answered at once. ``blocking`` operations skip this.
+2. **A worker thread**, with the full budget (``steps``, ``seconds``). Work the engine keeps
+   (compiling a value set, indexing a code system) is done here, so that it lasts. When
+   ``processes`` is on, other work (a scan whose result is not kept) gets only an allowance
+   here (``inline_steps``, ``scan_seconds``).
+3. **A forked child process** (``workbench.server.forked``), with the full budget, for the
+   long scan: it starts with everything the thread built, and it cannot hold the server's
+   interpreter lock, so cheap requests keep their latency while it runs.
+
+Beyond the budget, or ``seconds`` after the request was queued, it is a 422 ``too-costly``
+OperationOutcome (a child still running then is killed). Operations are pure (their only side
+effects are caches of finished work), so a retry in the next place only repeats what was
+small.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from workbench.errors import TooCostlyError
+from workbench.server import forked
 from workbench.terminology import budget
 
 T = TypeVar("T")
@@ -32,12 +45,20 @@ GRACE = 2.0
 
 @dataclass(frozen=True)
 class Limits:
-    """The work limits of one request (see the module docstring)."""
+    """The work limits of one request (see the module docstring). ``processes`` None means
+    on where forking is safe (Linux)."""
 
     steps: int = 5_000_000
     seconds: float = 30.0
     inline_steps: int = 20_000
+    inline_seconds: float = 0.02
+    scan_seconds: float = 0.02
     workers: int = 4
+    processes: bool | None = field(default=None)
+
+    def use_processes(self) -> bool:
+        """Whether long scans go to a child process."""
+        return forked.available() if self.processes is None else self.processes
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -59,34 +80,70 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
+class _Child:
+    """The pid of the child a request runs in while it runs (to kill it on a timeout)."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.lock = threading.Lock()
+
+    def running(self, pid: int | None) -> None:
+        with self.lock:
+            self.pid = pid
+
+    def kill(self) -> None:
+        with self.lock, contextlib.suppress(ProcessLookupError):
+            if self.pid is not None:
+                os.kill(self.pid, signal.SIGKILL)
+
+
 class Offloader:
-    """Runs operation calls under ``limits``: inline when cheap, else in a worker thread."""
+    """Runs operation calls under ``limits``: inline when cheap, else in a worker thread,
+    and a long scan in a forked child."""
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
+        self.processes = self.limits.use_processes()
 
     async def run(self, job: Callable[[], T], *, blocking: bool = False) -> T:
         """Run ``job`` (a pure call) and return its result; raise TooCostlyError beyond the
         limits."""
         limits = self.limits
+        building = True  # whether the thread should try first (builds last there)
         if not blocking:
             try:
-                with budget.limited(budget.Budget(limits.inline_steps, inline=True)):
-                    return job()
-            except budget.WouldBlock:
-                pass
+                trial = budget.Budget(limits.inline_steps, limits.inline_seconds, inline=True)
+                return budget.run_limited(trial, job)
+            except budget.WouldBlock as stopped:
+                building = stopped.building
         queued = time.monotonic()
+        child = _Child()
 
-        def guarded() -> T:
+        def in_worker() -> T:
             # the time spent waiting for a worker counts
-            with budget.limited(budget.Budget(limits.steps, limits.seconds, since=queued)):
-                return job()
+            full = budget.Budget(limits.steps, limits.seconds, since=queued)
+            if not self.processes:
+                return budget.run_limited(full, job)
+            if building:
+                allowance = budget.Budget(
+                    limits.steps,
+                    limits.seconds,
+                    since=queued,
+                    scan_steps=limits.inline_steps,
+                    scan_seconds=limits.scan_seconds,
+                )
+                try:
+                    return budget.run_limited(allowance, job)
+                except budget.WouldBlock:
+                    pass  # a long scan: on to a child, which starts with what was built
+            return forked.run_forked(lambda: budget.run_limited(full, job), child.running)
 
-        future = asyncio.get_running_loop().run_in_executor(_pool(limits.workers), guarded)
+        future = asyncio.get_running_loop().run_in_executor(_pool(limits.workers), in_worker)
         future.add_done_callback(_retrieve)
         try:
             return await asyncio.wait_for(asyncio.shield(future), limits.seconds + GRACE)
         except asyncio.TimeoutError:
+            child.kill()
             raise TooCostlyError(
                 f"The request needs more than {limits.seconds:g} seconds; it was stopped"
             ) from None

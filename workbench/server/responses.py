@@ -51,6 +51,19 @@ def _unsupported(media: str) -> UnsupportedMediaTypeError:
     )
 
 
+def _body_headers(headers: list[tuple[bytes, bytes]]) -> tuple[str, str | None]:
+    """The Content-Type (empty when absent) and Content-Length (None when absent) headers,
+    read in one pass over the raw headers (the first of each, as Starlette reads them)."""
+    content_type: str | None = None
+    length: str | None = None
+    for name, value in headers:
+        if name == b"content-type" and content_type is None:
+            content_type = value.decode("latin-1")
+        elif name == b"content-length" and length is None:
+            length = value.decode("latin-1")
+    return content_type or "", length
+
+
 async def read_json(
     request: Request, max_bytes: int, *, exact_decimals: bool = False, empty_ok: bool = False
 ) -> Any:
@@ -58,13 +71,13 @@ async def read_json(
 
     With ``empty_ok`` an empty body (of any content type) is None.
     """
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if empty_ok and request.headers.get("content-length") == "0":
+    content_type, declared = _body_headers(request.scope["headers"])
+    media = content_type.split(";")[0].strip().lower()
+    if empty_ok and declared == "0":
         return None
     untyped = media not in _ACCEPTED_TYPES
     if untyped and not (empty_ok and not media):
         raise _unsupported(media)
-    declared = request.headers.get("content-length")
     if (
         declared is not None
         and declared.isascii()

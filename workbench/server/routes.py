@@ -19,16 +19,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from workbench import jsonio
 from workbench.errors import MethodNotAllowedError, UnknownOperationError
 from workbench.operations import Operation
 from workbench.operations.codec import build_output, parse_parameters, parse_query, query_items
 from workbench.server import search as fhir_search
 from workbench.server.history import Version
 from workbench.server.offload import Offloader
-from workbench.server.responses import fhir, outcome, read_json
+from workbench.server.responses import FHIR_JSON, fhir, outcome, read_json
 from workbench.server.store import ResourceStore, etag, version_of
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+Answer = Callable[[Request], Awaitable[bytes]]
 
 
 def _pretty(request: Request) -> bool:
@@ -95,35 +97,52 @@ class OperationRoutes:
         ]
         return out
 
-    def _endpoint(self, op: Operation, rtype: str | None) -> Endpoint:
-        definition = op.definition
+    def exact_paths(self, base: str) -> dict[str, Answer]:
+        """The system- and type-level operation paths, each with its answer: what
+        ``dispatch.OperationDispatch`` serves without the router (instance-level paths,
+        which carry an id, go through the router)."""
+        out: dict[str, Answer] = {}
+        for op in self.operations:
+            d = op.definition
+            if d.system:
+                out.setdefault(f"{base}/${d.code}", partial(self.answer, op, None))
+            for rtype in d.resource_types:
+                if d.type:
+                    out.setdefault(f"{base}/{rtype}/${d.code}", partial(self.answer, op, rtype))
+        return out
 
-        async def endpoint(request: Request) -> Response:
-            scope = request.scope
-            # the query string is read once, straight from the scope (no QueryParams)
-            query = query_items(scope["query_string"])
-            if scope["method"] == "GET":
-                if definition.affects_state:
-                    raise MethodNotAllowedError(
-                        f"${definition.code} changes state, so it cannot be invoked with GET"
-                    )
+    async def answer(self, op: Operation, rtype: str | None, request: Request) -> bytes:
+        """Run ``op`` on the request and return the response body (FHIR JSON); a problem
+        raises a WorkbenchError."""
+        definition = op.definition
+        scope = request.scope
+        # the query string is read once, straight from the scope (no QueryParams)
+        query = query_items(scope["query_string"])
+        if scope["method"] == "GET":
+            if definition.affects_state:
+                raise MethodNotAllowedError(
+                    f"${definition.code} changes state, so it cannot be invoked with GET"
+                )
+            inputs = parse_query(definition, query)
+        else:
+            body = await read_json(request, self.max_body, empty_ok=True)
+            if body is None:  # a POST without a body is the operation without inputs
                 inputs = parse_query(definition, query)
             else:
-                body = await read_json(request, self.max_body, empty_ok=True)
-                if body is None:  # a POST without a body is the operation without inputs
-                    inputs = parse_query(definition, query)
-                else:
-                    inputs = parse_parameters(definition, body)
-            rid = scope["path_params"].get("rid")
-            resource = self.store.read(rtype, rid) if rid is not None and rtype else None
-            wb = self.store.workbench
-            language = _header(scope, b"accept-language")
-            outputs = await self.offloader.run(
-                partial(op.run, wb, inputs, resource, accept_language=language),
-                blocking=op.blocking,
-            )
-            pretty = ("_pretty", "true") in query
-            return fhir(build_output(definition, outputs), pretty=pretty)
+                inputs = parse_parameters(definition, body)
+        rid = scope.get("path_params", {}).get("rid")
+        resource = self.store.read(rtype, rid) if rid is not None and rtype else None
+        wb = self.store.workbench
+        language = _header(scope, b"accept-language")
+        outputs = await self.offloader.run(
+            partial(op.run, wb, inputs, resource, accept_language=language),
+            blocking=op.blocking,
+        )
+        return jsonio.dumps(build_output(definition, outputs), pretty=("_pretty", "true") in query)
+
+    def _endpoint(self, op: Operation, rtype: str | None) -> Endpoint:
+        async def endpoint(request: Request) -> Response:
+            return Response(await self.answer(op, rtype, request), media_type=FHIR_JSON)
 
         return endpoint
 

@@ -1,31 +1,49 @@
 """A work budget for one request: steps (codes and compile steps touched) and a deadline.
 
 The engine calls ``charge(n)`` where work grows with data (codes scanned, value sets compiled,
-code systems indexed, membership checks). Outside ``limited`` it does nothing, so Python users
-are never limited. Inside, going over the budget raises TooCostlyError (``too-costly``), or
-``WouldBlock`` for a trial run on the server's event loop (``inline=True``), which the server
-then repeats in a worker thread with the full budget. Once exceeded, a budget stays exceeded
-(``exceeded``), so an error swallowed somewhere cannot turn into a silently partial answer.
+code systems indexed, membership checks), and ``tick()`` now and then inside long scans (a
+time check, no steps). Outside ``limited`` both do nothing, so Python users are never limited.
+Inside, going over the budget raises TooCostlyError (``too-costly``), or ``WouldBlock`` for a
+trial run (``inline=True``), which the server then repeats elsewhere with a larger budget.
+Once exceeded, a budget stays exceeded (``exceeded``), so an error swallowed somewhere cannot
+turn into a silently partial answer.
+
+Work that the engine keeps (a compiled value set, a code system's index, a text index) runs
+inside ``building()``. A budget with a ``scan`` allowance lets such builds run to the full
+budget but raises ``WouldBlock`` once the other work (scans whose result is not kept) goes
+beyond the allowance: the server builds what lasts in its own process, and moves a long scan
+to a child process, where it cannot slow other requests down.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
 
 from workbench.errors import TooCostlyError
 
+T = TypeVar("T")
+
 
 class WouldBlock(Exception):
-    """A trial run on the event loop needs more than its small budget (not a WorkbenchError,
-    so nothing on the way catches it)."""
+    """A trial run needs more than its allowance (not a WorkbenchError, so nothing on the
+    way catches it). ``building`` says whether it stopped inside work the engine keeps."""
+
+    def __init__(self, what: str, *, building: bool = False) -> None:
+        super().__init__(what)
+        self.building = building
 
 
 class Budget:
     """``steps`` units of work and, optionally, ``seconds`` of time from ``since`` (a
-    ``time.monotonic()`` value; default now)."""
+    ``time.monotonic()`` value; default now).
+
+    ``inline``: going over raises WouldBlock instead of TooCostlyError. ``scan_steps`` and
+    ``scan_seconds``: an allowance for work outside ``building()``; beyond it, WouldBlock.
+    """
 
     def __init__(
         self,
@@ -34,22 +52,41 @@ class Budget:
         *,
         inline: bool = False,
         since: float | None = None,
+        scan_steps: int | None = None,
+        scan_seconds: float | None = None,
     ) -> None:
         self.steps = steps
         self.left = steps
         self.seconds = seconds
-        start = time.monotonic() if since is None else since
-        self.deadline = start + seconds if seconds is not None else None
+        self.deadline: float | None = None
+        if seconds is not None:
+            self.deadline = (time.monotonic() if since is None else since) + seconds
         self.inline = inline
         self.exceeded = False
+        self.builds = 0
+        self.scan_left = scan_steps
+        self.scan_deadline = None if scan_seconds is None else time.monotonic() + scan_seconds
+        self.timed = self.deadline is not None or self.scan_deadline is not None
 
     def charge(self, n: int = 1) -> None:
         """Use ``n`` steps; raise when the steps or the time are used up."""
         self.left -= n
         if self.left < 0:
             self._exceed(f"more than {self.steps:,} steps (codes and value sets touched)")
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if self.scan_left is not None and not self.builds:
+            self.scan_left -= n
+            if self.scan_left < 0:
+                raise WouldBlock("a long scan")
+        if self.timed:
+            self.tick()
+
+    def tick(self) -> None:
+        """Check the time (a long scan calls this every so many codes)."""
+        now = time.monotonic()
+        if self.deadline is not None and now > self.deadline:
             self._exceed(f"more than {self.seconds:g} seconds")
+        if self.scan_deadline is not None and not self.builds and now > self.scan_deadline:
+            raise WouldBlock("a long scan")
 
     def check(self) -> None:
         """Raise again if the budget was exceeded (and the error swallowed on the way)."""
@@ -59,7 +96,7 @@ class Budget:
     def _exceed(self, what: str) -> None:
         self.exceeded = True
         if self.inline:
-            raise WouldBlock(what)
+            raise WouldBlock(what, building=self.builds > 0)
         raise TooCostlyError(
             f"The request needs {what}; it was stopped. Narrow it down (a smaller value set, "
             "paging with count and offset, a more specific filter)"
@@ -76,9 +113,30 @@ def charge(n: int = 1) -> None:
         budget.charge(n)
 
 
+def tick() -> None:
+    """Check the current request's time limits (nothing outside ``limited``)."""
+    budget = _CURRENT.get()
+    if budget is not None and budget.timed:
+        budget.tick()
+
+
 def current() -> Budget | None:
     """The budget in force, if any."""
     return _CURRENT.get()
+
+
+@contextmanager
+def building() -> Iterator[None]:
+    """Mark the block as work the engine keeps (see the module docstring)."""
+    budget = _CURRENT.get()
+    if budget is None:
+        yield
+        return
+    budget.builds += 1
+    try:
+        yield
+    finally:
+        budget.builds -= 1
 
 
 @contextmanager
@@ -88,5 +146,17 @@ def limited(budget: Budget) -> Iterator[Budget]:
     try:
         yield budget
         budget.check()
+    finally:
+        _CURRENT.reset(token)
+
+
+def run_limited(budget: Budget, call: Callable[[], T]) -> T:
+    """``call()`` under ``budget``: ``limited`` without a generator (the server's hot path)."""
+    token = _CURRENT.set(budget)
+    try:
+        found = call()
+        if budget.exceeded:
+            budget.check()
+        return found
     finally:
         _CURRENT.reset(token)

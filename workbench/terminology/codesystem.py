@@ -8,11 +8,11 @@ The hierarchy comes from nested ``concept`` arrays and from the ``parent``, ``ch
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench import forksafe
 from workbench.errors import InvalidResourceError
 from workbench.resources import Resource
 
@@ -98,7 +98,7 @@ class CodeSystemIndex:
         self._folded: dict[str, str] | None = None
         self._ancestors: dict[str, frozenset[str]] = {}
         self._descendants: dict[str, frozenset[str]] = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._build(resource.get("concept", ()) or ())
 
     # --- building ---------------------------------------------------------------------
@@ -188,7 +188,7 @@ class CodeSystemIndex:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     # --- queries ----------------------------------------------------------------------
 

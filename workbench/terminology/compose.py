@@ -18,7 +18,9 @@ Semantics (FHIR R4 ``ValueSet.compose``, with R5's clarifications):
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from contextlib import nullcontext
+from itertools import islice
 from typing import Any, NamedTuple
 
 from workbench.errors import (
@@ -213,7 +215,14 @@ class Clause:
                     candidates = f.candidates if candidates is None else candidates & f.candidates
             budget.charge(len(candidates) if candidates is not None else len(cs))
             pool: Iterable[Concept] = cs.in_order(candidates) if candidates is not None else cs
-            return [_entry(cs, c, None) for c in pool if all(f.matches(c) for f in self.filters)]
+            filters = self.filters
+            found_entries: list[Entry] = []
+            for chunk in _chunks(pool):
+                budget.tick()
+                found_entries += [
+                    _entry(cs, c, None) for c in chunk if all(f.matches(c) for f in filters)
+                ]
+            return found_entries
         if cs.content in UNUSABLE_CONTENT:
             raise unusable(cs)
         if not cs.is_complete:
@@ -226,6 +235,13 @@ class Clause:
             )
         budget.charge(len(cs))
         return [_entry(cs, c, None) for c in cs]
+
+
+def _chunks(items: Iterable[Concept], size: int = 1024) -> Iterator[list[Concept]]:
+    """``items`` in lists of ``size`` (a long scan checks the time between them)."""
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
 
 # Code systems whose content a value set cannot be evaluated against (tx ecosystem:
@@ -284,6 +300,8 @@ class CompiledValueSet:
         self.canonical = canonical_of(resource)
         self.extras: dict[Hashable, Any] = {}
         self._entries: list[Entry] | None = None
+        # set by the engine when it caches this value set: its expansion is then work kept
+        self.kept = False
         self._keys: dict[tuple[str, str], Entry] | None = None
         self._systems: list[str] | None = None
         self._pinned: dict[str, str | None] = {}
@@ -367,20 +385,24 @@ class CompiledValueSet:
     def entries(self) -> list[Entry]:
         """Return the whole expansion (every code, in compose order, without duplicates)."""
         if self._entries is None:
-            seen: dict[tuple[str, str], Entry] = {}
-            for clause in self.includes:
-                for entry in clause.entries():
-                    seen.setdefault((entry.system, entry.code), entry)
-            if self.excludes:
-                budget.charge(len(seen) * len(self.excludes))
-                for key in list(seen):
-                    if any(c.match(*key).found for c in self.excludes):
-                        del seen[key]
-            entries = list(seen.values())
-            if not self.inactive_allowed:
-                entries = [e for e in entries if not e.inactive]
-            self._entries = entries
+            with budget.building() if self.kept else nullcontext():
+                self._entries = self._expanded()
         return self._entries
+
+    def _expanded(self) -> list[Entry]:
+        seen: dict[tuple[str, str], Entry] = {}
+        for clause in self.includes:
+            for entry in clause.entries():
+                seen.setdefault((entry.system, entry.code), entry)
+        if self.excludes:
+            budget.charge(len(seen) * len(self.excludes))
+            for key in list(seen):
+                if any(c.match(*key).found for c in self.excludes):
+                    del seen[key]
+        entries = list(seen.values())
+        if not self.inactive_allowed:
+            entries = [e for e in entries if not e.inactive]
+        return entries
 
     def imported(self) -> list[CompiledValueSet]:
         """Every value set this one imports, directly or not, each once."""

@@ -20,11 +20,11 @@ registered with :func:`register_implicit_maps`.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench import forksafe
 from workbench.errors import InvalidResourceError, RequiredError, WorkbenchError
 from workbench.resources import Resource, canonical_of, latest, split_canonical
 
@@ -423,7 +423,7 @@ class _Group:
 
 _COMPILED: dict[int, tuple[Resource, tuple[_Group, ...]]] = {}
 _COMPILED_LIMIT = 256
-_COMPILED_LOCK = threading.Lock()
+_COMPILED_LOCK = forksafe.lock()
 
 
 def _compiled(cm: Resource) -> tuple[_Group, ...]:

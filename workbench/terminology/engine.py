@@ -7,11 +7,11 @@ depend on changes (the registry announces the canonical URLs each write touches)
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, TypeVar, cast
 
-from workbench import loading
+from workbench import forksafe, loading
 from workbench.errors import (
     CodeSystemNotFoundError,
     DuplicateCanonicalError,
@@ -62,7 +62,7 @@ class Terminology:
     ) -> None:
         self.registry = registry
         self.max_expansion = max_expansion
-        self._lock = threading.RLock()
+        self._lock = forksafe.rlock()
         self._cs_cache: dict[int, tuple[Resource, CodeSystemIndex]] = {}
         self._vs_cache: dict[tuple[str, str | None], CompiledValueSet] = {}
         self._providers: dict[str, list[Any]] = {}
@@ -170,11 +170,12 @@ class Terminology:
         cached = self._cs_cache.get(id(resource))
         if cached is not None and cached[0] is resource:
             return cached[1]
-        budget.charge(len(resource.get("concept") or ()))
         generation = self.registry.generation
-        index = CodeSystemIndex(resource)
-        for supplement in supplements.supplements_of(resource, self.registry.all("CodeSystem")):
-            index.add_supplement(supplement)
+        with budget.building():
+            budget.charge(len(resource.get("concept") or ()))
+            index = CodeSystemIndex(resource)
+            for supplement in supplements.supplements_of(resource, self.registry.all("CodeSystem")):
+                index.add_supplement(supplement)
         with self._lock:
             if self.registry.generation == generation:  # no supplement came or went meanwhile
                 self._cs_cache[id(resource)] = (resource, index)
@@ -276,9 +277,11 @@ class Terminology:
             # what the write replaced is never cached after its invalidation (no stale answer).
             generation = self.registry.generation
             resource = self.valueset_resource(url, version or pinned)
-            found = self._compile(resource, (), policy)
+            with budget.building():
+                found = self._compile(resource, (), policy)
             with self._lock:
                 if self.registry.generation == generation:
+                    found.kept = True
                     self._vs_cache[key] = found
         return found
 
@@ -462,7 +465,8 @@ class Terminology:
     ) -> list[Entry]:
         """The entries whose code or display contains every word of ``text``, through the
         value set's text index (built once while it is cached)."""
-        index = self.memo(compiled, "text-index", lambda: TextIndex(entries))
+        with budget.building() if compiled.kept else nullcontext():
+            index = self.memo(compiled, "text-index", lambda: TextIndex(entries))
         return [entries[i] for i in index.search(text)]
 
     def _shown(self, entry: Entry, wanted: languages.Languages) -> Entry:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -27,6 +26,8 @@ from xml.etree import ElementTree as ET
 
 from lark import Lark, Token, Tree  # lark itself is light; the grammar is built lazily
 from lark.exceptions import LarkError, UnexpectedInput
+
+from workbench import forksafe
 
 SYSTEM = "http://unitsofmeasure.org"
 # UCUM's dimension letters of its base units, in UCUM's order
@@ -207,7 +208,7 @@ class UnitTable:
                 )
         self.parser = Lark(grammar.read_text(encoding="utf-8"), start="main_term", strict=True)
         self._canonical: dict[str, Quantity] = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     def atom_quantity(self, code: str, depth: int = 0) -> Quantity:
         """An atom's canonical form (memoised; definitions are resolved recursively)."""
