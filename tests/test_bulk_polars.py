@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -244,6 +245,11 @@ def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
     assert position.to_list() == list(range(1, len(state.codes)))
     assert len(found.levels) > 1  # some codes share a first-level slot, and are found too
     unseen = ["never seen", f"\t{BIG_CODES[0]}\t", None, ""]  # padded: another string
-    position, lost = bulk_polars.find(found, pl.Series(unseen))
+    unseen = pl.Series(unseen)
+    position, lost = bulk_polars.find(found, unseen)
     assert lost.tolist() == [0, 1]
     assert position.to_list()[2:] == [0, 0]
+    assert found.null_apart  # so a null row needs no pass of its own; with one, the same
+    again, lost_again = bulk_polars.find(dataclasses.replace(found, null_apart=False), unseen)
+    assert again.to_list() == position.to_list()
+    assert lost_again.tolist() == [0, 1]

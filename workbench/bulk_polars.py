@@ -119,6 +119,7 @@ class Lookup:
     hashes: np.ndarray
     levels: tuple[Level, ...]
     answers: dict[str, pl.Series]
+    null_apart: bool  # no code hashes like a null: a null row is found nowhere (so at 0)
 
 
 def lookup(state: State) -> Lookup:
@@ -164,7 +165,9 @@ def _build(state: State) -> Lookup:
             enum = pl.Series(name, labels, dtype=pl.Enum(labels))
             answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
     answers["kind"] = pl.Series("kind", kind)
-    return Lookup(codes, hashes, _levels(hashes), answers)
+    null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
+    null_apart = not bool((hashes[1:] == null).any())
+    return Lookup(codes, hashes, _levels(hashes), answers, null_apart)
 
 
 def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, pl.Series]:
@@ -201,10 +204,10 @@ def find(found: Lookup, values: pl.Series) -> tuple[pl.Series, np.ndarray]:
         rows = rows[~hit]
     position[rows] = 0  # no code of that hash: "" is the code at 0, anything else is lost
     proposed = pl.Series("at", position)
-    if values.null_count():
+    if values.null_count() and not found.null_apart:
         zero = pl.lit(0, dtype=pl.UInt32)
         proposed = pl.select(pl.when(values.is_null()).then(zero).otherwise(proposed)).to_series()
-    wrong = found.codes.gather(proposed) != values  # null rows: null (not wrong)
+    wrong = found.codes.gather(proposed) != values  # a null row: null (not wrong), at 0
     if not wrong.any():
         return proposed, np.zeros(0, dtype=np.int64)
     return proposed, wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
