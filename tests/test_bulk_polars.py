@@ -142,8 +142,15 @@ def mixed_codes(count: int, seed: int) -> list[str | None]:
 KINDS = ["String", "Categorical", "Enum"]
 
 
+@pytest.mark.parametrize("chunk", [None, 64])
 @pytest.mark.parametrize("kind", KINDS)
-def test_polars_series_equals_pandas_row_for_row(big: Workbench, kind: str) -> None:
+def test_polars_series_equals_pandas_row_for_row(
+    big: Workbench, kind: str, chunk: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench import bulk_polars
+
+    if chunk is not None:  # many chunks (and a last short one) per lookup and result
+        monkeypatch.setattr(bulk_polars, "CHUNK", chunk)
     values = mixed_codes(5000, seed=1)
     column = codes_column(kind, values)
     expected = rows_of(big.validate_column(pd.Series(values, dtype=object), BIG_VS, system=BIG))
