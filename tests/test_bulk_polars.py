@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
@@ -68,3 +71,179 @@ def test_polars_series_with_one_system(wb: Workbench) -> None:
     got = wb.validate_column(pl.Series("code", ["a", "b", None]), VS, system=OTHER)
     assert isinstance(got, pl.DataFrame)
     assert got["result"].to_list() == [True, False, None]
+
+
+# --- the native path: one system, String / Categorical / Enum codes -----------------------
+
+BIG = "http://example.org/big"
+BIG_VS = "http://example.org/big-vs"
+BIG_CODES = [f"C{i:04d}" for i in range(3000)]  # enough codes that some share hash slots
+
+
+@pytest.fixture(scope="module")
+def big() -> Workbench:
+    wb = Workbench()
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": BIG,
+            "content": "complete",
+            "concept": [{"code": c, "display": f"Display {c}"} for c in BIG_CODES],
+        }
+    )
+    wb.load(
+        {
+            "resourceType": "ValueSet",
+            "url": BIG_VS,
+            "compose": {
+                "include": [{"system": BIG, "concept": [{"code": c} for c in BIG_CODES[::2]]}]
+            },
+        }
+    )
+    return wb
+
+
+def rows_of(frame: Any) -> list[tuple[Any, ...]]:
+    """The rows of a result frame (pandas or polars), texts as str, NA as None."""
+    if isinstance(frame, pl.DataFrame):
+        plain = frame.with_columns(pl.col(pl.Enum, pl.Categorical).cast(pl.String))
+        return [tuple(row) for row in plain.rows()]
+    frame = pd.DataFrame(frame)[list(frame.columns)]
+    return [
+        tuple(None if pd.isna(v) else (bool(v) if k == "result" else v) for k, v in row.items())
+        for _, row in frame.iterrows()
+    ]
+
+
+def codes_column(kind: str, values: list[str | None]) -> pl.Series:
+    series = pl.Series("code", values, dtype=pl.String)
+    if kind == "Categorical":
+        return series.cast(pl.Categorical)
+    if kind == "Enum":
+        return series.cast(pl.Enum(sorted({v for v in values if v is not None})))
+    return series
+
+
+def mixed_codes(count: int, seed: int) -> list[str | None]:
+    """Members, non-members, made-up and padded codes, "" and None, with repeats."""
+    rng = np.random.default_rng(seed)
+    pool: list[str | None] = [
+        *BIG_CODES,
+        *(f"Z{i}" for i in range(50)),
+        *(f" {c}" for c in BIG_CODES[:20]),
+        *(f"{c} " for c in BIG_CODES[20:40]),
+        "",
+        None,
+    ]
+    return [pool[i] for i in rng.integers(0, len(pool), count)]
+
+
+KINDS = ["String", "Categorical", "Enum"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_polars_series_equals_pandas_row_for_row(big: Workbench, kind: str) -> None:
+    values = mixed_codes(5000, seed=1)
+    column = codes_column(kind, values)
+    expected = rows_of(big.validate_column(pd.Series(values, dtype=object), BIG_VS, system=BIG))
+    for _ in range(2):  # cold (the codes are answered and kept), then warm
+        got = big.validate_column(column, BIG_VS, system=BIG)
+        assert isinstance(got, pl.DataFrame)
+        assert got.columns == ["result", "message", "display", "issue", "system"]
+        assert got.schema["result"] == pl.Boolean
+        assert all(isinstance(got.schema[c], pl.Enum) for c in got.columns[1:])
+        assert rows_of(got) == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_polars_series_answers_each_kind_of_row(big: Workbench, kind: str) -> None:
+    values = [BIG_CODES[0], BIG_CODES[1], "Z-made-up", f" {BIG_CODES[0]}", "", None, BIG_CODES[0]]
+    got = big.validate_column(codes_column(kind, values), BIG_VS, system=BIG)
+    assert got["result"].to_list() == [True, False, False, False, None, None, True]
+    assert got["issue"].cast(pl.String).to_list() == [
+        None,
+        "not-in-vs",
+        "unknown-code",
+        "unknown-code",
+        "missing",
+        "missing",
+        None,
+    ]
+    assert got["display"].cast(pl.String).to_list()[:2] == ["Display C0000", "Display C0001"]
+    assert got["system"].cast(pl.String).to_list() == [BIG] * len(values)
+
+
+def test_polars_new_codes_after_warm_calls_are_answered(big: Workbench) -> None:
+    big.validate_column(pl.Series(BIG_CODES), BIG_VS, system=BIG)
+    fresh = [f"NEW{i}" for i in range(30)] + BIG_CODES[:4]
+    got = big.validate_column(pl.Series(fresh), BIG_VS, system=BIG)
+    assert got["issue"].cast(pl.String).to_list() == ["unknown-code"] * 30 + [
+        None,
+        "not-in-vs",
+        None,
+        "not-in-vs",
+    ]
+    again = big.validate_column(pl.Series(fresh).cast(pl.Categorical), BIG_VS, system=BIG)
+    assert rows_of(again) == rows_of(got)
+
+
+@pytest.mark.parametrize("codes", ["String", "Categorical"])
+@pytest.mark.parametrize("systems", ["String", "Categorical"])
+def test_polars_frame_with_one_system_in_its_column(
+    big: Workbench, codes: str, systems: str
+) -> None:
+    values = mixed_codes(2000, seed=2)
+    frame = pl.DataFrame(
+        {"code": codes_column(codes, values), "system": pl.Series([BIG] * len(values))}
+    ).with_columns(pl.col("system").cast(getattr(pl, systems)))
+    got = big.validate_column(frame, BIG_VS, code="code", system="system")
+    expected = big.validate_column(
+        pd.DataFrame({"code": values, "system": [BIG] * len(values)}),
+        BIG_VS,
+        code="code",
+        system="system",
+    )
+    assert rows_of(got) == rows_of(expected)
+
+
+def test_polars_categorical_with_ids_beyond_its_length(big: Workbench) -> None:
+    """Categories shared with a larger column: the ids of a short column are sparse."""
+    categories = pl.Categories("workbench-test-sparse")
+    dtype = pl.Categorical(categories)
+    pl.Series(BIG_CODES, dtype=dtype)  # the categories now hold every code
+    short = pl.Series([BIG_CODES[2999], None, BIG_CODES[1500], BIG_CODES[2999]], dtype=dtype)
+    got = big.validate_column(short, BIG_VS, system=BIG)
+    assert got["result"].to_list() == [False, None, True, False]
+    long = pl.Series(BIG_CODES[:100] * 40, dtype=dtype)  # ids below the column's length
+    expected = rows_of(big.validate_column(pd.Series(BIG_CODES[:100] * 40), BIG_VS, system=BIG))
+    assert rows_of(big.validate_column(long, BIG_VS, system=BIG)) == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_polars_empty_and_all_missing(big: Workbench, kind: str) -> None:
+    empty = big.validate_column(codes_column(kind, []), BIG_VS, system=BIG)
+    assert empty.height == 0
+    assert empty.columns == ["result", "message", "display", "issue", "system"]
+    nulls = big.validate_column(codes_column(kind, [None, None]), BIG_VS, system=BIG)
+    assert nulls["result"].to_list() == [None, None]
+    assert nulls["issue"].cast(pl.String).to_list() == ["missing", "missing"]
+
+
+def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
+    """Every code the table holds is found by its hash slots, none through
+    the fallback; a code it does not hold (a padded one too) is lost, a null and "" are the
+    missing answer."""
+    from workbench import bulk, bulk_polars
+
+    big.validate_column(pl.Series(BIG_CODES), BIG_VS, system=BIG)
+    state = bulk.make_checker(big, BIG_VS, False).table(BIG).state
+    found = bulk_polars.lookup(state)
+    codes = pl.Series(list(state.codes[1:]), dtype=pl.String)
+    position, lost = bulk_polars.find(found, codes)
+    assert len(lost) == 0
+    assert position.to_list() == list(range(1, len(state.codes)))
+    assert len(found.levels) > 1  # some codes share a first-level slot, and are found too
+    unseen = ["never seen", f"\t{BIG_CODES[0]}\t", None, ""]  # padded: another string
+    position, lost = bulk_polars.find(found, pl.Series(unseen))
+    assert lost.tolist() == [0, 1]
+    assert position.to_list()[2:] == [0, 0]

@@ -1,17 +1,22 @@
 """Polars input for bulk validation, answered natively: no Python object per row.
 
 One system for every row (``system=`` a URI, or a system column that holds one value) and
-no display column: a ``String`` code column is looked up through Arrow
-(``pyarrow.compute.index_in`` against the answer table's cached array); a ``Categorical`` or
-``Enum`` column through its distinct values and their physical codes. The result columns
-are ``Enum`` columns whose categories are the answer table's texts (built once per table),
-gathered by each row's answer. Anything else (several systems, displays) goes to the pandas
-algorithm through Arrow, and comes back as a polars DataFrame.
+no display column: each row finds its answer in the answer table through a ``Lookup`` built
+once per table state: the row's polars hash proposes a position in an open-addressing table
+of the codes' hashes, and the code at that position must equal the row (gathered and
+compared by polars; a hash never decides alone). What is not found (a code the table has not
+seen) is answered through Arrow and added to the table. A ``Categorical`` or ``Enum`` column
+is looked up through its categories, and its rows take the answers by physical id. The
+result columns are gathered by polars from per-answer columns (``Enum`` texts, a byte per
+answer for the result and the nulls), the system is one literal value. Anything else
+(several systems, displays) goes to the pandas algorithm through Arrow, and comes back as a
+polars DataFrame.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,101 +68,207 @@ def _uniform(values: pl.Series) -> str | None:
     first = values[0]
     if not isinstance(first, str) or first == "":
         return None
+    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
+        physical = values.to_physical()  # one category: one id
+        return first if physical.min() == physical.max() else None
     return first if bool((values.cast(pl.String) == first).all()) else None
 
 
-def positions(table: AnswerTable, values: pl.Series) -> tuple[State, np.ndarray]:
-    """Each row's position in the answers of ``table`` (a String, Categorical or Enum
-    column)."""
-    import polars as pl
-
-    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
-        distinct = values.unique()
-        physical = distinct.to_physical()
-        present = physical.is_not_null().to_numpy()
-        known = physical.drop_nulls().to_numpy().astype(np.int64)
-        sentinel = int(known.max(initial=-1)) + 1  # where a null row looks (missing: 0)
-        state, found = table.arrow(distinct.cast(pl.String).to_arrow())
-        lookup = np.zeros(sentinel + 1, dtype=np.int64)
-        lookup[known] = found[present]
-        rows = values.to_physical()
-        if rows.null_count():
-            rows = rows.fill_null(sentinel)
-        return state, lookup.take(rows.to_numpy())
-    if values.dtype != pl.String:
-        values = values.cast(pl.String)
-    return _strings(table, values)
-
-
 HASH_SEED = 20240611
+TEXTS = ("message", "display", "issue")
+SPREAD = 8  # hash slots per code in each level (at most an eighth of the slots hold one)
+MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
+# odd 64-bit multipliers: each level reads other bits of the hash
+MULTIPLIERS = np.array(
+    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
+    dtype=np.uint64,
+)
 
 
-def _hashed(state: State) -> tuple[pl.Series, pd.Index] | None:
-    """The table's codes as a polars Series and their polars hashes as a hash index (None
-    when two codes share a hash: then Arrow answers)."""
-    import polars as pl
+@dataclass(frozen=True)
+class Level:
+    """One hash table of positions: ``slots[slot(hash)]`` (0: empty)."""
 
-    key = "polars:hashed"
-    if key not in state.cache:
-        codes = pl.Series("code", state.codes.tolist(), dtype=pl.String)
-        index = pd.Index(codes.hash(HASH_SEED).to_numpy())
-        state.cache[key] = (codes, index) if index.is_unique else None
-    found: tuple[pl.Series, pd.Index] | None = state.cache[key]
+    slots: np.ndarray  # uint32, a power of two long
+    multiplier: int  # 0: the hash's low bits; else the top bits of hash * multiplier
+
+    def slot(self, hashes: np.ndarray) -> np.ndarray:
+        """The slot of each hash (int64)."""
+        size = len(self.slots)
+        if self.multiplier == 0:
+            return (hashes & np.uint64(size - 1)).view(np.int64)
+        shift = np.uint64(64 - (size.bit_length() - 1))
+        return ((hashes * np.uint64(self.multiplier)) >> shift).view(np.int64)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What a polars lookup needs of one table state (built once per state).
+
+    ``levels`` are hash tables over the codes' polars hashes (``hashes``): a code's position
+    is in the first level where its slot was free (position 0, the missing answer, is never
+    in a slot; ``hashes[0]`` is the hash of ""). A hash only proposes a position: the row's
+    string is then compared with the code there (``codes``).
+    ``answers`` holds, per answer, its texts (``message``, ``display``, ``issue``: ``Enum``
+    columns without nulls; a column no answer has is left out) and ``kind``, a byte: the
+    result (0 NA, 1 false, 2 true) and one bit per text that is null (``4 << i`` for
+    ``TEXTS[i]``).
+    """
+
+    codes: pl.Series
+    hashes: np.ndarray
+    levels: tuple[Level, ...]
+    answers: dict[str, pl.Series]
+
+
+def lookup(state: State) -> Lookup:
+    """The polars lookup of ``state`` (built on first use, then kept in its cache)."""
+    found: Lookup | None = state.cache.get("polars:lookup")
+    if found is None:
+        found = state.cache["polars:lookup"] = _build(state)
     return found
 
 
-def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, np.ndarray]:
-    """Row positions of a String column: by the polars hash of each row, checked against
-    the code it finds (a hash never decides alone); what is not found goes through Arrow."""
+def _levels(hashes: np.ndarray) -> tuple[Level, ...]:
+    """Hash tables holding the position of every code (but 0): each level takes the codes
+    whose slot is free, one code per slot; the rest go to the next, smaller level."""
+    levels: list[Level] = []
+    todo = np.arange(1, len(hashes), dtype=np.int64)
+    for depth in range(MAX_LEVELS):
+        if not len(todo):
+            break
+        size = 1 << max(int(len(todo) * SPREAD - 1).bit_length(), 4)
+        multiplier = 0 if depth == 0 else int(MULTIPLIERS[depth % len(MULTIPLIERS)])
+        level = Level(np.zeros(size, dtype=np.uint32), multiplier)
+        slot = level.slot(hashes.take(todo))
+        level.slots[slot] = todo  # of the codes on one slot, the last one takes it
+        todo = todo[level.slots.take(slot) != todo]
+        levels.append(level)
+    return tuple(levels)
+
+
+def _build(state: State) -> Lookup:
+    import polars as pl
+
+    codes = pl.Series("code", state.arrow(pa.string()), dtype=pl.String).rechunk()
+    hashes = codes.hash(HASH_SEED).to_numpy()
+    # the texts are gathered without nulls (gathering nulls costs more than putting them
+    # back from the kind's bits)
+    kind = (state.answers.result + 1).astype(np.uint8)
+    answers = {}
+    for bit, name in enumerate(TEXTS):
+        ids, texts = state.factorized(name)
+        kind |= (ids < 0).astype(np.uint8) << (bit + 2)
+        labels = [str(t) for t in texts]
+        if labels:
+            enum = pl.Series(name, labels, dtype=pl.Enum(labels))
+            answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
+    answers["kind"] = pl.Series("kind", kind)
+    return Lookup(codes, hashes, _levels(hashes), answers)
+
+
+def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, pl.Series]:
+    """Each row's position in the answers of ``table`` (a String column): found in the
+    table's lookup, else answered through Arrow (and added to the table)."""
     import polars as pl
 
     state = table.state
-    hashed = _hashed(state)
-    if hashed is None:
-        return table.arrow(values.to_arrow())
-    codes, index = hashed
-    position = index.get_indexer(pd.Index(values.hash(HASH_SEED).to_numpy(), copy=False))
-    found = codes.gather(pl.Series(np.where(position >= 0, position, 0).astype(np.uint32)))
-    same = (found == values).fill_null(False).to_numpy()
-    position[~same] = -1
-    if values.null_count():
-        position[values.is_null().to_numpy()] = 0
-    lost = np.flatnonzero(position < 0)
+    position, lost = find(lookup(state), values)
     if len(lost):
         state, answered = table.arrow(values.gather(lost).to_arrow())
-        position[lost] = answered
+        position = position.scatter(lost, pl.Series(answered.astype(np.uint32)))
     return state, position
 
 
-def _enum_column(state: State, name: str) -> tuple[np.ndarray, pl.Series]:
-    """Per answer, its index among the distinct texts of ``name`` (the last index for no
-    text); and those texts as an Enum series ending in a null (both built once per table
-    state)."""
+def find(found: Lookup, values: pl.Series) -> tuple[pl.Series, np.ndarray]:
+    """Each row's position among the codes of ``found`` (a String column; a null row is
+    the missing answer, 0) as a UInt32 Series, and the rows whose code is not there. The
+    row's hash proposes a position (in the first level that has a code of that hash); the
+    code there must equal the row."""
     import polars as pl
 
-    key = f"polars:{name}"
-    found = state.cache.get(key)
-    if found is None:
-        ids, texts = state.factorized(name)
-        labels = [str(t) for t in texts]
-        index = np.where(ids < 0, len(labels), ids).astype(np.uint32)
-        found = (index, pl.Series(name, [*labels, None], dtype=pl.Enum(labels)))
-        state.cache[key] = found
-    return found
+    hashes = values.hash(HASH_SEED).to_numpy()
+    first = found.levels[0] if found.levels else Level(np.zeros(1, dtype=np.uint32), 0)
+    position = first.slots.take(first.slot(hashes))
+    rows = np.flatnonzero(found.hashes.take(position) != hashes)
+    for level in found.levels[1:]:
+        if not len(rows):
+            break
+        sub = hashes.take(rows)
+        at = level.slots.take(level.slot(sub))
+        hit = (at != 0) & (found.hashes.take(at) == sub)
+        position[rows[hit]] = at[hit]
+        rows = rows[~hit]
+    position[rows] = 0  # no code of that hash: "" is the code at 0, anything else is lost
+    proposed = pl.Series("at", position)
+    if values.null_count():
+        zero = pl.lit(0, dtype=pl.UInt32)
+        proposed = pl.select(pl.when(values.is_null()).then(zero).otherwise(proposed)).to_series()
+    wrong = found.codes.gather(proposed) != values  # null rows: null (not wrong)
+    if not wrong.any():
+        return proposed, np.zeros(0, dtype=np.int64)
+    return proposed, wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
 
 
-def result_frame(state: State, rows: np.ndarray) -> pl.DataFrame:
-    """The polars frame of COLUMNS for rows answered at ``rows`` in ``state``."""
+def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """A Categorical or Enum column as (strings, ids): each row's id into ``strings``
+    (UInt32; a null row is null)."""
     import polars as pl
 
-    result = state.answers.result.take(rows)
-    columns: dict[str, pl.Series] = {
-        "result": pl.Series("result", pa.array(result == 1, mask=result < 0)),
-    }
-    for name in COLUMNS[1:]:
-        index, texts = _enum_column(state, name)
-        columns[name] = texts.gather(pl.Series(index.take(rows)))
-    return pl.DataFrame(columns)
+    physical = values.to_physical()
+    if isinstance(values.dtype, pl.Enum):
+        return pl.Series(values.dtype.categories), physical.cast(pl.UInt32)
+    if physical.null_count() == len(physical):
+        return pl.Series([], dtype=pl.String), physical.cast(pl.UInt32)
+    top = int(physical.max())  # type: ignore[arg-type]
+    if top < len(values):  # every id up to the largest: no pass over the rows
+        ids = pl.Series(np.arange(top + 1, dtype=np.uint32))
+    else:
+        ids = physical.drop_nulls().unique().cast(pl.UInt32)
+        lookup_ids = np.zeros(top + 1, dtype=np.uint32)
+        lookup_ids[ids.to_numpy()] = np.arange(len(ids), dtype=np.uint32)
+        physical = pl.Series(lookup_ids).gather(physical)
+    strings = ids.cat.to(values.dtype, strict=False).cast(pl.String)
+    return strings, physical.cast(pl.UInt32)
+
+
+def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.DataFrame:
+    """The frame of COLUMNS for a String, Categorical or Enum column of codes of
+    ``system``."""
+    import polars as pl
+
+    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
+        strings, ids = _categories(values)
+        state, position = _strings(table, strings)
+        # per distinct id its answer, and one more for a null row: the missing answer
+        at = position.append(pl.Series([0], dtype=pl.UInt32))
+        if ids.null_count():
+            ids = ids.fill_null(len(strings))
+        answers = {name: s.gather(at) for name, s in lookup(state).answers.items()}
+        return result_frame(answers, ids, system)
+    if values.dtype != pl.String:
+        values = values.cast(pl.String)
+    state, position = _strings(table, values)
+    return result_frame(lookup(state).answers, position, system)
+
+
+def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str) -> pl.DataFrame:
+    """The polars frame of COLUMNS: row ``i`` gets the answer at ``at[i]`` (``answers`` as
+    in ``Lookup``); the system is the same for every row (one Enum value, not repeated in
+    memory)."""
+    import polars as pl
+
+    kind = pl.col("kind")
+    columns = [pl.when(kind & 3 != 0).then(kind & 3 == 2).alias("result")]
+    for bit, name in enumerate(TEXTS):
+        if name in answers:
+            texts = pl.lit(answers[name]).gather(pl.col("at"))
+            columns.append(pl.when(kind & (4 << bit) == 0).then(texts).alias(name))
+        else:  # no answer has a text here
+            columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
+    columns.append(pl.lit(system, dtype=pl.Enum([system])).alias("system"))
+    frame = pl.DataFrame({"at": at}).with_columns(answers["kind"].gather(at).alias("kind"))
+    return frame.select(columns).select(COLUMNS)
 
 
 def validate_polars(
@@ -188,5 +299,4 @@ def validate_polars(
             one = _uniform(data[system])
     if one is None:
         return None
-    state, rows = positions(checker.table(one), codes)
-    return result_frame(state, rows)
+    return validate_codes(checker.table(one), codes, one)
