@@ -76,17 +76,39 @@ def _uniform(values: pl.Series) -> str | None:
 
 HASH_SEED = 20240611
 TEXTS = ("message", "display", "issue")
-SPREAD = 8  # hash slots per code (at most an eighth of the slots hold a code)
+SPREAD = 8  # hash slots per code in each level (at most an eighth of the slots hold one)
+MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
+# odd 64-bit multipliers: each level reads other bits of the hash
+MULTIPLIERS = np.array(
+    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
+    dtype=np.uint64,
+)
+
+
+@dataclass(frozen=True)
+class Level:
+    """One hash table of positions: ``slots[slot(hash)]`` (0: empty)."""
+
+    slots: np.ndarray  # uint32, a power of two long
+    multiplier: int  # 0: the hash's low bits; else the top bits of hash * multiplier
+
+    def slot(self, hashes: np.ndarray) -> np.ndarray:
+        """The slot of each hash (int64)."""
+        size = len(self.slots)
+        if self.multiplier == 0:
+            return (hashes & np.uint64(size - 1)).view(np.int64)
+        shift = np.uint64(64 - (size.bit_length() - 1))
+        return ((hashes * np.uint64(self.multiplier)) >> shift).view(np.int64)
 
 
 @dataclass(frozen=True)
 class Lookup:
     """What a polars lookup needs of one table state (built once per state).
 
-    ``slots`` is an open-addressing hash table over the codes' polars hashes: slot
-    ``hash & (len(slots) - 1)`` holds a code's position, or, when taken, one of the next
-    ``reach`` slots (0: an empty slot; position 0 is the missing answer, never a slot's).
-    A hash only proposes a position: the row's string is compared with the code there.
+    ``levels`` are hash tables over the codes' polars hashes (``hashes``): a code's position
+    is in the first level where its slot was free (position 0, the missing answer, is never
+    in a slot; ``hashes[0]`` is the hash of ""). A hash only proposes a position: the row's
+    string is then compared with the code there (``codes``).
     ``answers`` holds, per answer, its texts (``message``, ``display``, ``issue``: ``Enum``
     columns without nulls; a column no answer has is left out) and ``kind``, a byte: the
     result (0 NA, 1 false, 2 true) and one bit per text that is null (``4 << i`` for
@@ -95,8 +117,7 @@ class Lookup:
 
     codes: pl.Series
     hashes: np.ndarray
-    slots: np.ndarray
-    reach: int
+    levels: tuple[Level, ...]
     answers: dict[str, pl.Series]
 
 
@@ -108,26 +129,29 @@ def lookup(state: State) -> Lookup:
     return found
 
 
+def _levels(hashes: np.ndarray) -> tuple[Level, ...]:
+    """Hash tables holding the position of every code (but 0): each level takes the codes
+    whose slot is free, one code per slot; the rest go to the next, smaller level."""
+    levels: list[Level] = []
+    todo = np.arange(1, len(hashes), dtype=np.int64)
+    for depth in range(MAX_LEVELS):
+        if not len(todo):
+            break
+        size = 1 << max(int(len(todo) * SPREAD - 1).bit_length(), 4)
+        multiplier = 0 if depth == 0 else int(MULTIPLIERS[depth % len(MULTIPLIERS)])
+        level = Level(np.zeros(size, dtype=np.uint32), multiplier)
+        slot = level.slot(hashes.take(todo))
+        level.slots[slot] = todo  # of the codes on one slot, the last one takes it
+        todo = todo[level.slots.take(slot) != todo]
+        levels.append(level)
+    return tuple(levels)
+
+
 def _build(state: State) -> Lookup:
     import polars as pl
 
     codes = pl.Series("code", state.arrow(pa.string()), dtype=pl.String).rechunk()
     hashes = codes.hash(HASH_SEED).to_numpy()
-    size = 1 << max(int(len(codes) * SPREAD - 1).bit_length(), 4)
-    slots = np.zeros(size, dtype=np.uint32)
-    home = (hashes & np.uint64(size - 1)).view(np.int64)
-    todo = np.arange(1, len(codes), dtype=np.int64)
-    reach = 0
-    for step in range(size):  # a code not placed tries the next slot (slots outnumber codes)
-        if not len(todo):
-            break
-        reach = step
-        slot = (home.take(todo) + step) & (size - 1)
-        free = np.flatnonzero(slots.take(slot) == 0)
-        slots[slot[free]] = todo[free]  # of the codes trying one free slot, the last takes it
-        placed = np.zeros(len(todo), dtype=bool)
-        placed[free] = slots.take(slot[free]) == todo[free]
-        todo = todo[~placed]
     # the texts are gathered without nulls (gathering nulls costs more than putting them
     # back from the kind's bits)
     kind = (state.answers.result + 1).astype(np.uint8)
@@ -140,55 +164,50 @@ def _build(state: State) -> Lookup:
             enum = pl.Series(name, labels, dtype=pl.Enum(labels))
             answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
     answers["kind"] = pl.Series("kind", kind)
-    return Lookup(codes, hashes, slots, reach, answers)
+    return Lookup(codes, hashes, _levels(hashes), answers)
 
 
-def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, np.ndarray]:
+def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, pl.Series]:
     """Each row's position in the answers of ``table`` (a String column): found in the
     table's lookup, else answered through Arrow (and added to the table)."""
+    import polars as pl
+
     state = table.state
     position, lost = find(lookup(state), values)
     if len(lost):
         state, answered = table.arrow(values.gather(lost).to_arrow())
-        position[lost] = answered
+        position = position.scatter(lost, pl.Series(answered.astype(np.uint32)))
     return state, position
 
 
-def find(found: Lookup, values: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+def find(found: Lookup, values: pl.Series) -> tuple[pl.Series, np.ndarray]:
     """Each row's position among the codes of ``found`` (a String column; a null row is
-    the missing answer, 0), and the rows whose code is not there. A row's hash proposes a
-    position (its home slot, else the next slots); the code there must equal the row."""
+    the missing answer, 0) as a UInt32 Series, and the rows whose code is not there. The
+    row's hash proposes a position (in the first level that has a code of that hash); the
+    code there must equal the row."""
     import polars as pl
 
-    mask = np.uint64(len(found.slots) - 1)
     hashes = values.hash(HASH_SEED).to_numpy()
-    home = (hashes & mask).view(np.int64)
-    position = found.slots.take(home)
-    wrong = found.codes.gather(pl.Series(position)).ne_missing(values)
-    if not wrong.any():
-        return position, np.zeros(0, dtype=np.int64)
-    rows = wrong.arg_true().to_numpy()
-    position[rows] = _probe(found, hashes.take(rows), home.take(rows))
-    sub = values.gather(rows)
-    null = sub.is_null()
-    right = found.codes.gather(pl.Series(position.take(rows))).eq_missing(sub) | null
-    position[rows[null.to_numpy()]] = 0
-    return position, rows[~right.to_numpy()]
-
-
-def _probe(found: Lookup, hashes: np.ndarray, home: np.ndarray) -> np.ndarray:
-    """Positions of the codes with these hashes past their home slot (0: none)."""
-    size = len(found.slots)
-    position = np.zeros(len(hashes), dtype=np.uint32)
-    todo = np.arange(len(hashes))
-    for step in range(1, found.reach + 1):
-        at = found.slots.take((home.take(todo) + step) & (size - 1))
-        hit = (at != 0) & (found.hashes.take(at) == hashes.take(todo))
-        position[todo[hit]] = at[hit]
-        todo = todo[~hit & (at != 0)]
-        if not len(todo):
+    first = found.levels[0] if found.levels else Level(np.zeros(1, dtype=np.uint32), 0)
+    position = first.slots.take(first.slot(hashes))
+    rows = np.flatnonzero(found.hashes.take(position) != hashes)
+    for level in found.levels[1:]:
+        if not len(rows):
             break
-    return position
+        sub = hashes.take(rows)
+        at = level.slots.take(level.slot(sub))
+        hit = (at != 0) & (found.hashes.take(at) == sub)
+        position[rows[hit]] = at[hit]
+        rows = rows[~hit]
+    position[rows] = 0  # no code of that hash: "" is the code at 0, anything else is lost
+    proposed = pl.Series("at", position)
+    if values.null_count():
+        zero = pl.lit(0, dtype=pl.UInt32)
+        proposed = pl.select(pl.when(values.is_null()).then(zero).otherwise(proposed)).to_series()
+    wrong = found.codes.gather(proposed) != values  # null rows: null (not wrong)
+    if not wrong.any():
+        return proposed, np.zeros(0, dtype=np.int64)
+    return proposed, wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
 
 
 def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
@@ -222,7 +241,7 @@ def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.Dat
         strings, ids = _categories(values)
         state, position = _strings(table, strings)
         # per distinct id its answer, and one more for a null row: the missing answer
-        at = pl.Series(np.append(position, 0).astype(np.uint32))
+        at = position.append(pl.Series([0], dtype=pl.UInt32))
         if ids.null_count():
             ids = ids.fill_null(len(strings))
         answers = {name: s.gather(at) for name, s in lookup(state).answers.items()}
@@ -230,7 +249,7 @@ def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.Dat
     if values.dtype != pl.String:
         values = values.cast(pl.String)
     state, position = _strings(table, values)
-    return result_frame(lookup(state).answers, pl.Series(position), system)
+    return result_frame(lookup(state).answers, position, system)
 
 
 def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str) -> pl.DataFrame:
