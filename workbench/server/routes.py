@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timezone
-from email.utils import format_datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from functools import partial
 from typing import Any
 
@@ -28,7 +28,7 @@ from workbench.server import search as fhir_search
 from workbench.server.history_pages import many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
 from workbench.server.responses import FHIR_JSON, fhir, outcome, read_json
-from workbench.server.store import ResourceStore, etag, version_of
+from workbench.server.store import ResourceStore, etag, etag_version, version_of
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 Answer = Callable[[Request], Awaitable[bytes]]
@@ -185,6 +185,30 @@ def prefer(request: Request) -> dict[str, str]:
     return out
 
 
+def not_modified(request: Request, resource: dict[str, Any]) -> bool:
+    """A conditional read the client's copy answers (304): ``If-None-Match`` names the
+    current version (``W/"3"``, ``"3"`` or ``*``), or, without it, ``If-Modified-Since`` is
+    not before ``meta.lastUpdated`` (RFC 9110 13.1.2/13.1.3)."""
+    tags = request.headers.get("if-none-match")
+    if tags is not None:
+        current = version_of(resource)
+        return any(
+            tag.strip() == "*" or etag_version(tag.strip()) == current for tag in tags.split(",")
+        )
+    since = request.headers.get("if-modified-since")
+    updated = (resource.get("meta") or {}).get("lastUpdated")
+    if since is None or not updated:
+        return False
+    try:
+        asked = parsedate_to_datetime(since)
+        changed = datetime.fromisoformat(str(updated).replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return False  # an unreadable date is ignored, as RFC 9110 says
+    if asked.tzinfo is None or changed.tzinfo is None:
+        return False
+    return changed.replace(microsecond=0) <= asked
+
+
 def http_date(instant: Any) -> str | None:
     """A FHIR instant as an HTTP-date (``Tue, 01 Oct 2024 12:00:00 GMT``), or None."""
     try:
@@ -234,6 +258,8 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
         root = root_of(request)
         if request.method in ("GET", "HEAD"):
             resource = store.read(rtype, rid)
+            if not_modified(request, resource):
+                return _resource_response(request, resource, 304, root, body=False)
             return _resource_response(request, _shaped(request, resource), 200, root)
         if request.method == "DELETE":
             await run_in_threadpool(store.delete, rtype, rid)
