@@ -685,7 +685,7 @@ def check_sample(case: Case, df: pd.DataFrame, result: pd.DataFrame, kinds: np.n
                 single.result,
                 single.message,
                 single.display,
-                single.reason,
+                single.issue,
                 single.system,
             )
             compared += 1

@@ -30,6 +30,7 @@ from workbench import (
     ValidationSummary,
     ValueSetNotFoundError,
     Workbench,
+    bulk,
     current,
 )
 
@@ -835,6 +836,21 @@ def test_result_categories_are_shared_across_calls(wb: Workbench) -> None:
     assert rows_of(small) == [reference(wb, ALL, code=c, system=DEMO) for c in few]
 
 
+def test_codes_without_a_system_are_answered_once(wb: Workbench) -> None:
+    """Rows without a system get the system inferred from the value set alone, so their
+    answers are kept with the value set's own (a later call looks them up, no check)."""
+    codes = ["M", "S", "bogus", None, "M", " S"]
+    data = pd.DataFrame({"c": codes, "s": [MARITAL_CS, None, None, None, None, ""]})
+    expected = [
+        reference(wb, MARITAL, code=c, system=s)
+        for c, s in zip(codes, data["s"].tolist(), strict=True)
+    ]
+    assert rows_of(wb.validate_column(data, MARITAL, code="c", system="s")) == expected
+    kept = bulk.make_checker(wb, MARITAL, False).tables[None].state.codes.tolist()
+    assert sorted(kept) == sorted(["", "M", "S", "bogus", " S"])
+    assert rows_of(wb.validate_column(data, MARITAL, code="c", system="s")) == expected
+
+
 # --- index alignment ----------------------------------------------------------------------
 
 INDEXES = [
@@ -1032,8 +1048,6 @@ def test_errors(
     error: type[Exception],
     text: str,
 ) -> None:
-    from workbench import bulk
-
     if error is ValueSetNotFoundError:
         # before any work: the column algorithm is never reached
         def boom(*args: Any, **kwargs: Any) -> Any:

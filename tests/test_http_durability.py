@@ -329,6 +329,75 @@ def test_history_without_data_folder(wb: Workbench) -> None:
         assert http.get("/CodeSystem/workbench-demo/_history/1").json() == first
 
 
+@pytest.mark.parametrize("folder", [True, False], ids=["data folder", "in memory"])
+def test_type_and_system_history(folder: bool, tmp_path: Path) -> None:
+    """Type- and system-level _history: every version of every resource, newest first, with
+    _count/_offset paging, _since, and deletions kept."""
+    wb = fresh()
+    shipped_vs = len(wb.registry.all("ValueSet"))
+    shipped_all = sum(len(wb.registry.all(t)) for t in ("CodeSystem", "ValueSet", "ConceptMap"))
+    served = wb.serve(port=0, token=TOKEN, data_dir=tmp_path / "data" if folder else None)
+    with served as handle, client(handle.url) as http:
+        before = http.get("/ValueSet/_history?_count=1").json()
+        assert before["type"] == "history" and before["total"] == shipped_vs
+        one = send(http, "POST", "/ValueSet", new_vs("ignored")).json()
+        rid = one["id"]
+        since = one["meta"]["lastUpdated"]
+        two = send(http, "PUT", f"/ValueSet/{rid}", {**one, "title": "Second"}).json()
+        assert http.delete(f"/ValueSet/{rid}").status_code == 204
+        demo = http.get("/CodeSystem/workbench-demo").json()
+        send(http, "PUT", "/CodeSystem/workbench-demo", {**demo, "title": "Two"})
+
+        page = http.get("/ValueSet/_history", params={"_count": "2"}).json()
+        assert page["total"] == shipped_vs + 3
+        assert [e["response"]["etag"] for e in page["entry"]] == ['W/"3"', 'W/"2"']
+        assert [e["request"] for e in page["entry"]] == [
+            {"method": "DELETE", "url": f"ValueSet/{rid}"},
+            {"method": "PUT", "url": f"ValueSet/{rid}"},
+        ]
+        assert "resource" not in page["entry"][0]
+        assert page["entry"][1]["resource"] == two
+        links = {link["relation"]: link["url"] for link in page["link"]}
+        assert links["self"] == f"{handle.url}/ValueSet/_history?_count=2"
+        assert links["next"] == f"{handle.url}/ValueSet/_history?_count=2&_offset=2"
+        third = http.get(links["next"]).json()["entry"][0]
+        assert third["resource"] == one and third["response"]["status"] == "201 Created"
+
+        recent = http.get("/_history", params={"_since": since}).json()
+        assert [(e["request"]["method"], e["request"]["url"]) for e in recent["entry"]] == [
+            ("PUT", "CodeSystem/workbench-demo"),
+            ("DELETE", f"ValueSet/{rid}"),
+            ("PUT", f"ValueSet/{rid}"),
+            ("PUT", f"ValueSet/{rid}"),
+        ]
+        assert {link["relation"] for link in recent["link"]} == {"self"}
+        everything = http.get("/_history", params={"_count": "1000"}).json()
+        assert everything["total"] == shipped_all + 4  # the demo system: loaded and written
+        caps = http.get("/metadata").json()["rest"][0]
+        assert {"code": "history-system"} in caps["interaction"]
+        assert {"code": "history-type"} in caps["resource"][0]["interaction"]
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ({"_since": "yesterday"}, "_since must be an instant"),
+        ({"_since": "2024-01-01"}, "_since must be an instant"),
+        ({"_since": "2024-01-01T00:00:00"}, "_since must be an instant"),
+        ({"_count": "-1"}, "_count must be a whole number"),
+        ({"_offset": "x"}, "_offset must be a whole number"),
+    ],
+)
+def test_bad_history_parameters(wb: Workbench, query: dict[str, str], text: str) -> None:
+    with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as http:
+        for path in ("/_history", "/ValueSet/_history"):
+            assert_outcome(http.get(path, params=query), 400, "invalid", text)
+        assert_outcome(http.get("/Patient/_history"), 404, "not-found", "Patient")
+        strict = http.get("/_history?_at=2024", headers={"Prefer": "handling=strict"})
+        assert_outcome(strict, 400, "invalid", "Unknown parameter '_at'")
+        assert http.get("/_history?_at=2024").status_code == 200
+
+
 # --- cycles in the concept hierarchy ---------------------------------------------------
 
 PARENT = [

@@ -430,6 +430,36 @@ def test_if_match_weak_and_strong(writer: tuple[ServerHandle, httpx.Client], for
     assert_outcome(stale, 412, "conflict", "does not match the current version")
 
 
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"If-None-Match": 'W/"1"'}, 304),
+        ({"If-None-Match": '"1"'}, 304),
+        ({"If-None-Match": "*"}, 304),
+        ({"If-None-Match": 'W/"7", W/"1"'}, 304),
+        ({"If-None-Match": 'W/"2"'}, 200),
+        ({"If-Modified-Since": "Sun, 06 Nov 2044 08:49:37 GMT"}, 304),
+        ({"If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"}, 200),
+        ({"If-Modified-Since": "not a date"}, 200),
+        # If-None-Match decides when both are given (RFC 9110 13.1.3)
+        ({"If-None-Match": 'W/"2"', "If-Modified-Since": "Sun, 06 Nov 2044 08:49:37 GMT"}, 200),
+    ],
+)
+def test_conditional_read(
+    writer: tuple[ServerHandle, httpx.Client], headers: dict[str, str], status: int
+) -> None:
+    """Before: If-None-Match and If-Modified-Since were ignored (always 200 with a body)."""
+    _, http = writer
+    created = send(http, "POST", "/ValueSet", new_vs()).json()
+    answer = http.get(f"/ValueSet/{created['id']}", headers=headers)
+    assert answer.status_code == status
+    assert answer.headers["etag"] == 'W/"1"'
+    if status == 304:
+        assert answer.content == b""
+    else:
+        assert answer.json() == created
+
+
 @pytest.mark.parametrize("method", ["POST", "PUT"])
 def test_prefer_return(writer: tuple[ServerHandle, httpx.Client], method: str) -> None:
     """Before: Prefer: return= was ignored."""

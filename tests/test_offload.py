@@ -197,3 +197,24 @@ def test_every_error_survives_the_trip_back(cls: type[WorkbenchError]) -> None:
         error.args,
     )
     assert back.extra == ("kept", 1)  # type: ignore[attr-defined]
+
+
+def test_the_inline_trial_counts_processor_time_not_waiting() -> None:
+    """A busy machine (the loop waiting for a processor) does not push a cheap call out;
+    a call that computes past the inline allowance goes to a child."""
+
+    def waits() -> tuple[int, int]:
+        time.sleep(0.05)  # 50 ms of wall time, hardly any processor time
+        budget.charge(1)
+        return os.getpid(), threading.get_ident()
+
+    def computes() -> tuple[int, int]:
+        end = time.thread_time() + 0.05
+        while time.thread_time() < end:
+            pass
+        budget.charge(1)
+        return os.getpid(), threading.get_ident()
+
+    limits = Limits(inline_seconds=0.02)
+    assert run(limits, waits) == (os.getpid(), threading.get_ident())
+    assert run(limits, computes)[0] != os.getpid()

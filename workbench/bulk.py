@@ -126,7 +126,7 @@ class Checker:
     member_by_system: dict[str, pd.Index] = field(default_factory=dict, repr=False)
     versions: Callable[[str], list[str] | None] | None = field(default=None, repr=False)
     languages: Languages | None = field(default=None, repr=False)
-    tables: dict[str, AnswerTable] = field(default_factory=dict, repr=False)
+    tables: dict[str | None, AnswerTable] = field(default_factory=dict, repr=False)
 
     def check(
         self, system: str | None, code: str, display: str | None, version: str | None = None
@@ -148,15 +148,23 @@ class Checker:
         )
         return _row(result)
 
-    def table(self, system: str) -> AnswerTable:
+    def table(self, system: str | None) -> AnswerTable:
         """The answers for codes of ``system`` (kept across calls for the value set's own
-        systems, per call for any other)."""
+        systems, per call for any other). ``None``: codes given without a system, whose
+        system is inferred from the value set alone, so their answers are kept too."""
         found = self.tables.get(system)
         if found is None:
-            found = AnswerTable(system, partial(self.answer, system))
-            if system in set(self.valueset.systems()):
-                found = self.tables.setdefault(system, found)
+            if system is None:
+                found = self.tables.setdefault(None, AnswerTable(None, self.answer_inferred))
+            else:
+                found = AnswerTable(system, partial(self.answer, system))
+                if system in set(self.valueset.systems()):
+                    found = self.tables.setdefault(system, found)
         return found
+
+    def answer_inferred(self, codes: np.ndarray) -> Answers:
+        """Validate distinct codes given without a system (str, none missing)."""
+        return Answers.of_rows([self.check(None, str(code), None) for code in codes])
 
     def _member_index(self, system: str) -> pd.Index:
         """The codes of one system that are in the expansion, as a hash index."""
@@ -440,9 +448,13 @@ def validate_arrays(
         state, position = checker.table(systems).column(codes, objects)
         return result_frame(state.answers, position, systems, state)
     columns = {"code": codes, "system": systems, "display": displays}
-    parts = {name: _factorize(col) for name, col in columns.items() if isinstance(col, pd.Series)}
-    if objects is not None:  # the same grouping, without hashing every row's text again
-        parts["code"] = _factorize_objects(objects)
+    parts = {
+        name: _factorize_objects(objects)
+        if name == "code" and objects is not None
+        else _factorize(col)
+        for name, col in columns.items()
+        if isinstance(col, pd.Series)
+    }
     if len(parts) == 1:
         row_ids, keys = parts["code"][0], np.arange(len(parts["code"][1]), dtype=np.int64)
         values = {"code": parts["code"][1]}
@@ -462,15 +474,22 @@ def validate_arrays(
     if system_values is None:
         system_values = np.full(len(keys), systems, dtype=object)
     display_values = values.get("display")
-    plain = ~missing_mask(system_values)
+    no_system = missing_mask(system_values)
+    plain = np.ones(len(keys), dtype=bool)
     if display_values is not None:
         plain &= pd.isna(display_values) | (display_values == "")
     segments: list[Answers] = []
     at = np.zeros(len(keys), dtype=np.int64)
     offset = 0
-    for system in pd.unique(system_values[plain]):
-        where = np.flatnonzero(plain & (system_values == system))
-        state, position = checker.table(str(system)).distinct(code_values[where])
+    groups = [
+        (str(s), plain & ~no_system & (system_values == s))
+        for s in pd.unique(system_values[plain & ~no_system])
+    ]
+    for system, chosen in [*groups, (None, plain & no_system)]:
+        where = np.flatnonzero(chosen)
+        if not len(where):
+            continue
+        state, position = checker.table(system).distinct(code_values[where])
         segments.append(state.answers)
         at[where] = offset + position
         offset += len(state.answers)

@@ -17,7 +17,16 @@ SECURITY = {
 }
 
 SEARCH_PARAMETER_BASE = "http://hl7.org/fhir/SearchParameter/"
-INTERACTIONS = ("read", "vread", "history-instance", "create", "update", "delete", "search-type")
+INTERACTIONS = (
+    "read",
+    "vread",
+    "history-instance",
+    "history-type",
+    "create",
+    "update",
+    "delete",
+    "search-type",
+)
 # GET {base}/OperationDefinition searches the operations this server defines by these.
 OPERATION_DEFINITION_SEARCH = {"_id": "token", "url": "uri", "name": "string", "code": "token"}
 
@@ -101,7 +110,12 @@ def capability_statement(operations: tuple[Operation, ...], base_url: str) -> di
         for op in operations
         if op.definition.system
     ]
-    rest: dict[str, Any] = {"mode": "server", "security": SECURITY, "resource": resources}
+    rest: dict[str, Any] = {
+        "mode": "server",
+        "security": SECURITY,
+        "resource": resources,
+        "interaction": [{"code": "history-system"}],
+    }
     if system_ops:
         rest["operation"] = system_ops
     return {

@@ -68,6 +68,10 @@ class MemoryHistory:
         """One version, or None when it is not known."""
         return self._versions.get((rtype, rid), {}).get(number)
 
+    def ids(self, rtype: str) -> list[str]:
+        """The ids of the resources of a type that have versions here."""
+        return [rid for (kind, rid), kept in self._versions.items() if kind == rtype and kept]
+
 
 class FolderHistory:
     """Versions in a data folder, one durable file per version."""
@@ -113,6 +117,14 @@ class FolderHistory:
                 resource = jsonio.loads(path.read_bytes(), exact_decimals=True)
                 return Version(number, resource, deleted)
         return None
+
+    def ids(self, rtype: str) -> list[str]:
+        """The ids of the resources of a type that have versions in the folder."""
+        return [
+            where.name[len(rtype) + 1 :]
+            for where in sorted(self.folder.glob(f"{rtype}-*"))
+            if where.is_dir() and any(self._listing(where))
+        ]
 
     @staticmethod
     def _listing(where: Path) -> Iterator[tuple[int, bool]]:

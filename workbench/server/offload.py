@@ -3,13 +3,14 @@
 Every operation runs under a work budget (``workbench.terminology.budget``), in up to three
 places, each tried only when the one before would take too long:
 
-1. **Inline**, on the event loop, with a small budget (``inline_steps``, ``inline_seconds``):
+1. **Inline**, on the event loop, with a small budget (``inline_steps``, and
+   ``inline_seconds`` of processor time, so that a busy machine does not push work out):
    a membership check against a cached value set, a lookup in an indexed code system finish
    well inside it and are answered at once. ``blocking`` operations skip this.
 2. **A worker thread**, with the full budget (``steps``, ``seconds``). Work the engine keeps
    (compiling a value set, indexing a code system) is done here, so that it lasts. When
    ``processes`` is on, other work (a scan whose result is not kept) gets only an allowance
-   here (``inline_steps``, ``scan_seconds``).
+   here (``inline_steps``, and ``scan_seconds`` of processor time).
 3. **A forked child process** (``workbench.server.forked``), with the full budget, for the
    long scan: it starts with everything the thread built, and it cannot hold the server's
    interpreter lock, so cheap requests keep their latency while it runs.
@@ -112,7 +113,9 @@ class Offloader:
         building = True  # whether the thread should try first (builds last there)
         if not blocking:
             try:
-                trial = budget.Budget(limits.inline_steps, limits.inline_seconds, inline=True)
+                trial = budget.Budget(
+                    limits.inline_steps, inline=True, cpu_seconds=limits.inline_seconds
+                )
                 return budget.run_limited(trial, job)
             except budget.WouldBlock as stopped:
                 building = stopped.building

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timezone
-from email.utils import format_datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from functools import partial
 from typing import Any
 
@@ -23,11 +23,12 @@ from workbench import jsonio
 from workbench.errors import MethodNotAllowedError, UnknownOperationError
 from workbench.operations import Operation
 from workbench.operations.codec import build_output, parse_parameters, parse_query, query_items
+from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server import search as fhir_search
-from workbench.server.history import Version
+from workbench.server.history_pages import many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
 from workbench.server.responses import FHIR_JSON, fhir, outcome, read_json
-from workbench.server.store import ResourceStore, etag, version_of
+from workbench.server.store import ResourceStore, etag, etag_version, version_of
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 Answer = Callable[[Request], Awaitable[bytes]]
@@ -184,6 +185,30 @@ def prefer(request: Request) -> dict[str, str]:
     return out
 
 
+def not_modified(request: Request, resource: dict[str, Any]) -> bool:
+    """A conditional read the client's copy answers (304): ``If-None-Match`` names the
+    current version (``W/"3"``, ``"3"`` or ``*``), or, without it, ``If-Modified-Since`` is
+    not before ``meta.lastUpdated`` (RFC 9110 13.1.2/13.1.3)."""
+    tags = request.headers.get("if-none-match")
+    if tags is not None:
+        current = version_of(resource)
+        return any(
+            tag.strip() == "*" or etag_version(tag.strip()) == current for tag in tags.split(",")
+        )
+    since = request.headers.get("if-modified-since")
+    updated = (resource.get("meta") or {}).get("lastUpdated")
+    if since is None or not updated:
+        return False
+    try:
+        asked = parsedate_to_datetime(since)
+        changed = datetime.fromisoformat(str(updated).replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return False  # an unreadable date is ignored, as RFC 9110 says
+    if asked.tzinfo is None or changed.tzinfo is None:
+        return False
+    return changed.replace(microsecond=0) <= asked
+
+
 def http_date(instant: Any) -> str | None:
     """A FHIR instant as an HTTP-date (``Tue, 01 Oct 2024 12:00:00 GMT``), or None."""
     try:
@@ -233,6 +258,8 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
         root = root_of(request)
         if request.method in ("GET", "HEAD"):
             resource = store.read(rtype, rid)
+            if not_modified(request, resource):
+                return _resource_response(request, resource, 304, root, body=False)
             return _resource_response(request, _shaped(request, resource), 200, root)
         if request.method == "DELETE":
             await run_in_threadpool(store.delete, rtype, rid)
@@ -246,7 +273,21 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
 
     async def history(request: Request) -> Response:
         rtype, rid = request.path_params["rtype"], request.path_params["rid"]
-        bundle = history_bundle(store.versions(rtype, rid), root_of(request), rtype, rid)
+        bundle = resource_history(store.versions(rtype, rid), root_of(request), rtype, rid)
+        return fhir(bundle, pretty=_pretty(request))
+
+    async def many_histories(request: Request) -> Response:
+        rtype = request.path_params.get("rtype")
+        root = root_of(request)
+        query = parse_history(
+            request.query_params.multi_items(),
+            strict=prefer(request).get("handling") == "strict",
+        )
+        rtypes = TERMINOLOGY_TYPES if rtype is None else (rtype,)
+        url = f"{root}/_history" if rtype is None else f"{root}/{rtype}/_history"
+        bundle = await run_in_threadpool(
+            lambda: many_history(store.histories(rtypes), query, root, url)
+        )
         return fhir(bundle, pretty=_pretty(request))
 
     async def vread(request: Request) -> Response:
@@ -255,41 +296,13 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
         return _resource_response(request, _shaped(request, resource), 200, root_of(request))
 
     return [
+        Route(f"{base}/_history", many_histories, methods=["GET"]),
+        Route(f"{base}/{{rtype}}/_history", many_histories, methods=["GET"]),
         Route(f"{base}/{{rtype}}", search_or_create, methods=["GET", "POST"]),
         Route(f"{base}/{{rtype}}/{{rid}}", instance, methods=["GET", "PUT", "DELETE"]),
         Route(f"{base}/{{rtype}}/{{rid}}/_history", history, methods=["GET"]),
         Route(f"{base}/{{rtype}}/{{rid}}/_history/{{vid}}", vread, methods=["GET"]),
     ]
-
-
-def history_bundle(versions: list[Version], root: str, rtype: str, rid: str) -> dict[str, Any]:
-    """The history Bundle of one resource, newest version first (``versions`` in that order)."""
-    entries = []
-    for i, version in enumerate(versions):
-        older = versions[i + 1] if i + 1 < len(versions) else None
-        if version.deleted:
-            method, status = "DELETE", "204 No Content"
-        elif version.number == 1 or (older is not None and older.deleted):
-            method, status = "PUT", "201 Created"
-        else:
-            method, status = "PUT", "200 OK"
-        entry: dict[str, Any] = {"fullUrl": f"{root}/{rtype}/{rid}"}
-        if not version.deleted:
-            entry["resource"] = version.resource
-        entry["request"] = {"method": method, "url": f"{rtype}/{rid}"}
-        response = {"status": status, "etag": f'W/"{version.number}"'}
-        when = (version.resource.get("meta") or {}).get("lastUpdated")
-        if when:
-            response["lastModified"] = when
-        entry["response"] = response
-        entries.append(entry)
-    return {
-        "resourceType": "Bundle",
-        "type": "history",
-        "total": len(entries),
-        "link": [{"relation": "self", "url": f"{root}/{rtype}/{rid}/_history"}],
-        "entry": entries,
-    }
 
 
 def _shaped(request: Request, resource: dict[str, Any]) -> dict[str, Any]:

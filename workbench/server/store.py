@@ -14,7 +14,7 @@ import contextlib
 import re
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -181,6 +181,17 @@ class ResourceStore:
         if not out:
             raise ResourceNotFoundError(f"{rtype}/{rid} not found")
         return [out[n] for n in sorted(out, reverse=True)]
+
+    def histories(self, rtypes: Iterable[str]) -> Iterator[list[Version]]:
+        """The versions (newest first) of every resource of the given types: those served
+        now and those deleted whose versions are kept."""
+        for rtype in rtypes:
+            self.check_type(rtype)
+            ids = dict.fromkeys(str(r.get("id")) for r in self.registry.all(rtype) if r.get("id"))
+            ids.update(dict.fromkeys(self.history.ids(rtype)))
+            for rid in ids:
+                with contextlib.suppress(ResourceNotFoundError):
+                    yield self.versions(rtype, rid)
 
     def _checked(self, rtype: str, body: Any) -> Resource:
         if not isinstance(body, dict):

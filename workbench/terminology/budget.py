@@ -41,8 +41,10 @@ class Budget:
     """``steps`` units of work and, optionally, ``seconds`` of time from ``since`` (a
     ``time.monotonic()`` value; default now).
 
-    ``inline``: going over raises WouldBlock instead of TooCostlyError. ``scan_steps`` and
-    ``scan_seconds``: an allowance for work outside ``building()``; beyond it, WouldBlock.
+    ``inline``: going over raises WouldBlock instead of TooCostlyError; ``cpu_seconds``
+    limits the processor time of the calling thread as well (the time it waited for the
+    processor does not count). ``scan_steps`` and ``scan_seconds`` (processor time, from now):
+    an allowance for work outside ``building()``; beyond it, WouldBlock.
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class Budget:
         *,
         inline: bool = False,
         since: float | None = None,
+        cpu_seconds: float | None = None,
         scan_steps: int | None = None,
         scan_seconds: float | None = None,
     ) -> None:
@@ -64,9 +67,11 @@ class Budget:
         self.inline = inline
         self.exceeded = False
         self.builds = 0
+        self.cpu_seconds = cpu_seconds
+        self.cpu_deadline = None if cpu_seconds is None else time.thread_time() + cpu_seconds
         self.scan_left = scan_steps
-        self.scan_deadline = None if scan_seconds is None else time.monotonic() + scan_seconds
-        self.timed = self.deadline is not None or self.scan_deadline is not None
+        self.scan_deadline = None if scan_seconds is None else time.thread_time() + scan_seconds
+        self.timed = (self.deadline, self.cpu_deadline, self.scan_deadline) != (None, None, None)
 
     def charge(self, n: int = 1) -> None:
         """Use ``n`` steps; raise when the steps or the time are used up."""
@@ -82,11 +87,14 @@ class Budget:
 
     def tick(self) -> None:
         """Check the time (a long scan calls this every so many codes)."""
-        now = time.monotonic()
-        if self.deadline is not None and now > self.deadline:
+        if self.deadline is not None and time.monotonic() > self.deadline:
             self._exceed(f"more than {self.seconds:g} seconds")
-        if self.scan_deadline is not None and not self.builds and now > self.scan_deadline:
-            raise WouldBlock("a long scan")
+        if self.cpu_deadline is not None or self.scan_deadline is not None:
+            used = time.thread_time()
+            if self.cpu_deadline is not None and used > self.cpu_deadline:
+                self._exceed(f"more than {self.cpu_seconds:g} seconds of processor time")
+            if self.scan_deadline is not None and not self.builds and used > self.scan_deadline:
+                raise WouldBlock("a long scan")
 
     def check(self) -> None:
         """Raise again if the budget was exceeded (and the error swallowed on the way)."""
