@@ -143,3 +143,21 @@ def serve_app(app: Any, base: str = "/fhir/R4", timeout: float = 15.0) -> Iterat
         server.should_exit = True
         thread.join(timeout)
         assert not thread.is_alive(), "the test server did not stop"
+
+
+def served_fixtures() -> tuple[Any, Any]:
+    """Module-scoped ``server`` and ``http`` fixtures over the module's own ``wb`` fixture:
+    ``server, http = served_fixtures()`` at module level."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def server(wb: Any) -> Iterator[Any]:
+        with wb.serve(port=0, token=TOKEN) as handle:
+            yield handle
+
+    @pytest.fixture(scope="module")
+    def http(server: Any) -> Iterator[httpx.Client]:
+        with client(server.url) as c:
+            yield c
+
+    return server, http

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -141,8 +142,15 @@ def mixed_codes(count: int, seed: int) -> list[str | None]:
 KINDS = ["String", "Categorical", "Enum"]
 
 
+@pytest.mark.parametrize("chunk", [None, 64])
 @pytest.mark.parametrize("kind", KINDS)
-def test_polars_series_equals_pandas_row_for_row(big: Workbench, kind: str) -> None:
+def test_polars_series_equals_pandas_row_for_row(
+    big: Workbench, kind: str, chunk: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench import bulk_polars
+
+    if chunk is not None:  # many chunks (and a last short one) per lookup and result
+        monkeypatch.setattr(bulk_polars, "CHUNK", chunk)
     values = mixed_codes(5000, seed=1)
     column = codes_column(kind, values)
     expected = rows_of(big.validate_column(pd.Series(values, dtype=object), BIG_VS, system=BIG))
@@ -244,6 +252,11 @@ def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
     assert position.to_list() == list(range(1, len(state.codes)))
     assert len(found.levels) > 1  # some codes share a first-level slot, and are found too
     unseen = ["never seen", f"\t{BIG_CODES[0]}\t", None, ""]  # padded: another string
-    position, lost = bulk_polars.find(found, pl.Series(unseen))
+    unseen = pl.Series(unseen)
+    position, lost = bulk_polars.find(found, unseen)
     assert lost.tolist() == [0, 1]
     assert position.to_list()[2:] == [0, 0]
+    assert found.null_apart  # so a null row needs no pass of its own; with one, the same
+    again, lost_again = bulk_polars.find(dataclasses.replace(found, null_apart=False), unseen)
+    assert again.to_list() == position.to_list()
+    assert lost_again.tolist() == [0, 1]

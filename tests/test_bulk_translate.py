@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pandas as pd
+import polars
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_conceptmap import ALL, MAIN, A
+from tests.test_conceptmap import ALL, MAIN, A, B
 from workbench import Workbench
 from workbench.bulk_translate import COLUMNS, strongest
 
@@ -88,3 +89,27 @@ def test_unknown_map_raises_even_for_an_empty_column(mwb: Workbench) -> None:
 
     with pytest.raises(ConceptMapNotFoundError, match="http://ex/none"):
         mwb.translate_column(pd.Series([], dtype=object), "http://ex/none")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(["x", "y", "w", "zz", "1", None]), max_size=20))
+def test_reverse_agrees_with_translate(mwb: Workbench, codes: list[str | None]) -> None:
+    """``reverse=True`` maps target codes back, row for row as ``wb.translate(reverse=True)``."""
+    series = pd.Series(codes, dtype=object)
+    out = mwb.translate_column(series, MAIN["url"], system=B, reverse=True)
+    for i, c in enumerate(codes):
+        row = tuple(None if v is pd.NA else v for v in out.iloc[i])
+        if c is None:
+            assert row == (None, None, None, None, None, 0, None)
+            continue
+        assert row == strongest(mwb.translate(c, system=B, url=MAIN["url"], reverse=True))
+    lazy = mwb.translate_column(
+        polars.Series(codes, dtype=polars.String), MAIN["url"], system=B, reverse=True
+    )
+    assert lazy["target_code"].to_list() == out["target_code"].tolist()
+
+
+def test_reverse_finds_the_source_codes(mwb: Workbench) -> None:
+    out = mwb.translate_column(pd.Series(["x", "y"]), MAIN["url"], system=B, reverse=True)
+    assert out["target_system"].tolist() == [A, A]
+    assert out["target_code"].tolist() == ["1", "2"]

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pandas as pd
 import pytest
-from http_support import TOKEN, client, values
+from http_support import served_fixtures, values
 
 from workbench import Workbench
 from workbench.errors import DuplicateCanonicalError
-from workbench.server.embedded import ServerHandle
 
 ICD = "http://hl7.org/fhir/sid/icd-10-cm"
 ISA_VS = "http://example.org/vs/cholera"
@@ -65,16 +63,7 @@ def wb(xml: Path, cache: Path) -> Workbench:
     return bench
 
 
-@pytest.fixture(scope="module")
-def server(wb: Workbench) -> Iterator[ServerHandle]:
-    with wb.serve(port=0, token=TOKEN) as handle:
-        yield handle
-
-
-@pytest.fixture(scope="module")
-def http(server: ServerHandle) -> Iterator[httpx.Client]:
-    with client(server.url) as c:
-        yield c
+server, http = served_fixtures()
 
 
 # --- the codes ---------------------------------------------------------------------------

@@ -398,3 +398,16 @@ def test_progress_bar(
     assert ("0/3 [" in captured.err) is shown
     if not shown:
         assert captured.err == ""
+
+
+@pytest.mark.parametrize(("progress", "shown"), [(None, False), (True, True), (False, False)])
+def test_progress_bar_only_where_someone_sees_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], progress: bool | None, shown: bool
+) -> None:
+    """Before: a large load drew its bar into logs and pipes, one redraw after another."""
+    for i in range(510):
+        vs = {"resourceType": "ValueSet", "url": f"http://example.org/vs/{i}", "status": "active"}
+        (tmp_path / f"vs{i}.json").write_text(json.dumps(vs))
+    summary = Workbench().load(tmp_path, progress=progress)
+    assert len(summary.valuesets) == 510
+    assert ("file" in capsys.readouterr().err) is shown

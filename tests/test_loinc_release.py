@@ -12,19 +12,17 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pandas as pd
 import pytest
-from http_support import TOKEN, assert_outcome, client, values
+from http_support import TOKEN, assert_outcome, client, served_fixtures, values
 
 from workbench import Workbench
 from workbench.errors import DuplicateCanonicalError, ReleaseFormatError, WorkbenchError
 from workbench.releases.loading import detect
-from workbench.server.embedded import ServerHandle
 
 LOINC = "http://loinc.org"
 RELEASE = Path(__file__).parent / "data" / "loinc-release"
@@ -74,16 +72,7 @@ def wb(cache: Path) -> Workbench:
     return bench
 
 
-@pytest.fixture(scope="module")
-def server(wb: Workbench) -> Iterator[ServerHandle]:
-    with wb.serve(port=0, token=TOKEN) as handle:
-        yield handle
-
-
-@pytest.fixture(scope="module")
-def http(server: ServerHandle) -> Iterator[httpx.Client]:
-    with client(server.url) as c:
-        yield c
+server, http = served_fixtures()
 
 
 def codes(wb: Workbench, include: dict[str, Any]) -> list[str]:

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import shutil
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pandas as pd
 import pytest
-from http_support import TOKEN, client, values
+from http_support import served_fixtures, values
 
 from workbench import Workbench
 from workbench.errors import DuplicateCanonicalError, ReleaseFormatError, UnsupportedFilterError
 from workbench.releases.loading import detect
-from workbench.server.embedded import ServerHandle
 
 RX = "http://www.nlm.nih.gov/research/umls/rxnorm"
 RELEASE = Path(__file__).parent / "data" / "rxnorm-release"
@@ -286,16 +284,7 @@ def test_the_same_version_twice_changes_nothing(wb: Workbench, cache: Path) -> N
 # --- HTTP ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server(wb: Workbench) -> Iterator[ServerHandle]:
-    with wb.serve(port=0, token=TOKEN) as handle:
-        yield handle
-
-
-@pytest.fixture(scope="module")
-def http(server: ServerHandle) -> Iterator[httpx.Client]:
-    with client(server.url) as c:
-        yield c
+server, http = served_fixtures()
 
 
 def test_http_lookup(http: httpx.Client) -> None:

@@ -4,7 +4,6 @@ frames, bulk validation of a column against an ECL value set, and bad input."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +11,11 @@ import httpx
 import pandas as pd
 import pytest
 import snomed_rf2
-from http_support import TOKEN, assert_outcome, client, values
+from http_support import assert_outcome, served_fixtures, values
 from test_snomed_ecl import ECL_CASES
 
 from workbench import Workbench
 from workbench.errors import ExpressionSyntaxError, ReleaseFormatError, WorkbenchError
-from workbench.server.embedded import ServerHandle
 
 SCT = "http://snomed.info/sct"
 ECL_VS = f"{SCT}?fhir_vs=ecl/<< 49601007"
@@ -58,16 +56,7 @@ def wb(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Workbench:
     return bench
 
 
-@pytest.fixture(scope="module")
-def server(wb: Workbench) -> Iterator[ServerHandle]:
-    with wb.serve(port=0, token=TOKEN) as handle:
-        yield handle
-
-
-@pytest.fixture(scope="module")
-def http(server: ServerHandle) -> Iterator[httpx.Client]:
-    with client(server.url) as c:
-        yield c
+server, http = served_fixtures()
 
 
 # --- Python ----------------------------------------------------------------------------

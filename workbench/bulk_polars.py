@@ -75,8 +75,9 @@ def _uniform(values: pl.Series) -> str | None:
 
 
 HASH_SEED = 20240611
-TEXTS = ("message", "display", "issue")
-SPREAD = 8  # hash slots per code in each level (at most an eighth of the slots hold one)
+TEXTS = tuple(COLUMNS[1:-1])  # message, display, issue: between result and system
+SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
+CHUNK = 1 << 17  # rows per step of a lookup or of the result frame
 MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
 # odd 64-bit multipliers: each level reads other bits of the hash
 MULTIPLIERS = np.array(
@@ -119,6 +120,7 @@ class Lookup:
     hashes: np.ndarray
     levels: tuple[Level, ...]
     answers: dict[str, pl.Series]
+    null_apart: bool  # no code hashes like a null: a null row is found nowhere (so at 0)
 
 
 def lookup(state: State) -> Lookup:
@@ -164,7 +166,9 @@ def _build(state: State) -> Lookup:
             enum = pl.Series(name, labels, dtype=pl.Enum(labels))
             answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
     answers["kind"] = pl.Series("kind", kind)
-    return Lookup(codes, hashes, _levels(hashes), answers)
+    null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
+    null_apart = not bool((hashes[1:] == null).any())
+    return Lookup(codes, hashes, _levels(hashes), answers, null_apart)
 
 
 def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, pl.Series]:
@@ -184,9 +188,26 @@ def find(found: Lookup, values: pl.Series) -> tuple[pl.Series, np.ndarray]:
     """Each row's position among the codes of ``found`` (a String column; a null row is
     the missing answer, 0) as a UInt32 Series, and the rows whose code is not there. The
     row's hash proposes a position (in the first level that has a code of that hash); the
-    code there must equal the row."""
+    code there must equal the row. Rows go in chunks of CHUNK: each step's buffers are
+    small and reused, rather than fresh memory the size of the column."""
     import polars as pl
 
+    position = np.zeros(len(values), dtype=np.uint32)
+    lost = [np.zeros(0, dtype=np.int64)]
+    for start in range(0, len(values), CHUNK):
+        part = values.slice(start, CHUNK)
+        proposed = _propose(found, part)
+        if part.null_count() and not found.null_apart:
+            proposed[part.is_null().to_numpy()] = 0
+        wrong = found.codes.gather(pl.Series(proposed)) != part  # a null row: null, at 0
+        if wrong.any():
+            lost.append(start + wrong.fill_null(False).arg_true().to_numpy().astype(np.int64))
+        position[start : start + len(part)] = proposed
+    return pl.Series("at", position), np.concatenate(lost)
+
+
+def _propose(found: Lookup, values: pl.Series) -> np.ndarray:
+    """For each row, the position of a code with the row's hash (0: none)."""
     hashes = values.hash(HASH_SEED).to_numpy()
     first = found.levels[0] if found.levels else Level(np.zeros(1, dtype=np.uint32), 0)
     position = first.slots.take(first.slot(hashes))
@@ -200,14 +221,7 @@ def find(found: Lookup, values: pl.Series) -> tuple[pl.Series, np.ndarray]:
         position[rows[hit]] = at[hit]
         rows = rows[~hit]
     position[rows] = 0  # no code of that hash: "" is the code at 0, anything else is lost
-    proposed = pl.Series("at", position)
-    if values.null_count():
-        zero = pl.lit(0, dtype=pl.UInt32)
-        proposed = pl.select(pl.when(values.is_null()).then(zero).otherwise(proposed)).to_series()
-    wrong = found.codes.gather(proposed) != values  # null rows: null (not wrong)
-    if not wrong.any():
-        return proposed, np.zeros(0, dtype=np.int64)
-    return proposed, wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
+    return position
 
 
 def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
@@ -255,20 +269,24 @@ def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.Dat
 def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str) -> pl.DataFrame:
     """The polars frame of COLUMNS: row ``i`` gets the answer at ``at[i]`` (``answers`` as
     in ``Lookup``); the system is the same for every row (one Enum value, not repeated in
-    memory)."""
+    memory). Built in chunks of CHUNK rows (the columns are chunked alike)."""
     import polars as pl
 
     kind = pl.col("kind")
-    columns = [pl.when(kind & 3 != 0).then(kind & 3 == 2).alias("result")]
+    columns = [pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(COLUMNS[0])]
     for bit, name in enumerate(TEXTS):
         if name in answers:
             texts = pl.lit(answers[name]).gather(pl.col("at"))
             columns.append(pl.when(kind & (4 << bit) == 0).then(texts).alias(name))
         else:  # no answer has a text here
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
-    columns.append(pl.lit(system, dtype=pl.Enum([system])).alias("system"))
-    frame = pl.DataFrame({"at": at}).with_columns(answers["kind"].gather(at).alias("kind"))
-    return frame.select(columns).select(COLUMNS)
+    columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(COLUMNS[-1]))
+    frames = []
+    for start in range(0, max(len(at), 1), CHUNK):
+        part = at.slice(start, CHUNK)
+        frame = pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)})
+        frames.append(frame.select(columns))
+    return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
 
 
 def validate_polars(

@@ -62,10 +62,18 @@ class ColumnTranslator:
     """Answers one (system, code) at a time for a column: the maps are chosen once and
     target displays are looked up once each (``wb.translate`` semantics otherwise)."""
 
-    def __init__(self, wb: Workbench, url: str | None, *, target_system: str | None = None) -> None:
+    def __init__(
+        self,
+        wb: Workbench,
+        url: str | None,
+        *,
+        target_system: str | None = None,
+        reverse: bool = False,
+    ) -> None:
         self.maps = wb.conceptmaps_for(url)
-        self.candidates = candidate_maps(self.maps, url=url)
+        self.candidates = candidate_maps(self.maps, url=url, reverse=reverse)
         self.target_system = target_system
+        self.reverse = reverse
         self._lookup = wb.display_of
         self._has_system = wb.terminology.codesystem
         self._systems: dict[str, bool] = {}
@@ -93,6 +101,7 @@ class ColumnTranslator:
                 code=code,
                 system=system,
                 target_system=self.target_system,
+                reverse=self.reverse,
                 display_of=self.display_of,
             )
         )
@@ -184,14 +193,15 @@ def translate_pandas(
     code: str | None = None,
     system: str | None = None,
     target_system: str | None = None,
+    reverse: bool = False,
 ) -> pd.DataFrame:
     """Translate every row; return a frame aligned to ``data.index`` (see ``COLUMNS``).
 
     ``code`` names the code column of a DataFrame; ``system`` is a column name or, when it
-    is not a column, the system of every row.
+    is not a column, the system of every row. ``reverse`` maps target codes back to sources.
     """
     codes, systems, constant = split_input(data, code, system)
-    translator = ColumnTranslator(wb, url, target_system=target_system)
+    translator = ColumnTranslator(wb, url, target_system=target_system, reverse=reverse)
     return translate_frame(translator, codes, systems, constant, data.index)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -159,8 +160,17 @@ class _Reader:
         self.document(parse_json(data, origin, exact_decimals=self.exact_decimals), origin)
 
 
+def interactive() -> bool:
+    """Whether a progress bar has someone to show it to: a notebook or a terminal (not a
+    log file or a pipe, where every redraw would be one more line of noise)."""
+    if any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__):
+        return True
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty is not None and isatty())
+
+
 def _bar(items: list[Any], progress: bool | None, desc: str) -> Iterable[Any]:
-    show = len(items) >= PROGRESS_THRESHOLD if progress is None else progress
+    show = len(items) >= PROGRESS_THRESHOLD and interactive() if progress is None else progress
     return tqdm(items, desc=desc, unit="file", disable=not show, leave=False)
 
 

@@ -274,6 +274,7 @@ class Workbench:
         code: str | None = None,
         system: str | None = None,
         target_system: str | None = None,
+        reverse: bool = False,
     ) -> Any:
         """Translate a column: result, equivalence, target_system/code/display, matches, message.
 
@@ -283,7 +284,9 @@ class Workbench:
         client and the answers shipped to the workers once) or a polars DataFrame or
         Series (a polars result). Work is done once per distinct (system, code); a row
         holds the strongest match and ``matches`` counts them; a missing code gives
-        ``result`` NA. Raises ConceptMapNotFoundError for an unknown ``url``.
+        ``result`` NA. ``reverse=True`` maps target codes back to their source codes (as
+        ``$translate`` with ``reverse``). Raises ConceptMapNotFoundError for an unknown
+        ``url``.
 
         >>> wb = Workbench()
         >>> _ = wb.load({"resourceType": "ConceptMap", "url": "http://ex/cm", "group": [{
@@ -291,6 +294,9 @@ class Workbench:
         ...     {"code": "1", "target": [{"code": "x", "equivalence": "equivalent"}]}]}]})
         >>> wb.translate_column(pd.Series(["1", "2", None]), "http://ex/cm")["target_code"].tolist()
         ['x', None, None]
+        >>> back = wb.translate_column(pd.Series(["x"]), "http://ex/cm", reverse=True)
+        >>> back[["target_system", "target_code"]].values.tolist()
+        [['http://ex/a', '1']]
         """
         from workbench import bulk_dask, bulk_polars
         from workbench.bulk_translate import ColumnTranslator, translate_pandas
@@ -302,15 +308,22 @@ class Workbench:
                 code=code,
                 system=system,
                 target_system=target_system,
+                reverse=reverse,
             )
             return bulk_polars.from_pandas(result)
         if bulk_dask.is_dask(data):
             from workbench.bulk_translate_dask import translate_dask
 
-            translator = ColumnTranslator(self, url, target_system=target_system)
+            translator = ColumnTranslator(self, url, target_system=target_system, reverse=reverse)
             return translate_dask(translator, data, code=code, system=system)
         return translate_pandas(
-            self, data, url, code=code, system=system, target_system=target_system
+            self,
+            data,
+            url,
+            code=code,
+            system=system,
+            target_system=target_system,
+            reverse=reverse,
         )
 
     @property

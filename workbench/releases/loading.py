@@ -22,6 +22,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from workbench.errors import InvalidRequestError, ReleaseFormatError
+from workbench.loading import interactive
 from workbench.terminology.provider import CodeSystemProvider
 
 KINDS = ("snomed", "loinc", "icd10cm", "rxnorm")
@@ -130,7 +131,8 @@ def open_release(
     if kind == "icd10cm":
         return _open_icd10cm(path, version, cache, started, claim)
     cache_existed = cache.exists()
-    bar = tqdm(desc=f"importing {Path(path).name}", disable=progress is False, unit=" step")
+    shown = interactive() if progress is None else progress
+    bar = tqdm(desc=f"importing {Path(path).name}", disable=not shown, unit=" step")
     try:
 
         def step(message: str) -> None:

@@ -1,34 +1,14 @@
-"""Code validation against a value set or a code system, as result objects.
+"""Code validation against a value set or a code system.
 
-A code that fails is a ``ValidationResult`` with ``result=False``, a message and a stable
-``issue``; it never raises. The issues (also the ``issue`` column of bulk validation):
-
-========================  =========  ===================================================
-issue                     result     meaning
-========================  =========  ===================================================
-None                      True       valid
-``inactive``              True       valid, but the concept is inactive (a warning)
-``not-in-vs``             False      a real code of a known system, not in the value set
-``unknown-code``          False      the code is not in its code system
-``unknown-system``        False      the system is not loaded, missing and not inferable
-``invalid-display``       False      the display is none of the concept's displays
-``abstract``              False      an abstract code, and ``abstract`` was not allowed
-``missing``               False      no code at all
-``version``               False      the coding's version is not the one the value set
-                                     pins, or not the one ``check-system-version`` allows
-========================  =========  ===================================================
-
-Each result also carries the outputs the reference terminology servers give (code, system,
-version, display, inactive, status, x-caused-by-unknown-system, normalized-code) and its
-``issues``, each with a tx-issue-type code and the FHIRPath expression of the input element
-it is about; ``message`` joins the texts of every error (of every warning when valid).
+``validate_in_valueset`` and ``validate_in_codesystem`` answer a ``ValidationResult``
+(``workbench.terminology.result``, where the issues are listed); a code that fails is a
+result with ``result=False``, never an exception. ``workbench.terminology.codings`` combines
+the results of a CodeableConcept's codings.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import html
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,268 +18,28 @@ import numpy as np
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.resources import canonical_of
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
+from workbench.terminology.codings import coding_parts, combine_codings, located
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.languages import Languages, display_in, valid_in
+from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
+from workbench.terminology.result import coding_label as _fmt
 from workbench.terminology.versions import matches as version_matches
 
-REASONS = (
-    "not-in-vs",
-    "unknown-code",
-    "unknown-system",
-    "invalid-display",
-    "abstract",
-    "inactive",
-    "missing",
-    "version",
-)
-# FHIR tx-issue-type codes (http://hl7.org/fhir/tools/CodeSystem/tx-issue-type) per reason.
-_TX_TYPE = {
-    "not-in-vs": "not-in-vs",
-    "unknown-code": "invalid-code",
-    "unknown-system": "not-found",
-    "invalid-display": "invalid-display",
-    "abstract": "code-rule",
-    "inactive": "code-comment",
-    "missing": "invalid-code",
-    "version": "vs-invalid",
-}
-
-
-TX_ISSUE_TYPE = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
-# OperationOutcome.issue.code for each tx-issue-type code, as the reference servers use them.
-_OO_TYPE = {
-    "not-in-vs": "code-invalid",
-    "this-code-not-in-vs": "code-invalid",
-    "invalid-code": "code-invalid",
-    "invalid-display": "invalid",
-    "display-comment": "invalid",
-    "code-rule": "business-rule",
-    "code-comment": "business-rule",
-    "status-check": "business-rule",
-    "not-found": "not-found",
-    "cannot-infer": "not-found",
-    "vs-invalid": "invalid",
-    "version-error": "invalid",
-    "process-note": "informational",
-}
-# The element of the validated input each reason is about ("" is the whole coding).
-_ELEMENT = {
-    "not-in-vs": "code",
-    "unknown-code": "code",
-    "unknown-system": "system",
-    "invalid-display": "display",
-    "abstract": "code",
-    "inactive": "",
-    "missing": "code",
-    "version": "version",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Issue:
-    """One finding of a validation: severity, tx-issue-type code, text and reason.
-
-    ``element`` is the part of the input it is about (``code``, ``system``, ``display``,
-    ``version``, or ``""`` for the whole coding) and ``path`` where that input sits
-    (``""`` for the code/system parameters, ``Coding``, ``CodeableConcept.coding[1]``);
-    together they give the FHIRPath ``expression`` of the OperationOutcome issue.
-
-    >>> Issue("error", "invalid-display", "Wrong display", "invalid-display", "display",
-    ...       "CodeableConcept.coding[1]").expression
-    'CodeableConcept.coding[1].display'
-    """
-
-    severity: str
-    code: str
-    text: str
-    reason: str
-    element: str | None = "code"
-    path: str = ""
-
-    @property
-    def type(self) -> str:
-        """The OperationOutcome ``issue.code`` (``code-invalid``, ``not-found`` …)."""
-        return _OO_TYPE.get(self.code, "invalid")
-
-    @property
-    def expression(self) -> str | None:
-        """Where the issue is, as a FHIRPath expression over the operation's input (None for
-        an issue about a resource the request uses, such as a status-check)."""
-        if self.element is None:
-            return None
-        if not self.path:
-            return self.element or "code"
-        return f"{self.path}.{self.element}" if self.element else self.path
-
-    def at(self, path: str) -> Issue:
-        """The same issue, for an input found at ``path``."""
-        return dataclasses.replace(self, path=path)
-
-    def to_fhir(self) -> dict[str, Any]:
-        """The ``OperationOutcome.issue`` element."""
-        found: dict[str, Any] = {
-            "severity": self.severity,
-            "code": self.type,
-            "details": {
-                "coding": [{"system": TX_ISSUE_TYPE, "code": self.code}],
-                "text": self.text,
-            },
-        }
-        if self.expression is not None:
-            found["location"] = [self.expression]
-            found["expression"] = [self.expression]
-        return found
-
-
-@dataclass(frozen=True, slots=True)
-class ValidationResult:
-    """The answer of ``validate_code``: result, message, the valid display, and the issues.
-
-    >>> r = ValidationResult(True, None, "Male", code="male", system="http://x")
-    >>> bool(r), r.display
-    (True, 'Male')
-    """
-
-    result: bool
-    message: str | None
-    display: str | None
-    code: str | None = None
-    system: str | None = None
-    version: str | None = None
-    issue: str | None = None
-    issues: tuple[Issue, ...] = ()
-    inactive: bool | None = None
-    status: str | None = None
-    unknown_systems: tuple[str, ...] = ()
-    normalized_code: str | None = None
-
-    def __bool__(self) -> bool:
-        return self.result
-
-    @property
-    def reason(self) -> str | None:
-        """Deprecated name of ``issue`` (the stable failure kind, as in column reports)."""
-        warnings.warn(
-            "ValidationResult.reason is deprecated: use ValidationResult.issue (the name "
-            "column reports use)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.issue
-
-    def outputs(self) -> dict[str, Any]:
-        """The output values of $validate-code by name, as the reference servers give them:
-        result, message, display, code, system, version, issues (an OperationOutcome),
-        inactive, status, x-caused-by-unknown-system and normalized-code."""
-        values: dict[str, Any] = {
-            "result": self.result,
-            "message": self.message,
-            "display": self.display,
-            "code": self.code or None,
-            "system": self.system or None,
-            "version": self.version,
-            "issues": self.outcome() if self.issues else None,
-            "inactive": self.inactive,
-            "status": self.status,
-            "x-caused-by-unknown-system": list(self.unknown_systems) or None,
-            "normalized-code": self.normalized_code,
-        }
-        return {name: value for name, value in values.items() if value is not None}
-
-    def outcome(self) -> dict[str, Any]:
-        """The issues as an OperationOutcome resource."""
-        return {"resourceType": "OperationOutcome", "issue": [i.to_fhir() for i in self.issues]}
-
-    def to_parameters(self) -> dict[str, Any]:
-        """Return the FHIR Parameters of $validate-code (see ``outputs``).
-
-        >>> r = ValidationResult(True, None, "Male", code="male", system="http://x")
-        >>> [(p["name"], p.get("valueCode") or p.get("valueString")) for p in
-        ...  r.to_parameters()["parameter"] if p["name"] != "result"]
-        [('display', 'Male'), ('code', 'male'), ('system', None)]
-        """
-        params: list[dict[str, Any]] = []
-        for name, value in self.outputs().items():
-            if name == "issues":
-                params.append({"name": name, "resource": value})
-                continue
-            for item in value if isinstance(value, list) else [value]:
-                params.append({"name": name, _OUTPUT_TYPES[name]: item})
-        return {"resourceType": "Parameters", "parameter": params}
-
-    def _repr_html_(self) -> str:
-        # JupyterLab's theme colours (light and dark), with light fallbacks elsewhere
-        colour = (
-            "var(--jp-success-color1, #1a7f37)"
-            if self.result
-            else "var(--jp-error-color1, #cf222e)"
-        )
-        word = "valid" if self.result else "invalid"
-        if self.result and self.issues:
-            colour, word = "var(--jp-warn-color1, #9a6700)", "valid, with a warning"
-        rows = "".join(
-            f"<tr><th style='text-align:left'>{k}</th><td>{html.escape(str(v))}</td></tr>"
-            for k, v in (
-                ("system", self.system),
-                ("code", self.code),
-                ("display", self.display),
-                ("issue", self.issue),
-                ("message", self.message),
-            )
-            if v is not None
-        )
-        return f"<div><b style='color:{colour}'>&#9679; {word}</b><table>{rows}</table></div>"
-
-
-_OUTPUT_TYPES = {
-    "result": "valueBoolean",
-    "code": "valueCode",
-    "system": "valueUri",
-    "version": "valueString",
-    "display": "valueString",
-    "message": "valueString",
-    "inactive": "valueBoolean",
-    "status": "valueCode",
-    "x-caused-by-unknown-system": "valueCanonical",
-    "normalized-code": "valueCode",
-}
-
-
-def failure(
-    reason: str,
-    text: str,
-    *,
-    code: str | None,
-    system: str | None,
-    version: str | None = None,
-    display: str | None = None,
-    tx: str | None = None,
-    element: str | None = None,
-    extra: Sequence[Issue] = (),
-    unknown: Sequence[str] = (),
-) -> ValidationResult:
-    """A failed validation: its first issue is ``text`` (an error), ``extra`` more issues;
-    the message joins every error."""
-    first = Issue(
-        "error",
-        tx or _TX_TYPE[reason],
-        text,
-        reason,
-        _ELEMENT[reason] if element is None else element,
-    )
-    issues = (first, *extra)
-    message = "; ".join(i.text for i in issues if i.severity == "error")
-    return ValidationResult(
-        False,
-        message,
-        display,
-        code,
-        system,
-        version,
-        reason,
-        issues,
-        unknown_systems=tuple(unknown),
-    )
+__all__ = [
+    "REASONS",
+    "TX_ISSUE_TYPE",
+    "CheckOptions",
+    "Issue",
+    "ValidationResult",
+    "coding_parts",
+    "combine_codings",
+    "failure",
+    "located",
+    "non_members",
+    "status_checks",
+    "validate_in_codesystem",
+    "validate_in_valueset",
+]
 
 
 @dataclass(frozen=True)
@@ -319,10 +59,6 @@ class CheckOptions:
     check_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     languages: Languages | None = None
-
-
-def _fmt(system: str | None, code: str | None) -> str:
-    return f"{system}#{code}" if system else f"'{code}'"
 
 
 def display_problem(
@@ -908,84 +644,3 @@ def status_checks(resources: Sequence[Mapping[str, Any]]) -> list[Issue]:
             text = f"Reference to {status} {kind} {canonical_of(resource)}"
             found.append(Issue("information", "status-check", text, "status", None))
     return found
-
-
-def located(result: ValidationResult, path: str) -> ValidationResult:
-    """The result with its issues placed at ``path`` (``Coding``, ``CodeableConcept…``)."""
-    if all(i.path == path for i in result.issues):
-        return result  # already there (a valid code, or a plain code input): no copy to make
-    return dataclasses.replace(result, issues=tuple(i.at(path) for i in result.issues))
-
-
-def combine_codings(
-    results: Sequence[ValidationResult], where: str | None = None
-) -> ValidationResult:
-    """Combine per-coding results of a CodeableConcept: valid when any coding is valid.
-
-    Every coding's issues are kept at ``CodeableConcept.coding[i]``. In a valid
-    CodeableConcept the other codings' errors become information; in an invalid one a
-    first error says that no coding is valid (``where`` names the value set), and a
-    coding's own not-in-vs becomes ``this-code-not-in-vs``.
-    """
-    placed = [located(r, f"CodeableConcept.coding[{i}]") for i, r in enumerate(results)]
-    valid = [r for r in placed if r.result]
-    unknown = tuple(u for r in placed for u in r.unknown_systems)
-    failed = [(i, r) for i, r in enumerate(placed, 1) if not r.result]
-    notes = "; ".join(f"coding {i} ({_fmt(r.system, r.code)}): {r.message}" for i, r in failed)
-    if valid:
-        best = valid[0]
-        if len(placed) == 1:
-            return best
-        index = placed.index(best) + 1
-        message = best.message
-        if failed:
-            message = f"Coding {index} ({_fmt(best.system, best.code)}) is valid"
-            if best.message:
-                message += f" ({best.message})"
-            message += f"; {notes}"
-        others = tuple(
-            dataclasses.replace(i, severity="information", code=_this_code(i.code))
-            if i.severity == "error"
-            else i
-            for r in placed
-            if r is not best
-            for i in r.issues
-        )
-        return dataclasses.replace(
-            best, message=message, issues=best.issues + others, unknown_systems=unknown
-        )
-    first = placed[0]
-    issues = tuple(
-        dataclasses.replace(i, severity="information", code="this-code-not-in-vs")
-        if i.code == "not-in-vs"
-        else i
-        for r in placed
-        for i in r.issues
-    )
-    if len(placed) > 1 or where:
-        text = f"No valid coding was found for {where or 'the value set'}"
-        general = Issue("error", "not-in-vs", text, first.issue or "not-in-vs", "", "")
-        issues = (dataclasses.replace(general, path="CodeableConcept"), *issues)
-    message = (
-        f"None of the {len(placed)} codings is valid: {notes}" if len(placed) > 1 else first.message
-    )
-    return dataclasses.replace(first, message=message, issues=issues, unknown_systems=unknown)
-
-
-def _this_code(tx_code: str) -> str:
-    return "this-code-not-in-vs" if tx_code == "not-in-vs" else tx_code
-
-
-def coding_parts(coding: Mapping[str, Any]) -> dict[str, str | None]:
-    """Return the keyword arguments of one Coding dict for ``validate_in_valueset``."""
-
-    def get(key: str) -> str | None:
-        value = coding.get(key)
-        return None if value is None else str(value)
-
-    return {
-        "code": get("code"),
-        "system": get("system"),
-        "version": get("version"),
-        "display": get("display"),
-    }
