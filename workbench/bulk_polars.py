@@ -76,7 +76,7 @@ def _uniform(values: pl.Series) -> str | None:
 
 HASH_SEED = 20240611
 TEXTS = tuple(COLUMNS[1:-1])  # message, display, issue: between result and system
-SPREAD = 8  # hash slots per code in each level (at most an eighth of the slots hold one)
+SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
 CHUNK = 1 << 17  # rows per step of a lookup or of the result frame
 MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
 # odd 64-bit multipliers: each level reads other bits of the hash
