@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from workbench.bulk_table import (
     MISSING_MESSAGE,
@@ -24,7 +25,9 @@ from workbench.bulk_table import (
     Objects,
     Row,
     missing_mask,
+    object_strings,
     result_frame,
+    shares_objects,
     uniform_value,
 )
 from workbench.errors import InvalidRequestError, WorkbenchError
@@ -427,12 +430,12 @@ def validate_arrays(
     codes: pd.Series,
     systems: pd.Series | str | None,
     displays: pd.Series | None,
-    objects: Objects | None = None,
+    encoded: Objects | pa.Array | None = None,
 ) -> pd.DataFrame:
     """Validate aligned code/system/display columns; return the frame of COLUMNS.
 
-    ``objects``: the code column grouped by identity, with the codes' texts (from
-    ``code_column``), when the caller has it.
+    ``encoded``: the code column grouped by identity with the codes' texts, or as Arrow
+    strings (from ``code_column``), when the caller has it.
 
     One system for every row and no displays: the codes are looked up in that system's
     answer table in the column's own encoding. Otherwise each distinct (system, code,
@@ -445,12 +448,12 @@ def validate_arrays(
     if displays is not None and bool(displays.isna().all()):
         displays = None
     if isinstance(systems, str) and displays is None:
-        state, position = checker.table(systems).column(codes, objects)
+        state, position = checker.table(systems).column(codes, encoded)
         return result_frame(state.answers, position, systems, state)
     columns = {"code": codes, "system": systems, "display": displays}
     parts = {
-        name: _factorize_objects(objects)
-        if name == "code" and objects is not None
+        name: _factorize_objects(encoded)
+        if name == "code" and isinstance(encoded, Objects)
         else _factorize(col)
         for name, col in columns.items()
         if isinstance(col, pd.Series)
@@ -583,24 +586,24 @@ def prepare(
     code: str | None,
     system: str | None,
     display: str | None,
-    texts: tuple[pd.Series, Objects | None] | None = None,
-) -> tuple[pd.Series, pd.Series | str | None, pd.Series | None, Objects | None]:
+    texts: tuple[pd.Series, Objects | pa.Array | None] | None = None,
+) -> tuple[pd.Series, pd.Series | str | None, pd.Series | None, Objects | pa.Array | None]:
     """Pick the code, system and display inputs out of a Series or a DataFrame, with the
     code column's ``code_column`` (``texts``: that, when the caller has it already)."""
     if isinstance(data, pd.DataFrame):
         check_columns(list(data.columns), code=code, system=system, display=display)
         assert code is not None
-        codes, objects = code_column(data[code]) if texts is None else texts
+        codes, encoded = code_column(data[code]) if texts is None else texts
         systems: pd.Series | str | None = system
         if system is not None and system in data.columns:
             systems = data[system]
         displays = data[display] if display is not None else None
-        return codes, systems, displays, objects
+        return codes, systems, displays, encoded
     if isinstance(data, pd.Series):
         if display is not None:
             raise InvalidRequestError("display=... names a column; pass a DataFrame for that")
-        codes, objects = code_column(data) if texts is None else texts
-        return codes, system, None, objects
+        codes, encoded = code_column(data) if texts is None else texts
+        return codes, system, None, encoded
     raise TypeError(
         f"validate_column takes a pandas Series or DataFrame, not {type(data).__name__}"
     )
@@ -619,10 +622,11 @@ def code_text(values: pd.Series) -> pd.Series:
     return code_column(values)[0]
 
 
-def code_column(values: pd.Series) -> tuple[pd.Series, Objects | None]:
-    """``code_text``, and for an ``object`` column also its rows grouped by identity with
-    each group's text (the lookup reuses them). Only one value per group is looked at, so
-    an object column of strings is never scanned row by row."""
+def code_column(values: pd.Series) -> tuple[pd.Series, Objects | pa.Array | None]:
+    """``code_text``, and for an ``object`` column also how the lookup takes it: its rows
+    grouped by identity with each group's text (only one value per group is looked at, so
+    the column is never scanned row by row), or, when equal codes are not one object
+    (fresh strings per row), the column as Arrow strings if it holds nothing else."""
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         if pd.api.types.is_numeric_dtype(dtype.categories.dtype):
@@ -638,7 +642,12 @@ def code_column(values: pd.Series) -> tuple[pd.Series, Objects | None]:
         out[present] = [_number_text(n) for n in numbers[present]]
         return pd.Series(out, index=values.index, name=values.name, dtype=object), None
     if pd.api.types.is_object_dtype(dtype):
-        objects = Objects.of(np.asarray(values, dtype=object))
+        array = np.ascontiguousarray(np.asarray(values, dtype=object))
+        if not shares_objects(array):
+            strings = object_strings(array)
+            if strings is not None:
+                return values, strings
+        objects = Objects.of(array)
         kind = pd.api.types.infer_dtype(objects.values, skipna=True)
         if kind not in ("integer", "floating", "mixed-integer", "mixed-integer-float", "mixed"):
             return values, objects
@@ -689,16 +698,16 @@ def validate_pandas(
     code: str | None = None,
     system: str | None = None,
     display: str | None = None,
-    texts: tuple[pd.Series, Objects | None] | None = None,
+    texts: tuple[pd.Series, Objects | pa.Array | None] | None = None,
 ) -> pd.DataFrame:
     """Validate pandas data with a prepared checker; a plain frame of COLUMNS (``texts``:
     the code column's ``code_column``, when the caller has it already)."""
-    codes, systems, displays, objects = prepare(
+    codes, systems, displays, encoded = prepare(
         data, code=code, system=system, display=display, texts=texts
     )
     if codes.dtype == object and _structured(codes):
         frame = _validate_structured(checker, codes)
     else:
-        frame = validate_arrays(checker, codes, systems, displays, objects)
+        frame = validate_arrays(checker, codes, systems, displays, encoded)
     frame.index = codes.index
     return frame

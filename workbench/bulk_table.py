@@ -195,8 +195,14 @@ class AnswerTable:
         if len(lost):
             texts = np.array([str(v) for v in rest], dtype=object)
             ids, uniques = pd.factorize(texts)
-            state, start = self.extend(state, np.asarray(uniques, dtype=object))
-            position[lost] = start + ids
+            uniques = np.asarray(uniques, dtype=object)
+            # the text of a value that is not a str (b"x" is "b'x'") may be known already
+            found = state.index().get_indexer(pd.Index(uniques, dtype=object, copy=False))
+            new = np.flatnonzero(found < 0)
+            if len(new):
+                state, start = self.extend(state, uniques[new])
+                found[new] = start + np.arange(len(new))
+            position[lost] = found.take(ids)
         return state, position
 
     def objects(self, values: np.ndarray | Objects) -> tuple[State, np.ndarray]:
@@ -236,11 +242,15 @@ class AnswerTable:
         codes = values.cat.codes.to_numpy()
         return state, np.append(position, 0).take(codes)
 
-    def column(self, values: pd.Series, objects: Objects | None = None) -> tuple[State, np.ndarray]:
-        """Row positions for a pandas column of any dtype (``objects``: an object column
-        already grouped by identity, its values being the codes' texts)."""
-        if objects is not None:
-            return self.objects(objects)
+    def column(
+        self, values: pd.Series, encoded: Objects | pa.Array | None = None
+    ) -> tuple[State, np.ndarray]:
+        """Row positions for a pandas column of any dtype (``encoded``: an object column
+        already grouped by identity with the codes' texts, or already as Arrow strings)."""
+        if isinstance(encoded, Objects):
+            return self.objects(encoded)
+        if encoded is not None:
+            return self.arrow(encoded)
         dtype = values.dtype
         if isinstance(dtype, pd.CategoricalDtype):
             return self.categorical(values)
@@ -301,6 +311,37 @@ class Objects:
         """Group an object array's rows by identity (no element is dereferenced)."""
         ids, first = _identity_groups(values)
         return cls(ids, values.take(first))
+
+
+SAMPLE = 16_384  # rows looked at to decide how an object column is encoded
+
+
+def shares_objects(values: np.ndarray) -> bool:
+    """Whether equal values of a (contiguous) object array are mostly one object, so that
+    grouping the rows by identity groups them by value (a column built from a list of
+    codes, most CSV readers). Decided on up to ``SAMPLE`` evenly spread rows: of the rows
+    that repeat a value, at least half repeat an object. False for fresh objects per row
+    (``.str`` methods, ``astype(str)``, ``apply``) and for samples without repeats, where
+    grouping by identity would cost a group per row."""
+    if len(values) <= SAMPLE:
+        return True  # small: either way is cheap
+    part = np.ascontiguousarray(values[:: len(values) // SAMPLE][:SAMPLE])
+    try:
+        repeats = len(part) - len(pd.unique(part))
+    except TypeError:  # unhashable values (Coding dicts): grouping by identity copes
+        return True
+    same_object = len(part) - len(pd.unique(_pointers(part)))
+    return repeats > 0 and 2 * same_object >= repeats
+
+
+def object_strings(values: np.ndarray) -> pa.Array | None:
+    """An object array of strings (missing values: None, NaN, NA) as an Arrow string
+    array; None when it holds anything else (numbers, bytes, dicts)."""
+    try:
+        found = pa.array(values, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    return found if pa.types.is_string(found.type) or pa.types.is_large_string(found.type) else None
 
 
 def _pointers(values: np.ndarray) -> np.ndarray:
