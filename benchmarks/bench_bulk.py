@@ -47,7 +47,8 @@ What it measures, per dtype:
    random rows equal to ``wb.validate_code`` on those rows (result, message, display,
    reason, system; NaN/NA taken as None; ``validate_code`` refuses a missing code, so a
    missing row is compared with the documented bulk answer: result NA, issue ``missing``),
-   and the ``object`` and ``category`` results equal to the primary one.
+   and the other dtypes' results (polars: a frame and a Series call each) equal to the
+   primary one.
 
 The machine is shared and noisy, so every time comes with a ratio against a baseline
 measured in the same run.
@@ -714,14 +715,16 @@ def check_same(primary: pd.DataFrame, other: pd.DataFrame, dtype: str) -> None:
 # --- main ---------------------------------------------------------------------------------
 
 
-def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> list[Figures]:
+def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figures], dict[str, Any]]:
     """polars, with String and with Categorical code columns: a frame with a system column
     and a Series with one ``system=``, each against ``is_in`` on a precomputed polars Series
-    of the valid codes (on the same column), in the same rounds."""
+    of the valid codes (on the same column), in the same rounds. Also the results of one
+    frame call and one Series call per kind (checked against the primary one later)."""
     import polars as pl
 
     valid = pl.Series(sorted(case.valid)).implode()
     found: list[Figures] = []
+    results: dict[str, Any] = {}
     for kind in (pl.String, pl.Categorical):
         frame = pl.from_pandas(df.astype(object)).with_columns(pl.col("code").cast(kind))
         column = frame["code"]
@@ -747,6 +750,8 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> list[Figures]:
             f"({mb(column_bytes)}), {result_bytes / input_bytes:.2f}x the frame "
             f"({mb(input_bytes)})  {verdict(result_bytes <= 2 * column_bytes)}"
         )
+        results[f"{label} frame"] = result
+        results[f"{label} Series"] = calls["series"]()
         del result
         calls["is_in"]()
         wall, _cpu = interleaved(calls, repeat)
@@ -773,7 +778,7 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> list[Figures]:
                 column_bytes=column_bytes,
             )
         )
-    return found
+    return found, results
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -827,7 +832,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.profile:
             profile_call(case, frames[dtype])
 
-    polars_figures = bench_polars(case, frames["object"], args.repeat)
+    polars_figures, polars_results = bench_polars(case, frames["object"], args.repeat)
 
     header("sanity")
     primary = results[DTYPES[0]]
@@ -835,6 +840,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     check_sample(case, frames[DTYPES[0]], primary, kinds)
     for dtype in DTYPES[1:]:
         check_same(primary, results[dtype], dtype)
+    for label in list(polars_results):
+        check_same(primary, polars_results.pop(label).to_pandas(), label)
     size = len(case.wb.expand(VS_URL))
     print(
         f"len(wb.expand(...)) = {size:,}, the codes under chapter {CHAPTER!r}: "
