@@ -218,10 +218,12 @@ def test_polars_categorical_with_ids_beyond_its_length(big: Workbench) -> None:
     """Categories shared with a larger column: the ids of a short column are sparse."""
     categories = pl.Categories("workbench-test-sparse")
     dtype = pl.Categorical(categories)
-    pl.Series(BIG_CODES, dtype=dtype)  # the categories now hold every code
+    every = pl.Series(BIG_CODES, dtype=dtype)  # the categories now hold every code
     short = pl.Series([BIG_CODES[2999], None, BIG_CODES[1500], BIG_CODES[2999]], dtype=dtype)
+    assert short.to_physical().to_list() == [2999, None, 1500, 2999]
     got = big.validate_column(short, BIG_VS, system=BIG)
     assert got["result"].to_list() == [False, None, True, False]
+    assert every.len() == len(BIG_CODES)
     long = pl.Series(BIG_CODES[:100] * 40, dtype=dtype)  # ids below the column's length
     expected = rows_of(big.validate_column(pd.Series(BIG_CODES[:100] * 40), BIG_VS, system=BIG))
     assert rows_of(big.validate_column(long, BIG_VS, system=BIG)) == expected
@@ -260,3 +262,38 @@ def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
     again, lost_again = bulk_polars.find(dataclasses.replace(found, null_apart=False), unseen)
     assert again.to_list() == position.to_list()
     assert lost_again.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("kind", ["Categorical", "Enum"])
+def test_polars_categories_no_row_holds_are_not_answered(big: Workbench, kind: str) -> None:
+    """Categories shared with other columns (or an Enum's unused ones) are not validated
+    nor kept as codes: only what the rows hold."""
+    from workbench import bulk
+
+    junk = [f"junk {kind} {i}" for i in range(50)]
+    rows = [BIG_CODES[7], BIG_CODES[8], None] * 100
+    if kind == "Categorical":
+        dtype: Any = pl.Categorical(pl.Categories(f"workbench-test-junk-{kind}"))
+        other = pl.Series(junk, dtype=dtype)  # ids 0-49 are junk, the column's ids follow
+    else:
+        dtype = pl.Enum([*junk, BIG_CODES[7], BIG_CODES[8]])
+    got = big.validate_column(pl.Series(rows, dtype=dtype), BIG_VS, system=BIG)
+    assert got["result"].to_list() == [False, True, None] * 100
+    kept = set(bulk.make_checker(big, BIG_VS, False).table(BIG).state.codes)
+    assert not kept & set(junk)
+    if kind == "Categorical":  # the junk was there all along, sharing the categories
+        assert other.to_physical().to_list() == list(range(50))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[1, 2, None], [1.0, 2.5, None], [True, False, None]],
+    ids=["Int64", "Float64", "Boolean"],
+)
+def test_polars_non_text_codes_are_read_as_pandas_reads_them(
+    big: Workbench, values: list[Any]
+) -> None:
+    got = big.validate_column(pl.Series("code", values), BIG_VS, system=BIG)
+    assert isinstance(got, pl.DataFrame)
+    expected = big.validate_column(pd.Series(values), BIG_VS, system=BIG)
+    assert rows_of(got) == rows_of(expected)

@@ -163,6 +163,42 @@ def test_lookup_and_subsumes(wb: Workbench) -> None:
     assert wb.subsumes(SCT, "49601007", "57054005") == "subsumes"
 
 
+def test_lookup_of_an_expression(wb: Workbench, http: httpx.Client) -> None:
+    """Before: a post-coordinated expression was an unknown code to $lookup."""
+    code = "64572001 : { 363698007 = 80891009, 116676008 = 55641003 }"
+    found = wb.lookup(SCT, code)
+    names = {c: wb.lookup(SCT, c).display for c in ("64572001", "363698007", "80891009")}
+    assert found.display is not None
+    assert found.display.startswith(
+        f"64572001 |{names['64572001']}| : {{ 363698007 |{names['363698007']}| = "
+        f"80891009 |{names['80891009']}|, 116676008 |"
+    )
+    assert found.code == code
+    assert ("parent", "64572001") in found.properties
+    assert ("363698007", "80891009") in found.properties
+    assert ("116676008", "55641003") in found.properties
+    assert ("inactive", False) in found.properties
+    body = http.get("/CodeSystem/$lookup", params={"system": SCT, "code": code}).json()
+    assert values(body, "display") == [found.display]
+    only = wb.lookup(SCT, code, properties=["parent"])
+    assert [name for name, _ in only.properties] == ["parent"]
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "issue", "text"),
+    [
+        ("64572001 : 363698007 = 999999001", 404, "not-found", "999999001 is not in"),
+        ("307530000 : 363698007 = 80891009", 404, "not-found", "is inactive"),
+        ("64572001 : 363698007 80891009", 400, "invalid", "does not parse"),
+    ],
+)
+def test_lookup_of_a_bad_expression(
+    http: httpx.Client, code: str, status: int, issue: str, text: str
+) -> None:
+    answer = http.get("/CodeSystem/$lookup", params={"system": SCT, "code": code})
+    assert_outcome(answer, status, issue, text)
+
+
 def test_expand_an_ecl_value_set(wb: Workbench) -> None:
     expansion = wb.expand(ECL_VS)
     assert {e.code for e in expansion.entries} == CARDIO

@@ -45,11 +45,18 @@ def to_pandas(data: Any) -> pd.Series | pd.DataFrame:
     import polars as pl
 
     if isinstance(data, pl.Series):
-        if data.dtype in (pl.Categorical,) or isinstance(data.dtype, pl.Enum):
+        if _categorical(data.dtype):
             data = data.cast(pl.String)
         return data.to_pandas(use_pyarrow_extension_array=True)
     data = data.with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String))
     return data.to_pandas(use_pyarrow_extension_array=True)
+
+
+def _categorical(dtype: Any) -> bool:
+    """Whether a polars dtype is Categorical (whatever its categories) or Enum."""
+    import polars as pl
+
+    return isinstance(dtype, pl.Categorical | pl.Enum)
 
 
 def from_pandas(frame: pd.DataFrame) -> Any:
@@ -68,7 +75,7 @@ def _uniform(values: pl.Series) -> str | None:
     first = values[0]
     if not isinstance(first, str) or first == "":
         return None
-    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
+    if _categorical(values.dtype):
         physical = values.to_physical()  # one category: one id
         return first if physical.min() == physical.max() else None
     return first if bool((values.cast(pl.String) == first).all()) else None
@@ -171,16 +178,21 @@ def _build(state: State) -> Lookup:
     return Lookup(codes, hashes, _levels(hashes), answers, null_apart)
 
 
-def _strings(table: AnswerTable, values: pl.Series) -> tuple[State, pl.Series]:
+def _strings(
+    table: AnswerTable, values: pl.Series, used: pl.Series | None = None
+) -> tuple[State, pl.Series]:
     """Each row's position in the answers of ``table`` (a String column): found in the
-    table's lookup, else answered through Arrow (and added to the table)."""
-    import polars as pl
-
+    table's lookup, else answered through Arrow (and added to the table). ``used``: the
+    rows that matter (ids into ``values``); a row not found and not used keeps 0."""
     state = table.state
     position, lost = find(lookup(state), values)
+    if len(lost) and used is not None:  # e.g. categories no row of the column holds
+        wanted = np.zeros(len(values), dtype=bool)
+        wanted[used.drop_nulls().to_numpy()] = True
+        lost = lost[wanted[lost]]
     if len(lost):
         state, answered = table.arrow(values.gather(lost).to_arrow())
-        position = position.scatter(lost, pl.Series(answered.astype(np.uint32)))
+        position = position.scatter(lost, answered.astype(np.uint32))
     return state, position
 
 
@@ -248,20 +260,19 @@ def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
 
 def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.DataFrame:
     """The frame of COLUMNS for a String, Categorical or Enum column of codes of
-    ``system``."""
+    ``system``. Only the categories the rows hold are answered (a Categorical's categories
+    may be shared with other columns)."""
     import polars as pl
 
-    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
+    if _categorical(values.dtype):
         strings, ids = _categories(values)
-        state, position = _strings(table, strings)
+        state, position = _strings(table, strings, used=ids)
         # per distinct id its answer, and one more for a null row: the missing answer
         at = position.append(pl.Series([0], dtype=pl.UInt32))
         if ids.null_count():
             ids = ids.fill_null(len(strings))
         answers = {name: s.gather(at) for name, s in lookup(state).answers.items()}
         return result_frame(answers, ids, system)
-    if values.dtype != pl.String:
-        values = values.cast(pl.String)
     state, position = _strings(table, values)
     return result_frame(lookup(state).answers, position, system)
 
@@ -315,6 +326,6 @@ def validate_polars(
         codes, one = data[code], system
         if system is not None and system in data.columns:
             one = _uniform(data[system])
-    if one is None:
-        return None
+    if one is None or not (codes.dtype == pl.String or _categorical(codes.dtype)):
+        return None  # numbers and the like: the pandas path turns them into code text
     return validate_codes(checker.table(one), codes, one)

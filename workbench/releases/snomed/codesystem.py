@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -270,12 +270,18 @@ class SnomedCT:
         attribute's concept id (``valueCode``), every concrete value (``valueInteger``,
         ``valueDecimal``, ``valueString``, ``valueBoolean``) and, for inactive concepts,
         their historical associations under the association refset's id.
+
+        A post-coordinated expression (SNOMED CT on FHIR: an expression is a code) is looked
+        up too (``lookup_expression``).
         """
-        row = self.require(code)
         wanted = set(properties) if properties else None
 
         def want(name: str) -> bool:
             return wanted is None or name in wanted or "*" in wanted
+
+        if scg.looks_like_expression(code):
+            return self.lookup_expression(code, want, display_language)
+        row = self.require(code)
 
         props: list[tuple[str, TypedValue]] = []
         if want("inactive"):
@@ -562,6 +568,83 @@ class SnomedCT:
         return np.flatnonzero(mask)
 
     # --- post-coordinated expressions -------------------------------------------------
+
+    def lookup_expression(
+        self, code: str, want: Callable[[str], bool], display_language: str | None = None
+    ) -> LookupResult:
+        """$lookup of a post-coordinated expression: its display is the expression with
+        every concept's preferred term (``64572001 |Disease| : 363698007 |Finding site| =
+        80891009 |Heart structure|``); its properties ``inactive`` (false), ``parent`` (the
+        focus concepts, which it specialises) and each attribute under its concept id.
+        ExpressionSyntaxError when it does not parse, UnknownCodeError (with the reasons)
+        when it is not valid in this release."""
+        checked = self.check_expression(code)
+        if not checked.ok:
+            raise UnknownCodeError(
+                f"The expression '{code}' is not valid in the CodeSystem '{SCT}' version "
+                f"'{self.version}': {'; '.join(checked.problems)}"
+            )
+        expression = checked.expression
+        props: list[tuple[str, TypedValue]] = []
+        if want("inactive"):
+            props.append(("inactive", TypedValue("valueBoolean", False)))
+        if want("parent"):
+            props += [("parent", TypedValue("valueCode", str(c))) for c in expression.focus]
+        for attribute in expression.attributes():
+            name = str(attribute.name)
+            if want(name):
+                props.append((name, self._expression_value(attribute.value, display_language)))
+        return LookupResult(
+            name=self.name,
+            version=self.version,
+            code=code,
+            display=self.with_terms(expression, display_language),
+            definition=None,
+            abstract=False,
+            designations=(),
+            typed_properties=tuple(props),
+        )
+
+    def with_terms(self, expression: scg.Expression, language: str | None = None) -> str:
+        """The expression written out with each concept's preferred term."""
+
+        def term(concept: int) -> str:
+            shown = self.display(self.row(str(concept)), language)
+            return f"{concept} |{shown}|" if shown else str(concept)
+
+        def value(found: Any) -> str:
+            if isinstance(found, scg.Expression):
+                return f"({self.with_terms(found, language)})"
+            if isinstance(found, bool):
+                return "true" if found else "false"
+            if isinstance(found, int):
+                return term(found)
+            if isinstance(found, float):
+                return f"#{found:g}"
+            return '"' + str(found).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        def attributes(group: Sequence[scg.Attribute]) -> str:
+            return ", ".join(f"{term(a.name)} = {value(a.value)}" for a in group)
+
+        parts = [attributes(expression.ungrouped)] if expression.ungrouped else []
+        parts += ["{ " + attributes(group) + " }" for group in expression.groups]
+        text = " + ".join(term(c) for c in expression.focus)
+        if parts:
+            text += " : " + ", ".join(parts)
+        return f"{expression.status} {text}" if expression.status else text
+
+    def _expression_value(self, found: Any, language: str | None) -> TypedValue:
+        if isinstance(found, scg.Expression):
+            return TypedValue("valueString", self.with_terms(found, language))
+        if isinstance(found, bool):
+            return TypedValue("valueBoolean", found)
+        if isinstance(found, int):
+            return TypedValue("valueCode", str(found))
+        if isinstance(found, float):
+            if found.is_integer():
+                return TypedValue("valueInteger", int(found))
+            return TypedValue("valueDecimal", found)
+        return TypedValue("valueString", str(found))
 
     def check_expression(self, text: str) -> ExpressionCheck:
         """Parse an expression (ExpressionSyntaxError when malformed) and check it: every
