@@ -2,19 +2,22 @@
 
 A value set's answer for a code of one system never changes while the compiled value set is
 cached, so each code is checked once and its answer kept in an ``AnswerTable`` (one per value
-set, ``abstract`` flag and system). A column is then answered by a lookup in that table in
+set, ``abstract`` flag and system, and one for codes given without a system, which the
+value set alone infers). A column is then answered by a lookup in that table in
 the column's own encoding, with no per-row Python:
 
 * ``object``: rows are grouped by object identity first (an integer hash of the element
   addresses; a string read from a CSV is one object for all its equal rows), then the
-  distinct objects are looked up;
+  distinct objects are looked up; a column whose equal strings are different objects
+  (fresh strings per row) is looked up as Arrow strings instead (see ``shares_objects``);
 * Arrow strings (``str``, ``string[pyarrow]``, ``ArrowDtype``): ``pyarrow.compute.index_in``
   against the table's cached Arrow array;
 * ``category``: the categories are looked up, the rows take their answer by code.
 
 Codes the table does not have yet are checked (once per distinct code) and added to it. The
 result frame holds each row's position in the answers and builds categorical columns from
-them: every distinct message or display is stored once.
+them: every distinct message or display is stored once, and a result that uses most of a
+table's texts takes the table's own cached categories (shared, not copied per call).
 """
 
 from __future__ import annotations
