@@ -168,9 +168,9 @@ def _build(state: State) -> Lookup:
     for bit, name in enumerate(TEXTS):
         ids, texts = state.factorized(name)
         kind |= (ids < 0).astype(np.uint8) << (bit + 2)
-        labels = [str(t) for t in texts]
-        if labels:
-            enum = pl.Series(name, labels, dtype=pl.Enum(labels))
+        if len(texts):
+            labels = pl.Series(name, texts, dtype=pl.String)
+            enum = labels.cast(pl.Enum(labels))
             answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
     answers["kind"] = pl.Series("kind", kind)
     null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
