@@ -135,11 +135,14 @@ class OperationRoutes:
         resource = self.store.read(rtype, rid) if rid is not None and rtype else None
         wb = self.store.workbench
         language = _header(scope, b"accept-language")
-        outputs = await self.offloader.run(
-            partial(op.run, wb, inputs, resource, accept_language=language),
-            blocking=op.blocking,
-        )
-        return jsonio.dumps(build_output(definition, outputs), pretty=("_pretty", "true") in query)
+        pretty = ("_pretty", "true") in query
+
+        def respond() -> bytes:
+            # the answer is serialised where the work ran: a child process sends bytes back
+            outputs = op.run(wb, inputs, resource, accept_language=language)
+            return jsonio.dumps(build_output(definition, outputs), pretty=pretty)
+
+        return await self.offloader.run(respond, blocking=op.blocking)
 
     def _endpoint(self, op: Operation, rtype: str | None) -> Endpoint:
         async def endpoint(request: Request) -> Response:
