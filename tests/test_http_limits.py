@@ -14,7 +14,15 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import GENDER_CS, GENDER_VS, TOKEN, assert_outcome, client, serve_app
+from http_support import (
+    GENDER_CS,
+    GENDER_VS,
+    TOKEN,
+    assert_outcome,
+    client,
+    serve_app,
+    values,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -259,3 +267,61 @@ def test_text_index_matches_the_plain_definition(
         if all(w in f"{e.code} {e.display or ''}".casefold() for w in words)
     ]
     assert TextIndex(made).search(text) == expected
+
+
+def test_a_long_scan_is_answered_from_a_child_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A regex over 30,000 codes of an inline value set runs in a forked child (its own
+    interpreter lock); the answer equals the Python expansion. A cheap call stays inline."""
+    from workbench.server import forked
+
+    if not forked.available():
+        pytest.fail("this test runs on Linux, where long scans go to a child process")
+    calls: list[str] = []
+    real = forked.run_forked
+
+    def counted(call: Any, running: Any = None) -> Any:
+        calls.append("child")
+        return real(call, running)
+
+    monkeypatch.setattr(forked, "run_forked", counted)
+    system = "http://example.org/fhir/CodeSystem/many"
+    wb = Workbench()
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": system,
+            "status": "active",
+            "content": "complete",
+            "concept": [{"code": f"C{i:05d}", "display": f"Concept {i}"} for i in range(30_000)],
+        },
+        progress=False,
+    )
+    valueset = {
+        "resourceType": "ValueSet",
+        "status": "active",
+        "compose": {
+            "include": [
+                {"system": system, "filter": [{"property": "code", "op": "regex", "value": "C.*7"}]}
+            ]
+        },
+    }
+    expected = wb.expand(valueset)
+    body = {
+        "resourceType": "Parameters",
+        "parameter": [
+            {"name": "valueSet", "resource": valueset},
+            {"name": "count", "valueInteger": 5},
+        ],
+    }
+    with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as http:
+        answer = http.post(
+            "/ValueSet/$expand", json=body, headers={"Content-Type": "application/fhir+json"}
+        )
+        assert answer.status_code == 200, answer.text
+        assert calls == ["child"]
+        expansion = answer.json()["expansion"]
+        assert expansion["total"] == expected.total
+        assert [c["code"] for c in expansion["contains"]] == [e.code for e in expected.entries[:5]]
+        cheap = http.get("/CodeSystem/$lookup", params={"system": system, "code": "C00007"})
+        assert values(cheap.json(), "display") == ["Concept 7"]
+        assert calls == ["child"]
