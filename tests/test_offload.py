@@ -218,3 +218,15 @@ def test_the_inline_trial_counts_processor_time_not_waiting() -> None:
     limits = Limits(inline_seconds=0.02)
     assert run(limits, waits) == (os.getpid(), threading.get_ident())
     assert run(limits, computes)[0] != os.getpid()
+
+
+def test_a_child_runs_at_a_lower_priority() -> None:
+    """A long scan gives way to the server's cheap requests when the processors are busy."""
+
+    def job() -> int:
+        budget.charge(5_000)
+        return os.getpriority(os.PRIO_PROCESS, 0)
+
+    assert run(Limits(inline_steps=1_000, child_nice=7), job) == os.getpriority(
+        os.PRIO_PROCESS, 0
+    ) + min(7, 19 - os.getpriority(os.PRIO_PROCESS, 0))

@@ -9,8 +9,9 @@ Nothing the child does reaches the server's data: operations are pure.
 
 In the child, before the call: the server's sockets and pipes are closed (a client connection
 the server closes must not stay open in the child, nor another child's answer pipe), SIGINT
-and SIGTERM do what they do by default, and standard output and error go to /dev/null (a
-child of a Jupyter kernel must not write to the kernel's streams). The call's exception
+and SIGTERM do what they do by default, standard output and error go to /dev/null (a
+child of a Jupyter kernel must not write to the kernel's streams), and its scheduling
+priority is lowered by ``nice``. The call's exception
 comes back as it was raised (a WorkbenchError keeps its status and issue code); an
 unexpected one carries the child's traceback as a note.
 """
@@ -46,12 +47,18 @@ class ChildFailed(WorkbenchError):
         super().__init__(message, code="exception", status=500, msg_id="WB-HTTP-500")
 
 
-def run_forked(call: Callable[[], T], running: Callable[[int | None], None] | None = None) -> T:
+def run_forked(
+    call: Callable[[], T],
+    running: Callable[[int | None], None] | None = None,
+    *,
+    nice: int = 0,
+) -> T:
     """Run ``call()`` in a forked child; return its result or raise its exception.
 
     Blocks until the child answers, so run it in a worker thread. ``running`` receives the
     child's pid as soon as it exists, and None once it has answered, before it is reaped (so
-    a kill on a timeout never reaches a reused pid).
+    a kill on a timeout never reaches a reused pid). ``nice`` lowers the child's scheduling
+    priority by that much (``os.nice``).
     """
     read_end, write_end = os.pipe()
     with warnings.catch_warnings():
@@ -60,7 +67,7 @@ def run_forked(call: Callable[[], T], running: Callable[[int | None], None] | No
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
-        _child(call, read_end, write_end)
+        _child(call, read_end, write_end, nice)
     os.close(write_end)
     if running is not None:
         running(pid)
@@ -85,11 +92,16 @@ def run_forked(call: Callable[[], T], running: Callable[[int | None], None] | No
     return result
 
 
-def _child(call: Callable[[], Any], read_end: int, write_end: int) -> None:  # pragma: no cover
+def _child(  # pragma: no cover - runs in the child
+    call: Callable[[], Any], read_end: int, write_end: int, nice: int
+) -> None:
     status = 0
     try:
         os.close(read_end)
         _detach(keep=write_end)
+        if nice:
+            with contextlib.suppress(OSError):
+                os.nice(nice)
         try:
             payload: tuple[str, Any] = ("ok", call())
         except BaseException as exc:

@@ -47,7 +47,9 @@ GRACE = 2.0
 @dataclass(frozen=True)
 class Limits:
     """The work limits of one request (see the module docstring). ``processes`` None means
-    on where forking is safe (Linux)."""
+    on where forking is safe (Linux). ``child_nice``: how much lower a child's scheduling
+    priority is, so that when the processors are busy the server's cheap requests come
+    before a long scan."""
 
     steps: int = 5_000_000
     seconds: float = 30.0
@@ -56,6 +58,7 @@ class Limits:
     scan_seconds: float = 0.02
     workers: int = 4
     processes: bool | None = field(default=None)
+    child_nice: int = 10
 
     def use_processes(self) -> bool:
         """Whether long scans go to a child process."""
@@ -139,7 +142,9 @@ class Offloader:
                     return budget.run_limited(allowance, job)
                 except budget.WouldBlock:
                     pass  # a long scan: on to a child, which starts with what was built
-            return forked.run_forked(lambda: budget.run_limited(full, job), child.running)
+            return forked.run_forked(
+                lambda: budget.run_limited(full, job), child.running, nice=limits.child_nice
+            )
 
         future = asyncio.get_running_loop().run_in_executor(_pool(limits.workers), in_worker)
         future.add_done_callback(_retrieve)
