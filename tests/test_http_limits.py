@@ -279,9 +279,9 @@ def test_a_long_scan_is_answered_from_a_child_process(monkeypatch: pytest.Monkey
     calls: list[str] = []
     real = forked.run_forked
 
-    def counted(call: Any, running: Any = None) -> Any:
+    def counted(call: Any, running: Any = None, **options: Any) -> Any:
         calls.append("child")
-        return real(call, running)
+        return real(call, running, **options)
 
     monkeypatch.setattr(forked, "run_forked", counted)
     system = "http://example.org/fhir/CodeSystem/many"
