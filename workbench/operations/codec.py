@@ -180,7 +180,19 @@ def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
     return _collect(op, pairs)
 
 
+@cache
+def _accepted(type_name: str | None) -> tuple[str, ...]:
+    """The ``value[x]`` names a parameter of this type may be sent as."""
+    return (value_key(type_name or "string"), *_ALSO_ACCEPTED.get(type_name or "", ()))
+
+
 def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
+    if len(entry) == 2 and param.is_simple:
+        # the common case, {"name": …, "valueX": …}: no scan of the keys
+        accepted = _accepted(param.type)
+        for key, value in entry.items():
+            if key in accepted:  # never "name": the other key
+                return _check_value(param, value)
     values = {k: v for k, v in entry.items() if k.startswith("value")}
     if param.is_resource:
         resource = entry.get("resource")
@@ -198,8 +210,7 @@ def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
         return dict(resource)
     if param.parts and not param.type:
         return _parts_value(param, entry)
-    declared = value_key(param.type or "string")
-    allowed = (declared, *_ALSO_ACCEPTED.get(param.type or "", ()))
+    allowed = _accepted(param.type)
     if len(values) != 1 or next(iter(values)) not in allowed:
         given = ", ".join(values) or "no value"
         raise InvalidRequestError(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from workbench import jsonio
@@ -87,11 +87,18 @@ async def read_json(
         raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    receive = request.receive  # the ASGI messages themselves (no async generator per body)
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > max_bytes:
             raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
         chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
     if empty_ok and size == 0:
         return None
     if untyped:
