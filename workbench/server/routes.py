@@ -25,13 +25,13 @@ from workbench.operations import Operation
 from workbench.operations.codec import build_output, parse_parameters, parse_query, query_items
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server import search as fhir_search
+from workbench.server.dispatch import Answer
 from workbench.server.history_pages import many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
 from workbench.server.responses import FHIR_JSON, fhir, outcome, read_json
 from workbench.server.store import ResourceStore, etag, etag_version, version_of
 
 Endpoint = Callable[[Request], Awaitable[Response]]
-Answer = Callable[[Request], Awaitable[bytes]]
 
 
 def _pretty(request: Request) -> bool:
