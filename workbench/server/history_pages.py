@@ -21,10 +21,8 @@ from urllib.parse import urlencode
 
 from workbench.errors import InvalidRequestError
 from workbench.server.history import Version
+from workbench.server.search import DEFAULT_COUNT, MAX_COUNT, whole_number
 
-DEFAULT_COUNT = 100
-MAX_COUNT = 1000
-_WHOLE = re.compile(r"[0-9]{1,9}")
 _INSTANT = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})"
 )
@@ -43,14 +41,6 @@ class HistoryQuery:
     count_given: bool = False
 
 
-def _whole(name: str, value: str) -> int:
-    if not _WHOLE.fullmatch(value):
-        raise InvalidRequestError(
-            f"{name} must be a whole number (ASCII digits, at most 9), not '{value}'"
-        )
-    return int(value)
-
-
 def instant(text: str) -> datetime | None:
     """A FHIR instant as an aware datetime, or None when it is not one."""
     if not _INSTANT.fullmatch(text):
@@ -66,10 +56,10 @@ def parse_history(params: Iterable[tuple[str, str]], *, strict: bool = False) ->
     query = HistoryQuery()
     for name, value in params:
         if name == "_count":
-            query.count = min(_whole("_count", value), MAX_COUNT)
+            query.count = whole_number("_count", value, MAX_COUNT)
             query.count_given = True
         elif name == "_offset":
-            query.offset = _whole("_offset", value)
+            query.offset = whole_number("_offset", value)
         elif name == "_since":
             query.since = instant(value)
             if query.since is None:

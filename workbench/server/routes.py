@@ -26,7 +26,7 @@ from workbench.operations.codec import build_output, parse_parameters, parse_que
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server import search as fhir_search
 from workbench.server.dispatch import Answer
-from workbench.server.history_pages import many_history, parse_history, resource_history
+from workbench.server.history_pages import instant, many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
 from workbench.server.responses import FHIR_JSON, fhir, outcome, read_json
 from workbench.server.store import ResourceStore, etag, etag_version, version_of
@@ -202,12 +202,12 @@ def not_modified(request: Request, resource: dict[str, Any]) -> bool:
     updated = (resource.get("meta") or {}).get("lastUpdated")
     if since is None or not updated:
         return False
+    changed = instant(str(updated))
     try:
         asked = parsedate_to_datetime(since)
-        changed = datetime.fromisoformat(str(updated).replace("Z", "+00:00"))
     except (TypeError, ValueError):
         return False  # an unreadable date is ignored, as RFC 9110 says
-    if asked.tzinfo is None or changed.tzinfo is None:
+    if asked.tzinfo is None or changed is None:
         return False
     return changed.replace(microsecond=0) <= asked
 

@@ -379,7 +379,8 @@ def _sort_key(param: SearchParameter, resource: Resource) -> str | None:
     return fold(text) if param.type == "string" else str(text)
 
 
-def _whole(name: str, value: str, limit: int | None = None) -> int:
+def whole_number(name: str, value: str, limit: int | None = None) -> int:
+    """A ``_count``/``_offset`` value: ASCII digits, at most 9 (at most ``limit``)."""
     if not _WHOLE.fullmatch(value):
         raise InvalidRequestError(
             f"{name} must be a whole number (ASCII digits, at most 9), not '{value}'"
@@ -427,11 +428,11 @@ def parse(rtype: str, params: Iterable[tuple[str, str]], *, strict: bool = False
 
 def _result_parameter(query: Query, name: str, value: str, strict: bool) -> None:
     if name == "_count":
-        query.count = _whole("_count", value, MAX_COUNT)
+        query.count = whole_number("_count", value, MAX_COUNT)
         query.count_given = True
         return  # added to the links by the bundle, with the page
     if name == "_offset":
-        query.offset = _whole("_offset", value)
+        query.offset = whole_number("_offset", value)
         return
     if name == "_summary":
         if value not in SUMMARY_MODES:
