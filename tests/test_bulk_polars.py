@@ -214,6 +214,29 @@ def test_polars_frame_with_one_system_in_its_column(
     assert rows_of(got) == rows_of(expected)
 
 
+@pytest.mark.parametrize("odd", ["http://example.org/other", None, ""])
+def test_polars_frame_whose_system_differs_in_one_late_row(
+    big: Workbench, odd: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system column is compared chunk by chunk over threads: one other value in a
+    late chunk sends the frame to the pandas algorithm, whose rows it must equal."""
+    from workbench import bulk_polars
+
+    monkeypatch.setattr(bulk_polars, "CHUNK", 64)
+    values = mixed_codes(2000, seed=3)
+    systems: list[str | None] = [BIG] * len(values)
+    systems[1900] = odd
+    frame = pl.DataFrame(
+        {"code": values, "system": systems}, schema={"code": pl.String, "system": pl.String}
+    )
+    got = big.validate_column(frame, BIG_VS, code="code", system="system")
+    expected = big.validate_column(
+        pd.DataFrame({"code": values, "system": systems}), BIG_VS, code="code", system="system"
+    )
+    assert rows_of(got) == rows_of(expected)
+    assert got["system"].cast(pl.String)[1900] == (odd or BIG)  # no system: the only one
+
+
 def test_polars_categorical_with_ids_beyond_its_length(big: Workbench) -> None:
     """Categories shared with a larger column: the ids of a short column are sparse."""
     categories = pl.Categories("workbench-test-sparse")

@@ -15,7 +15,10 @@ polars DataFrame.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +69,24 @@ def from_pandas(frame: pd.DataFrame) -> Any:
     return pl.from_pandas(pd.DataFrame(frame), include_index=False)
 
 
+_POOL: dict[int, ThreadPoolExecutor] = {}  # per process: a forked child starts its own
+
+
+def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
+    """``work(start)`` for each start, in order, over one thread per core (at most four;
+    numpy and polars release the interpreter lock on large arrays). The threads are kept
+    for the next call: starting them costs milliseconds on a busy machine."""
+    starts = list(starts)
+    workers = min(os.cpu_count() or 1, 4)
+    if workers <= 1 or len(starts) <= 1:
+        return [work(start) for start in starts]
+    pool = _POOL.get(os.getpid())
+    if pool is None:
+        _POOL.clear()
+        pool = _POOL[os.getpid()] = ThreadPoolExecutor(workers, "workbench-bulk")
+    return list(pool.map(work, starts))
+
+
 def _uniform(values: pl.Series) -> str | None:
     """The one non-empty string every row of a column holds, else None."""
     import polars as pl
@@ -78,7 +99,12 @@ def _uniform(values: pl.Series) -> str | None:
     if _categorical(values.dtype):
         physical = values.to_physical()  # one category: one id
         return first if physical.min() == physical.max() else None
-    return first if bool((values.cast(pl.String) == first).all()) else None
+    strings = values.cast(pl.String)
+
+    def same(start: int) -> bool:
+        return bool((strings.slice(start, CHUNK) == first).all())
+
+    return first if all(in_parallel(same, range(0, len(strings), CHUNK))) else None
 
 
 HASH_SEED = 20240611
@@ -200,22 +226,25 @@ def find(found: Lookup, values: pl.Series) -> tuple[pl.Series, np.ndarray]:
     """Each row's position among the codes of ``found`` (a String column; a null row is
     the missing answer, 0) as a UInt32 Series, and the rows whose code is not there. The
     row's hash proposes a position (in the first level that has a code of that hash); the
-    code there must equal the row. Rows go in chunks of CHUNK: each step's buffers are
-    small and reused, rather than fresh memory the size of the column."""
+    code there must equal the row. Rows go in chunks of CHUNK, over a few threads: each
+    step's buffers are small, rather than fresh memory the size of the column."""
     import polars as pl
 
     position = np.zeros(len(values), dtype=np.uint32)
-    lost = [np.zeros(0, dtype=np.int64)]
-    for start in range(0, len(values), CHUNK):
+
+    def step(start: int) -> np.ndarray:
         part = values.slice(start, CHUNK)
         proposed = _propose(found, part)
         if part.null_count() and not found.null_apart:
             proposed[part.is_null().to_numpy()] = 0
-        wrong = found.codes.gather(pl.Series(proposed)) != part  # a null row: null, at 0
-        if wrong.any():
-            lost.append(start + wrong.fill_null(False).arg_true().to_numpy().astype(np.int64))
         position[start : start + len(part)] = proposed
-    return pl.Series("at", position), np.concatenate(lost)
+        wrong = found.codes.gather(pl.Series(proposed)) != part  # a null row: null, at 0
+        if not wrong.any():
+            return np.zeros(0, dtype=np.int64)
+        return start + wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
+
+    lost = in_parallel(step, range(0, len(values), CHUNK))
+    return pl.Series("at", position), np.concatenate([np.zeros(0, dtype=np.int64), *lost])
 
 
 def _propose(found: Lookup, values: pl.Series) -> np.ndarray:
@@ -279,8 +308,9 @@ def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.Dat
 
 def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str) -> pl.DataFrame:
     """The polars frame of COLUMNS: row ``i`` gets the answer at ``at[i]`` (``answers`` as
-    in ``Lookup``); the system is the same for every row (one Enum value, not repeated in
-    memory). Built in chunks of CHUNK rows (the columns are chunked alike)."""
+        in ``Lookup``); the system is the same for every row (one Enum value, not repeated in
+        memory). Built in chunks of CHUNK rows, over a few threads (the columns are chunked
+    alike)."""
     import polars as pl
 
     kind = pl.col("kind")
@@ -292,11 +322,12 @@ def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str) -> p
         else:  # no answer has a text here
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
     columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(COLUMNS[-1]))
-    frames = []
-    for start in range(0, max(len(at), 1), CHUNK):
+
+    def step(start: int) -> pl.DataFrame:
         part = at.slice(start, CHUNK)
-        frame = pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)})
-        frames.append(frame.select(columns))
+        return pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)}).select(columns)
+
+    frames = in_parallel(step, range(0, max(len(at), 1), CHUNK))
     return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
 
 
