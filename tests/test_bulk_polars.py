@@ -74,6 +74,38 @@ def test_polars_series_with_one_system(wb: Workbench) -> None:
     assert got["result"].to_list() == [True, False, None]
 
 
+@pytest.mark.parametrize("kind", ["String", "Categorical", "Enum"])
+@pytest.mark.parametrize("form", ["series", "frame"])
+def test_polars_codes_without_a_system_are_answered_natively(
+    wb: Workbench, kind: str, form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No system given, a value set of several systems: each row as validate_code infers
+    its system (the system column too), without going through pandas."""
+    from workbench import bulk_polars
+
+    def refuse(data: Any) -> Any:
+        raise AssertionError("went through pandas")
+
+    monkeypatch.setattr(bulk_polars, "to_pandas", refuse)
+    codes = [*CODES, "zz", "b"]
+    column = codes_column(kind, codes)
+    data = column if form == "series" else pl.DataFrame({"code": column})
+    for _ in range(2):  # cold, then from the value set's kept table
+        got = wb.validate_column(data, VS, code=None if form == "series" else "code")
+        expected = [
+            (
+                None if not c else single.result,
+                single.message,
+                single.display,
+                single.issue,
+                single.system,
+            )
+            for c in codes
+            for single in [wb.validate_code(VS, code=c or "")]
+        ]
+        assert rows_of(got) == expected
+
+
 # --- the native path: one system, String / Categorical / Enum codes -----------------------
 
 BIG = "http://example.org/big"

@@ -108,7 +108,7 @@ def _uniform(values: pl.Series) -> str | None:
 
 
 HASH_SEED = 20240611
-TEXTS = tuple(COLUMNS[1:-1])  # message, display, issue: between result and system
+TEXTS = tuple(COLUMNS[1:])  # message, display, issue, system
 SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
 CHUNK = 1 << 17  # rows per step of a lookup or of the result frame
 MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
@@ -143,10 +143,10 @@ class Lookup:
     is in the first level where its slot was free (position 0, the missing answer, is never
     in a slot; ``hashes[0]`` is the hash of ""). A hash only proposes a position: the row's
     string is then compared with the code there (``codes``).
-    ``answers`` holds, per answer, its texts (``message``, ``display``, ``issue``: ``Enum``
-    columns without nulls; a column no answer has is left out) and ``kind``, a byte: the
-    result (0 NA, 1 false, 2 true) and one bit per text that is null (``4 << i`` for
-    ``TEXTS[i]``).
+    ``answers`` holds, per answer, its texts (``message``, ``display``, ``issue``,
+    ``system``: ``Enum`` columns without nulls; a column no answer has is left out) and
+    ``kind``, a byte: the result (0 NA, 1 false, 2 true) and one bit per text that is null
+    (``4 << i`` for ``TEXTS[i]``).
     """
 
     codes: pl.Series
@@ -287,9 +287,10 @@ def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
     return strings, physical.cast(pl.UInt32)
 
 
-def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.DataFrame:
+def validate_codes(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
     """The frame of COLUMNS for a String, Categorical or Enum column of codes of
-    ``system``. Only the categories the rows hold are answered (a Categorical's categories
+    ``system`` (None: codes without a system, each answered as the value set infers its
+    system). Only the categories the rows hold are answered (a Categorical's categories
     may be shared with other columns)."""
     import polars as pl
 
@@ -306,22 +307,23 @@ def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.Dat
     return result_frame(lookup(state).answers, position, system)
 
 
-def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str) -> pl.DataFrame:
+def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | None) -> pl.DataFrame:
     """The polars frame of COLUMNS: row ``i`` gets the answer at ``at[i]`` (``answers`` as
-        in ``Lookup``); the system is the same for every row (one Enum value, not repeated in
-        memory). Built in chunks of CHUNK rows, over a few threads (the columns are chunked
-    alike)."""
+    in ``Lookup``). ``system`` given: the same for every row (one Enum value, not repeated
+    in memory); else each answer's own. Built in chunks of CHUNK rows, over a few threads
+    (the columns are chunked alike)."""
     import polars as pl
 
     kind = pl.col("kind")
     columns = [pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(COLUMNS[0])]
     for bit, name in enumerate(TEXTS):
-        if name in answers:
+        if name == COLUMNS[-1] and system is not None:
+            columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
+        elif name in answers:
             texts = pl.lit(answers[name]).gather(pl.col("at"))
             columns.append(pl.when(kind & (4 << bit) == 0).then(texts).alias(name))
         else:  # no answer has a text here
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
-    columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(COLUMNS[-1]))
 
     def step(start: int) -> pl.DataFrame:
         part = at.slice(start, CHUNK)
@@ -339,8 +341,8 @@ def validate_polars(
     system: str | None,
     display: str | None,
 ) -> pl.DataFrame | None:
-    """The answer for polars data with one system and no displays; None otherwise (then
-    the pandas algorithm answers)."""
+    """The answer for polars data with one system (or none given) and no displays; None
+    otherwise (then the pandas algorithm answers)."""
     import polars as pl
 
     from workbench.bulk import check_columns
@@ -357,6 +359,8 @@ def validate_polars(
         codes, one = data[code], system
         if system is not None and system in data.columns:
             one = _uniform(data[system])
-    if one is None or not (codes.dtype == pl.String or _categorical(codes.dtype)):
+            if one is None:  # several systems, or missing ones
+                return None
+    if not (codes.dtype == pl.String or _categorical(codes.dtype)):
         return None  # numbers and the like: the pandas path turns them into code text
     return validate_codes(checker.table(one), codes, one)
