@@ -687,6 +687,16 @@ def _dtypes(marks: Any = ()) -> list[Any]:
 
 
 @pytest.mark.parametrize("dtype", _dtypes())
+def test_dtypes_series_without_a_system_from_several(wb: Workbench, dtype: Any) -> None:
+    """Codes without a system against a value set of several systems: each row as
+    validate_code infers it (looked up in the value set's own table, like one system)."""
+    codes = [*MULTI_CODES, "", " M", "UNK"]
+    for _ in range(2):  # cold, then from the kept table
+        report = wb.validate_column(pd.Series(codes, dtype=dtype), MARITAL)
+        assert rows_of(report) == [reference(wb, MARITAL, code=c) for c in codes]
+
+
+@pytest.mark.parametrize("dtype", _dtypes())
 def test_dtypes_series(default_wb: Workbench, dtype: Any) -> None:
     data = pd.Series(DTYPE_CODES, dtype=dtype)
     for kwargs in ({}, {"system": DEMO}, {"system": UNKNOWN_SYSTEM}):

@@ -74,6 +74,38 @@ def test_polars_series_with_one_system(wb: Workbench) -> None:
     assert got["result"].to_list() == [True, False, None]
 
 
+@pytest.mark.parametrize("kind", ["String", "Categorical", "Enum"])
+@pytest.mark.parametrize("form", ["series", "frame"])
+def test_polars_codes_without_a_system_are_answered_natively(
+    wb: Workbench, kind: str, form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No system given, a value set of several systems: each row as validate_code infers
+    its system (the system column too), without going through pandas."""
+    from workbench import bulk_polars
+
+    def refuse(data: Any) -> Any:
+        raise AssertionError("went through pandas")
+
+    monkeypatch.setattr(bulk_polars, "to_pandas", refuse)
+    codes = [*CODES, "zz", "b"]
+    column = codes_column(kind, codes)
+    data = column if form == "series" else pl.DataFrame({"code": column})
+    for _ in range(2):  # cold, then from the value set's kept table
+        got = wb.validate_column(data, VS, code=None if form == "series" else "code")
+        expected = [
+            (
+                None if not c else single.result,
+                single.message,
+                single.display,
+                single.issue,
+                single.system,
+            )
+            for c in codes
+            for single in [wb.validate_code(VS, code=c or "")]
+        ]
+        assert rows_of(got) == expected
+
+
 # --- the native path: one system, String / Categorical / Enum codes -----------------------
 
 BIG = "http://example.org/big"
@@ -212,6 +244,29 @@ def test_polars_frame_with_one_system_in_its_column(
         system="system",
     )
     assert rows_of(got) == rows_of(expected)
+
+
+@pytest.mark.parametrize("odd", ["http://example.org/other", None, ""])
+def test_polars_frame_whose_system_differs_in_one_late_row(
+    big: Workbench, odd: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system column is compared chunk by chunk over threads: one other value in a
+    late chunk sends the frame to the pandas algorithm, whose rows it must equal."""
+    from workbench import bulk_polars
+
+    monkeypatch.setattr(bulk_polars, "CHUNK", 64)
+    values = mixed_codes(2000, seed=3)
+    systems: list[str | None] = [BIG] * len(values)
+    systems[1900] = odd
+    frame = pl.DataFrame(
+        {"code": values, "system": systems}, schema={"code": pl.String, "system": pl.String}
+    )
+    got = big.validate_column(frame, BIG_VS, code="code", system="system")
+    expected = big.validate_column(
+        pd.DataFrame({"code": values, "system": systems}), BIG_VS, code="code", system="system"
+    )
+    assert rows_of(got) == rows_of(expected)
+    assert got["system"].cast(pl.String)[1900] == (odd or BIG)  # no system: the only one
 
 
 def test_polars_categorical_with_ids_beyond_its_length(big: Workbench) -> None:

@@ -453,19 +453,20 @@ def validate_arrays(
     ``encoded``: the code column grouped by identity with the codes' texts, or as Arrow
     strings (from ``code_column``), when the caller has it.
 
-    One system for every row and no displays: the codes are looked up in that system's
-    answer table in the column's own encoding. A system column of several systems and no
-    displays: each distinct (system, code) pair is looked up once in its system's answer
-    table, both columns in their own encoding (``bulk_systems``). Otherwise each
-    distinct (system, code, display) is validated once (plain ones through the answer
-    tables too); rows get their answer by ``take``. A missing code (None, NaN, NA, "")
-    gives result NA and the issue ``missing``.
+    One system for every row (or none: the value set's answer table for codes without a
+    system) and no displays: the codes are looked up in that answer table in the column's
+    own encoding. A system column of several systems and no displays: each distinct
+    (system, code) pair is looked up once in its system's answer table, both columns in
+    their own encoding (``bulk_systems``). Otherwise each distinct (system, code,
+    display) is validated once (plain ones through the answer tables too); rows get their
+    answer by ``take``. A missing code (None, NaN, NA, "") gives result NA and the issue
+    ``missing``.
     """
     if isinstance(systems, pd.Series):
         systems = uniform_value(systems) or systems
     if displays is not None and bool(displays.isna().all()):
         displays = None
-    if isinstance(systems, str) and displays is None:
+    if (systems is None or isinstance(systems, str)) and displays is None:
         state, position = checker.table(systems).column(codes, encoded)
         return result_frame(state.answers, position, systems, state)
     if isinstance(systems, pd.Series) and displays is None and len(codes):

@@ -15,7 +15,10 @@ polars DataFrame.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +69,24 @@ def from_pandas(frame: pd.DataFrame) -> Any:
     return pl.from_pandas(pd.DataFrame(frame), include_index=False)
 
 
+_POOL: dict[int, ThreadPoolExecutor] = {}  # per process: a forked child starts its own
+
+
+def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
+    """``work(start)`` for each start, in order, over one thread per core (at most four;
+    numpy and polars release the interpreter lock on large arrays). The threads are kept
+    for the next call: starting them costs milliseconds on a busy machine."""
+    starts = list(starts)
+    workers = min(os.cpu_count() or 1, 4)
+    if workers <= 1 or len(starts) <= 1:
+        return [work(start) for start in starts]
+    pool = _POOL.get(os.getpid())
+    if pool is None:
+        _POOL.clear()
+        pool = _POOL[os.getpid()] = ThreadPoolExecutor(workers, "workbench-bulk")
+    return list(pool.map(work, starts))
+
+
 def _uniform(values: pl.Series) -> str | None:
     """The one non-empty string every row of a column holds, else None."""
     import polars as pl
@@ -78,11 +99,16 @@ def _uniform(values: pl.Series) -> str | None:
     if _categorical(values.dtype):
         physical = values.to_physical()  # one category: one id
         return first if physical.min() == physical.max() else None
-    return first if bool((values.cast(pl.String) == first).all()) else None
+    strings = values.cast(pl.String)
+
+    def same(start: int) -> bool:
+        return bool((strings.slice(start, CHUNK) == first).all())
+
+    return first if all(in_parallel(same, range(0, len(strings), CHUNK))) else None
 
 
 HASH_SEED = 20240611
-TEXTS = tuple(COLUMNS[1:-1])  # message, display, issue: between result and system
+TEXTS = tuple(COLUMNS[1:])  # message, display, issue, system
 SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
 CHUNK = 1 << 17  # rows per step of a lookup or of the result frame
 MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
@@ -117,10 +143,10 @@ class Lookup:
     is in the first level where its slot was free (position 0, the missing answer, is never
     in a slot; ``hashes[0]`` is the hash of ""). A hash only proposes a position: the row's
     string is then compared with the code there (``codes``).
-    ``answers`` holds, per answer, its texts (``message``, ``display``, ``issue``: ``Enum``
-    columns without nulls; a column no answer has is left out) and ``kind``, a byte: the
-    result (0 NA, 1 false, 2 true) and one bit per text that is null (``4 << i`` for
-    ``TEXTS[i]``).
+    ``answers`` holds, per answer, its texts (``message``, ``display``, ``issue``,
+    ``system``: ``Enum`` columns without nulls; a column no answer has is left out) and
+    ``kind``, a byte: the result (0 NA, 1 false, 2 true) and one bit per text that is null
+    (``4 << i`` for ``TEXTS[i]``).
     """
 
     codes: pl.Series
@@ -200,22 +226,25 @@ def find(found: Lookup, values: pl.Series) -> tuple[pl.Series, np.ndarray]:
     """Each row's position among the codes of ``found`` (a String column; a null row is
     the missing answer, 0) as a UInt32 Series, and the rows whose code is not there. The
     row's hash proposes a position (in the first level that has a code of that hash); the
-    code there must equal the row. Rows go in chunks of CHUNK: each step's buffers are
-    small and reused, rather than fresh memory the size of the column."""
+    code there must equal the row. Rows go in chunks of CHUNK, over a few threads: each
+    step's buffers are small, rather than fresh memory the size of the column."""
     import polars as pl
 
     position = np.zeros(len(values), dtype=np.uint32)
-    lost = [np.zeros(0, dtype=np.int64)]
-    for start in range(0, len(values), CHUNK):
+
+    def step(start: int) -> np.ndarray:
         part = values.slice(start, CHUNK)
         proposed = _propose(found, part)
         if part.null_count() and not found.null_apart:
             proposed[part.is_null().to_numpy()] = 0
-        wrong = found.codes.gather(pl.Series(proposed)) != part  # a null row: null, at 0
-        if wrong.any():
-            lost.append(start + wrong.fill_null(False).arg_true().to_numpy().astype(np.int64))
         position[start : start + len(part)] = proposed
-    return pl.Series("at", position), np.concatenate(lost)
+        wrong = found.codes.gather(pl.Series(proposed)) != part  # a null row: null, at 0
+        if not wrong.any():
+            return np.zeros(0, dtype=np.int64)
+        return start + wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
+
+    lost = in_parallel(step, range(0, len(values), CHUNK))
+    return pl.Series("at", position), np.concatenate([np.zeros(0, dtype=np.int64), *lost])
 
 
 def _propose(found: Lookup, values: pl.Series) -> np.ndarray:
@@ -258,9 +287,10 @@ def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
     return strings, physical.cast(pl.UInt32)
 
 
-def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.DataFrame:
+def validate_codes(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
     """The frame of COLUMNS for a String, Categorical or Enum column of codes of
-    ``system``. Only the categories the rows hold are answered (a Categorical's categories
+    ``system`` (None: codes without a system, each answered as the value set infers its
+    system). Only the categories the rows hold are answered (a Categorical's categories
     may be shared with other columns)."""
     import polars as pl
 
@@ -277,26 +307,29 @@ def validate_codes(table: AnswerTable, values: pl.Series, system: str) -> pl.Dat
     return result_frame(lookup(state).answers, position, system)
 
 
-def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str) -> pl.DataFrame:
+def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | None) -> pl.DataFrame:
     """The polars frame of COLUMNS: row ``i`` gets the answer at ``at[i]`` (``answers`` as
-    in ``Lookup``); the system is the same for every row (one Enum value, not repeated in
-    memory). Built in chunks of CHUNK rows (the columns are chunked alike)."""
+    in ``Lookup``). ``system`` given: the same for every row (one Enum value, not repeated
+    in memory); else each answer's own. Built in chunks of CHUNK rows, over a few threads
+    (the columns are chunked alike)."""
     import polars as pl
 
     kind = pl.col("kind")
     columns = [pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(COLUMNS[0])]
     for bit, name in enumerate(TEXTS):
-        if name in answers:
+        if name == COLUMNS[-1] and system is not None:
+            columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
+        elif name in answers:
             texts = pl.lit(answers[name]).gather(pl.col("at"))
             columns.append(pl.when(kind & (4 << bit) == 0).then(texts).alias(name))
         else:  # no answer has a text here
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
-    columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(COLUMNS[-1]))
-    frames = []
-    for start in range(0, max(len(at), 1), CHUNK):
+
+    def step(start: int) -> pl.DataFrame:
         part = at.slice(start, CHUNK)
-        frame = pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)})
-        frames.append(frame.select(columns))
+        return pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)}).select(columns)
+
+    frames = in_parallel(step, range(0, max(len(at), 1), CHUNK))
     return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
 
 
@@ -308,8 +341,8 @@ def validate_polars(
     system: str | None,
     display: str | None,
 ) -> pl.DataFrame | None:
-    """The answer for polars data with one system and no displays; None otherwise (then
-    the pandas algorithm answers)."""
+    """The answer for polars data with one system (or none given) and no displays; None
+    otherwise (then the pandas algorithm answers)."""
     import polars as pl
 
     from workbench.bulk import check_columns
@@ -326,6 +359,8 @@ def validate_polars(
         codes, one = data[code], system
         if system is not None and system in data.columns:
             one = _uniform(data[system])
-    if one is None or not (codes.dtype == pl.String or _categorical(codes.dtype)):
+            if one is None:  # several systems, or missing ones
+                return None
+    if not (codes.dtype == pl.String or _categorical(codes.dtype)):
         return None  # numbers and the like: the pandas path turns them into code text
     return validate_codes(checker.table(one), codes, one)
