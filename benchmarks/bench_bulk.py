@@ -100,6 +100,19 @@ EXPECTED_ISSUE: dict[str, str | None] = {
 MADE_UP_POOL = 5_000
 PADDED_POOL = 2_000
 MB = 1024 * 1024
+# The multi-system case: one code column whose system column mixes code systems, validated
+# against a value set of two of them (ICD-10-CM chapter 19 and part of a local lab system).
+MIXED_VS_URL = "http://example.org/fhir/ValueSet/bench-bulk-mixed-systems"
+LAB_URL = "http://example.org/fhir/CodeSystem/bench-bulk-lab"  # loaded; half in the value set
+FINDING_URL = "http://example.org/fhir/CodeSystem/bench-bulk-finding"  # loaded; not in it
+NOT_LOADED_URL = "http://example.org/fhir/CodeSystem/bench-bulk-not-loaded"  # unknown
+LAB_CODES = 400
+FINDING_CODES = 300
+NOT_LOADED_POOL = 2_000
+# Systems of the rows and their shares; None: the system is missing (inferred from the
+# value set, the codes being ICD-10-CM's).
+SYSTEM_KINDS = ("icd-10-cm", "lab", "finding", "not-loaded", "no-system")
+SYSTEM_SHARES = (0.80, 0.08, 0.04, 0.04, 0.04)
 
 
 # --- helpers ----------------------------------------------------------------------------
@@ -164,6 +177,8 @@ class Case:
     valid: set[str]
     chapter_size: int  # codes under the chapter, abstract ones (chapter, blocks) included
     build: dict[str, float]
+    mixed_pools: dict[str, np.ndarray]  # codes per system of the multi-system case
+    mixed_valid: set[str]  # the valid codes of the multi-system value set
 
 
 def build_case() -> Case:
@@ -227,7 +242,65 @@ def build_case() -> Case:
         "missing": np.array([None], dtype=object),
     }
     build = {"icd10cm": t1 - t0, "load": t2 - t1}
-    return Case(wb, ICD10CM_URL, pools, set(members), chapter_size, build)
+    mixed_pools, mixed_valid = load_mixed(wb, ICD10CM_URL, rng)
+    mixed_valid |= set(members)
+    return Case(wb, ICD10CM_URL, pools, set(members), chapter_size, build, mixed_pools, mixed_valid)
+
+
+def load_mixed(wb: Workbench, icd10cm: str, rng: random.Random) -> tuple[dict[str, Any], set[str]]:
+    """The multi-system case's code systems and value set, loaded into ``wb``: a lab code
+    system (LOINC-like codes, half of them in the value set), a finding code system
+    (SNOMED-like codes, not in the value set) and the value set (ICD-10-CM chapter 19 and
+    the listed lab codes). Returns the pools of codes per system of row and the lab codes
+    in the value set."""
+
+    def loinc_like(n: int) -> str:
+        return f"{10000 + 37 * n}-{n % 10}"
+
+    lab = [loinc_like(n) for n in range(LAB_CODES)]
+    finding = [str(100000 + 7919 * n) for n in range(FINDING_CODES)]
+    for url, codes, title in ((LAB_URL, lab, "Lab test"), (FINDING_URL, finding, "Finding")):
+        wb.load(
+            {
+                "resourceType": "CodeSystem",
+                "url": url,
+                "version": "1",
+                "status": "active",
+                "content": "complete",
+                "concept": [{"code": c, "display": f"{title} {c}"} for c in codes],
+            },
+            progress=False,
+        )
+    listed = lab[::2]
+    wb.load(
+        {
+            "resourceType": "ValueSet",
+            "url": MIXED_VS_URL,
+            "version": "1",
+            "status": "active",
+            "compose": {
+                "include": [
+                    {
+                        "system": icd10cm,
+                        "filter": [{"property": "concept", "op": "is-a", "value": CHAPTER}],
+                    },
+                    {"system": LAB_URL, "concept": [{"code": c} for c in listed]},
+                ]
+            },
+        },
+        progress=False,
+    )
+    made_up_lab = [f"{rng.randint(1, 99999)}-{rng.randint(0, 9)}" for _ in range(200)]
+    made_up_lab = sorted(set(made_up_lab) - set(lab))
+    padded_lab = [f" {c}" for c in listed[:20]] + [f"{c} " for c in listed[20:40]]
+    not_loaded = sorted({f"NL-{rng.randint(0, 10**6):06d}" for _ in range(NOT_LOADED_POOL)})
+    pools = {
+        # lab rows: mostly listed codes, some lab codes outside, made-up and padded ones
+        "lab": np.array(listed * 6 + lab[1::2] * 2 + made_up_lab + padded_lab, dtype=object),
+        "finding": np.array(finding, dtype=object),
+        "not-loaded": np.array(not_loaded, dtype=object),
+    }
+    return pools, set(listed)
 
 
 def make_rows(case: Case, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -251,6 +324,40 @@ def make_frame(case: Case, codes: np.ndarray, dtype: str) -> pd.DataFrame:
     return pd.DataFrame(
         {"code": pd.Series(codes, dtype=dtype), "system": pd.Series(systems, dtype=dtype)}
     )
+
+
+def make_mixed_rows(case: Case, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The multi-system case's codes and systems (object arrays) and each row's kind of
+    system (indexes into SYSTEM_KINDS). ICD-10-CM rows and rows without a system take the
+    primary case's rows (whitespace, made-up and missing codes included); a missing code
+    stays missing whatever the system."""
+    codes, kinds = make_rows(case, rows)
+    rng = np.random.default_rng(SEED + 2)
+    system_kinds = rng.choice(len(SYSTEM_KINDS), size=rows, p=SYSTEM_SHARES).astype(np.int8)
+    urls = np.array([case.system, LAB_URL, FINDING_URL, NOT_LOADED_URL, None], dtype=object)
+    systems = urls.take(system_kinds)
+    present = kinds != KINDS.index("missing")
+    for k, name in enumerate(SYSTEM_KINDS):
+        pool = case.mixed_pools.get(name)
+        if pool is None:
+            continue
+        where = np.flatnonzero((system_kinds == k) & present)
+        codes[where] = pool[rng.integers(0, len(pool), len(where))]
+    return codes, systems, system_kinds
+
+
+def make_mixed_frame(codes: np.ndarray, systems: np.ndarray, dtype: str) -> pd.DataFrame:
+    """The multi-system input frame in one dtype (as ``make_frame``)."""
+    if dtype == "default":
+        return pd.DataFrame({"code": pd.Series(codes), "system": pd.Series(systems)})
+    return pd.DataFrame(
+        {"code": pd.Series(codes, dtype=dtype), "system": pd.Series(systems, dtype=dtype)}
+    )
+
+
+def validate_mixed(case: Case, df: pd.DataFrame) -> pd.DataFrame:
+    result: pd.DataFrame = case.wb.validate_column(df, MIXED_VS_URL, code="code", system="system")
+    return result
 
 
 def validate(case: Case, df: pd.DataFrame) -> pd.DataFrame:
@@ -471,10 +578,12 @@ def traced_peak(case: Case, df: pd.DataFrame) -> tuple[float, float, float]:
     return float(peak - start_bytes), float(current - start_bytes), seconds
 
 
-def profile_call(case: Case, df: pd.DataFrame) -> None:
+def profile_call(
+    case: Case, df: pd.DataFrame, call: Callable[[Case, pd.DataFrame], object] | None = None
+) -> None:
     profiler = cProfile.Profile()
     profiler.enable()
-    validate(case, df)
+    (call or validate)(case, df)
     profiler.disable()
     for order, limit in (("tottime", 15), ("cumulative", 25)):
         text = io.StringIO()
@@ -661,8 +770,16 @@ def check_counts(result: pd.DataFrame, kinds: np.ndarray) -> None:
     )
 
 
-def check_sample(case: Case, df: pd.DataFrame, result: pd.DataFrame, kinds: np.ndarray) -> None:
-    """SAMPLE_ROWS random rows equal validate_code on those rows."""
+def check_sample(
+    case: Case,
+    df: pd.DataFrame,
+    result: pd.DataFrame,
+    kinds: np.ndarray,
+    url: str = VS_URL,
+    names: Sequence[str] = KINDS,
+) -> None:
+    """SAMPLE_ROWS random rows equal validate_code on those rows (``kinds``: each row's
+    kind, an index into ``names``, to say which kinds the sample holds)."""
     rng = random.Random(SEED + 1)
     picked = sorted(rng.sample(range(len(df)), min(SAMPLE_ROWS, len(df))))
     columns = {
@@ -681,7 +798,7 @@ def check_sample(case: Case, df: pd.DataFrame, result: pd.DataFrame, kinds: np.n
             expected: tuple[Any, ...] = (None, "No code was given", None, "missing", system)
             missing += 1
         else:
-            single = case.wb.validate_code(VS_URL, code=str(code), system=system)
+            single = case.wb.validate_code(url, code=str(code), system=system)
             expected = (
                 single.result,
                 single.message,
@@ -691,8 +808,8 @@ def check_sample(case: Case, df: pd.DataFrame, result: pd.DataFrame, kinds: np.n
             )
             compared += 1
         if tuple(plain(v) for v in expected) != got:
-            mismatches.append(f"row {row} ({KINDS[kinds[row]]}) {code!r}: {got} != {expected}")
-    sampled = pd.Series(np.asarray(KINDS, dtype=object)[kinds[picked]]).value_counts()
+            mismatches.append(f"row {row} ({names[kinds[row]]}) {code!r}: {got} != {expected}")
+    sampled = pd.Series(np.asarray(names, dtype=object)[kinds[picked]]).value_counts()
     by_kind = ", ".join(f"{k} {n}" for k, n in sampled.items())
     print(
         f"{len(picked):,} random rows: {compared:,} equal to validate_code, {missing} missing "
@@ -781,11 +898,164 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figure
     return found, results
 
 
+def bench_mixed(
+    case: Case, frames: dict[str, pd.DataFrame], repeat: int, profile: bool
+) -> tuple[list[Figures], dict[str, pd.DataFrame]]:
+    """The multi-system frame per dtype: ``validate_column`` against ``isin`` on the same
+    code column with the multi-system value set's valid codes, in the same rounds; the
+    result memory over the code column; one result per dtype (checked later)."""
+    found: list[Figures] = []
+    results: dict[str, pd.DataFrame] = {}
+    for n, (dtype, df) in enumerate(frames.items()):
+        column = df["code"]
+        label = f"mixed {dtype} ({column.dtype})" if dtype == "default" else f"mixed {dtype}"
+        header(f"several systems in one column: code and system columns of dtype {label[6:]}")
+        input_bytes = int(df.memory_usage(deep=True).sum())
+        gc.collect()
+        start = time.perf_counter()
+        results[dtype] = validate_mixed(case, df)
+        first_s = time.perf_counter() - start
+        what = "compiles the value set, builds the bulk indexes" if n == 0 else "warm"
+        print(f"warm-up validate_column (one-off, {what}): {first_s:.3f} s")
+        calls: dict[str, Callable[[], object]] = {
+            "isin": lambda column=column: column.isin(case.mixed_valid),
+            "validate": lambda df=df: validate_mixed(case, df),
+        }
+        calls["isin"]()
+        wall, cpu = interleaved(calls, repeat)
+        base_s, call_s = statistics.median(wall["isin"]), statistics.median(wall["validate"])
+        print(
+            f"baseline Series.isin(set of {len(case.mixed_valid):,} valid codes): median "
+            f"{base_s:.3f} s (runs: {runs(wall['isin'])})"
+        )
+        print(
+            f"validate_column, whole result frame: median {call_s:.3f} s = "
+            f"{len(df) / call_s:,.0f} rows/s (runs: {runs(wall['validate'])})"
+        )
+        base_cpu, call_cpu = statistics.median(cpu["isin"]), statistics.median(cpu["validate"])
+        print(
+            f"ratio validate_column / isin baseline = {call_s / base_s:.2f}  target <= "
+            f"{TARGET_RATIO:.1f}  {verdict(call_s / base_s <= TARGET_RATIO)}  (CPU time: "
+            f"{call_cpu / base_cpu:.2f})"
+        )
+        result_bytes = int(results[dtype].memory_usage(deep=True).sum())
+        column_bytes = int(column.memory_usage(index=False, deep=True))
+        print(
+            f"result frame memory_usage(deep=True): {mb(result_bytes)} = "
+            f"{result_bytes / column_bytes:.2f}x the code column ({mb(column_bytes)})  "
+            f"{verdict(result_bytes <= 2 * column_bytes)}"
+        )
+        if profile:
+            profile_call(case, df, validate_mixed)
+        found.append(
+            Figures(
+                dtype,
+                label,
+                base_s,
+                call_s,
+                first_s,
+                input_bytes,
+                result_bytes,
+                math.nan,
+                column_bytes=column_bytes,
+            )
+        )
+    return found, results
+
+
+def check_mixed(
+    case: Case,
+    frames: dict[str, pd.DataFrame],
+    results: dict[str, pd.DataFrame],
+    system_kinds: np.ndarray,
+) -> None:
+    """The multi-system results: a random sample equal to validate_code row by row, the
+    issues per kind of system as expected, and every dtype's result equal to the first."""
+    primary_dtype = next(iter(results))
+    primary = results[primary_dtype]
+    check_sample(case, frames[primary_dtype], primary, system_kinds, MIXED_VS_URL, SYSTEM_KINDS)
+    issue = primary["issue"].astype(object).where(primary["issue"].notna(), "(valid)")
+    kind = pd.Series(np.asarray(SYSTEM_KINDS, dtype=object)[system_kinds], name="kind")
+    table = pd.crosstab(kind.set_axis(primary.index), issue.rename("issue"))
+    print("rows per kind of system (down) and issue (across):")
+    for line in table.reindex(list(SYSTEM_KINDS), fill_value=0).to_string().splitlines():
+        print(f"  {line}")
+    expected = {
+        "finding": {"not-in-vs", "missing"},
+        "not-loaded": {"unknown-system", "missing"},
+    }
+    for name, allowed in expected.items():
+        got = set(issue[system_kinds == SYSTEM_KINDS.index(name)].unique().tolist())
+        assert got <= allowed, f"{name} rows got issues {got}, expected {allowed}"
+    for name in ("icd-10-cm", "lab", "no-system"):
+        got = set(issue[system_kinds == SYSTEM_KINDS.index(name)].unique().tolist())
+        assert "(valid)" in got, f"{name} rows: none valid ({got})"
+    for dtype in list(results)[1:]:
+        check_same(primary, results[dtype], f"mixed {dtype}")
+
+
+def bench_single(case: Case, rows: int, repeat: int, profile: bool) -> list[Figures]:
+    """The one-system case per dtype and polars, its sanity checks and the peak RSS of one
+    call per dtype; the figures (polars' last)."""
+    t0 = time.perf_counter()
+    codes, kinds = make_rows(case, rows)
+    frames = {dtype: make_frame(case, codes, dtype) for dtype in DTYPES}
+    t1 = time.perf_counter()
+    shares = ", ".join(f"{name} {int((kinds == k).sum()):,}" for k, name in enumerate(KINDS))
+    distinct = int(pd.Series(codes).nunique(dropna=True))
+    print(
+        f"rows: {rows:,} (seed {SEED}): {shares}; {distinct:,} distinct codes; "
+        f"built in {t1 - t0:.2f} s"
+    )
+    del codes
+
+    figures: list[Figures] = []
+    results: dict[str, pd.DataFrame] = {}
+    for dtype in DTYPES:
+        found, results[dtype] = bench_dtype(
+            case, frames[dtype], dtype, repeat, primary=dtype == DTYPES[0]
+        )
+        figures.append(found)
+        if profile:
+            profile_call(case, frames[dtype])
+
+    polars_figures, polars_results = bench_polars(case, frames["object"], repeat)
+
+    header("sanity")
+    primary = results[DTYPES[0]]
+    check_counts(primary, kinds)
+    check_sample(case, frames[DTYPES[0]], primary, kinds)
+    for dtype in DTYPES[1:]:
+        check_same(primary, results[dtype], dtype)
+    for label in list(polars_results):
+        check_same(primary, polars_results.pop(label).to_pandas(), label)
+    size = len(case.wb.expand(VS_URL))
+    print(
+        f"len(wb.expand(...)) = {size:,}, the codes under chapter {CHAPTER!r}: "
+        f"{verdict(size == case.chapter_size)}"
+    )
+    assert size == case.chapter_size
+    results.clear()
+    del primary
+
+    header("peak RSS of one warm call, in a fresh child per dtype")
+    for found in figures:
+        print(f"{found.label}:")
+        found.rss_peak = report_child(run_child(found.dtype, rows))
+
+    return figures + polars_figures
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of input")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per figure (>= 5)")
     parser.add_argument("--profile", action="store_true", help="cProfile one call per dtype")
+    parser.add_argument(
+        "--mixed-only",
+        action="store_true",
+        help="only the frame whose system column holds several systems",
+    )
     parser.add_argument("--child-memory", choices=DTYPES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_memory:
@@ -810,51 +1080,30 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"({len(case.valid):,} valid, i.e. not abstract); pools: "
         + ", ".join(f"{k} {len(v):,}" for k, v in case.pools.items() if k != "missing")
     )
-    t0 = time.perf_counter()
-    codes, kinds = make_rows(case, args.rows)
-    frames = {dtype: make_frame(case, codes, dtype) for dtype in DTYPES}
-    t1 = time.perf_counter()
-    shares = ", ".join(f"{name} {int((kinds == k).sum()):,}" for k, name in enumerate(KINDS))
-    distinct = int(pd.Series(codes).nunique(dropna=True))
-    print(
-        f"rows: {args.rows:,} (seed {SEED}): {shares}; {distinct:,} distinct codes; "
-        f"built in {t1 - t0:.2f} s"
-    )
-    del codes
-
     figures: list[Figures] = []
-    results: dict[str, pd.DataFrame] = {}
-    for dtype in DTYPES:
-        found, results[dtype] = bench_dtype(
-            case, frames[dtype], dtype, args.repeat, primary=dtype == DTYPES[0]
-        )
-        figures.append(found)
-        if args.profile:
-            profile_call(case, frames[dtype])
+    if not args.mixed_only:
+        figures = bench_single(case, args.rows, args.repeat, args.profile)
 
-    polars_figures, polars_results = bench_polars(case, frames["object"], args.repeat)
-
-    header("sanity")
-    primary = results[DTYPES[0]]
-    check_counts(primary, kinds)
-    check_sample(case, frames[DTYPES[0]], primary, kinds)
-    for dtype in DTYPES[1:]:
-        check_same(primary, results[dtype], dtype)
-    for label in list(polars_results):
-        check_same(primary, polars_results.pop(label).to_pandas(), label)
-    size = len(case.wb.expand(VS_URL))
-    print(
-        f"len(wb.expand(...)) = {size:,}, the codes under chapter {CHAPTER!r}: "
-        f"{verdict(size == case.chapter_size)}"
+    t0 = time.perf_counter()
+    codes, systems, system_kinds = make_mixed_rows(case, args.rows)
+    mixed_frames = {dtype: make_mixed_frame(codes, systems, dtype) for dtype in DTYPES}
+    t1 = time.perf_counter()
+    shares = ", ".join(
+        f"{name} {int((system_kinds == k).sum()):,}" for k, name in enumerate(SYSTEM_KINDS)
     )
-    assert size == case.chapter_size
-    results.clear()
-    del primary
-
-    header("peak RSS of one warm call, in a fresh child per dtype")
-    for found in figures:
-        print(f"{found.label}:")
-        found.rss_peak = report_child(run_child(found.dtype, args.rows))
+    distinct = len(pd.DataFrame({"c": codes, "s": systems}).drop_duplicates())
+    print()
+    print(
+        f"several systems in one column: {args.rows:,} rows (seed {SEED + 2}): {shares}; "
+        f"{distinct:,} distinct (system, code) pairs; built in {t1 - t0:.2f} s"
+    )
+    del codes, systems
+    mixed_figures, mixed_results = bench_mixed(case, mixed_frames, args.repeat, args.profile)
+    header("sanity: several systems in one column")
+    check_mixed(case, mixed_frames, mixed_results, system_kinds)
+    mixed_results.clear()
+    mixed_frames.clear()
+    figures += mixed_figures
 
     header("summary")
     print(
@@ -867,13 +1116,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{'column':<26} {'base s':>7} {'frame s':>8} {'ratio':>6} {'':4} {'Series s':>8} "
         f"{'ratio':>6} {'':4} {'RSS/in':>7} {'result/col':>10} {'':4} {'added/col':>9}"
     )
-    for f in figures + polars_figures:
+    for f in figures:
         rss = "n/a" if f.rss_peak is None else f"{f.rss_peak / f.input_bytes:.2f}"
         added = "n/a" if f.added_bytes is None else f"{f.added_bytes / f.column_bytes:.2f}"
+        series = (
+            f"{'n/a':>8} {'':>6} {'':4}"
+            if math.isnan(f.series_s)
+            else f"{f.series_s:>8.3f} {f.series_ratio:>6.2f} "
+            f"{verdict(f.series_ratio <= TARGET_RATIO):4}"
+        )
         print(
             f"{f.label:<26} {f.base_s:>7.3f} {f.call_s:>8.3f} {f.ratio:>6.2f} "
-            f"{verdict(f.ratio <= TARGET_RATIO):4} {f.series_s:>8.3f} {f.series_ratio:>6.2f} "
-            f"{verdict(f.series_ratio <= TARGET_RATIO):4} {rss:>7} "
+            f"{verdict(f.ratio <= TARGET_RATIO):4} {series} {rss:>7} "
             f"{f.result_bytes / f.column_bytes:>10.2f} "
             f"{verdict(f.result_bytes <= 2 * f.column_bytes):4} {added:>9}"
         )

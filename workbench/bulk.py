@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from workbench.bulk_systems import validate_systems
 from workbench.bulk_table import (
     MISSING_MESSAGE,
     Answers,
@@ -43,6 +44,7 @@ from workbench.terminology.validation import (
 )
 
 Resolver = Callable[[str, "str | None"], "CodeSystemIndex | None"]
+MAX_FOREIGN = 64  # systems outside a value set whose answers are kept (per value set)
 
 
 # --- what a worker needs ----------------------------------------------------------------
@@ -130,6 +132,7 @@ class Checker:
     versions: Callable[[str], list[str] | None] | None = field(default=None, repr=False)
     languages: Languages | None = field(default=None, repr=False)
     tables: dict[str | None, AnswerTable] = field(default_factory=dict, repr=False)
+    foreign: dict[str, tuple[Any, AnswerTable]] = field(default_factory=dict, repr=False)
 
     def check(
         self, system: str | None, code: str, display: str | None, version: str | None = None
@@ -152,18 +155,29 @@ class Checker:
         return _row(result)
 
     def table(self, system: str | None) -> AnswerTable:
-        """The answers for codes of ``system`` (kept across calls for the value set's own
-        systems, per call for any other). ``None``: codes given without a system, whose
-        system is inferred from the value set alone, so their answers are kept too."""
+        """The answers for codes of ``system``, kept across calls. ``None``: codes given
+        without a system, whose system is inferred from the value set alone.
+
+        The answers for a system the value set does not draw on depend on that code system
+        alone (which a change does not drop the compiled value set for): they are kept
+        with the code system index they were answered with, and start afresh when the
+        system resolves to another one (loaded, replaced, or gone); up to
+        ``MAX_FOREIGN`` such systems per value set, any more are answered per call."""
         found = self.tables.get(system)
-        if found is None:
-            if system is None:
-                found = self.tables.setdefault(None, AnswerTable(None, self.answer_inferred))
-            else:
-                found = AnswerTable(system, partial(self.answer, system))
-                if system in set(self.valueset.systems()):
-                    found = self.tables.setdefault(system, found)
-        return found
+        if found is not None:
+            return found
+        if system is None:
+            return self.tables.setdefault(None, AnswerTable(None, self.answer_inferred))
+        fresh = AnswerTable(system, partial(self.answer, system))
+        if system in set(self.valueset.systems()):
+            return self.tables.setdefault(system, fresh)
+        cs = self.resolve(system, None)
+        kept = self.foreign.get(system)
+        if kept is not None and kept[0] is cs:
+            return kept[1]
+        if kept is not None or len(self.foreign) < MAX_FOREIGN:
+            self.foreign[system] = (cs, fresh)
+        return fresh
 
     def answer_inferred(self, codes: np.ndarray) -> Answers:
         """Validate distinct codes given without a system (str, none missing)."""
@@ -290,8 +304,9 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
         by_system = wb.terminology.memo(compiled, ("bulk-fast-index", abstract), dict)
         member_index = wb.terminology.memo(compiled, "bulk-member-index", dict)
         tables = wb.terminology.memo(compiled, ("bulk-answers", abstract), dict)
+        foreign = wb.terminology.memo(compiled, ("bulk-foreign", abstract), dict)
     except WorkbenchError:
-        fast, by_system, member_index, tables = {}, {}, {}, {}
+        fast, by_system, member_index, tables, foreign = {}, {}, {}, {}, {}
     try:
         members: frozenset[tuple[str, str]] | None = wb.terminology.memo(
             compiled, "bulk-members", lambda: frozenset(compiled.member_index())
@@ -312,6 +327,7 @@ def make_checker(wb: Any, valueset: Any, abstract: bool) -> Checker:
         versions=wb.terminology.codesystem_versions,
         languages=wanted,
         tables=tables,
+        foreign=foreign,
     )
 
 
@@ -439,7 +455,9 @@ def validate_arrays(
 
     One system for every row (or none: the value set's answer table for codes without a
     system) and no displays: the codes are looked up in that answer table in the column's
-    own encoding. Otherwise each distinct (system, code,
+    own encoding. A system column of several systems and no displays: each distinct
+    (system, code) pair is looked up once in its system's answer table, both columns in
+    their own encoding (``bulk_systems``). Otherwise each distinct (system, code,
     display) is validated once (plain ones through the answer tables too); rows get their
     answer by ``take``. A missing code (None, NaN, NA, "") gives result NA and the issue
     ``missing``.
@@ -451,6 +469,8 @@ def validate_arrays(
     if (systems is None or isinstance(systems, str)) and displays is None:
         state, position = checker.table(systems).column(codes, encoded)
         return result_frame(state.answers, position, systems, state)
+    if isinstance(systems, pd.Series) and displays is None and len(codes):
+        return validate_systems(checker.table, codes, systems, encoded)
     columns = {"code": codes, "system": systems, "display": displays}
     parts = {
         name: _factorize_objects(encoded)

@@ -371,6 +371,9 @@ def _identity_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ids, dtype=np.int64), first
 
 
+UNIFORM_PROBE = 1_024  # rows compared first to tell a column of several values
+
+
 def uniform_value(values: pd.Series) -> str | None:
     """The single value of a column that holds one non-empty string in every row."""
     n = len(values)
@@ -383,13 +386,18 @@ def uniform_value(values: pd.Series) -> str | None:
             return None
         found = values.cat.categories[codes[0]]
         return found if isinstance(found, str) and found != "" else None
+    probe = np.arange(0, n, max(1, n // UNIFORM_PROBE))  # a column of several systems
     arrow = arrow_strings(values)
     if arrow is not None:
         if arrow.null_count:
             return None
         first = arrow[0].as_py()
-        if not first or not pc.all(pc.equal(arrow, pa.scalar(first, arrow.type))).as_py():
+        if not first:
             return None
+        scalar = pa.scalar(first, arrow.type)
+        for part in (arrow.take(pa.array(probe)), arrow):  # most often ends at the probe
+            if not pc.all(pc.equal(part, scalar)).as_py():
+                return None
         return str(first)
     array = np.ascontiguousarray(np.asarray(values, dtype=object))
     first = array[0]
@@ -398,9 +406,12 @@ def uniform_value(values: pd.Series) -> str | None:
     pointers = _pointers(array)
     if bool((pointers == pointers[0]).all()):  # one object in every row: no compare needed
         return first
-    try:  # one string compare per row; NA (not a bool) ends it
-        same = array == first
-        return first if same.dtype == bool and bool(same.all()) else None
+    try:  # one string compare per row (a few rows first); NA (not a bool) ends it
+        for part in (array.take(probe), array):
+            same = part == first
+            if same.dtype != bool or not bool(same.all()):
+                return None
+        return str(first)
     except TypeError:
         return None
 
