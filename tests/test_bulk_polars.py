@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import numpy as np
@@ -352,3 +353,25 @@ def test_polars_non_text_codes_are_read_as_pandas_reads_them(
     assert isinstance(got, pl.DataFrame)
     expected = big.validate_column(pd.Series(values), BIG_VS, system=BIG)
     assert rows_of(got) == rows_of(expected)
+
+
+def _doubled_in_a_child() -> list[int]:
+    from workbench.bulk_polars import in_parallel
+
+    return in_parallel(lambda start: start * 2, range(0, 50, 10))
+
+
+def test_the_thread_pool_is_kept_and_a_forked_child_starts_its_own() -> None:
+    """Work is spread over kept threads, results in order; a child forked after that
+    (the server forks for long scans) does not wait on threads it does not have."""
+    import multiprocessing
+
+    from workbench import bulk_polars
+
+    assert bulk_polars.in_parallel(lambda start: start * 2, range(0, 50, 10)) == [0, 20, 40, 60, 80]
+    if bulk_polars._cores() > 1:
+        pool = bulk_polars._POOL[os.getpid()]
+        bulk_polars.in_parallel(lambda start: start, range(3))
+        assert bulk_polars._POOL[os.getpid()] is pool
+    with multiprocessing.get_context("fork").Pool(1) as children:
+        assert children.apply_async(_doubled_in_a_child).get(timeout=60) == [0, 20, 40, 60, 80]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -233,6 +234,19 @@ def test_expression_checks(sct: SnomedCT, text: str, problem: str | None) -> Non
     assert checked.ok is (problem is None)
     if problem:
         assert any(problem in p for p in checked.problems), checked.problems
+
+
+def test_mrcm_rules_are_read_once_per_code_system_and_not_pickled(sct: SnomedCT) -> None:
+    text = "64572001 : { 363698007 = 80891009, 363698007 = 39607008 }"
+    first = sct.check_expression(text)
+    assert not first.ok and sct.mrcm is sct.mrcm
+    domains, ranges = sct.mrcm.domains, sct.mrcm.ranges
+    assert sct.mrcm.domains is domains and sct.mrcm.ranges is ranges
+    assert domains[363698007] and ranges[1142135004] == ["dec(>#0..)"]
+    back = pickle.loads(pickle.dumps(sct))
+    assert "mrcm" not in back.__dict__  # pickled as store and version only
+    assert back.check_expression(text) == first
+    assert back.mrcm is not sct.mrcm and back.mrcm.domains == domains
 
 
 def test_parsing_is_cached_and_fast_enough(sct: SnomedCT, tmp_path: Path) -> None:

@@ -72,18 +72,25 @@ def from_pandas(frame: pd.DataFrame) -> Any:
 _POOL: dict[int, ThreadPoolExecutor] = {}  # per process: a forked child starts its own
 
 
+def _cores() -> int:
+    """The cores this process may run on (not the machine's, under a CPU affinity)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
     """``work(start)`` for each start, in order, over one thread per core (at most four;
     numpy and polars release the interpreter lock on large arrays). The threads are kept
     for the next call: starting them costs milliseconds on a busy machine."""
     starts = list(starts)
-    workers = min(os.cpu_count() or 1, 4)
+    workers = min(_cores(), 4)
     if workers <= 1 or len(starts) <= 1:
         return [work(start) for start in starts]
     pool = _POOL.get(os.getpid())
     if pool is None:
-        _POOL.clear()
-        pool = _POOL[os.getpid()] = ThreadPoolExecutor(workers, "workbench-bulk")
+        _POOL.clear()  # a parent's pool: its threads are not in this process
+        pool = _POOL.setdefault(os.getpid(), ThreadPoolExecutor(workers, "workbench-bulk"))
     return list(pool.map(work, starts))
 
 

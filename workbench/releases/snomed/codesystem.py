@@ -1,6 +1,7 @@
 """SNOMED CT as a code system over an opened store: look-up, displays, designations,
-properties, subsumption, filters, implicit value sets, historical associations and
-post-coordinated expressions.
+properties, subsumption, filters, implicit value sets and historical associations.
+Post-coordinated expressions are codes too: checking one against the release and its MRCM
+is in ``mrcm``, looking one up and writing it out with terms in ``expressions``.
 
 Codes are SCTIDs as strings. The version is the edition URI
 ``http://snomed.info/sct/{module}/version/{yyyymmdd}`` (``xsct`` for unpublished releases).
@@ -10,8 +11,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
@@ -24,10 +24,11 @@ from workbench.errors import (
     InvalidRequestError,
     UnknownCodeError,
     UnsupportedFilterError,
-    WorkbenchError,
 )
 from workbench.releases.snomed import ecl, scg
 from workbench.releases.snomed.ecl_eval import DIALECTS, Evaluator, Mask
+from workbench.releases.snomed.expressions import lookup_expression
+from workbench.releases.snomed.mrcm import ExpressionCheck, Mrcm, check_expression
 from workbench.releases.snomed.store import SCT, Store
 from workbench.terminology.lookup import LookupResult, TypedValue
 
@@ -36,7 +37,6 @@ SYNONYM = 900000000000013009
 DEFINITION = 900000000000550004
 PREFERRED = 900000000000548007
 IS_A = 116680003
-ATTRIBUTE_ROOT = 410662002
 USES = {
     FSN: "Fully specified name",
     SYNONYM: "Synonym",
@@ -67,15 +67,6 @@ def check_version(version: str) -> str:
             "unpublished release)"
         )
     return version
-
-
-@dataclass(frozen=True)
-class ExpressionCheck:
-    """The outcome of checking a post-coordinated expression: ok, and the problems found."""
-
-    ok: bool
-    problems: tuple[str, ...]
-    expression: scg.Expression
 
 
 class SnomedCT:
@@ -272,7 +263,7 @@ class SnomedCT:
         their historical associations under the association refset's id.
 
         A post-coordinated expression (SNOMED CT on FHIR: an expression is a code) is looked
-        up too (``lookup_expression``).
+        up too (``expressions.lookup_expression``).
         """
         wanted = set(properties) if properties else None
 
@@ -280,7 +271,7 @@ class SnomedCT:
             return wanted is None or name in wanted or "*" in wanted
 
         if scg.looks_like_expression(code):
-            return self.lookup_expression(code, want, display_language)
+            return lookup_expression(self, code, want, display_language)
         row = self.require(code)
 
         props: list[tuple[str, TypedValue]] = []
@@ -569,242 +560,16 @@ class SnomedCT:
 
     # --- post-coordinated expressions -------------------------------------------------
 
-    def lookup_expression(
-        self, code: str, want: Callable[[str], bool], display_language: str | None = None
-    ) -> LookupResult:
-        """$lookup of a post-coordinated expression: its display is the expression with
-        every concept's preferred term (``64572001 |Disease| : 363698007 |Finding site| =
-        80891009 |Heart structure|``); its properties ``inactive`` (false), ``parent`` (the
-        focus concepts, which it specialises) and each attribute under its concept id.
-        ExpressionSyntaxError when it does not parse, UnknownCodeError (with the reasons)
-        when it is not valid in this release."""
-        checked = self.check_expression(code)
-        if not checked.ok:
-            raise UnknownCodeError(
-                f"The expression '{code}' is not valid in the CodeSystem '{SCT}' version "
-                f"'{self.version}': {'; '.join(checked.problems)}"
-            )
-        expression = checked.expression
-        props: list[tuple[str, TypedValue]] = []
-        if want("inactive"):
-            props.append(("inactive", TypedValue("valueBoolean", False)))
-        if want("parent"):
-            props += [("parent", TypedValue("valueCode", str(c))) for c in expression.focus]
-        for attribute in expression.attributes():
-            name = str(attribute.name)
-            if want(name):
-                props.append((name, self._expression_value(attribute.value, display_language)))
-        return LookupResult(
-            name=self.name,
-            version=self.version,
-            code=code,
-            display=self.with_terms(expression, display_language),
-            definition=None,
-            abstract=False,
-            designations=(),
-            typed_properties=tuple(props),
-        )
-
-    def with_terms(self, expression: scg.Expression, language: str | None = None) -> str:
-        """The expression written out with each concept's preferred term."""
-
-        def term(concept: int) -> str:
-            shown = self.display(self.row(str(concept)), language)
-            return f"{concept} |{shown}|" if shown else str(concept)
-
-        def value(found: Any) -> str:
-            if isinstance(found, scg.Expression):
-                return f"({self.with_terms(found, language)})"
-            if isinstance(found, bool):
-                return "true" if found else "false"
-            if isinstance(found, int):
-                return term(found)
-            if isinstance(found, float):
-                return f"#{found:g}"
-            return '"' + str(found).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-        def attributes(group: Sequence[scg.Attribute]) -> str:
-            return ", ".join(f"{term(a.name)} = {value(a.value)}" for a in group)
-
-        parts = [attributes(expression.ungrouped)] if expression.ungrouped else []
-        parts += ["{ " + attributes(group) + " }" for group in expression.groups]
-        text = " + ".join(term(c) for c in expression.focus)
-        if parts:
-            text += " : " + ", ".join(parts)
-        return f"{expression.status} {text}" if expression.status else text
-
-    def _expression_value(self, found: Any, language: str | None) -> TypedValue:
-        if isinstance(found, scg.Expression):
-            return TypedValue("valueString", self.with_terms(found, language))
-        if isinstance(found, bool):
-            return TypedValue("valueBoolean", found)
-        if isinstance(found, int):
-            return TypedValue("valueCode", str(found))
-        if isinstance(found, float):
-            if found.is_integer():
-                return TypedValue("valueInteger", int(found))
-            return TypedValue("valueDecimal", found)
-        return TypedValue("valueString", str(found))
+    @cached_property
+    def mrcm(self) -> Mrcm:
+        """The release's MRCM domain and range rules, read once per code system (not
+        pickled: an unpickled code system reads them again on first use)."""
+        return Mrcm(self.store)
 
     def check_expression(self, text: str) -> ExpressionCheck:
-        """Parse an expression (ExpressionSyntaxError when malformed) and check it: every
-        concept known and active, attribute names below 410662002 |Concept model attribute|,
-        and, where the release has MRCM refsets, each attribute allowed for the focus
-        concepts' domain and each value within the attribute's range."""
-        expression = scg.parse(text)
-        problems: list[str] = []
-        self._check(expression, problems)
-        return ExpressionCheck(not problems, tuple(problems), expression)
-
-    def _check(self, expression: scg.Expression, problems: list[str]) -> None:
-        for concept in expression.concepts():
-            row = self.row(str(concept))
-            if row < 0:
-                problems.append(f"The concept {concept} is not in {SCT} version {self.version}")
-            elif not self.is_active(row):
-                extra = self.replacements(row)
-                problems.append(
-                    f"The concept {concept} |{self.display(row)}| is inactive"
-                    + (f" ({extra})" if extra else "")
-                )
-        if problems:
-            return
-        attributes = (
-            self.evaluate(f"<< {ATTRIBUTE_ROOT}") if self.row(str(ATTRIBUTE_ROOT)) >= 0 else None
-        )
-        focus_rows = [self.row(str(c)) for c in expression.focus]
-        for group_index, group in enumerate([expression.ungrouped, *expression.groups]):
-            for attribute in group:
-                name_row = self.row(str(attribute.name))
-                if attributes is not None and not attributes[name_row]:
-                    problems.append(
-                        f"{attribute.name} |{self.display(name_row)}| is not an attribute "
-                        f"(not a descendant of {ATTRIBUTE_ROOT} |Concept model attribute|)"
-                    )
-                    continue
-                self._check_mrcm(attribute, focus_rows, group_index > 0, problems)
-                if isinstance(attribute.value, scg.Expression):
-                    self._check(attribute.value, problems)
-            if group_index > 0:
-                self._check_in_group_cardinality(group, problems)
-
-    def _check_in_group_cardinality(
-        self, group: tuple[scg.Attribute, ...], problems: list[str]
-    ) -> None:
-        """Each attribute at most as often in one group as its MRCM in-group cardinality
-        (``0..1`` for most) allows."""
-        counts: dict[int, int] = {}
-        for attribute in group:
-            counts[attribute.name] = counts.get(attribute.name, 0) + 1
-        for name, count in counts.items():
-            limits = self.mrcm_in_group.get(name)
-            if limits and all(high is not None and count > high for high in limits):
-                label = f"{name} |{self.display(self.row(str(name)))}|"
-                problems.append(
-                    f"The attribute {label} appears {count} times in one group; its MRCM "
-                    f"in-group cardinality allows at most {max(h for h in limits if h is not None)}"
-                )
-
-    def _check_mrcm(
-        self, attribute: scg.Attribute, focus_rows: list[int], grouped: bool, problems: list[str]
-    ) -> None:
-        domains = self.mrcm_domains.get(attribute.name)
-        name_row = self.row(str(attribute.name))
-        label = f"{attribute.name} |{self.display(name_row)}|"
-        if domains is None:
-            if self.mrcm_domains:
-                problems.append(f"The attribute {label} has no MRCM domain rule in this release")
-            return
-        closure = self.store.closure
-        allowed = undecided = False
-        for domain in domains:
-            d = self.row(str(domain))
-            if d < 0:
-                undecided = True  # the release lacks the domain's concept: it cannot judge
-                continue
-            members = self.store.members(int(domain))
-            if len(members):  # a reference set as the domain (723264001 |Lateralizable…|)
-                ids = self.store.ids[np.asarray(focus_rows, dtype=np.int64)]
-                allowed = allowed or bool(np.isin(ids, members).all())
-            elif all(f == d or closure.is_below(f, d) for f in focus_rows):
-                allowed = True
-        if not allowed and not undecided:
-            names = ", ".join(f"{d} |{self.display(self.row(str(d)))}|" for d in domains)
-            problems.append(
-                f"The attribute {label} is not allowed on the focus concept(s) "
-                f"{', '.join(str(self.store.ids[f]) for f in focus_rows)}: its MRCM domain is "
-                f"{names}"
-            )
-            return
-        ranges = self.mrcm_ranges.get(attribute.name, [])
-        value = attribute.value
-        if isinstance(value, scg.Expression):
-            value_rows = [self.row(str(c)) for c in value.focus]
-        elif isinstance(value, int) and not isinstance(value, bool):
-            value_rows = [self.row(str(value))]
-        else:
-            concrete = [r for r in ranges if _CONCRETE_RANGE.match(r)]
-            if concrete and not any(_in_concrete_range(value, r) for r in concrete):
-                problems.append(
-                    f"The value {value!r} of the attribute {label} is outside its MRCM range "
-                    f"{concrete[0]}"
-                )
-            return
-        checked = []
-        for constraint in ranges:
-            try:
-                named = ecl.concept_ids(ecl.parse(constraint))
-                if any(self.row(str(c)) < 0 for c in named):
-                    continue  # the release lacks the range's concepts: it cannot judge
-                mask = self.evaluate(constraint)
-            except WorkbenchError:  # a concrete-domain range such as dec(>#0..)
-                continue
-            if all(mask[r] for r in value_rows):
-                return
-            checked.append(constraint)
-        if checked:
-            shown = value if not isinstance(value, scg.Expression) else value.focus
-            problems.append(
-                f"The value {shown} of the attribute {label} is outside its MRCM range {checked[0]}"
-            )
-
-    @cached_property
-    def mrcm_domains(self) -> dict[int, list[int]]:
-        """Attribute id -> the domain concept ids its MRCM domain rows allow."""
-        table = self.store.tables["mrcm_domain"].to_pydict()
-        found: dict[int, list[int]] = {}
-        for attribute, domain in zip(
-            table.get("referencedComponentId", []), table.get("domainId", []), strict=True
-        ):
-            found.setdefault(int(attribute), []).append(int(domain))
-        return found
-
-    @cached_property
-    def mrcm_in_group(self) -> dict[int, list[int | None]]:
-        """Attribute id -> the maximum of each MRCM domain row's in-group cardinality
-        (None for ``*``)."""
-        table = self.store.tables["mrcm_domain"].to_pydict()
-        found: dict[int, list[int | None]] = {}
-        for attribute, cardinality in zip(
-            table.get("referencedComponentId", []),
-            table.get("attributeInGroupCardinality", []),
-            strict=True,
-        ):
-            high = str(cardinality).partition("..")[2].strip()
-            found.setdefault(int(attribute), []).append(int(high) if high.isdigit() else None)
-        return found
-
-    @cached_property
-    def mrcm_ranges(self) -> dict[int, list[str]]:
-        """Attribute id -> the ECL range constraints of its MRCM range rows."""
-        table = self.store.tables["mrcm_range"].to_pydict()
-        found: dict[int, list[str]] = {}
-        for attribute, constraint in zip(
-            table.get("referencedComponentId", []), table.get("rangeConstraint", []), strict=True
-        ):
-            if constraint and constraint not in found.get(int(attribute), []):
-                found.setdefault(int(attribute), []).append(constraint)
-        return found
+        """Parse a post-coordinated expression (ExpressionSyntaxError when malformed) and
+        check it against this release and its MRCM (``mrcm.check_expression``)."""
+        return check_expression(self, text)
 
     # --- frames -----------------------------------------------------------------------
 
@@ -857,33 +622,6 @@ class SnomedCT:
                 "active": t.column("active").to_pandas(),
             }
         )
-
-
-_NUMBER = r"[+-]?[0-9]+(?:\.[0-9]+)?"
-_CONCRETE_RANGE = re.compile(
-    rf"^\s*(int|dec|str|bool)\s*\(\s*(?:(>)?#({_NUMBER}))?\s*"
-    rf"(?:\.\.\s*(?:(<)?#({_NUMBER}))?)?\s*\)\s*$"
-)
-
-
-def _in_concrete_range(value: Any, text: str) -> bool:
-    """Whether a concrete value fits an MRCM concrete range such as ``dec(>#0..)`` or
-    ``int(#1..#10)``."""
-    found = _CONCRETE_RANGE.match(text)
-    if found is None:
-        return True
-    kind, low_open, low, high_open, high = found.groups()
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    if kind == "int" and float(value) != int(value):
-        return False
-    if low is not None and (value <= float(low) if low_open else value < float(low)):
-        return False
-    return not (high is not None and (value >= float(high) if high_open else value > float(high)))
 
 
 def _concrete(value: str) -> tuple[str, Any]:
