@@ -216,6 +216,24 @@ def test_one_system_and_missing_systems(mixed_wb: Workbench, dtype: str) -> None
     assert report.index.tolist() == data.index.tolist()
 
 
+@pytest.mark.parametrize(
+    "systems",
+    [
+        pd.Series([math.nan] * 4),  # an empty column read from a CSV: float NaN
+        pd.Series([None, "", math.nan, None], dtype=object),
+        pd.Series([DX, math.nan, DX, math.nan]),  # one system, NaN for the others (float)
+        pd.Series([DX, LAB, None, OTHER], dtype="category"),
+    ],
+    ids=["float-nan", "object-missing", "one-and-nan", "category"],
+)
+def test_system_columns_with_missing_values(mixed_wb: Workbench, systems: pd.Series) -> None:
+    codes = pd.Series(["A01", "1000-1", None, "A01"], dtype=object)
+    data = pd.DataFrame({"code": codes, "system": systems})
+    report = mixed_wb.validate_column(data, VS, code="code", system="system")
+    rows = list(zip(codes.tolist(), systems.astype(object).tolist(), strict=True))
+    assert rows_of(report) == expected_rows(mixed_wb, rows)
+
+
 def test_fresh_object_strings(mixed_wb: Workbench) -> None:
     """Object columns whose equal strings are all different objects (more rows than the
     sample that decides it): both are read as Arrow strings, every row still right."""

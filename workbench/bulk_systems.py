@@ -54,7 +54,9 @@ Tables = Callable[["str | None"], AnswerTable]
 DENSE_FACTOR = 4  # a dense pair bitmap up to this many entries per row (or 2**22 in all)
 FEW = 8  # strings at most 1/FEW of a state's codes are looked up in its hash index
 MAIN_SAMPLE = 1 << 16  # rows looked at to find the system of most rows
-HELD_MAX = 1 << 21  # code objects known by address per answer state (then started afresh)
+# code objects known by address per answer state: up to twice its codes (or HELD_MIN),
+# then started afresh with the latest call's (they are held alive while kept)
+HELD_FACTOR, HELD_MIN = 2, 1 << 14
 _TEXT = pd.StringDtype("pyarrow", na_value=np.nan)
 
 
@@ -250,7 +252,8 @@ def encode_objects(objects: Objects, table: AnswerTable) -> Encoded:
     raw[rest] = looked.rows
     known = np.flatnonzero((looked.rows >= 0) & (looked.rows < len(state.codes)))
     if len(known):
-        kept = [] if held is None or len(held.objects) + len(known) > HELD_MAX else [held]
+        room = max(HELD_FACTOR * len(state.codes), HELD_MIN)
+        kept = [] if held is None or len(held.objects) + len(known) > room else [held]
         state.cache["objects"] = Held(
             np.concatenate([*(h.objects for h in kept), part.take(known)]),
             pd.Index(
@@ -309,7 +312,43 @@ def _group_answers(
                 grown.cache.setdefault("objects", state.cache["objects"])
             state = grown
         return state, position
-    state, found = table.distinct(encoded.values.take(wanted))
+    if encoded.state is None:
+        state, found = table.distinct(encoded.values.take(wanted))
+        position[present] = found
+        return state, position
+    return _answers_via(table, wanted, present, position, encoded.state, encoded.values)
+
+
+def _answers_via(
+    table: AnswerTable,
+    wanted: np.ndarray,
+    present: np.ndarray,
+    position: np.ndarray,
+    main: State,
+    values: np.ndarray,
+) -> tuple[State, np.ndarray]:
+    """``_group_answers`` for a table other than the main one, whose codes are given as
+    ids among the main state's codes (then others): where each main code is in this
+    table is kept in its state (``via``, for that main state), so codes this group had
+    before (codes without a system are often another system's codes) are not looked up
+    again."""
+    base = table.state
+    kept = base.cache.get("via")
+    if kept is not None and kept[0] is main:
+        via = kept[1].copy()
+    else:
+        via = np.full(len(main.codes), -1, dtype=np.int64)
+    inside = wanted < len(via)
+    found = np.full(len(wanted), -1, dtype=np.int64)
+    found[inside] = via.take(wanted[inside])
+    need = np.flatnonzero(found < 0)
+    state = base
+    if len(need):
+        state, looked = table.distinct(values.take(wanted[need]), base)
+        found[need] = looked
+        fresh = need[inside[need]]
+        via[wanted[fresh]] = found[fresh]
+        state.cache["via"] = (main, via)  # positions in ``base`` hold in ``state`` too
     position[present] = found
     return state, position
 

@@ -182,10 +182,11 @@ class AnswerTable:
 
     # --- lookups, per encoding ---------------------------------------------------------
 
-    def distinct(self, values: np.ndarray) -> tuple[State, np.ndarray]:
+    def distinct(self, values: np.ndarray, state: State | None = None) -> tuple[State, np.ndarray]:
         """Positions of distinct values (an object array; may hold missing values and
-        non-strings) in the returned state."""
-        state = self.state
+        non-strings) in the returned state (grown from ``state``, by default the table's
+        current one)."""
+        state = self.state if state is None else state
         if len(values) == 0:
             return state, np.zeros(0, dtype=np.int64)
         position = state.index().get_indexer(pd.Index(values, dtype=object, copy=False))
