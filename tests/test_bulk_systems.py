@@ -258,6 +258,23 @@ def test_many_unknown_systems(mixed_wb: Workbench) -> None:
 # --- answers kept across calls ----------------------------------------------------------------
 
 
+def test_object_codes_known_by_address() -> None:
+    """An object column validated again: the code objects found before are known by their
+    address, equal codes that are other objects, new codes, codes of other systems and
+    missing codes are looked up (a few against the answers' hash index): every row right."""
+    wb = loaded()
+    codes = [f"Z{i:03d}" for i in range(400)] + ["A01", "A02"]
+    first = [(c, DX) for c in codes]
+    report = wb.validate_column(frame(first, "object"), VS, code="code", system="system")
+    assert rows_of(report) == expected_rows(wb, first)
+    second = first[::2] + [(_fresh(c), DX) for c in codes[:5]]  # same objects, then copies
+    second += [("Y1", DX), ("Y2", DX), ("A01", OTHER), ("X9", OTHER), (None, DX), ("", LAB)]
+    for _ in range(2):
+        data = frame(second, "object")
+        report = wb.validate_column(data, VS, code="code", system="system")
+        assert rows_of(report) == expected_rows(wb, second)
+
+
 def test_unknown_system_loaded_later() -> None:
     """Answers for a system outside the value set are kept while that system resolves to
     the same code system: loading it (or a new version) answers its codes afresh."""

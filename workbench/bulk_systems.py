@@ -10,15 +10,21 @@ Both columns are read in their own encoding:
 * the system column as each row's id among its distinct values: category codes, an Arrow
   dictionary (``dictionary_encode``), object identity groups, else ``factorize``; equal
   systems (and the missing ones: None, NaN, NA, "") are then one group;
-* the code column likewise: category codes over the categories, object identity groups
-  (``code_column``), else ``factorize``. Arrow strings are looked up with ``index_in`` in
-  the answer table of the system most rows have (so most rows are found at once, with no
-  hashing beyond that) and only the rest is dictionary encoded.
+* the code column likewise: Arrow strings row by row, the categories of a categorical,
+  the distinct objects of an object column (identity groups from ``code_column``). They
+  are looked up first in the answer table of the system most rows have (``index_in``
+  against its codes, or its hash index for a few), so most of them need no hashing of
+  their own, and only the rest is dictionary encoded. What a column's categories or
+  objects were found to be is kept with that table's answers (for the same categories
+  index; for the same objects, by address, holding them), so a column validated again
+  is not looked up again.
 
-A row's pair is ``group * (codes + 1) + code``; the distinct pairs come from a dense bitmap
-over that key space (or ``factorize`` when it is large), in order, so each system's codes
-are one run of them. The result's text columns are categoricals over the texts the pairs
-use, taken from each answer state's cached distinct texts.
+A row's pair is first taken in both encodings (``system id * width + code id``), from a
+dense bitmap over that key space (or ``factorize`` when it is large); each such pair is
+then mapped to its (system group, code) pair, so only distinct pairs, never rows, go
+through that mapping. Each system's codes are one run of the pairs and are answered by
+its table. The result's text columns are categoricals over the texts of the answers
+(``text_union``, kept across calls).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from workbench.bulk_table import (
     Objects,
     State,
     _codes_dtype,
+    _pointers,
     arrow_strings,
     missing_mask,
     object_strings,
@@ -45,21 +52,43 @@ from workbench.report import COLUMNS
 
 Tables = Callable[["str | None"], AnswerTable]
 DENSE_FACTOR = 4  # a dense pair bitmap up to this many entries per row (or 2**22 in all)
+FEW = 8  # strings at most 1/FEW of a state's codes are looked up in its hash index
+MAIN_SAMPLE = 1 << 16  # rows looked at to find the system of most rows
+HELD_MAX = 1 << 21  # code objects known by address per answer state (then started afresh)
 _TEXT = pd.StringDtype("pyarrow", na_value=np.nan)
 
 
 @dataclass(frozen=True)
 class Encoded:
-    """A code column as each row's id into ``values`` (an object array; -1: missing).
+    """A code column as each row's id in its own encoding (``rows``; -1: missing), each
+    such id's id into ``values`` (``raw``; -1: missing; None: the same ids), and
+    ``values``, an object array of the distinct codes.
 
     When ``state`` is given, ``values`` starts with that state's codes (of ``table``), so
     an id below ``len(state.codes)`` is already the position of the answer in it.
     """
 
-    ids: np.ndarray
+    rows: np.ndarray
+    raw: np.ndarray | None
     values: np.ndarray
     table: AnswerTable | None = None
     state: State | None = None
+
+    @property
+    def width(self) -> int:
+        """How many ids a row may have (its own encoding's)."""
+        return len(self.values) if self.raw is None else len(self.raw)
+
+
+@dataclass(frozen=True)
+class Held:
+    """Distinct code objects found in a state before, by address: ``objects`` keeps them
+    alive (so no other object can have their address while this is kept), ``index``
+    holds their addresses, ``positions`` their answers' positions in the state."""
+
+    objects: np.ndarray
+    index: pd.Index
+    positions: np.ndarray
 
 
 # --- encodings ------------------------------------------------------------------------------
@@ -92,8 +121,7 @@ def column_ids(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Each row's id among the column's distinct values (-1: missing) and those values,
     in the column's own encoding (equal values may have several ids)."""
     if isinstance(values.dtype, pd.CategoricalDtype):
-        ids = np.asarray(values.cat.codes.to_numpy(), dtype=np.int64)
-        return ids, np.asarray(values.cat.categories, dtype=object)
+        return values.cat.codes.to_numpy(), np.asarray(values.cat.categories, dtype=object)
     arrow = _arrow(values)
     if arrow is not None:
         return _arrow_ids(arrow)
@@ -104,10 +132,11 @@ def column_ids(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ids, dtype=np.int64), np.asarray(uniques, dtype=object)
 
 
-def system_groups(values: pd.Series) -> tuple[np.ndarray, list[str | None]]:
-    """Rows grouped by system: each row's group and each group's system (None: missing,
-    i.e. None, NaN, NA or ""). Equal systems are one group, whatever their encoding; the
-    groups are in the order of their systems (None last), whatever the rows' order."""
+def system_groups(values: pd.Series) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+    """The system column as each row's id in its own encoding (-1: missing), each id's
+    group (at id + 1; the first entry is the missing systems') and each group's system
+    (None: missing, i.e. None, NaN, NA or ""). Equal systems are one group, whatever their
+    encoding; the groups are in the order of their systems (None last)."""
     ids, distinct = column_ids(values)
     missing = missing_mask(distinct) if len(distinct) else np.zeros(0, dtype=bool)
     texts: list[str | None] = [
@@ -115,8 +144,8 @@ def system_groups(values: pd.Series) -> tuple[np.ndarray, list[str | None]]:
     ]
     systems = [*sorted({t for t in texts if t is not None}), None]
     number = {system: g for g, system in enumerate(systems)}
-    group = np.array([number[t] for t in texts] + [len(systems) - 1], dtype=np.int64)
-    return group.take(ids), systems  # id -1 (a missing system) takes the last entry
+    group = np.array([len(systems) - 1] + [number[t] for t in texts], dtype=np.int64)
+    return ids, group, systems
 
 
 def encode_codes(
@@ -127,61 +156,126 @@ def encode_codes(
     as Arrow strings, the categories, the distinct objects) are looked up in that table
     with ``index_in`` first, so most of them need no hashing of their own."""
     if isinstance(encoded, Objects):
-        arrow = object_strings(encoded.values)
-        if arrow is None:
-            return Encoded(encoded.ids, encoded.values)
-        return _through(encode_arrow(arrow, table), encoded.ids)
+        return encode_objects(encoded, table)
     if encoded is not None:
         return encode_arrow(encoded, table)
     if isinstance(codes.dtype, pd.CategoricalDtype):
-        categories = codes.cat.categories
-        row_ids = np.asarray(codes.cat.codes.to_numpy(), dtype=np.int64)
-        arrow = arrow_strings(pd.Series(categories, copy=False))
-        if arrow is None:
-            arrow = object_strings(np.asarray(categories, dtype=object))
-        if arrow is None:
-            return Encoded(row_ids, np.asarray(categories, dtype=object))
-        return _through(encode_arrow(arrow, table), row_ids)
+        return encode_categorical(codes, table)
     arrow = arrow_strings(codes)
     if arrow is not None:
         return encode_arrow(arrow, table)
     ids, values = column_ids(codes)
-    return Encoded(ids, values)
+    return Encoded(ids, None, values)
 
 
-def _through(found: Encoded, row_ids: np.ndarray) -> Encoded:
-    """``found`` encodes distinct values; rows given as ids into them (-1: missing)."""
-    ids = np.append(found.ids, -1).take(row_ids)
-    return Encoded(ids, found.values, found.table, found.state)
+def encode_categorical(codes: pd.Series, table: AnswerTable) -> Encoded:
+    """A categorical column: its categories looked up (as Arrow strings when they are
+    strings), the rows by their category codes. The categories' encoding is kept in
+    ``table``'s state for the very same categories index (held, so it stays that index),
+    so a column validated again is not looked up again."""
+    categories = codes.cat.categories
+    rows = codes.cat.codes.to_numpy()
+    state = table.state
+    held = state.cache.get("categories")
+    if held is not None and held[0] is categories:
+        found: Encoded = held[1]
+        return Encoded(rows, found.rows, found.values, table, state)
+    arrow = arrow_strings(pd.Series(categories, copy=False))
+    if arrow is None:
+        arrow = object_strings(np.asarray(categories, dtype=object))
+    if arrow is None:
+        return Encoded(rows, None, np.asarray(categories, dtype=object))
+    found = encode_arrow(arrow, table, state)
+    state.cache["categories"] = (categories, found)
+    return Encoded(rows, found.rows, found.values, table, state)
 
 
-def encode_arrow(values: pa.Array | pa.ChunkedArray, table: AnswerTable) -> Encoded:
-    """Arrow strings as ids: the position in ``table``'s state where it has them, the
-    others (dictionary encoded) after its codes."""
+def encode_arrow(
+    values: pa.Array | pa.ChunkedArray, table: AnswerTable, state: State | None = None
+) -> Encoded:
+    """Arrow strings as ids: the position in ``table``'s state (``state``: that one) where
+    it has them, the others (dictionary encoded) after its codes."""
     if pa.types.is_string_view(values.type):
         values = values.cast(pa.large_string())
-    state = table.state
+    state = table.state if state is None else state
     found = pc.index_in(values, value_set=state.arrow(values.type))
     ids = np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
     lost = np.flatnonzero(ids < 0)
     if not len(lost):
-        return Encoded(ids, state.codes, table, state)
+        return Encoded(ids, None, state.codes, table, state)
     rest, distinct = _arrow_ids(values.take(pa.array(lost)))
     known = len(state.codes)
     ids[lost] = np.where(rest >= 0, rest + known, -1)
-    return Encoded(ids, np.concatenate([state.codes, distinct]), table, state)
+    return Encoded(ids, None, np.concatenate([state.codes, distinct]), table, state)
+
+
+def _encode_few(values: np.ndarray, table: AnswerTable, state: State) -> Encoded:
+    """``encode_arrow`` for a few strings (an object array; missing: None, NaN, NA), looked
+    up in the state's cached hash index rather than by hashing all its codes again."""
+    ids = state.index().get_indexer(pd.Index(values, dtype=object, copy=False))
+    lost = np.flatnonzero(ids < 0)
+    if not len(lost):
+        return Encoded(ids, None, state.codes, table, state)
+    rest, distinct = pd.factorize(values.take(lost))  # a missing value: -1
+    ids[lost] = np.where(rest >= 0, rest + len(state.codes), -1)
+    values = np.concatenate([state.codes, np.asarray(distinct, dtype=object)])
+    return Encoded(ids, None, values, table, state)
+
+
+def encode_objects(objects: Objects, table: AnswerTable) -> Encoded:
+    """An object column grouped by identity: the groups' objects found in ``table``'s
+    state before are known by their address (``Held``, kept in the state), the others are
+    looked up as Arrow strings (when they are all strings; else as objects)."""
+    values = np.ascontiguousarray(objects.values)
+    state = table.state
+    raw = np.full(len(values), -1, dtype=np.int64)
+    held: Held | None = state.cache.get("objects")
+    addresses = _pointers(values)
+    rest = np.arange(len(values))
+    if held is not None:
+        found = held.index.get_indexer(pd.Index(addresses, copy=False))
+        hit = found >= 0
+        raw[hit] = held.positions.take(found[hit])
+        rest = np.flatnonzero(~hit)
+    if not len(rest):
+        return Encoded(objects.ids, raw, state.codes, table, state)
+    part = values.take(rest)
+    arrow = object_strings(part)
+    if arrow is None:  # not all strings: looked up as objects, by equality
+        return Encoded(objects.ids, None, values)
+    if FEW * len(part) < len(state.codes):  # hashing the state's codes would cost more
+        looked = _encode_few(part, table, state)
+    else:
+        looked = encode_arrow(arrow, table, state)
+    raw[rest] = looked.rows
+    known = np.flatnonzero((looked.rows >= 0) & (looked.rows < len(state.codes)))
+    if len(known):
+        kept = [] if held is None or len(held.objects) + len(known) > HELD_MAX else [held]
+        state.cache["objects"] = Held(
+            np.concatenate([*(h.objects for h in kept), part.take(known)]),
+            pd.Index(
+                np.concatenate([*(h.index.to_numpy() for h in kept), addresses.take(rest[known])])
+            ),
+            np.concatenate([*(h.positions for h in kept), looked.rows.take(known)]),
+        )
+    return Encoded(objects.ids, raw, looked.values, table, state)
 
 
 # --- pairs ----------------------------------------------------------------------------------
 
 
 def distinct_pairs(
-    groups: np.ndarray, codes: np.ndarray, n_groups: int, n_codes: int
+    groups: np.ndarray, codes: np.ndarray, n_groups: int, n_codes: int, offset: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each row's pair (an index into the distinct pairs) and the distinct pairs as keys
-    ``group * n_codes + code``, ascending (so each group's pairs are one run)."""
-    key = groups * n_codes + codes
+    ``group * n_codes + code + offset`` (below ``n_groups * n_codes``), ascending (so each
+    group's pairs are one run). The keys are 32-bit when they fit."""
     space = n_groups * n_codes
+    kind = np.int32 if space < 2**31 else np.int64
+    key = np.multiply(groups, n_codes, dtype=kind)
+    np.add(key, codes, out=key, casting="unsafe")
+    if offset:
+        key += offset
     if space <= max(DENSE_FACTOR * len(key), 1 << 22):
         seen = np.zeros(space, dtype=bool)
         seen[key] = True
@@ -209,8 +303,11 @@ def _group_answers(
         position[present[known]] = wanted[known]
         new = present[~known]
         if len(new):  # distinct codes that are not in the state (index_in said so)
-            state, start = table.extend(state, encoded.values.take(codes[new]))
+            grown, start = table.extend(state, encoded.values.take(codes[new]))
             position[new] = start + np.arange(len(new))
+            if "objects" in state.cache:  # its positions hold in the grown state too
+                grown.cache.setdefault("objects", state.cache["objects"])
+            state = grown
         return state, position
     state, found = table.distinct(encoded.values.take(wanted))
     position[present] = found
@@ -277,24 +374,25 @@ def text_union(states: tuple[State, ...], name: str) -> Union:
     return found
 
 
-def pairs_frame(parts: Sequence[tuple[State, np.ndarray]], row_pair: np.ndarray) -> pd.DataFrame:
+def pairs_frame(
+    parts: Sequence[tuple[State, np.ndarray]], pair_of: np.ndarray, row_pair: np.ndarray
+) -> pd.DataFrame:
     """The frame of COLUMNS: ``parts`` are each group's answer state and the positions of
     its pairs in it (the pairs in order, group after group); row ``i`` takes pair
-    ``row_pair[i]``.
+    ``pair_of[row_pair[i]]``.
 
     Text columns are categoricals over the texts of the states' answers (``text_union``,
     kept across calls): its categories are shared by every such result when the rows use
     at least half of them, else a copy of the texts used."""
-    result = np.concatenate([state.answers.result.take(at) for state, at in parts])
-    data: dict[str, object] = {
-        "result": pd.arrays.BooleanArray((result == 1).take(row_pair), (result < 0).take(row_pair))
-    }
+    per_pair = np.concatenate([state.answers.result.take(at) for state, at in parts])
+    result = per_pair.take(pair_of).take(row_pair)
+    data: dict[str, object] = {"result": pd.arrays.BooleanArray(result == 1, result < 0)}
     states = tuple(state for state, _ in parts)
     for name in ("message", "display", "issue", "system"):
         union = text_union(states, name)
         per_pair = np.concatenate(
             [codes.take(at) for codes, (_, at) in zip(union.codes, parts, strict=True)]
-        )
+        ).take(pair_of)
         size = len(union.dtype.categories)
         seen = np.zeros(size + 1, dtype=bool)
         seen[per_pair.astype(np.int64) + 1] = True
@@ -323,21 +421,38 @@ def validate_systems(
 ) -> pd.DataFrame:
     """Validate a code column against its system column (no displays); ``tables(system)``
     gives the answer table of a system (None: codes without a system). The frame of
-    COLUMNS, row for row."""
-    groups, names = system_groups(systems)
-    counts = np.bincount(groups, minlength=len(names))
-    table_of = [tables(system) if n else None for system, n in zip(names, counts, strict=True)]
-    main = table_of[int(np.argmax(counts))]
-    assert main is not None
-    code_ids = encode_codes(codes, encoded, main)
-    missing_id = len(code_ids.values)
-    ids = np.where(code_ids.ids < 0, missing_id, code_ids.ids)
-    row_pair, pairs = distinct_pairs(groups, ids, len(names), missing_id + 1)
+    COLUMNS, row for row.
+
+    The rows' pairs are first taken in both columns' own encodings (the ids each row
+    has), then each such pair is mapped to its (system, code) pair: only distinct pairs,
+    never rows, go through that mapping."""
+    system_rows, group_of, names = system_groups(systems)
+    table_of: dict[int, AnswerTable] = {}
+    # the system of most rows (on a sample: it only decides where codes are looked up first)
+    sample = system_rows[:: max(1, len(system_rows) // MAIN_SAMPLE)]
+    per_id = np.bincount(sample.astype(np.int64) + 1, minlength=len(group_of))
+    main = int(np.argmax(np.bincount(group_of, weights=per_id, minlength=len(names))))
+    table_of[main] = tables(names[main])
+    code = encode_codes(codes, encoded, table_of[main])
+    width = code.width + 1
+    row_pair, raw_pairs = distinct_pairs(
+        system_rows, code.rows, len(group_of), width, offset=width + 1
+    )
+    raw_system, raw_code = np.divmod(raw_pairs, code.width + 1)
+    missing_id = len(code.values)
+    code_id = raw_code - 1
+    if code.raw is not None:
+        code_id = np.append(code.raw, -1).take(code_id)
+    code_id[code_id < 0] = missing_id
+    pair_of_raw, pairs = distinct_pairs(
+        group_of.take(raw_system), code_id, len(names), missing_id + 1
+    )
     pair_group, pair_code = np.divmod(pairs, missing_id + 1)
     bounds = np.searchsorted(pair_group, np.arange(len(names) + 1))
     parts: list[tuple[State, np.ndarray]] = []
-    for g, table in enumerate(table_of):
+    for g, system in enumerate(names):
         start, end = bounds[g], bounds[g + 1]
-        if table is not None and start < end:
-            parts.append(_group_answers(table, pair_code[start:end], code_ids, missing_id))
-    return pairs_frame(parts, row_pair)
+        if start < end:
+            table = table_of[g] if g in table_of else tables(system)
+            parts.append(_group_answers(table, pair_code[start:end], code, missing_id))
+    return pairs_frame(parts, pair_of_raw, row_pair)
