@@ -529,6 +529,7 @@ class Figures:
     result_bytes: int
     traced_peak: float
     series_s: float = math.nan  # the code Series with one system=
+    bare_s: float = math.nan  # the code Series alone (the value set's one system inferred)
     column_bytes: int = 0  # the code column alone
     rss_peak: float | None = None
     added_bytes: int | None = None  # the result without categories shared across calls
@@ -540,6 +541,10 @@ class Figures:
     @property
     def series_ratio(self) -> float:
         return self.series_s / self.base_s
+
+    @property
+    def bare_ratio(self) -> float:
+        return self.bare_s / self.base_s
 
 
 def arrow_reference(column: pd.Series, valid: set[str]) -> Callable[[], object] | None:
@@ -634,6 +639,7 @@ def bench_dtype(
         "isin": lambda: column.isin(case.valid),
         "validate": lambda: validate(case, df),
         "series": lambda: case.wb.validate_column(column, VS_URL, system=case.system),
+        "bare": lambda: case.wb.validate_column(column, VS_URL),
     }
     reference = arrow_reference(column, case.valid)
     if reference is not None:
@@ -671,6 +677,12 @@ def bench_dtype(
         f"validate_column on the code Series with one system=: median {series_s:.3f} s "
         f"(runs: {runs(times['series'])}); ratio to isin {series_s / base_s:.2f}  "
         f"{verdict(series_s / base_s <= TARGET_RATIO)}"
+    )
+    bare_s = statistics.median(times["bare"])
+    print(
+        f"validate_column on the code Series alone (no system=; the value set has one): median "
+        f"{bare_s:.3f} s (runs: {runs(times['bare'])}); ratio to isin {bare_s / base_s:.2f}  "
+        f"{verdict(bare_s / base_s <= TARGET_RATIO)}"
     )
     base_cpu, call_cpu = statistics.median(cpu["isin"]), statistics.median(cpu["validate"])
     print(
@@ -723,6 +735,7 @@ def bench_dtype(
         result_bytes,
         peak,
         series_s=series_s,
+        bare_s=bare_s,
         column_bytes=column_bytes,
         added_bytes=added,
     )
@@ -871,6 +884,7 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figure
             "series": lambda column=column: case.wb.validate_column(
                 column, VS_URL, system=case.system
             ),
+            "bare": lambda column=column: case.wb.validate_column(column, VS_URL),
         }
         start = time.perf_counter()
         result = calls["frame"]()
@@ -885,6 +899,7 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figure
         results[f"{label} Series"] = calls["series"]()
         del result
         calls["is_in"]()
+        calls["bare"]()
         wall, _cpu = interleaved(calls, repeat)
         base_s = statistics.median(wall["is_in"])
         call_s, series_s = statistics.median(wall["frame"]), statistics.median(wall["series"])
@@ -894,6 +909,11 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figure
             f"{verdict(call_s / base_s <= TARGET_RATIO)}; Series {series_s:.3f} s (runs: "
             f"{runs(wall['series'])}): ratio {series_s / base_s:.2f} "
             f"{verdict(series_s / base_s <= TARGET_RATIO)}"
+        )
+        bare_s = statistics.median(wall["bare"])
+        print(
+            f"Series alone (no system=) {bare_s:.3f} s (runs: {runs(wall['bare'])}): ratio "
+            f"{bare_s / base_s:.2f} {verdict(bare_s / base_s <= TARGET_RATIO)}"
         )
         found.append(
             Figures(
@@ -906,6 +926,7 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figure
                 result_bytes,
                 math.nan,
                 series_s=series_s,
+                bare_s=bare_s,
                 column_bytes=column_bytes,
             )
         )
@@ -1054,6 +1075,10 @@ def bench_single(case: Case, rows: int, repeat: int, profile: bool) -> list[Figu
         check_same(primary, results[dtype], dtype)
     for label in list(polars_results):
         check_same(primary, polars_results.pop(label).to_pandas(), label)
+    print("the code Series alone (no system=), each row as validate_code infers its system:")
+    bare = case.wb.validate_column(frames[DTYPES[0]]["code"], VS_URL)
+    check_sample(case, frames[DTYPES[0]].assign(system=None), bare, kinds)
+    del bare
     size = len(case.wb.expand(VS_URL))
     print(
         f"len(wb.expand(...)) = {size:,}, the codes under chapter {CHAPTER!r}: "
@@ -1134,12 +1159,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(
         "ratio = validate_column / the bare membership test on the same column (isin(set) "
         "for pandas, is_in for polars); result/col = result memory over the code column "
-        "(the target, <= 2); added/col = the same without the categories shared with the "
+        "(the target, <= 2); no sys= = the code Series alone, its system inferred from the "
+        "value set (information); added/col = the same without the categories shared with the "
         "workbench's cached answer tables (memory the call adds; information only)"
     )
     print(
         f"{'column':<26} {'base s':>7} {'frame s':>8} {'ratio':>6} {'':4} {'Series s':>8} "
-        f"{'ratio':>6} {'':4} {'RSS/in':>7} {'result/col':>10} {'':4} {'added/col':>9}"
+        f"{'ratio':>6} {'':4} {'no sys=':>7} {'':4} {'RSS/in':>7} {'result/col':>10} {'':4} "
+        f"{'added/col':>9}"
     )
     for f in figures:
         rss = "n/a" if f.rss_peak is None else f"{f.rss_peak / f.input_bytes:.2f}"
@@ -1150,9 +1177,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             else f"{f.series_s:>8.3f} {f.series_ratio:>6.2f} "
             f"{verdict(f.series_ratio <= TARGET_RATIO):4}"
         )
+        bare = (
+            f"{'n/a':>7} {'':4}"
+            if math.isnan(f.bare_s)
+            else f"{f.bare_ratio:>7.2f} {verdict(f.bare_ratio <= TARGET_RATIO):4}"
+        )
         print(
             f"{f.label:<26} {f.base_s:>7.3f} {f.call_s:>8.3f} {f.ratio:>6.2f} "
-            f"{verdict(f.ratio <= TARGET_RATIO):4} {series} {rss:>7} "
+            f"{verdict(f.ratio <= TARGET_RATIO):4} {series} {bare} {rss:>7} "
             f"{f.result_bytes / f.column_bytes:>10.2f} "
             f"{verdict(f.result_bytes <= 2 * f.column_bytes):4} {added:>9}"
         )
