@@ -319,6 +319,33 @@ def test_unknown_system_loaded_later() -> None:
     assert after["issue"].tolist()[:2] == ["not-in-vs"] * 2
 
 
+@pytest.mark.parametrize("dtype", ["object", "str", "category"])
+def test_work_per_distinct_pair(dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many rows of a few distinct (system, code) pairs: each pair is checked at most once,
+    and a second call checks none (the answers are kept, for systems outside the value
+    set too)."""
+    wb = loaded()
+    checks: list[tuple[Any, Any]] = []
+    real = bulk.validate_in_valueset
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        checks.append((kwargs.get("system"), kwargs.get("code")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bulk, "validate_in_valueset", counted)
+    rows = [EDGE_ROWS[i % len(EDGE_ROWS)] for i in range(5_000)]
+    data = frame(rows, dtype)
+    report = wb.validate_column(data, VS, code="code", system="system")
+    assert (UNKNOWN, "A01") in checks  # a system nobody loaded: the full check
+    assert len(checks) <= len(EDGE_ROWS)
+    assert len(set(checks)) == len(checks)  # no pair twice
+    checks.clear()
+    again = wb.validate_column(data, VS, code="code", system="system")
+    assert checks == []
+    monkeypatch.undo()
+    assert rows_of(report) == rows_of(again) == expected_rows(wb, rows)
+
+
 def test_result_categories_shared_across_calls() -> None:
     """Two calls on the same systems share their text categories (one index, kept with
     the answers, not a copy per call) when they use at least half of them; a call that
