@@ -669,8 +669,6 @@ def code_column(values: pd.Series) -> tuple[pd.Series, Objects | pa.Array | None
             if strings is not None:
                 return values, strings
         objects = Objects.of(array)
-        if set(map(type, objects.values.tolist())) <= {str, type(None)}:
-            return values, objects  # plain strings (cheaper to tell than infer_dtype)
         kind = pd.api.types.infer_dtype(objects.values, skipna=True)
         if kind not in ("integer", "floating", "mixed-integer", "mixed-integer-float", "mixed"):
             return values, objects
