@@ -234,6 +234,19 @@ def test_system_columns_with_missing_values(mixed_wb: Workbench, systems: pd.Ser
     assert rows_of(report) == expected_rows(mixed_wb, rows)
 
 
+def test_system_column_of_fresh_missing_objects(mixed_wb: Workbench) -> None:
+    """A system column of other objects per row that are not strings (NaN floats from a
+    float column made object, and strings): grouped by value, every row right."""
+    n = 20_000
+    systems = pd.Series(np.full(n, np.nan)).astype(object)  # a new float object per row
+    systems[::3] = [_fresh(DX) for _ in range(len(systems[::3]))]
+    codes = pd.Series(["A01", "B01", None, "1000-1"] * (n // 4), dtype=object)
+    data = pd.DataFrame({"code": codes, "system": systems})
+    report = mixed_wb.validate_column(data, VS, code="code", system="system")
+    rows = list(zip(codes.tolist(), systems.tolist(), strict=True))
+    assert rows_of(report) == expected_rows(mixed_wb, rows)
+
+
 def test_fresh_object_strings(mixed_wb: Workbench) -> None:
     """Object columns whose equal strings are all different objects (more rows than the
     sample that decides it): both are read as Arrow strings, every row still right."""

@@ -106,30 +106,22 @@ def _arrow_ids(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
     return ids, distinct
 
 
-def _arrow(values: pd.Series) -> pa.Array | None:
-    """The column as Arrow strings, when it is Arrow-backed or an object column of fresh
-    strings (equal values not one object); None otherwise."""
-    found = arrow_strings(values)
-    if found is not None:
-        return found
-    if pd.api.types.is_object_dtype(values.dtype):
-        array = np.ascontiguousarray(np.asarray(values, dtype=object))
-        if not shares_objects(array):
-            return object_strings(array)
-    return None
-
-
 def column_ids(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Each row's id among the column's distinct values (-1: missing) and those values,
-    in the column's own encoding (equal values may have several ids)."""
+    in the column's own encoding (equal values may have several ids): category codes,
+    an Arrow dictionary, object identity groups when equal values are mostly one object,
+    else equal values by hashing."""
     if isinstance(values.dtype, pd.CategoricalDtype):
         return values.cat.codes.to_numpy(), np.asarray(values.cat.categories, dtype=object)
-    arrow = _arrow(values)
+    arrow = arrow_strings(values)
+    if arrow is None and pd.api.types.is_object_dtype(values.dtype):
+        array = np.ascontiguousarray(np.asarray(values, dtype=object))
+        if shares_objects(array):
+            grouped = Objects.of(array)
+            return grouped.ids, grouped.values
+        arrow = object_strings(array)  # fresh strings per row: as Arrow strings
     if arrow is not None:
         return _arrow_ids(arrow)
-    if pd.api.types.is_object_dtype(values.dtype):
-        grouped = Objects.of(np.ascontiguousarray(np.asarray(values, dtype=object)))
-        return grouped.ids, grouped.values
     ids, uniques = pd.factorize(values)
     return np.asarray(ids, dtype=np.int64), np.asarray(uniques, dtype=object)
 
