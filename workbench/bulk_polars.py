@@ -81,17 +81,26 @@ def _cores() -> int:
 
 def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
     """``work(start)`` for each start, in order, over one thread per core (at most four;
-    numpy and polars release the interpreter lock on large arrays). The threads are kept
-    for the next call: starting them costs milliseconds on a busy machine."""
+    numpy and polars release the interpreter lock on large arrays). The starts are split
+    into one run per thread, and this thread takes the first run itself: a thread that has
+    been waiting takes a while to wake up, so each call wakes as few as it can. The
+    threads are kept for the next call."""
     starts = list(starts)
-    workers = min(_cores(), 4)
-    if workers <= 1 or len(starts) <= 1:
+    workers = min(_cores(), 4, len(starts))
+    if workers <= 1:
         return [work(start) for start in starts]
     pool = _POOL.get(os.getpid())
     if pool is None:
         _POOL.clear()  # a parent's pool: its threads are not in this process
-        pool = _POOL.setdefault(os.getpid(), ThreadPoolExecutor(workers, "workbench-bulk"))
-    return list(pool.map(work, starts))
+        pool = _POOL.setdefault(os.getpid(), ThreadPoolExecutor(4, "workbench-bulk"))
+    runs = [starts[k::workers] for k in range(workers)]
+
+    def run(part: list[int]) -> list[Any]:
+        return [work(start) for start in part]
+
+    others = [pool.submit(run, part) for part in runs[1:]]
+    done = [run(runs[0]), *(other.result() for other in others)]
+    return [done[k % workers][k // workers] for k in range(len(starts))]
 
 
 def _uniform(values: pl.Series) -> str | None:
