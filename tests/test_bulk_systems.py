@@ -414,3 +414,38 @@ def test_property_every_row_is_validate_code(
     data = frame(rows, dtype)
     report = mixed_wb.validate_column(data, VS, code="code", system="system")
     assert rows_of(report) == expected_rows(mixed_wb, rows)
+
+
+def test_kept_answers_hold_no_replaced_code_system_and_pickle_without_them() -> None:
+    """The answers kept for a system outside the value set refer to its code system weakly:
+    replacing that code system frees the old index. A checker pickles (Dask ships it)
+    without those answers."""
+    import gc
+    import pickle
+    import weakref
+
+    wb = loaded()
+    rows = [("X9", OTHER), ("A01", DX), ("nope", OTHER)]
+    data = frame(rows, "str")
+    wb.validate_column(data, VS, code="code", system="system")
+    old = weakref.ref(wb.terminology.codesystem(OTHER))
+    checker = bulk.make_checker(wb, VS, False)
+    assert OTHER in checker.foreign and checker.foreign[OTHER][0]() is old()
+    shippable = bulk.make_shippable_checker(wb, VS, False)
+    shippable.table(OTHER)
+    assert OTHER in shippable.foreign
+    shipped = pickle.loads(pickle.dumps(shippable))
+    assert shipped.foreign == {} and shipped.tables.keys() == shippable.tables.keys()
+    del checker, shippable, shipped
+    replacement = {
+        "resourceType": "CodeSystem",
+        "url": OTHER,
+        "status": "active",
+        "content": "complete",
+        "concept": [{"code": "nope"}],
+    }
+    wb.load(replacement, progress=False)
+    gc.collect()
+    assert old() is None
+    after = wb.validate_column(data, VS, code="code", system="system")
+    assert rows_of(after) == expected_rows(wb, rows)

@@ -9,6 +9,7 @@ row's result always equals ``validate_code`` on that row.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -45,6 +46,17 @@ from workbench.terminology.validation import (
 
 Resolver = Callable[[str, "str | None"], "CodeSystemIndex | None"]
 MAX_FOREIGN = 64  # systems outside a value set whose answers are kept (per value set)
+
+
+def _weak(found: Any) -> Callable[[], Any]:
+    """A reference to ``found`` that does not keep it alive (a replaced code system's
+    index is not held by the answers kept for it): called, it gives ``found`` or None."""
+    if found is None:
+        return lambda: None
+    try:
+        return weakref.ref(found)
+    except TypeError:  # an object without weak references: held
+        return lambda: found
 
 
 # --- what a worker needs ----------------------------------------------------------------
@@ -132,7 +144,9 @@ class Checker:
     versions: Callable[[str], list[str] | None] | None = field(default=None, repr=False)
     languages: Languages | None = field(default=None, repr=False)
     tables: dict[str | None, AnswerTable] = field(default_factory=dict, repr=False)
-    foreign: dict[str, tuple[Any, AnswerTable]] = field(default_factory=dict, repr=False)
+    foreign: dict[str, tuple[Callable[[], Any], AnswerTable]] = field(
+        default_factory=dict, repr=False
+    )
 
     def check(
         self, system: str | None, code: str, display: str | None, version: str | None = None
@@ -173,11 +187,16 @@ class Checker:
             return self.tables.setdefault(system, fresh)
         cs = self.resolve(system, None)
         kept = self.foreign.get(system)
-        if kept is not None and kept[0] is cs:
+        if kept is not None and kept[0]() is cs:
             return kept[1]
         if kept is not None or len(self.foreign) < MAX_FOREIGN:
-            self.foreign[system] = (cs, fresh)
+            self.foreign[system] = (_weak(cs), fresh)
         return fresh
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (Dask ships a checker) without the answers of systems outside the value
+        set: they hold weak references, and are only a cache."""
+        return {**self.__dict__, "foreign": {}}
 
     def answer_inferred(self, codes: np.ndarray) -> Answers:
         """Validate distinct codes given without a system (str, none missing)."""
