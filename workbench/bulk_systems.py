@@ -357,11 +357,15 @@ def _text_index(values: pa.Array) -> pd.Index:
 def _unique_dtype(categories: pd.Index) -> pd.CategoricalDtype:
     """A categorical dtype over texts known to be distinct (a dictionary's): pandas' own
     constructor would hash them all again to check."""
-    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)
-    if fast is None:
-        return pd.CategoricalDtype(categories)
-    found: pd.CategoricalDtype = fast(categories, False)
-    return found
+    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)  # pandas' own shortcut
+    if fast is not None:
+        try:
+            found = fast(categories, False)
+        except TypeError:  # another pandas: its signature changed
+            found = None
+        if isinstance(found, pd.CategoricalDtype):
+            return found
+    return pd.CategoricalDtype(categories)
 
 
 @dataclass(frozen=True)
