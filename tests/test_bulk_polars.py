@@ -375,3 +375,20 @@ def test_the_thread_pool_is_kept_and_a_forked_child_starts_its_own() -> None:
         assert bulk_polars._POOL[os.getpid()] is pool
     with multiprocessing.get_context("fork").Pool(1) as children:
         assert children.apply_async(_doubled_in_a_child).get(timeout=60) == [0, 20, 40, 60, 80]
+
+
+def test_polars_categorical_among_many_other_categories(big: Workbench) -> None:
+    """polars' categories are shared by every Categorical column of the process: only the
+    ids this column's rows hold are looked up, however many others there are."""
+    from workbench import bulk_polars
+
+    others = pl.Series([f"elsewhere {i}" for i in range(20_000)], dtype=pl.Categorical)
+    values = [BIG_CODES[5], None, "made-up", BIG_CODES[5], BIG_CODES[6]]
+    column = pl.Series(values, dtype=pl.Categorical)
+    strings, ids = bulk_polars._categories(column)
+    assert sorted(strings.to_list()) == sorted({BIG_CODES[5], BIG_CODES[6], "made-up"})
+    assert ids.null_count() == 1
+    got = big.validate_column(column, BIG_VS, system=BIG)
+    expected = big.validate_column(pd.Series(values, dtype=object), BIG_VS, system=BIG)
+    assert rows_of(got) == rows_of(expected)
+    assert len(others) == 20_000  # still alive: its categories stay in the mapping
