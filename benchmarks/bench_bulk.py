@@ -715,16 +715,7 @@ def bench_dtype(
         f"{result_bytes / column_bytes:.2f}x  target <= 2.0  "
         f"{verdict(result_bytes <= 2 * column_bytes)}"
     )
-    again = validate(case, df)
-    added = added_bytes(result, again)
-    shared_names = [n for n in result.columns if shares_categories(result[n], again[n])]
-    print(
-        f"  memory the call adds (a second figure, not the target): {mb(added)} = "
-        f"{added / column_bytes:.2f}x the code column; deep memory_usage minus the categories "
-        f"of {', '.join(shared_names) or 'no column'}, which are the same index object in "
-        f"two calls' results (held once by the workbench's cached answer table, not per call)"
-    )
-    del again
+    added = report_added(result, validate(case, df), column_bytes)
     figures = Figures(
         dtype,
         label,
@@ -749,6 +740,20 @@ def shares_categories(column: pd.Series, other: pd.Series) -> bool:
         and isinstance(other.dtype, pd.CategoricalDtype)
         and column.cat.categories is other.cat.categories
     )
+
+
+def report_added(result: pd.DataFrame, again: pd.DataFrame, column_bytes: int) -> int:
+    """Print and return the memory a call adds: ``result``'s deep memory without the
+    categories it shares with ``again`` (a second call's result on the same input)."""
+    added = added_bytes(result, again)
+    shared_names = [n for n in result.columns if shares_categories(result[n], again[n])]
+    print(
+        f"  memory the call adds (a second figure, not the target): {mb(added)} = "
+        f"{added / column_bytes:.2f}x the code column; deep memory_usage minus the categories "
+        f"of {', '.join(shared_names) or 'no column'}, which are the same index object in "
+        f"two calls' results (held once by the workbench's cached answer table, not per call)"
+    )
+    return added
 
 
 def added_bytes(result: pd.DataFrame, again: pd.DataFrame) -> int:
@@ -980,16 +985,7 @@ def bench_mixed(
             f"{result_bytes / column_bytes:.2f}x the code column ({mb(column_bytes)})  "
             f"{verdict(result_bytes <= 2 * column_bytes)}"
         )
-        again = validate_mixed(case, df)
-        added = added_bytes(results[dtype], again)
-        shared_names = [n for n in again.columns if shares_categories(results[dtype][n], again[n])]
-        print(
-            f"  memory the call adds (a second figure, not the target): {mb(added)} = "
-            f"{added / column_bytes:.2f}x the code column; without the categories of "
-            f"{', '.join(shared_names) or 'no column'}, the same index object in two calls' "
-            "results (held once by the workbench's cached answer tables, not per call)"
-        )
-        del again
+        added = report_added(results[dtype], validate_mixed(case, df), column_bytes)
         if profile:
             profile_call(case, df, validate_mixed)
         found.append(
