@@ -33,6 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workbench import collector
 from workbench.report import COLUMNS
 
 MISSING_MESSAGE = "No code was given"
@@ -173,7 +174,8 @@ class AnswerTable:
 
         The table keeps them unless it is full (then they live in the returned state only).
         """
-        found = self.answer(codes)
+        with collector.paused():  # a few objects per code, kept with the table
+            found = self.answer(codes)
         grown = State(np.concatenate([state.codes, codes]), Answers.concat([state.answers, found]))
         with _LOCK:
             if len(grown.codes) <= MAX_TABLE and len(self.state.codes) < len(grown.codes):

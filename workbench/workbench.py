@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pandas as pd
 
-from workbench import frames, loading, packages
+from workbench import collector, frames, loading, packages
 from workbench.errors import (
     CodeSystemNotFoundError,
     InvalidRequestError,
@@ -130,10 +130,11 @@ class Workbench:
         progress bar shows for large sources (``progress=False`` turns it off). Nothing is
         stored unless the whole source reads cleanly.
         """
-        resources, summary = loading.read_source(
-            source, cache_dir=self.package_cache, progress=progress
-        )
-        self.registry.add_many(resources)
+        with collector.paused():  # thousands of parsed resources, kept, with no cycles
+            resources, summary = loading.read_source(
+                source, cache_dir=self.package_cache, progress=progress
+            )
+            self.registry.add_many(resources)
         return summary
 
     def install_package(

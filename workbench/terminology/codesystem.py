@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench import forksafe
+from workbench import collector, forksafe
 from workbench.errors import InvalidResourceError
 from workbench.resources import Resource
 
@@ -99,7 +99,8 @@ class CodeSystemIndex:
         self._ancestors: dict[str, frozenset[str]] = {}
         self._descendants: dict[str, frozenset[str]] = {}
         self._lock = forksafe.lock()
-        self._build(resource.get("concept", ()) or ())
+        with collector.paused():  # a container or more per concept, and no cycles
+            self._build(resource.get("concept", ()) or ())
 
     # --- building ---------------------------------------------------------------------
 

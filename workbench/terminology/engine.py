@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any, TypeVar, cast
 
-from workbench import forksafe, loading
+from workbench import collector, forksafe, loading
 from workbench.errors import (
     CodeSystemNotFoundError,
     DuplicateCanonicalError,
@@ -277,7 +277,7 @@ class Terminology:
             # what the write replaced is never cached after its invalidation (no stale answer).
             generation = self.registry.generation
             resource = self.valueset_resource(url, version or pinned)
-            with budget.building():
+            with budget.building(), collector.paused():
                 found = self._compile(resource, (), policy)
             with self._lock:
                 if self.registry.generation == generation:
@@ -289,7 +289,8 @@ class Terminology:
         """Remember something derived from a compiled value set for as long as it is cached
         (for example the bulk validator's index of plainly valid members)."""
         if key not in compiled.extras:
-            value = factory()
+            with collector.paused():  # such indexes are large and kept: no cycles to find
+                value = factory()
             with self._lock:
                 compiled.extras[key] = value
         return compiled.extras[key]

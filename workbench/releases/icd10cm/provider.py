@@ -5,7 +5,6 @@ store's columns."""
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from workbench import collector
 from workbench.releases.icd10cm import tabular
 from workbench.releases.icd10cm.store import open_tables
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
@@ -48,13 +48,8 @@ class Icd10cmProvider(CodeSystemIndex):
         }
         super().__init__(header)
         self.content = "complete"  # the provider knows every code (the resource lists none)
-        paused = gc.isenabled()
-        gc.disable()  # ~500k small containers: the cyclic collector would rescan them often
-        try:
+        with collector.paused():  # ~500k small containers, and no cycles
             self._fill(concepts, designations)
-        finally:
-            if paused:
-                gc.enable()
 
     def _fill(self, concepts: pa.Table, designations: pa.Table) -> None:
         kinds = concepts.column("kind").combine_chunks()
