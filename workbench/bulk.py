@@ -33,9 +33,9 @@ from workbench.bulk_table import (
     uniform_value,
 )
 from workbench.errors import InvalidRequestError, WorkbenchError
-from workbench.terminology.codesystem import CodeSystemIndex
-from workbench.terminology.compose import NO_MATCH, CompiledValueSet, Match
+from workbench.terminology.compose import NO_MATCH, Clause, CompiledValueSet, Match
 from workbench.terminology.languages import Languages, requested
+from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.validation import (
     CheckOptions,
     ValidationResult,
@@ -44,7 +44,7 @@ from workbench.terminology.validation import (
     validate_in_valueset,
 )
 
-Resolver = Callable[[str, "str | None"], "CodeSystemIndex | None"]
+Resolver = Callable[[str, "str | None"], "CodeSystemProvider | None"]
 MAX_FOREIGN = 64  # systems outside a value set whose answers are kept (per value set)
 
 
@@ -65,10 +65,10 @@ def _weak(found: Any) -> Callable[[], Any]:
 class CodeSystemTable:
     """Code system indexes by URL, resolved like the engine resolves them (picklable)."""
 
-    def __init__(self, codesystems: dict[str, CodeSystemIndex]) -> None:
+    def __init__(self, codesystems: dict[str, CodeSystemProvider]) -> None:
         self.codesystems = codesystems
 
-    def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
+    def codesystem(self, url: str, version: str | None = None) -> CodeSystemProvider | None:
         """The latest version of a code system, as the engine had it."""
         found = self.codesystems.get(url)
         if found is None or (version is not None and found.version != version):
@@ -84,7 +84,7 @@ class MembershipIndex(CodeSystemTable):
     the same answers with it. It is picklable, which is how Dask ships it to its workers.
     """
 
-    def __init__(self, compiled: CompiledValueSet, codesystems: dict[str, CodeSystemIndex]):
+    def __init__(self, compiled: CompiledValueSet, codesystems: dict[str, CodeSystemProvider]):
         super().__init__(codesystems)
         self.canonical = compiled.canonical
         self.inactive_allowed = compiled.inactive_allowed
@@ -114,9 +114,8 @@ class MembershipIndex(CodeSystemTable):
         if found is not None:
             return found
         cs = self.codesystems.get(system)
-        same = getattr(cs, "equivalent_in", None)
-        if same is not None:
-            listed = same(code, [c for s, c in self.members if s == system])
+        if cs is not None and cs.synonymous_codes:
+            listed = cs.equivalent_in(code, [c for s, c in self.members if s == system])
             if listed is not None:
                 return self.members[(system, listed)]
         return NO_MATCH
@@ -236,8 +235,12 @@ class Checker:
         rest = np.flatnonzero(~hit)
         cs = self.resolve(system, None)
         vs = self.valueset
-        same_unit = getattr(cs, "equivalent_in", None)  # UCUM: ml is a listed mL
-        if cs is not None and cs.case_sensitive and self.members is not None and not same_unit:
+        if (
+            cs is not None
+            and cs.case_sensitive
+            and self.members is not None
+            and not cs.synonymous_codes  # UCUM: ml is a listed mL
+        ):
             members = self._member_index(system)
             if len(members) == len(index):
                 # every member of this system is plainly valid, so no other code is a member
@@ -262,17 +265,16 @@ class Checker:
         return Answers(result, message, display, issue, systems)
 
 
-def _expressions(cs: Any, codes: np.ndarray) -> np.ndarray:
+def _expressions(cs: CodeSystemProvider, codes: np.ndarray) -> np.ndarray:
     """Which codes a compositional provider takes as post-coordinated expressions (all
     False for any other code system); only codes that are not plain digits are asked."""
     found = np.zeros(len(codes), dtype=bool)
-    is_expression = getattr(cs, "is_expression", None)
-    if is_expression is None or not len(codes):
+    if not cs.expressions or not len(codes):
         return found
     text = pd.Series(codes, dtype=object)
     plain = text.str.isdigit().fillna(True).to_numpy(dtype=bool)
     for i in np.flatnonzero(~plain):
-        found[i] = bool(is_expression(str(codes[i])))
+        found[i] = cs.is_expression(str(codes[i]))
     return found
 
 
@@ -303,11 +305,11 @@ def fast_members(compiled: CompiledValueSet, abstract: bool) -> dict[tuple[str, 
     return fast
 
 
-def _from_a_release(clause: Any) -> bool:
+def _from_a_release(clause: Clause) -> bool:
     """An include whose members are exactly a release provider's filtered concepts."""
     return (
         clause.cs is not None
-        and getattr(clause.cs, "filter_entries", None) is not None
+        and clause.cs.plain_entries
         and not clause.concepts
         and not clause.imports
     )

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.resources import Resource
-from workbench.terminology.codesystem import CodeSystemIndex
+from workbench.terminology.provider import CodeSystemProvider
 
 _META = ["url", "version", "name", "title", "status"]
 
@@ -49,7 +49,7 @@ def _count_concepts(concepts: list[dict[str, Any]]) -> int:
     return total
 
 
-def concepts_frame(cs: CodeSystemIndex) -> pd.DataFrame:
+def concepts_frame(cs: CodeSystemProvider) -> pd.DataFrame:
     """One row per concept: code, display, definition, parents, abstract, inactive, status,
     then one column per other property (lists of values where a concept has several)."""
     skip = {"parent", "child", "subsumedBy", "notSelectable", "inactive", "status"}
@@ -97,7 +97,7 @@ def _plain(value: Any) -> Any:
     return value.get("code") if isinstance(value, Mapping) else value
 
 
-def designations_frame(cs: CodeSystemIndex) -> pd.DataFrame:
+def designations_frame(cs: CodeSystemProvider) -> pd.DataFrame:
     """Designations in long form: code, language, use_system, use_code, value."""
     rows = [
         [

@@ -21,7 +21,7 @@ def workbench_html(wb: Any) -> str:
         versions = f" ({several:,} with several versions)" if several else ""
         rows.append((f"{kind}s", f"{len(resources):,}{versions}"))
     for provider in wb.terminology.providers():
-        title = getattr(provider, "title", None) or provider.url
+        title = provider.url
         rows.append(
             (
                 html.escape(str(title)),

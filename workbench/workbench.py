@@ -3,7 +3,6 @@ and delegates to them; the server, the widgets and the pandas accessor all use t
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import warnings
 import weakref
@@ -23,11 +22,11 @@ from workbench.errors import (
 from workbench.registry import Registry
 from workbench.releases.ucum.provider import UcumProvider
 from workbench.resources import Resource
-from workbench.terminology import languages
 from workbench.terminology.conceptmap import Translation, select_maps, translate
 from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
-from workbench.terminology.lookup import LookupResult, lookup, subsumes
+from workbench.terminology.lookup import LookupResult
+from workbench.terminology.subsumption import subsumes
 from workbench.terminology.validation import CheckOptions, ValidationResult
 from workbench.terminology.versions import VersionPolicy
 
@@ -338,14 +337,14 @@ class Workbench:
         """One row per concept of a code system, with parents, flags and properties (for a
         release, straight from its store's columns)."""
         found = self.terminology.require_codesystem(codesystem, version)
-        own = getattr(found, "concepts_frame", None)
-        return own() if own is not None else frames.concepts_frame(found)
+        own = found.concepts_frame()
+        return own if own is not None else frames.concepts_frame(found)
 
     def designations(self, codesystem: str, version: str | None = None) -> pd.DataFrame:
         """The designations of a code system's concepts, in long form."""
         found = self.terminology.require_codesystem(codesystem, version)
-        own = getattr(found, "designations_frame", None)
-        return own() if own is not None else frames.designations_frame(found)
+        own = found.designations_frame()
+        return own if own is not None else frames.designations_frame(found)
 
     def resource(self, resource_type: str, url: str, version: str | None = None) -> Resource:
         """Return a stored ValueSet or CodeSystem by canonical URL (as FHIR JSON)."""
@@ -567,21 +566,8 @@ class Workbench:
         found = engine.require_codesystem(system, version)
         if use_supplements:
             engine.require_supplements(use_supplements, "$lookup")
-        own = getattr(found, "lookup", None)
-        if own is not None:
-            return own(code, properties=properties, display_language=display_language)
-        result = lookup(found, code, properties=properties)
-        wanted = languages.requested(display_language, None, accept_language, wildcard=True)
-        if wanted is None:
-            return result
-        concept = found.concepts[result.code]
-        shown = languages.display_in(
-            dataclasses.replace(wanted, wildcard=True),
-            concept.display,
-            found.resource.get("language"),
-            concept.designations,
-        )
-        return dataclasses.replace(result, display=shown)
+        wanted = display_language or accept_language
+        return found.lookup(code, properties=properties, display_language=wanted)
 
     def subsumes(
         self,

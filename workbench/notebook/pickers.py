@@ -63,10 +63,7 @@ def codesystem_options(wb: Any) -> list[tuple[str, str, str]]:
         title = str(cs.get("title") or cs.get("name") or url)
         found[url] = (title, count, str(cs.get("version") or ""))
     for provider in wb.terminology.providers():
-        title = str(getattr(provider, "title", None) or getattr(provider, "name", None) or "")
-        found.setdefault(
-            provider.url, (title or provider.url, len(provider), str(provider.version or ""))
-        )
+        found.setdefault(provider.url, (provider.url, len(provider), str(provider.version or "")))
     options = []
     for url, (title, count, version) in found.items():
         counted = f" ({count:,} concepts)" if count is not None else ""

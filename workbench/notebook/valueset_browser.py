@@ -241,8 +241,7 @@ class CodeSystemTree(w.VBox):
                 f"<div>{views.esc(here.definition)}</div>"
             )
         else:
-            roots = getattr(cs, "roots", None)  # a release code system knows its top
-            children = roots() if roots is not None else [c for c in cs if not c.parents]
+            children = cs.roots()
             self.detail.value = f"{len(cs)} concepts; {len(children)} at the top"
         self.breadcrumb.value = " › ".join(["<i>top</i>", *map(views.esc, self.path)])
         self.up.disabled = not self.path

@@ -15,6 +15,7 @@ from workbench.releases.snomed.provider import MaskFilter
 from workbench.terminology.codesystem import Concept
 from workbench.terminology.compose import Entry
 from workbench.terminology.filters import CodeFilter
+from workbench.terminology.provider import CodeSystemProvider
 
 
 class ConceptsByCode(Mapping[str, Concept]):
@@ -44,7 +45,7 @@ class ConceptsByCode(Mapping[str, Concept]):
         return iter(self.provider.store.codes.to_pylist())
 
 
-class MaskProvider:
+class MaskProvider(CodeSystemProvider):
     """Shared methods of a provider over a store with ``row(code)``, ``codes``, ``n`` and
     ``column(name, rows)``; the provider gives ``filter(prop, op, value)`` (a row mask),
     ``inactive_rows()`` and its concept class."""
@@ -53,6 +54,7 @@ class MaskProvider:
     url: str
     version: str | None
     concept_class: type[Concept] = Concept
+    plain_entries = True
 
     def inactive_rows(self) -> npt.NDArray[np.bool_]:
         """The inactive flag of every row."""

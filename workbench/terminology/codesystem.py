@@ -8,69 +8,35 @@ The hierarchy comes from nested ``concept`` arrays and from the ``parent``, ``ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from workbench import collector, forksafe
 from workbench.errors import InvalidResourceError
 from workbench.resources import Resource
+from workbench.terminology.concepts import (
+    CONCEPT_PROPERTIES,
+    Concept,
+    as_string,
+    property_value,
+    typed_property_value,
+)
+from workbench.terminology.provider import CodeSystemProvider
 
-CONCEPT_PROPERTIES = "http://hl7.org/fhir/concept-properties#"
+__all__ = [
+    "CONCEPT_PROPERTIES",
+    "CodeSystemIndex",
+    "Concept",
+    "as_string",
+    "property_value",
+    "typed_property_value",
+]
+
 _HIERARCHY_PROPS = {"parent", "child", "subsumedBy"}
 _INACTIVE_STATUSES = {"retired", "inactive"}
 
 
-@dataclass(slots=True, eq=False)
-class Concept:
-    """One concept of a code system, with its place in the hierarchy."""
-
-    code: str
-    display: str | None
-    definition: str | None
-    order: int
-    designations: list[dict[str, Any]] = field(default_factory=list)
-    properties: dict[str, list[Any]] = field(default_factory=dict)
-    value_keys: dict[str, str] = field(default_factory=dict)
-    parents: list[str] = field(default_factory=list)
-    children: list[str] = field(default_factory=list)
-    abstract: bool = False
-    inactive: bool = False
-    status: str | None = None
-
-    def property_strings(self, name: str) -> list[str]:
-        """Return the values of a property as strings (codes of Codings, 'true'/'false')."""
-        return [_as_string(v) for v in self.properties.get(name, ())]
-
-    def displays(self) -> list[str]:
-        """Return the display and every designation value: all texts valid as a display."""
-        texts = [self.display] if self.display else []
-        texts += [d["value"] for d in self.designations if d.get("value")]
-        return texts
-
-
-def property_value(prop: Mapping[str, Any]) -> Any:
-    """Return the value of a ``concept.property`` element (its single ``value[x]``)."""
-    return typed_property_value(prop)[1]
-
-
-def typed_property_value(prop: Mapping[str, Any]) -> tuple[str, Any]:
-    """Return ``(value[x] key, value)`` of a ``concept.property`` element."""
-    for key, value in prop.items():
-        if key.startswith("value"):
-            return key, value
-    return "valueString", None
-
-
-def _as_string(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Mapping):
-        return str(value.get("code", ""))
-    return str(value)
-
-
-class CodeSystemIndex:
+class CodeSystemIndex(CodeSystemProvider):
     """Concepts of one CodeSystem by code, with memoised ancestors and descendants.
 
     >>> cs = CodeSystemIndex({"resourceType": "CodeSystem", "url": "http://x", "content":
@@ -137,15 +103,15 @@ class CodeSystemIndex:
             concept.value_keys.setdefault(name, key)
             role = self._role.get(name, name)
             if role in ("parent", "subsumedBy"):
-                links.append((_as_string(value), concept.code))
+                links.append((as_string(value), concept.code))
             elif role == "child":
-                links.append((concept.code, _as_string(value)))
+                links.append((concept.code, as_string(value)))
             elif role in ("notSelectable", "abstract"):
                 concept.abstract = concept.abstract or _truthy(value)
             elif role == "inactive":
                 concept.inactive = concept.inactive or _truthy(value)
             elif role == "status":
-                concept.status = _as_string(value)
+                concept.status = as_string(value)
                 if concept.status in _INACTIVE_STATUSES:
                     concept.inactive = True
 
@@ -192,11 +158,6 @@ class CodeSystemIndex:
         self._lock = forksafe.lock()
 
     # --- queries ----------------------------------------------------------------------
-
-    @property
-    def is_complete(self) -> bool:
-        """True when the resource lists every code of the system (``content = complete``)."""
-        return self.content == "complete"
 
     def role_of(self, property_code: str) -> str:
         """Return the concept-properties role of a property code (``parent``, ``status``…)."""

@@ -30,21 +30,9 @@ from workbench.errors import (
 )
 from workbench.resources import Resource, canonical_of, split_canonical
 from workbench.terminology import budget
-from workbench.terminology.codesystem import CodeSystemIndex, Concept
-from workbench.terminology.filters import CodeFilter, compile_filter
-
-
-class Entry(NamedTuple):
-    """One code of an expansion."""
-
-    system: str
-    version: str | None
-    code: str
-    display: str | None
-    abstract: bool
-    inactive: bool
-    designations: tuple[dict[str, Any], ...] = ()
-    definition: str | None = None
+from workbench.terminology.concepts import CodeFilter, Concept, Entry
+from workbench.terminology.filters import compile_filter
+from workbench.terminology.provider import CodeSystemProvider
 
 
 class Match(NamedTuple):
@@ -53,7 +41,7 @@ class Match(NamedTuple):
     found: bool
     display: str | None = None
     concept: Concept | None = None
-    cs: CodeSystemIndex | None = None
+    cs: CodeSystemProvider | None = None
     # designations the value set lists for the code (compose.include.concept.designation)
     designations: tuple[dict[str, Any], ...] = ()
 
@@ -67,7 +55,7 @@ class Clause:
     def __init__(
         self,
         raw: Mapping[str, Any],
-        cs: CodeSystemIndex | None,
+        cs: CodeSystemProvider | None,
         imports: list[CompiledValueSet],
         *,
         exclude: bool,
@@ -203,12 +191,9 @@ class Clause:
         if self.filters:
             if cs.content in UNUSABLE_CONTENT:
                 raise unusable(cs)
-            at_once = getattr(cs, "filter_entries", None)
-            if at_once is not None:
-                # a release store expands its own filters column-wise
-                found: list[Entry] | None = at_once(self.filters)
-                if found is not None:
-                    return found
+            found = cs.filter_entries(self.filters)  # a store: column-wise
+            if found is not None:
+                return found
             candidates: frozenset[str] | None = None
             for f in self.filters:
                 if f.candidates is not None:
@@ -226,9 +211,8 @@ class Clause:
         if cs.content in UNUSABLE_CONTENT:
             raise unusable(cs)
         if not cs.is_complete:
-            refusal = getattr(cs, "listing_error", None)  # UCUM: a grammar, not a list
-            if refusal is not None:
-                raise refusal()
+            if not cs.enumerable:  # UCUM: a grammar, not a list
+                raise cs.listing_error()
             raise IncompleteCodeSystemError(
                 f"CodeSystem {canonical_of(cs.resource)} has content '{cs.content}', but all of "
                 "its codes are needed (the value set includes the whole system)"
@@ -249,7 +233,7 @@ def _chunks(items: Iterable[Concept], size: int = 1024) -> Iterator[list[Concept
 UNUSABLE_CONTENT = ("example", "not-present")
 
 
-def unusable(cs: CodeSystemIndex) -> IncompleteCodeSystemError:
+def unusable(cs: CodeSystemProvider) -> IncompleteCodeSystemError:
     """The error for a whole-system include or a filter over an example or not-present code
     system."""
     return IncompleteCodeSystemError(
@@ -259,7 +243,7 @@ def unusable(cs: CodeSystemIndex) -> IncompleteCodeSystemError:
 
 
 def _entry(
-    cs: CodeSystemIndex,
+    cs: CodeSystemProvider,
     concept: Concept,
     display: str | None,
     extra: tuple[dict[str, Any], ...] = (),
@@ -424,25 +408,26 @@ class CompiledValueSet:
         return self._keys
 
 
-def _rejects(cs: CodeSystemIndex, code: str) -> bool:
+def _rejects(cs: CodeSystemProvider, code: str) -> bool:
     """True when a code system that is not listed in full still knows a code is none of
     its codes (UCUM: it does not parse)."""
-    why = getattr(cs, "why_unknown", None)
-    return why is not None and why(code) is not None
+    return cs.why_unknown(code) is not None
 
 
-def _equivalent(cs: CodeSystemIndex, concept: Concept, listed: Mapping[str, Any]) -> Concept | None:
+def _equivalent(
+    cs: CodeSystemProvider, concept: Concept, listed: Mapping[str, Any]
+) -> Concept | None:
     """The listed concept that ``concept`` is the same as, for a code system that says
     when two codes mean the same (UCUM: ``ml`` is the listed ``mL``); else None."""
-    same = getattr(cs, "equivalent_in", None)
-    found = same(concept.code, listed) if same is not None else None
+    found = cs.equivalent_in(concept.code, listed)
     return cs.get(found) if found is not None else None
 
 
-def _compile_filter(cs: CodeSystemIndex, raw: Mapping[str, Any]) -> CodeFilter:
-    """A provider compiles its own filters; a CodeSystem's index goes through ``filters``."""
-    own = getattr(cs, "compile_filter", None)
-    return own(raw) if own is not None else compile_filter(cs, raw)
+def _compile_filter(cs: CodeSystemProvider, raw: Mapping[str, Any]) -> CodeFilter:
+    """A provider compiles its own filters; else they are tested on its concepts
+    (``filters``: the hierarchy, properties, display)."""
+    own = cs.compile_filter(raw)
+    return own if own is not None else compile_filter(cs, raw)
 
 
 def import_refs(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:

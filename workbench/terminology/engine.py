@@ -63,9 +63,9 @@ class Terminology:
         self.registry = registry
         self.max_expansion = max_expansion
         self._lock = forksafe.rlock()
-        self._cs_cache: dict[int, tuple[Resource, CodeSystemIndex]] = {}
+        self._cs_cache: dict[int, tuple[Resource, CodeSystemProvider]] = {}
         self._vs_cache: dict[tuple[str, str | None], CompiledValueSet] = {}
-        self._providers: dict[str, list[Any]] = {}
+        self._providers: dict[str, list[CodeSystemProvider]] = {}
         self._parent = parent
         if parent is not None:
             self._providers = parent._providers
@@ -108,8 +108,8 @@ class Terminology:
     def add_provider(self, provider: CodeSystemProvider) -> None:
         """Make a code system provider (a terminology loaded from its release files) known.
 
-        A provider has the code-system surface the engine uses (``provider.py``:
-        ``CodeSystemProvider`` and its optional hooks). The latest added is the default
+        A provider is a ``CodeSystemProvider`` (``provider.py``: the whole contract the
+        engine uses, declared on the base class). The latest added is the default
         version. Raises DuplicateCanonicalError when that url and version is already
         loaded, and then changes nothing.
         """
@@ -152,18 +152,17 @@ class Terminology:
                 if resource.get("url") in touched:
                     del self._cs_cache[rid]
 
-    def codesystem(self, url: str, version: str | None = None) -> CodeSystemIndex | None:
+    def codesystem(self, url: str, version: str | None = None) -> CodeSystemProvider | None:
         """Return the index of a code system (latest version when none given), or None."""
         for provider in self._providers.get(url, ()):
-            accepts = getattr(provider, "accepts_version", None)
-            if version is None or provider.version == version or (accepts and accepts(version)):
+            if version is None or provider.version == version or provider.accepts_version(version):
                 return provider
         resource = self.registry.get("CodeSystem", url, version)
         if resource is None or supplements.is_supplement(resource):
             return None  # a supplement is never a code system itself
         return self.index_of(resource)
 
-    def index_of(self, resource: Resource) -> CodeSystemIndex:
+    def index_of(self, resource: Resource) -> CodeSystemProvider:
         """Return the (cached) index of a CodeSystem resource."""
         if self._parent is not None and not self._owns(resource):
             return self._parent.index_of(resource)  # a stored one: the shared cache
@@ -208,7 +207,7 @@ class Terminology:
         sent = own.all("CodeSystem")
         return any(r is resource for r in sent) or bool(supplements.supplements_of(resource, sent))
 
-    def require_codesystem(self, url: str | None, version: str | None = None) -> CodeSystemIndex:
+    def require_codesystem(self, url: str | None, version: str | None = None) -> CodeSystemProvider:
         """Return a code system's index or raise CodeSystemNotFoundError."""
         if not url:
             raise InvalidRequestError("No code system was given (the 'system' or 'url' input)")
@@ -234,14 +233,11 @@ class Terminology:
         for system, found in self._providers.items():
             if not found:
                 continue
-            make = getattr(found[0], "implicit_valueset", None)
-            if make is None:
-                continue
+            make = found[0].implicit_valueset
             if base == system or base.startswith(system + "/"):
-                resource: Resource | None = make(url)
-                return resource
+                return make(url)
             # an edition URI the system spells otherwise (http://snomed.info/xsct/…)
-            other: Resource | None = make(url) if "?fhir_vs" in url else None
+            other = make(url) if "?fhir_vs" in url else None
             if other is not None:
                 return other
         return None
@@ -251,8 +247,7 @@ class Terminology:
         Each provider with the hook decides whether the URL is one of its own (an edition
         URI before the ``?`` need not start with the system's URL)."""
         for provider in self.providers():
-            make = getattr(provider, "implicit_conceptmap", None)
-            resource: Resource | None = make(url) if make is not None else None
+            resource = provider.implicit_conceptmap(url)
             if resource is not None:
                 return resource
         return None
@@ -474,15 +469,10 @@ class Terminology:
         """The entry with its display in the wanted languages (None when there is none and
         the request allows no other language)."""
         cs = self.codesystem(entry.system, entry.version)
-        in_dialect = getattr(cs, "display_in", None)  # a release picks its own dialect
-        if in_dialect is not None:
-            for tag in wanted.tags:
-                found = in_dialect(entry.code, tag)
-                if found:
-                    return entry._replace(display=found)
-            return entry if wanted.wildcard else entry._replace(display=None)
-        own = (getattr(cs, "resource", None) or {}).get("language") if cs is not None else None
-        shown = languages.display_in(wanted, entry.display, own, entry.designations)
+        if cs is None:
+            shown = languages.display_in(wanted, entry.display, None, entry.designations)
+        else:
+            shown = cs.display_for(entry.code, entry.display, entry.designations, wanted)
         return entry._replace(display=shown)
 
     def _parents(self, entries: Sequence[Entry]) -> dict[tuple[str, str], tuple[str, str]]:
@@ -531,7 +521,7 @@ class Terminology:
         language or dialect) from the provider only when an expansion asks for them."""
         out = []
         for e in entries:
-            cs: Any = self.codesystem(e.system, e.version) if e.system in self._providers else None
+            cs = self.codesystem(e.system, e.version) if e.system in self._providers else None
             if cs is not None:
                 if designations and not e.designations:
                     e = e._replace(designations=tuple(cs.designations_of(e.code)))
@@ -658,7 +648,7 @@ class Terminology:
         if not system:
             return ()
         cs = self.codesystem(system, version)
-        if cs is None or not getattr(cs, "resource", None):
+        if cs is None or not cs.resource:
             return ()
         return tuple(status_checks([cs.resource]))
 

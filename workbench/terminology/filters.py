@@ -1,4 +1,4 @@
-"""ValueSet ``compose.include.filter`` evaluation over a CodeSystemIndex.
+"""ValueSet ``compose.include.filter`` evaluation over a CodeSystemProvider.
 
 A compiled filter answers two questions: does a concept match (``matches``), and, when it can
 say cheaply, which codes can match at all (``candidates``, or None to scan every concept).
@@ -15,15 +15,15 @@ whole-value match run by RE2, so no pattern can backtrack catastrophically.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import re2
 
 from workbench.errors import UnsupportedFilterError
-from workbench.terminology.codesystem import CodeSystemIndex, Concept
+from workbench.terminology.concepts import CodeFilter, Concept, Predicate
 
-Predicate = Callable[[Concept], bool]
+if TYPE_CHECKING:
+    from workbench.terminology.provider import CodeSystemProvider
 
 OPERATORS = (
     "=",
@@ -41,16 +41,7 @@ OPERATORS = (
 _HIERARCHY_OPS = {"is-a", "descendent-of", "is-not-a", "generalizes", "child-of", "descendent-leaf"}
 
 
-@dataclass(frozen=True, slots=True)
-class CodeFilter:
-    """One compiled filter: a predicate over concepts and, maybe, the codes that can match."""
-
-    text: str
-    matches: Predicate
-    candidates: frozenset[str] | None = None
-
-
-def compile_filter(cs: CodeSystemIndex, raw: Mapping[str, Any]) -> CodeFilter:
+def compile_filter(cs: CodeSystemProvider, raw: Mapping[str, Any]) -> CodeFilter:
     """Compile one ``{"property", "op", "value"}`` filter against a code system.
 
     Raises UnsupportedFilterError for an unknown operator, a property the code system does
@@ -80,11 +71,11 @@ def compile_filter(cs: CodeSystemIndex, raw: Mapping[str, Any]) -> CodeFilter:
     return CodeFilter(text, _value_predicate(getter, op, value, cs, text))
 
 
-def _unsupported(cs: CodeSystemIndex, text: str, why: str) -> UnsupportedFilterError:
+def _unsupported(cs: CodeSystemProvider, text: str, why: str) -> UnsupportedFilterError:
     return UnsupportedFilterError(f"Filter '{text}' on {cs.url} is not supported: {why}")
 
 
-def _canonical_code(cs: CodeSystemIndex, code: str) -> str:
+def _canonical_code(cs: CodeSystemProvider, code: str) -> str:
     """The code as the code system spells it (matters when it is not case-sensitive)."""
     concept = cs.get(code)
     return concept.code if concept is not None else code
@@ -94,7 +85,7 @@ def _split(value: str) -> frozenset[str]:
     return frozenset(v.strip() for v in value.split(",") if v.strip())
 
 
-def _regex(value: str, cs: CodeSystemIndex, text: str) -> Callable[[str], bool]:
+def _regex(value: str, cs: CodeSystemProvider, text: str) -> Callable[[str], bool]:
     try:
         pattern = re2.compile(value)
     except re2.error as exc:
@@ -102,13 +93,13 @@ def _regex(value: str, cs: CodeSystemIndex, text: str) -> Callable[[str], bool]:
     return lambda s: pattern.fullmatch(s) is not None
 
 
-def _exists_flag(value: str, cs: CodeSystemIndex, text: str) -> bool:
+def _exists_flag(value: str, cs: CodeSystemProvider, text: str) -> bool:
     if value not in ("true", "false"):
         raise _unsupported(cs, text, "'exists' takes the value true or false")
     return value == "true"
 
 
-def _hierarchy_filter(cs: CodeSystemIndex, op: str, value: str, text: str) -> CodeFilter:
+def _hierarchy_filter(cs: CodeSystemProvider, op: str, value: str, text: str) -> CodeFilter:
     target = cs.get(value)
     if target is None and op in _HIERARCHY_OPS and cs.is_complete:
         # never an empty (or, for is-not-a, a whole) expansion for a code that does not exist
@@ -149,7 +140,7 @@ def _hierarchy_filter(cs: CodeSystemIndex, op: str, value: str, text: str) -> Co
 
 
 def _property_hierarchy_filter(
-    cs: CodeSystemIndex, prop: str, role: str, op: str, value: str, text: str
+    cs: CodeSystemProvider, prop: str, role: str, op: str, value: str, text: str
 ) -> CodeFilter:
     """Hierarchy operators on a code-valued property: the property's value is-a ``value``."""
     if role == "parent" and op in ("=", "child-of"):
@@ -171,7 +162,9 @@ def _property_hierarchy_filter(
     return CodeFilter(text, matches)
 
 
-def _getter(cs: CodeSystemIndex, prop: str, role: str, text: str) -> Callable[[Concept], list[str]]:
+def _getter(
+    cs: CodeSystemProvider, prop: str, role: str, text: str
+) -> Callable[[Concept], list[str]]:
     """Return a function giving a concept's values for a filter property, as strings."""
     if role == "parent":
         return lambda c: list(c.parents)
@@ -192,7 +185,7 @@ def _getter(cs: CodeSystemIndex, prop: str, role: str, text: str) -> Callable[[C
 
 
 def _value_predicate(
-    getter: Callable[[Concept], list[str]], op: str, value: str, cs: CodeSystemIndex, text: str
+    getter: Callable[[Concept], list[str]], op: str, value: str, cs: CodeSystemProvider, text: str
 ) -> Predicate:
     if op == "=":
         return lambda c: value in getter(c)

@@ -17,10 +17,11 @@ import numpy as np
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.resources import canonical_of
-from workbench.terminology.codesystem import CodeSystemIndex, Concept
+from workbench.terminology.codesystem import Concept
 from workbench.terminology.codings import coding_parts, combine_codings, located
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.languages import Languages, display_in, valid_in
+from workbench.terminology.provider import CodeSystemProvider, Described
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
 from workbench.terminology.versions import matches as version_matches
@@ -87,7 +88,7 @@ def display_problem(
 
 def validate_in_valueset(
     vs: CompiledValueSet,
-    codesystem: Callable[[str, str | None], CodeSystemIndex | None],
+    codesystem: Callable[[str, str | None], CodeSystemProvider | None],
     *,
     code: str | None,
     system: str | None,
@@ -177,7 +178,7 @@ def validate_in_valueset(
         return _non_member(reasons[0], texts[0], cs, code, system, displays[0])
     if (
         cs is not None
-        and (getattr(cs, "resource", None) or {}).get("versionNeeded") is True
+        and cs.resource.get("versionNeeded") is True
         and version is None
         and forced is None
         and pinned is None
@@ -221,7 +222,7 @@ def validate_in_valueset(
         where=where,
         options=opts,
         case_sensitive=cs.case_sensitive if cs is not None else True,
-        language=(getattr(cs, "resource", None) or {}).get("language") if cs else None,
+        language=cs.language if cs is not None else None,
     )
 
 
@@ -255,7 +256,7 @@ def _infer_system(vs: CompiledValueSet, code: str) -> str | ValidationResult:
 
 def _unknown_version(
     vs: CompiledValueSet,
-    codesystem: Callable[[str, str | None], CodeSystemIndex | None],
+    codesystem: Callable[[str, str | None], CodeSystemProvider | None],
     versions: Callable[[str], list[str] | None] | None,
     code: str,
     system: str,
@@ -297,7 +298,7 @@ def _unknown_version(
     )
 
 
-def _unknown_in_fragment(cs: CodeSystemIndex, code: str, system: str) -> ValidationResult:
+def _unknown_in_fragment(cs: CodeSystemProvider, code: str, system: str) -> ValidationResult:
     """A code a fragment does not have: it may be in another fragment, so a warning."""
     label = f" version '{cs.version}'" if cs.version else ""
     text = (
@@ -311,7 +312,7 @@ def _unknown_in_fragment(cs: CodeSystemIndex, code: str, system: str) -> Validat
 def _non_member(
     reason: str,
     text: str,
-    cs: CodeSystemIndex,
+    cs: CodeSystemProvider,
     code: str,
     system: str,
     display: str | None,
@@ -336,7 +337,7 @@ def _non_member(
 
 def non_members(
     where: str,
-    cs: CodeSystemIndex,
+    cs: CodeSystemProvider,
     system: str,
     codes: Sequence[str],
     inactive_allowed: bool,
@@ -351,11 +352,11 @@ def non_members(
     reasons: list[str] = []
     messages: list[str] = []
     displays: list[str | None] = []
-    describe = getattr(cs, "describe", None)
-    if describe is not None and len(codes) >= 256:
-        return _non_members_at_once(describe, where, label, system, codes, inactive_allowed)
+    described = cs.describe(codes) if len(codes) >= 256 else None
+    if described is not None:
+        return _non_members_at_once(described, where, label, system, codes, inactive_allowed)
     concepts = cs.concepts
-    compositional = (getattr(cs, "resource", None) or {}).get("compositional") is True
+    grammarless = cs.compositional and not cs.expressions
     for code in codes:
         concept = concepts.get(code) or (None if cs.case_sensitive else cs.get(code))
         if concept is None:
@@ -365,7 +366,7 @@ def non_members(
                 text += f": {detail}"
             elif code != code.strip():
                 text += " (the code has leading or trailing whitespace)"
-            if compositional and not detail:
+            if grammarless and not detail:
                 text += (
                     " (the code system is compositional, but this server does not know its "
                     "grammar, so an expression cannot be checked)"
@@ -387,7 +388,7 @@ def non_members(
 
 
 def _non_members_at_once(
-    describe: Callable[[Sequence[str]], tuple[Any, Any, list[str | None]]],
+    described: Described,
     where: str,
     label: str,
     system: str,
@@ -396,7 +397,7 @@ def _non_members_at_once(
 ) -> tuple[list[str], list[str], list[str | None]]:
     """``non_members`` for a code system that answers for many codes at once (a release
     store): the same reasons and messages, built column-wise."""
-    known, inactive, shown = describe(codes)
+    known, inactive, shown = described
     stale = inactive & known & (not inactive_allowed)
     reasons = np.where(known, np.where(stale, "inactive", "not-in-vs"), "unknown-code")
     outside = f" is not in {where}"
@@ -413,7 +414,7 @@ def _non_members_at_once(
 
 
 def validate_in_codesystem(
-    cs: CodeSystemIndex, *, code: str | None, display: str | None = None, abstract: bool = True
+    cs: CodeSystemProvider, *, code: str | None, display: str | None = None, abstract: bool = True
 ) -> ValidationResult:
     """Validate a code against a whole code system (CodeSystem/$validate-code)."""
     if code is None or code == "":
@@ -448,20 +449,18 @@ def validate_in_codesystem(
     )
 
 
-def _why_unknown(cs: CodeSystemIndex, code: str) -> str | None:
+def _why_unknown(cs: CodeSystemProvider, code: str) -> str | None:
     """Why a code system that knows its grammar (UCUM) does not take a code."""
-    why = getattr(cs, "why_unknown", None)
-    return why(code) if why is not None else None
+    return cs.why_unknown(code)
 
 
-def _is_expression(cs: CodeSystemIndex, code: str) -> bool:
+def _is_expression(cs: CodeSystemProvider, code: str) -> bool:
     """A compositional code system (SNOMED CT) takes post-coordinated expressions as codes."""
-    check = getattr(cs, "is_expression", None)
-    return bool(check is not None and check(code))
+    return cs.is_expression(code)
 
 
 def _check_expression(
-    cs: Any, code: str, where: str, vs: CompiledValueSet | None = None
+    cs: CodeSystemProvider, code: str, where: str, vs: CompiledValueSet | None = None
 ) -> ValidationResult:
     """Validate a post-coordinated expression: well-formed (else ExpressionSyntaxError),
     every concept known and active, the concept model respected; in a value set, the
@@ -472,8 +471,7 @@ def _check_expression(
         text = f"The expression {code!r} is not valid in {cs.url}: {problems}"
         return failure("unknown-code", text, code=code, system=cs.url, version=cs.version)
     if vs is not None:
-        decide = getattr(cs, "expression_member", None)
-        member = decide(vs, code) if decide is not None else None
+        member = cs.expression_member(vs, code)
         if member is not None:
             if not member:
                 text = f"The expression {code!r} is not in {where}"
@@ -530,8 +528,7 @@ def _check_concept(
         return dataclasses.replace(result, normalized_code=normalized)
     issues: list[Issue] = []
     problem = None if opts.membership_only else display_problem(display, concept, override)
-    retired = getattr(concept, "retired_displays", None)  # a release's inactive terms
-    if problem is not None and retired is not None and display in retired():
+    if problem is not None and concept is not None and display in concept.retired_displays():
         text = (
             f"The display '{display}' for {_fmt(system, real_code)} is no longer current "
             f"(an inactive description); the current one is '{problem[1]}'"
@@ -548,9 +545,8 @@ def _check_concept(
         issues.append(Issue("warning", "code-comment", text, "deprecated", ""))
     if inactive and concept is not None and not opts.membership_only:
         shown = f" (status '{concept.status}')" if concept.status else ""
-        note = getattr(concept, "note", "")  # a release's replacement (REPLACED BY …)
-        if note:
-            shown += f" ({note})"
+        if concept.note:  # a release's replacement (REPLACED BY …)
+            shown += f" ({concept.note})"
         text = f"The code {_fmt(system, real_code)} is inactive{shown}; review its use"
         issues.append(Issue("warning", "code-comment", text, "inactive", ""))
     if normalized is not None and not case_sensitive:

@@ -9,7 +9,7 @@ boolean masks over concept rows, evaluated column-wise on the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,8 @@ from workbench.releases.loinc.store import CODING_PROPERTIES, FSN, KINDS, LOINC,
 from workbench.releases.mask_provider import ConceptsByCode, MaskProvider
 from workbench.releases.snomed.provider import MaskFilter
 from workbench.terminology.codesystem import Concept
+from workbench.terminology.languages import Languages
+from workbench.terminology.provider import dialect_display_for
 
 CLASSTYPES = {
     "1": "Laboratory class",
@@ -41,8 +43,6 @@ SPECIAL_FILTERS = ("concept", "code", "parent", "child", "LIST", "answers-for", 
 class LoincConcept(Concept):
     """A LOINC concept made from the store; ``note`` names the replacement of an inactive
     term (its MAP_TO)."""
-
-    note: str = ""
 
 
 class LoincProvider(MaskProvider):
@@ -285,6 +285,16 @@ class LoincProvider(MaskProvider):
         )
 
     # --- filters --------------------------------------------------------------------------
+
+    def display_for(
+        self,
+        code: str,
+        display: str | None,
+        designations: Sequence[Mapping[str, Any]],
+        wanted: Languages,
+    ) -> str | None:
+        """The preferred term of the first wanted language or dialect the release has."""
+        return dialect_display_for(self, code, display, wanted)
 
     def filter(self, prop: str, op: str, value: str) -> npt.NDArray[np.bool_]:
         """The rows a ValueSet filter selects: ``concept`` (``is-a``, ``descendent-of``,

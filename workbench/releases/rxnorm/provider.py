@@ -33,13 +33,12 @@ SYNONYM = {"system": "http://snomed.info/sct", "code": "900000000000013009", "di
 class RxNormConcept(Concept):
     """An RxNorm concept made from the store; ``note`` names what replaced a retired one."""
 
-    note: str = ""
-
 
 class RxNormProvider(MaskProvider):
     """One RxNorm release, seen as a code system by the engine."""
 
     content = "complete"
+    hierarchical = False  # relationships, but no is-a hierarchy
     concept_class = RxNormConcept
     case_sensitive = True
     hierarchy_meaning = "is-a"

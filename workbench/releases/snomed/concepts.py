@@ -24,7 +24,6 @@ class SnomedConcept(Concept):
 
     source: SnomedCT | None = None
     loaded: bool = False
-    note: str = ""
 
     def load(self) -> None:
         """Read the designations (active descriptions) from the store, once."""

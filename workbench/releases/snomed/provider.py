@@ -30,7 +30,9 @@ from workbench.releases.snomed.concepts import (
 from workbench.terminology.codesystem import Concept
 from workbench.terminology.compose import Entry
 from workbench.terminology.filters import CodeFilter
+from workbench.terminology.languages import Languages
 from workbench.terminology.lookup import LookupResult
+from workbench.terminology.provider import CodeSystemProvider, dialect_display_for
 
 PROPERTIES = {
     "inactive": "boolean",
@@ -54,13 +56,15 @@ class MaskFilter(CodeFilter):
     ecl: str | None = None
 
 
-class SnomedProvider:
+class SnomedProvider(CodeSystemProvider):
     """One SNOMED CT edition/version, seen as a code system by the engine."""
 
     content = "complete"
     case_sensitive = True
     hierarchy_meaning = "is-a"
     is_complete = True
+    expressions = True
+    plain_entries = True
 
     def __init__(self, sct: SnomedCT) -> None:
         self.sct = sct
@@ -268,6 +272,16 @@ class SnomedProvider:
         """A concept's preferred term in a language or dialect (``en-GB``), if it has one."""
         row = self.sct.row(code)
         return self.sct.preferred_in(row, language) if row >= 0 else None
+
+    def display_for(
+        self,
+        code: str,
+        display: str | None,
+        designations: Sequence[Mapping[str, Any]],
+        wanted: Languages,
+    ) -> str | None:
+        """The preferred term of the first wanted language or dialect the release has."""
+        return dialect_display_for(self, code, display, wanted)
 
     def concepts_frame(self) -> pd.DataFrame:
         """Every concept, from the store's columns."""

@@ -38,7 +38,8 @@ from workbench.releases.ucum.units import SYSTEM, UcumSyntaxError, Unit
 from workbench.terminology.codesystem import Concept
 from workbench.terminology.compose import Entry
 from workbench.terminology.filters import CodeFilter
-from workbench.terminology.lookup import LookupResult, lookup
+from workbench.terminology.lookup import LookupResult
+from workbench.terminology.provider import CodeSystemProvider
 
 SYNONYM = {"system": "http://snomed.info/sct", "code": "900000000000013009", "display": "Synonym"}
 PROPERTIES = {
@@ -93,7 +94,7 @@ class _Concepts(Mapping[str, Concept]):
         return len(units.units_table().atoms)
 
 
-class UcumProvider:
+class UcumProvider(CodeSystemProvider):
     """The UCUM code system: codes are checked by the grammar and the unit table."""
 
     url = SYSTEM
@@ -103,6 +104,10 @@ class UcumProvider:
     case_sensitive = True
     hierarchy_meaning = "is-a"
     is_complete = False  # not listable
+    enumerable = False  # a grammar: codes are parsed, not listed
+    synonymous_codes = True  # ml and mL are one unit
+    plain_entries = True
+    hierarchical = False
 
     def __init__(self) -> None:
         self.version: str | None = _version() or None
@@ -325,7 +330,7 @@ class UcumProvider:
         why = self.why_unknown(code)
         if why is not None:
             raise UnknownCodeError(f"Unknown code '{code}' in the CodeSystem '{SYSTEM}': {why}")
-        return lookup(self, code, properties=properties)  # type: ignore[arg-type]
+        return super().lookup(code, properties=properties, display_language=display_language)
 
     def concepts_frame(self) -> pd.DataFrame:
         """The unit table (base units and unit atoms; every other code is made of them)."""
