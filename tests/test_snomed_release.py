@@ -12,7 +12,7 @@ import snomed_rf2
 
 from workbench.errors import InvalidRequestError, ReleaseFormatError
 from workbench.releases.snomed import rf2
-from workbench.releases.snomed.closure import Closure
+from workbench.releases.closure import Closure
 from workbench.releases.snomed.codesystem import SnomedCT
 from workbench.releases.snomed.loader import detect, load
 

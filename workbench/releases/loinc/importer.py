@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from workbench.errors import ReleaseFormatError
 from workbench.releases.archive import ReleaseFile, label
+from workbench.releases.closure import Closure
 from workbench.releases.loinc import files as lf
 from workbench.releases.loinc.store import (
     CODING_PROPERTIES,
@@ -31,7 +32,6 @@ from workbench.releases.loinc.store import (
     LOINC,
     PROPERTY_ORDER,
 )
-from workbench.releases.snomed.closure import Closure
 from workbench.releases.storage import build_atomically, write_table
 
 Progress = Callable[[str], None]

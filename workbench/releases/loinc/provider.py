@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from workbench.errors import UnsupportedFilterError
 from workbench.releases.loinc.store import CODING_PROPERTIES, FSN, KINDS, LOINC, Store
 from workbench.releases.mask_provider import ConceptsByCode, MaskProvider
-from workbench.releases.snomed.provider import MaskFilter
+from workbench.releases.masks import MaskFilter
 from workbench.terminology.codesystem import Concept
 
 CLASSTYPES = {

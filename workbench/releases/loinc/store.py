@@ -18,8 +18,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from workbench.releases import storage
-from workbench.releases.snomed.closure import FILES as CLOSURE_FILES
-from workbench.releases.snomed.closure import Closure
+from workbench.releases.closure import FILES as CLOSURE_FILES
+from workbench.releases.closure import Closure
 
 LOINC = "http://loinc.org"
 FORMAT = 1

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases.closure import Closure
 from workbench.releases.snomed import rf2
-from workbench.releases.snomed.closure import Closure
 from workbench.releases.snomed.store import FORMAT, SCT
 from workbench.releases.storage import build_atomically, write_table
 

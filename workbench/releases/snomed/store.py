@@ -24,8 +24,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from workbench.releases import storage
-from workbench.releases.snomed.closure import FILES as CLOSURE_FILES
-from workbench.releases.snomed.closure import Closure
+from workbench.releases.closure import FILES as CLOSURE_FILES
+from workbench.releases.closure import Closure
 from workbench.releases.storage import mapped
 
 SCT = "http://snomed.info/sct"
