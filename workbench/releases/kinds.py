@@ -156,11 +156,12 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
             try:
                 provider = self.open(folder, version)
             except _DAMAGED:  # damaged by hand: import it again
-                shutil.rmtree(folder, ignore_errors=True)
+                pass
             else:
                 if claim is not None:
                     claim(provider.url, provider.version)
                 return Loaded(provider, folder, imported=False)
+        shutil.rmtree(folder, ignore_errors=True)  # damaged, or of another format
         created = not cache.exists()
         cache.mkdir(parents=True, exist_ok=True)
         self.build(source, folder, progress or (lambda _message: None))  # atomic
