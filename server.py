@@ -12,6 +12,7 @@ from pathlib import Path
 import uvicorn
 
 from workbench import Workbench, WorkbenchError
+from workbench.releases import kinds
 from workbench.server import create_app
 from workbench.server.auth import new_token
 from workbench.server.protocol import http_protocol
@@ -60,8 +61,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="PATH[|VERSION]",
-        help="also load a terminology release folder or zip (SNOMED CT RF2, LOINC, ICD-10-CM, "
-        "RxNorm RRF), its kind detected from its files and imported once into the release "
+        help="also load a terminology release folder or zip ("
+        + ", ".join(kind.title for kind in kinds.release_kinds())
+        + "), its kind detected from its files and imported once into the release "
         "cache; '|VERSION' overrides its version (repeatable)",
     )
     parser.add_argument(

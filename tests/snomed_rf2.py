@@ -13,6 +13,10 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+from workbench.releases.kinds import Loaded
+from workbench.releases.snomed.codesystem import SnomedCT
+from workbench.releases.snomed.provider import SnomedProvider
+
 TIME = "20250131"
 CORE = "900000000000207008"
 META = "900000000000012004"
@@ -503,3 +507,10 @@ def map_files(
             extended_lines,
         ),
     }
+
+
+def opened(loaded: Loaded) -> tuple[SnomedCT, bool]:
+    """The ``SnomedCT`` a release kind's ``load`` opened, and whether it imported it now."""
+    provider = loaded.provider
+    assert isinstance(provider, SnomedProvider)
+    return provider.sct, loaded.imported

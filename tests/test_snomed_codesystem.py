@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import snomed_rf2
+from snomed_rf2 import opened
 
 from workbench.errors import (
     ExpressionSyntaxError,
@@ -22,7 +23,7 @@ SCT = "http://snomed.info/sct"
 @pytest.fixture(scope="module")
 def sct(tmp_path_factory: pytest.TempPathFactory) -> SnomedCT:
     root = tmp_path_factory.mktemp("cs")
-    cs, _ = load(snomed_rf2.write(root / "rel"), root / "cache")
+    cs, _ = opened(load(snomed_rf2.write(root / "rel"), root / "cache"))
     return cs
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import snomed_rf2
+from snomed_rf2 import opened
 
 from workbench.errors import ExpressionSyntaxError
 from workbench.releases.snomed import ecl, scg
@@ -23,7 +24,7 @@ FINDINGS = {"404684003", "64572001", "49601007", "56265001", "22298006", "570540
 @pytest.fixture(scope="module")
 def sct(tmp_path_factory: pytest.TempPathFactory) -> SnomedCT:
     root = tmp_path_factory.mktemp("ecl")
-    cs, _ = load(snomed_rf2.write(root / "rel"), root / "cache")
+    cs, _ = opened(load(snomed_rf2.write(root / "rel"), root / "cache"))
     return cs
 
 

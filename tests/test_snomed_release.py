@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import snomed_rf2
+from snomed_rf2 import opened
 
 from workbench.errors import InvalidRequestError, ReleaseFormatError
+from workbench.releases.closure import Closure
 from workbench.releases.snomed import rf2
-from workbench.releases.snomed.closure import Closure
 from workbench.releases.snomed.codesystem import SnomedCT
 from workbench.releases.snomed.loader import detect, load
 
@@ -24,7 +25,7 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def sct(release: Path, tmp_path_factory: pytest.TempPathFactory) -> SnomedCT:
-    cs, built = load(release, tmp_path_factory.mktemp("cache"))
+    cs, built = opened(load(release, tmp_path_factory.mktemp("cache")))
     assert built
     return cs
 
@@ -46,11 +47,11 @@ def test_files_are_found_by_kind(release: Path) -> None:
 
 
 def test_import_then_reopen_from_the_cache(release: Path, tmp_path: Path) -> None:
-    first, built = load(release, tmp_path)
+    first, built = opened(load(release, tmp_path))
     assert built and len(first) == len(snomed_rf2.CONCEPTS)
     stores = [p.name for p in tmp_path.iterdir()]
     assert len(stores) == 1 and stores[0].startswith("snomed-")
-    again, built = load(release, tmp_path)
+    again, built = opened(load(release, tmp_path))
     assert not built
     assert again.store.path == first.store.path
     assert again.lookup("22298006").display == "Myocardial infarction"
@@ -59,7 +60,7 @@ def test_import_then_reopen_from_the_cache(release: Path, tmp_path: Path) -> Non
 def test_zip_and_folder_give_the_same_release(tmp_path: Path, sct: SnomedCT) -> None:
     archive = snomed_rf2.write(tmp_path / "z", as_zip=True)
     assert detect(archive)
-    zipped, _ = load(archive, tmp_path / "cache")
+    zipped, _ = opened(load(archive, tmp_path / "cache"))
     assert zipped.version == sct.version
     assert zipped.concepts_frame().equals(sct.concepts_frame())
 
@@ -71,7 +72,7 @@ def test_version_from_the_module_dependency_refset(sct: SnomedCT) -> None:
 
 def test_version_override_and_its_check(release: Path, tmp_path: Path) -> None:
     xsct = "http://snomed.info/xsct/31000003106/version/20250909"
-    cs, _ = load(release, tmp_path, version=xsct)
+    cs, _ = opened(load(release, tmp_path, version=xsct))
     assert cs.version == xsct
     with pytest.raises(InvalidRequestError, match="not a SNOMED CT version URI"):
         load(release, tmp_path, version="20250131")
@@ -195,7 +196,7 @@ def test_a_failed_import_leaves_the_cache_as_it_was(
     release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    good, _ = load(release, cache)
+    good, _ = opened(load(release, cache))
     before = sorted(p.name for p in cache.iterdir())
     broken = snomed_rf2.write(
         tmp_path / "broken",
@@ -248,17 +249,17 @@ def test_other_refsets_keep_their_extra_columns_as_text(tmp_path: Path) -> None:
             + row
         },
     )
-    cs, _ = load(release, tmp_path / "cache")
+    cs, _ = opened(load(release, tmp_path / "cache"))
     assert {str(cs.store.ids[r]) for r in np.flatnonzero(cs.evaluate("^ 447562003"))} == {
         "22298006"
     }
 
 
 def test_a_damaged_store_is_imported_again(release: Path, tmp_path: Path) -> None:
-    first, _ = load(release, tmp_path)
+    first, _ = opened(load(release, tmp_path))
     (first.store.path / "up.npy").unlink()
-    again, built = load(release, tmp_path)
+    again, built = opened(load(release, tmp_path))
     assert built and again.lookup("57054005").display == "Acute myocardial infarction"
     (again.store.path / "concepts.arrow").write_bytes(b"not arrow")
-    third, built = load(release, tmp_path)
+    third, built = opened(load(release, tmp_path))
     assert built and third.subsumes("404684003", "57054005") == "subsumes"

@@ -20,7 +20,7 @@ from workbench.errors import (
     WorkbenchError,
 )
 from workbench.registry import Registry
-from workbench.releases.ucum.provider import UcumProvider
+from workbench.releases import kinds
 from workbench.resources import Resource
 from workbench.terminology.conceptmap import Translation, select_maps, translate
 from workbench.terminology.engine import Terminology
@@ -87,7 +87,8 @@ class Workbench:
     ) -> None:
         self.registry = Registry()
         self.terminology = Terminology(self.registry, max_expansion=max_expansion)
-        self.terminology.add_provider(UcumProvider())  # UCUM is always there
+        for kind in kinds.builtin_kinds():  # UCUM: always there
+            self.terminology.add_provider(kind.provider())
         self.package_cache = Path(package_cache) if package_cache is not None else None
         _CURRENT[:] = [weakref.ref(self)]
 

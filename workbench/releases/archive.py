@@ -34,6 +34,20 @@ class ReleaseFile:
         return data
 
 
+def check_zip(path: str | Path) -> None:
+    """ReleaseFormatError when ``path`` is a zip archive (by its first bytes) that cannot be
+    read: truncated, or its central directory missing."""
+    p = Path(path)
+    if not p.is_file():
+        return
+    with open(p, "rb") as fh:
+        magic = fh.read(4)
+    if magic == b"PK\x03\x04" and not zipfile.is_zipfile(p):
+        raise ReleaseFormatError(
+            "a damaged zip archive (truncated?): its central directory is missing", file=str(p)
+        )
+
+
 def label(file: ReleaseFile) -> str:
     """A name for messages: the path, or ``archive.zip!member``."""
     return f"{file.archive}!{file.name}" if file.archive is not None else file.name
@@ -65,6 +79,19 @@ def list_files(path: str | Path, what: str) -> list[tuple[str, Path | None]]:
             file=str(root),
         )
     raise ReleaseFormatError("no such file or folder", file=str(root))
+
+
+def names(path: str | Path) -> list[str]:
+    """The file names of a folder or zip, cheaply (for detecting a release's kind): no
+    member is checked, and anything unreadable or missing has none."""
+    root = Path(path)
+    if root.is_dir():
+        return [str(f) for f in sorted(root.rglob("*")) if f.is_file()]
+    try:
+        with zipfile.ZipFile(root) as zf:
+            return [name for name in zf.namelist() if not name.endswith("/")]
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return []
 
 
 def fingerprint(files: list[ReleaseFile], main: ReleaseFile, salt: str) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from workbench.releases.snomed.provider import MaskFilter
+from workbench.releases.masks import MaskFilter
 from workbench.terminology.codesystem import Concept
 from workbench.terminology.compose import Entry
 from workbench.terminology.filters import CodeFilter

@@ -1,20 +1,20 @@
-"""The ICD-10-CM code system provider: the store's rows as a CodeSystemIndex (concepts by code,
-the hierarchy, ``billable``, ``kind``, groupers not selectable), plus the implicit value sets
-(``?fhir_vs`` for all codes, ``?fhir_vs=isa/CODE`` for a subtree) and frames straight from the
-store's columns."""
+"""The ICD-10-CM code system provider: the store's rows as a CodeSystemIndex (concepts by
+code, made on demand; the hierarchy, ``billable``, ``kind``, groupers not selectable), plus
+the implicit value sets (``?fhir_vs`` for all codes, ``?fhir_vs=isa/CODE`` for a subtree) and
+frames straight from the store's columns."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from workbench import collector
 from workbench.releases.icd10cm import tabular
-from workbench.releases.icd10cm.store import open_tables
+from workbench.releases.icd10cm.store import Store
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
 
 SYSTEM = tabular.SYSTEM
@@ -26,16 +26,15 @@ INCLUSION_USE = {
 
 
 class Icd10cmProvider(CodeSystemIndex):
-    """ICD-10-CM concepts by code, made from a store folder (``store.build``)."""
+    """ICD-10-CM concepts by code, made on demand from a store (``store.build``)."""
 
-    def __init__(self, folder: str | Path, *, version: str | None = None) -> None:
-        meta, concepts, designations = open_tables(Path(folder))
-        self.folder = Path(folder)
-        self._tables = (concepts, designations)
+    def __init__(self, store: Store, *, version: str | None = None) -> None:
+        self.store = store
+        self.folder = store.path
         header: dict[str, Any] = {
             "resourceType": "CodeSystem",
             "url": SYSTEM,
-            "version": version or meta.get("version"),
+            "version": version or store.meta.get("version"),
             "name": "ICD10CM",
             "title": "ICD-10-CM",
             "status": "active",
@@ -43,73 +42,20 @@ class Icd10cmProvider(CodeSystemIndex):
             "caseSensitive": True,
             "hierarchyMeaning": "is-a",
             "content": "not-present",
-            "count": concepts.num_rows,
+            "count": store.n,
             "property": tabular.properties(),
         }
         super().__init__(header)
         self.content = "complete"  # the provider knows every code (the resource lists none)
-        with collector.paused():  # ~500k small containers, and no cycles
-            self._fill(concepts, designations)
-
-    def _fill(self, concepts: pa.Table, designations: pa.Table) -> None:
-        kinds = concepts.column("kind").combine_chunks()
-        if pa.types.is_dictionary(kinds.type):  # each kind's text once, not per row
-            names = kinds.dictionary.to_pylist()
-            kind_of = [names[i] for i in kinds.indices.to_numpy(zero_copy_only=False)]
-        else:
-            kind_of = kinds.to_pylist()
-        cols = {
-            name: concepts.column(name).to_pylist()
-            for name in ("code", "display", "parent", "abstract", "billable")
-        }
-        cols["kind"] = kind_of
-        terms: dict[str, list[dict[str, Any]]] = {}
-        for code, value in zip(
-            designations.column("code").to_pylist(),
-            designations.column("value").to_pylist(),
-            strict=True,
-        ):
-            terms.setdefault(code, []).append(
-                {"language": "en", "use": INCLUSION_USE, "value": value}
-            )
-        made = self.concepts
-        keys = {"notSelectable": "valueBoolean", "billable": "valueBoolean", "kind": "valueCode"}
-        for order, (code, display, parent, kind, abstract, billable) in enumerate(
-            zip(
-                cols["code"],
-                cols["display"],
-                cols["parent"],
-                cols["kind"],
-                cols["abstract"],
-                cols["billable"],
-                strict=True,
-            )
-        ):
-            made[code] = Concept(
-                code=code,
-                display=display,
-                definition=None,
-                order=order,
-                designations=terms.get(code, []),
-                properties={
-                    "notSelectable": [abstract],
-                    "billable": [billable],
-                    "kind": [kind],
-                },
-                value_keys=dict(keys),
-                parents=[parent] if parent else [],
-                abstract=abstract,
-            )
-        for code, parent in zip(cols["code"], cols["parent"], strict=True):
-            if parent:
-                made[parent].children.append(code)
+        # the concepts, made from the store's rows when first asked for
+        self.concepts = _Concepts(store)  # type: ignore[assignment]
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled as its store folder and version (reopened on unpickling)."""
-        return {"folder": str(self.folder), "version": self.version}
+        """Pickled as its store (its folder) and version (reopened on unpickling)."""
+        return {"store": self.store, "version": self.version}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["folder"], version=state["version"])  # type: ignore[misc]
+        self.__init__(state["store"], version=state["version"])  # type: ignore[misc]
 
     def implicit_valueset(self, url: str) -> dict[str, Any] | None:
         """The implicit ValueSet for ``url`` (None when it is not one of this system's)."""
@@ -135,7 +81,7 @@ class Icd10cmProvider(CodeSystemIndex):
     def concepts_frame(self) -> pd.DataFrame:
         """Every code (code, display, parents, abstract, inactive, status, then billable and
         kind), from the store's columns."""
-        t = self._tables[0]
+        t = self.store.tables["concepts"]
         n = t.num_rows
         parents = [[p] if p else [] for p in t.column("parent").to_pylist()]
         return pd.DataFrame(
@@ -154,14 +100,121 @@ class Icd10cmProvider(CodeSystemIndex):
 
     def designations_frame(self) -> pd.DataFrame:
         """Every inclusion term (code, language, use_system, use_code, value)."""
-        t = self._tables[1]
+        t = self.store.tables["designations"]
         n = t.num_rows
         return pd.DataFrame(
             {
-                "code": t.column("code").to_pandas(),
+                "code": self.store.codes.take(t.column("row")).to_pandas(),
                 "language": pd.Series(["en"] * n, dtype=object),
                 "use_system": pd.Series([INCLUSION_USE["system"]] * n, dtype=object),
                 "use_code": pd.Series([INCLUSION_USE["code"]] * n, dtype=object),
                 "value": t.column("value").to_pandas(),
             }
         )
+
+
+class _Concepts(Mapping[str, Concept]):
+    """The concepts by code, made from the store's rows as they are asked for and kept (the
+    columns become Python lists on the first one; nothing is read when the store opens)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._made: dict[str, Concept] = {}
+
+    @cached_property
+    def _columns(self) -> dict[str, Any]:
+        t = self.store.tables["concepts"]
+        kinds = t.column("kind").combine_chunks()
+        names = kinds.dictionary.to_pylist()  # each kind's text once, not per row
+        designations = self.store.tables["designations"]
+        starts = np.searchsorted(
+            self.store.column_np("designations", "row"), np.arange(self.store.n + 1)
+        )
+        with collector.paused():  # a few hundred thousand strings, no cycles
+            columns: dict[str, Any] = {
+                name: t.column(name).to_pylist()
+                for name in ("code", "display", "parent", "abstract", "billable")
+            }
+            columns["kind"] = [names[i] for i in kinds.indices.to_numpy(zero_copy_only=False)]
+            columns["terms"] = designations.column("value").to_pylist()
+        columns["starts"] = starts.tolist()
+        return columns
+
+    @cached_property
+    def _rows(self) -> dict[str, int]:
+        """Row by code (from the code column's list, not read twice)."""
+        return {code: row for row, code in enumerate(self._columns["code"])}
+
+    def _make(self, row: int, children: list[str] | None = None) -> Concept:
+        cols = self._columns
+        code, parent, abstract = cols["code"][row], cols["parent"][row], cols["abstract"][row]
+        terms = cols["terms"][cols["starts"][row] : cols["starts"][row + 1]]
+        if children is None:
+            children = [cols["code"][c] for c in self.store.closure.children[row].tolist()]
+        return Concept(
+            code=code,
+            display=cols["display"][row],
+            definition=None,
+            order=row,
+            designations=[{"language": "en", "use": INCLUSION_USE, "value": t} for t in terms],
+            properties={
+                "notSelectable": [abstract],
+                "billable": [cols["billable"][row]],
+                "kind": [cols["kind"][row]],
+            },
+            value_keys={
+                "notSelectable": "valueBoolean",
+                "billable": "valueBoolean",
+                "kind": "valueCode",
+            },
+            parents=[parent] if parent else [],
+            children=children,
+            abstract=abstract,
+        )
+
+    @cached_property
+    def _all(self) -> dict[str, Concept]:
+        """Every concept, in row order, made at once (when a call goes through them all)."""
+        codes = self._columns["code"]
+        children = self.store.closure.children
+        offsets, rows = children.offsets.tolist(), children.values.tolist()
+        made = self._made
+        with collector.paused():  # ~500k small containers, and no cycles
+            for row, code in enumerate(codes):
+                if code not in made:
+                    below = [codes[c] for c in rows[offsets[row] : offsets[row + 1]]]
+                    made.setdefault(code, self._make(row, below))
+            return {code: made[code] for code in codes}
+
+    def values(self) -> ValuesView[Concept]:
+        """Every concept, in row order."""
+        return self._all.values()
+
+    def items(self) -> ItemsView[str, Concept]:
+        """Every (code, concept), in row order."""
+        return self._all.items()
+
+    def get(self, code: str, default: Any = None) -> Concept | Any:
+        """The concept of a code, or ``default``."""
+        found = self._made.get(code) if isinstance(code, str) else None
+        if found is None:
+            row = self._rows.get(code, -1) if isinstance(code, str) else -1
+            if row < 0:
+                return default
+            found = self._made.setdefault(code, self._make(row))
+        return found
+
+    def __getitem__(self, code: str) -> Concept:
+        found = self.get(code)
+        if found is None:
+            raise KeyError(code)
+        return found
+
+    def __contains__(self, code: object) -> bool:
+        return isinstance(code, str) and (code in self._made or code in self._rows)
+
+    def __len__(self) -> int:
+        return self.store.n
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns["code"])

@@ -22,17 +22,17 @@ import pyarrow.compute as pc
 
 from workbench.errors import ReleaseFormatError
 from workbench.releases.archive import ReleaseFile, label
+from workbench.releases.closure import Closure
 from workbench.releases.loinc import files as lf
 from workbench.releases.loinc.store import (
     CODING_PROPERTIES,
-    FORMAT,
     FSN,
     KINDS,
     LOINC,
     PROPERTY_ORDER,
+    Store,
 )
-from workbench.releases.snomed.closure import Closure
-from workbench.releases.storage import build_atomically, write_table
+from workbench.releases.storage import write_table
 
 Progress = Callable[[str], None]
 
@@ -53,7 +53,7 @@ def build(
     is left at ``dest`` or beside it.
     """
     step = progress or (lambda _msg: None)
-    return build_atomically(dest, lambda tmp: _build(found, tmp, step))
+    return Store.build(dest, lambda tmp: _build(found, tmp, step))
 
 
 def _read(
@@ -197,7 +197,7 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
             "kind": pa.array(every["kind"].to_numpy(np.int8)),
             "display": pa.array(every["display"], pa.string()),
             "status": pa.array(status, pa.string()),
-            "inactive": pa.array(status.isin(["DEPRECATED", "DISCOURAGED"]).to_numpy()),
+            "active": pa.array(~status.isin(["DEPRECATED", "DISCOURAGED"]).to_numpy()),
         }
     )
     n = len(codes)
@@ -364,13 +364,10 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
     edges = tree[tree["IMMEDIATE_PARENT"] != ""]
     child, parent = rows(edges["CODE"]), rows(edges["IMMEDIATE_PARENT"])
     keep = (child >= 0) & (parent >= 0)
-    closure = Closure.build(n, child[keep], parent[keep])
-    for key, array in closure.arrays().items():
-        np.save(out / f"{key}.npy", np.ascontiguousarray(array))
+    Closure.build(n, child[keep], parent[keep]).save(out)
     write_table(concepts, out / "concepts.arrow")
     kinds = np.bincount(concepts.column("kind").to_numpy(), minlength=len(KINDS))
     return {
-        "format": FORMAT,
         "system": LOINC,
         "version": _version(loinc),
         "concepts": n,

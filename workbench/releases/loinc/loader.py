@@ -1,4 +1,5 @@
-"""Load a LOINC release: find its files, import it once into the cache, open it.
+"""The LOINC release kind: the release's files (a folder or zip), imported once into the
+cache, opened as a ``LoincProvider``.
 
 The store's folder name is a fingerprint of the release's files (names and sizes, and the
 first bytes of ``Loinc.csv``), so the same release is imported once and then reopened.
@@ -6,47 +7,66 @@ first bytes of ``Loinc.csv``), so the same release is imported once and then reo
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
-
-from workbench.errors import ReleaseFormatError
 from workbench.releases import archive
-from workbench.releases.loinc import files, importer
-from workbench.releases.loinc.store import FORMAT, Store, is_store
+from workbench.releases.kinds import Claim, Loaded, Progress, ReleaseKind
+from workbench.releases.loinc import files
+from workbench.releases.loinc.store import LOINC, Store
+from workbench.terminology.provider import CodeSystemProvider
+
+
+class LoincKind(ReleaseKind[list[archive.ReleaseFile]]):
+    """LOINC from ``LoincTable/Loinc.csv`` and its accessory files."""
+
+    name = "loinc"
+    title = "LOINC"
+    system = LOINC
+    store_class = Store
+
+    def locate(self, path: Path) -> list[archive.ReleaseFile]:
+        """The LOINC files (ReleaseFormatError without exactly one ``Loinc.csv``)."""
+        return files.find_files(path)
+
+    def detect(self, path: Path) -> bool:
+        """True when ``path`` (a folder or zip) names a ``LoincTable/Loinc.csv``."""
+        return any(files.kind_of(name) == "loinc" for name in archive.names(path))
+
+    def fingerprint(self, source: list[archive.ReleaseFile]) -> str:
+        """File names, sizes, the head of ``Loinc.csv``."""
+        main = next(f for f in source if f.kind == "loinc")
+        return archive.fingerprint(source, main, f"loinc{Store.FORMAT}")
+
+    def build(self, source: list[archive.ReleaseFile], folder: Path, progress: Progress) -> None:
+        """Import the files (``importer.build``)."""
+        from workbench.releases.loinc import importer
+
+        importer.build(source, folder, progress=progress)
+
+    def open(self, folder: Path, version: str | None) -> CodeSystemProvider:
+        """A ``LoincProvider`` over the store."""
+        from workbench.releases.loinc.provider import LoincProvider
+
+        return LoincProvider(Store(folder), version=version)
+
+
+KIND = LoincKind()
 
 
 def detect(path: str | Path) -> bool:
     """True when ``path`` (a folder or zip) holds ``LoincTable/Loinc.csv``."""
-    try:
-        return bool(files.find_files(path))
-    except (ReleaseFormatError, OSError):  # not a release, or not one we can read
-        return False
+    return KIND.detect(Path(path))
 
 
 def load(
     path: str | Path,
     cache_dir: str | Path,
     *,
-    progress: Callable[[str], None] | None = None,
-) -> tuple[Store, bool]:
-    """Import (unless cached) and open a release; returns the store and whether it was
-    imported now (False: reopened from the cache).
-
-    Raises ReleaseFormatError for anything that is not a well-formed LOINC release; the cache
-    is left as it was.
-    """
-    found = files.find_files(path)
-    main = next(f for f in found if f.kind == "loinc")
-    folder = Path(cache_dir) / f"loinc-{archive.fingerprint(found, main, f'loinc{FORMAT}')}"
-    if is_store(folder):
-        try:
-            return Store(folder), False
-        except (OSError, ValueError, pa.ArrowException):
-            # a damaged store (a file deleted or truncated by hand): import it again
-            shutil.rmtree(folder, ignore_errors=True)
-    Path(cache_dir).mkdir(parents=True, exist_ok=True)
-    importer.build(found, folder, progress=progress)
-    return Store(folder), True
+    version: str | None = None,
+    progress: Progress | None = None,
+    claim: Claim | None = None,
+) -> Loaded:
+    """Import (unless cached) and open a release (``ReleaseKind.load``). Raises
+    ReleaseFormatError for anything that is not a well-formed LOINC release; the cache is
+    left as it was."""
+    return KIND.load(path, cache_dir, version=version, progress=progress, claim=claim)

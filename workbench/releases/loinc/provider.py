@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from workbench.errors import UnsupportedFilterError
 from workbench.releases.loinc.store import CODING_PROPERTIES, FSN, KINDS, LOINC, Store
 from workbench.releases.mask_provider import ConceptsByCode, MaskProvider
-from workbench.releases.snomed.provider import MaskFilter
+from workbench.releases.masks import MaskFilter
 from workbench.terminology.codesystem import Concept
 from workbench.terminology.languages import Languages
 from workbench.terminology.provider import dialect_display_for
@@ -171,7 +171,7 @@ class LoincProvider(MaskProvider):
             display=self.store.value("display", row),
             definition=None,
             order=row,
-            inactive=bool(self.store.inactive[row]),
+            inactive=not self.store.active[row],
             status=status.lower() or None,
         )
 
@@ -194,7 +194,7 @@ class LoincProvider(MaskProvider):
         codes = self.store.codes.take(rows).to_pylist()
         displays = self.store.column("display", rows)
         statuses = self.store.column("status", rows)
-        inactive = self.store.inactive[rows].tolist()
+        inactive = (~self.store.active[rows]).tolist()
         return [
             LoincConcept(
                 code=code,
@@ -357,7 +357,7 @@ class LoincProvider(MaskProvider):
         if prop == "inactive":
             if op != "=" or value not in ("true", "false"):
                 raise UnsupportedFilterError(f"Filter {text}: expected inactive = true or false")
-            return self.store.inactive.copy() if value == "true" else ~self.store.inactive
+            return ~self.store.active if value == "true" else self.store.active.copy()
         return self._property_mask(prop, op, value)
 
     def _property_mask(self, prop: str, op: str, value: str) -> npt.NDArray[np.bool_]:
@@ -415,7 +415,7 @@ class LoincProvider(MaskProvider):
 
     def inactive_rows(self) -> npt.NDArray[np.bool_]:
         """The inactive flag of every row (deprecated and discouraged terms)."""
-        return self.store.inactive
+        return ~self.store.active
 
     def ordered(self, filters: Sequence[MaskFilter], rows: npt.NDArray[np.int64]) -> Any:
         """An answer list's answers (a ``LIST =`` filter) in the list's order."""
@@ -475,7 +475,7 @@ class LoincProvider(MaskProvider):
                 "definition": pd.Series([None] * n, dtype=object),
                 "parents": pd.Series(lists.to_pylist(), dtype=object),
                 "abstract": np.zeros(n, dtype=bool),
-                "inactive": np.asarray(store.inactive, dtype=bool),
+                "inactive": ~store.active,
                 "status": t.column("status").to_pandas().str.lower(),
                 "kind": pd.Categorical.from_codes(
                     store.kind.astype(np.int64), categories=pd.Index(KINDS)

@@ -1,4 +1,5 @@
-"""Load an RxNorm release: find its RRF files, import it once into the cache, open it.
+"""The RxNorm release kind: its RRF files (a folder or zip), imported once into the cache,
+opened as an ``RxNormProvider``.
 
 The store's folder name is a fingerprint of the release's files (names and sizes, and the
 first bytes of RXNCONSO.RRF), so the same release is imported once and then reopened.
@@ -6,47 +7,66 @@ first bytes of RXNCONSO.RRF), so the same release is imported once and then reop
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
-
-from workbench.errors import ReleaseFormatError
 from workbench.releases import archive
+from workbench.releases.kinds import Claim, Loaded, Progress, ReleaseKind
 from workbench.releases.rxnorm import rrf
-from workbench.releases.rxnorm.store import FORMAT, Store, build, is_store
+from workbench.releases.rxnorm.store import RXNORM, Store, build
+from workbench.terminology.provider import CodeSystemProvider
+
+
+class RxNormKind(ReleaseKind[rrf.Release]):
+    """RxNorm from RXNCONSO, RXNREL, RXNSAT and RXNCUI (its RXNORM rows)."""
+
+    name = "rxnorm"
+    title = "RxNorm RRF"
+    system = RXNORM
+    store_class = Store
+
+    def locate(self, path: Path) -> rrf.Release:
+        """The four RRF files and the release date (ReleaseFormatError when one lacks)."""
+        return rrf.find(path)
+
+    def detect(self, path: Path) -> bool:
+        """True when ``path`` (a folder or zip) names an RXNCONSO.RRF."""
+        return any(
+            name.replace("\\", "/").upper().endswith("RXNCONSO.RRF") for name in archive.names(path)
+        )
+
+    def fingerprint(self, source: rrf.Release) -> str:
+        """File names, sizes, the head of RXNCONSO.RRF."""
+        main = source.files["RXNCONSO"]
+        return archive.fingerprint(source.all(), main, f"rx{Store.FORMAT}")
+
+    def build(self, source: rrf.Release, folder: Path, progress: Progress) -> None:
+        """Import the RXNORM rows (``store.build``)."""
+        build(source, folder, progress=progress)
+
+    def open(self, folder: Path, version: str | None) -> CodeSystemProvider:
+        """An ``RxNormProvider`` over the store."""
+        from workbench.releases.rxnorm.provider import RxNormProvider
+
+        return RxNormProvider(Store(folder), version=version)
+
+
+KIND = RxNormKind()
 
 
 def detect(path: str | Path) -> bool:
     """True when ``path`` (a folder or zip) holds RXNCONSO.RRF."""
-    try:
-        listed = archive.list_files(path, "an RxNorm release")
-    except (ReleaseFormatError, OSError):
-        return False
-    return any(name.replace("\\", "/").upper().endswith("RXNCONSO.RRF") for name, _ in listed)
+    return KIND.detect(Path(path))
 
 
 def load(
     path: str | Path,
     cache_dir: str | Path,
     *,
-    progress: Callable[[str], None] | None = None,
-) -> tuple[Store, str | None, bool]:
-    """Import (unless cached) and open a release; returns the store, the release's version
-    and whether it was imported now (False: reopened from the cache).
-
-    Raises ReleaseFormatError for anything that is not a complete, well-formed RxNorm
-    release (naming the file and line); the cache is left as it was.
-    """
-    release = rrf.find(path)
-    main = release.files["RXNCONSO"]
-    folder = Path(cache_dir) / f"rxnorm-{archive.fingerprint(release.all(), main, f'rx{FORMAT}')}"
-    if is_store(folder):
-        try:
-            return Store(folder), release.version, False
-        except (OSError, ValueError, pa.ArrowException):
-            shutil.rmtree(folder, ignore_errors=True)  # damaged by hand: import again
-    Path(cache_dir).mkdir(parents=True, exist_ok=True)
-    build(release, folder, progress=progress)
-    return Store(folder), release.version, True
+    version: str | None = None,
+    progress: Progress | None = None,
+    claim: Claim | None = None,
+) -> Loaded:
+    """Import (unless cached) and open a release (``ReleaseKind.load``). Raises
+    ReleaseFormatError for anything that is not a complete, well-formed RxNorm release
+    (naming the file and line); the cache is left as it was."""
+    return KIND.load(path, cache_dir, version=version, progress=progress, claim=claim)

@@ -19,9 +19,8 @@ suppressed one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,8 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import ReleaseFormatError
-from workbench.releases import archive, storage
+from workbench.releases import archive
 from workbench.releases.rxnorm import rrf
+from workbench.releases.storage import ColumnarStore, write_table
 
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
 FORMAT = 1
@@ -60,13 +60,7 @@ TTY_ORDER = (
     "TMSY",
 )
 _TABLES = ("concepts", "atoms", "rels", "attrs")
-FILES = tuple(f"{name}.arrow" for name in _TABLES)
 Progress = Callable[[str], None]
-
-
-def is_store(path: Path) -> bool:
-    """True when ``path`` holds a complete store of this format."""
-    return storage.is_store(path, FORMAT)
 
 
 # --- import --------------------------------------------------------------------------------
@@ -76,7 +70,7 @@ def build(release: rrf.Release, dest: Path, *, progress: Progress | None = None)
     """Import a release into the store folder ``dest`` (atomically: on ReleaseFormatError
     nothing is left behind)."""
     step = progress or (lambda _msg: None)
-    storage.build_atomically(dest, lambda tmp: _build(release, tmp, step))
+    Store.build(dest, lambda tmp: _build(release, tmp, step))
 
 
 def _rxnorm_rows(
@@ -230,9 +224,8 @@ def _build(release: rrf.Release, tmp: Path, step: Progress) -> dict[str, Any]:
         ("rels", rels),
         ("attrs", attrs),
     ):
-        storage.write_table(table, tmp / f"{name}.arrow")
+        write_table(table, tmp / f"{name}.arrow")
     return {
-        "format": FORMAT,
         "version": release.version,
         "concepts": len(ids),
         "retired": len(retired),
@@ -245,57 +238,11 @@ def _build(release: rrf.Release, tmp: Path, step: Progress) -> dict[str, Any]:
 # --- the opened store ----------------------------------------------------------------------
 
 
-class Store:
+class Store(ColumnarStore):
     """The opened store: its tables, mapped, and row look-ups by RXCUI."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.meta, self.tables = storage.open_store(self.path, FILES, _TABLES)
-        self.ids: npt.NDArray[np.int64] = self.tables["concepts"].column("rxcui").to_numpy()
-        self.n = len(self.ids)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled as its folder (Dask workers reopen it)."""
-        return {"path": str(self.path)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"])  # type: ignore[misc]
-
-    def row(self, code: str) -> int:
-        """The row of an RXCUI, or -1."""
-        if not isinstance(code, str) or not code.isdigit() or len(code) > 18:
-            return -1
-        value = int(code)
-        at = int(np.searchsorted(self.ids, value))
-        return at if at < self.n and int(self.ids[at]) == value else -1
-
-    @cached_property
-    def codes(self) -> pa.Array:
-        """Every RXCUI as a string."""
-        return self.tables["concepts"].column("rxcui").cast(pa.string()).combine_chunks()
-
-    @cached_property
-    def active(self) -> npt.NDArray[np.bool_]:
-        """The active flag of every row."""
-        return np.asarray(
-            self.tables["concepts"].column("active").to_numpy(zero_copy_only=False), bool
-        )
-
-    def value(self, column: str, row: int) -> Any:
-        """One concept column's value at a row."""
-        return self.tables["concepts"].column(column)[row].as_py()
-
-    def column(self, column: str, rows: npt.NDArray[np.integer]) -> list[Any]:
-        """A concept column's values at many rows."""
-        return self.tables["concepts"].column(column).take(pa.array(rows)).to_pylist()
-
-    @cached_property
-    def _starts(self) -> dict[str, npt.NDArray[np.int32]]:
-        return {
-            name: self.tables[name].column("row").to_numpy() for name in ("atoms", "rels", "attrs")
-        }
-
-    def rows_of(self, table: str, row: int) -> pa.Table:
-        """The rows of ``atoms``, ``rels`` or ``attrs`` that belong to a concept row."""
-        lo, hi = np.searchsorted(self._starts[table], [row, row + 1])
-        return self.tables[table].slice(int(lo), int(hi - lo))
+    FORMAT = FORMAT
+    TABLES = _TABLES
+    CODE = "rxcui"
+    NUMERIC = True
+    LONG: ClassVar[dict[str, str]] = {"atoms": "row", "rels": "row", "attrs": "row"}

@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import UnsupportedFilterError
+from workbench.releases.closure import CSR, sorted_unique, unique_counts
 from workbench.releases.snomed import ecl
-from workbench.releases.snomed.closure import CSR, sorted_unique, unique_counts
 from workbench.releases.snomed.store import Store
 
 Mask = npt.NDArray[np.bool_]

@@ -18,10 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases.closure import Closure
 from workbench.releases.snomed import rf2
-from workbench.releases.snomed.closure import Closure
-from workbench.releases.snomed.store import FORMAT, SCT
-from workbench.releases.storage import build_atomically, write_table
+from workbench.releases.snomed.store import SCT, Store
+from workbench.releases.storage import write_table
 
 IS_A = 116680003
 FSN = 900000000000003001
@@ -46,7 +46,7 @@ def build(
     is left at ``dest`` or beside it.
     """
     step = progress or (lambda _msg: None)
-    return build_atomically(dest, lambda tmp: _build(files, tmp, step))
+    return Store.build(dest, lambda tmp: _build(files, tmp, step))
 
 
 def _concat(files: list[rf2.ReleaseFile], kind: str, step: Progress) -> pa.Table | None:
@@ -302,7 +302,6 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
         set(_np(member_table, "refsetId").tolist()) | set(_np(assoc, "refsetId").tolist())
     )
     return {
-        "format": FORMAT,
         "system": SCT,
         "module": str(module),
         "effectiveTime": str(effective),

@@ -1,4 +1,5 @@
-"""Load a SNOMED CT RF2 release: find its files, import it once into the cache, open it.
+"""The SNOMED CT release kind: an RF2 Snapshot (a folder or zip), imported once into the
+cache, opened as a ``SnomedProvider``.
 
 The store's folder name is a fingerprint of the release's Snapshot files (names and sizes,
 and the first bytes of the concept file), so the same release is imported once and then
@@ -7,32 +8,62 @@ reopened; a release whose files change gets a new store.
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
-
-from workbench.errors import ReleaseFormatError
 from workbench.releases import archive
-from workbench.releases.snomed import importer, rf2
-from workbench.releases.snomed.codesystem import SnomedCT, check_version
-from workbench.releases.snomed.store import FORMAT, SCT, Store, is_store
+from workbench.releases.kinds import Claim, Loaded, Progress, ReleaseKind
+from workbench.releases.snomed import rf2
+from workbench.releases.snomed.store import SCT, Store
+from workbench.terminology.provider import CodeSystemProvider
+
+
+class SnomedKind(ReleaseKind[list[archive.ReleaseFile]]):
+    """SNOMED CT from its RF2 Snapshot files."""
+
+    name = "snomed"
+    title = "SNOMED CT RF2 Snapshot"
+    system = SCT
+    store_class = Store
+
+    def locate(self, path: Path) -> list[archive.ReleaseFile]:
+        """The RF2 Snapshot files (ReleaseFormatError when there is no concept file)."""
+        return rf2.find_files(path)
+
+    def detect(self, path: Path) -> bool:
+        """True when ``path`` (a folder or zip) names an RF2 Snapshot concept file."""
+        return any(rf2.kind_of(name) == "concept" for name in archive.names(path))
+
+    def fingerprint(self, source: list[archive.ReleaseFile]) -> str:
+        """File names, sizes, the concept file's head."""
+        concept = next(f for f in source if f.kind == "concept")
+        return archive.fingerprint(source, concept, f"format{Store.FORMAT}")
+
+    def build(self, source: list[archive.ReleaseFile], folder: Path, progress: Progress) -> None:
+        """Import the Snapshot files (``importer.build``)."""
+        from workbench.releases.snomed import importer
+
+        importer.build(source, folder, progress=progress)
+
+    def open(self, folder: Path, version: str | None) -> CodeSystemProvider:
+        """A ``SnomedProvider`` over the store."""
+        from workbench.releases.snomed.codesystem import SnomedCT
+        from workbench.releases.snomed.provider import SnomedProvider
+
+        return SnomedProvider(SnomedCT(Store(folder), version=version))
+
+    def check_version(self, version: str) -> str:
+        """An edition/version URI (``…/sct/{module}/version/{yyyymmdd}``, or ``xsct``)."""
+        from workbench.releases.snomed.codesystem import check_version
+
+        return check_version(version)
+
+
+KIND = SnomedKind()
 
 
 def detect(path: str | Path) -> bool:
     """True when ``path`` (a folder or zip) holds an RF2 Snapshot concept file."""
-    try:
-        return any(f.kind == "concept" for f in rf2.find_files(path))
-    except (ReleaseFormatError, OSError):  # not a release, or not one we can read
-        return False
-
-
-def fingerprint(files: list[rf2.ReleaseFile]) -> str:
-    """A short hash naming a release's store: file names, sizes, the concept file's head."""
-    concept = next(f for f in files if f.kind == "concept")
-    return archive.fingerprint(files, concept, f"format{FORMAT}")
+    return KIND.detect(Path(path))
 
 
 def load(
@@ -40,46 +71,10 @@ def load(
     cache_dir: str | Path,
     *,
     version: str | None = None,
-    progress: Callable[[str], None] | None = None,
-    claim: Callable[[str, str | None], None] | None = None,
-) -> tuple[SnomedCT, bool]:
-    """Import (unless cached) and open a release; returns the code system and whether it
-    was imported now (False: reopened from the cache). ``claim(system, version)`` is called
-    before anything is imported when the version is known then (given, or from a cached
-    store) and may raise to refuse it; else after the import, and a refused import's store
-    is removed again.
-
-    Raises ReleaseFormatError for anything that is not a complete, well-formed RF2 Snapshot;
-    the cache is left as it was.
-    """
-    if version is not None:
-        check_version(version)
-    files = rf2.find_files(path)
-    folder = Path(cache_dir) / f"snomed-{fingerprint(files)}"
-    if claim is not None and version is not None:
-        claim(SCT, version)
-    if is_store(folder):
-        try:
-            sct = SnomedCT(Store(folder), version=version)
-            if claim is not None:
-                claim(SCT, sct.version)
-            return sct, False
-        except (OSError, ValueError, pa.ArrowException):
-            # a damaged store (a file deleted or truncated by hand): import it again
-            shutil.rmtree(folder, ignore_errors=True)
-    created = not Path(cache_dir).exists()
-    Path(cache_dir).mkdir(parents=True, exist_ok=True)
-    importer.build(files, folder, progress=progress)
-    sct = SnomedCT(Store(folder), version=version)
-    if claim is not None:
-        try:
-            claim(SCT, sct.version)
-        except BaseException:
-            # refused once its version is known: the store made just now goes too
-            del sct
-            shutil.rmtree(folder, ignore_errors=True)
-            if created:
-                with contextlib.suppress(OSError):
-                    Path(cache_dir).rmdir()  # only when empty
-            raise
-    return sct, True
+    progress: Progress | None = None,
+    claim: Claim | None = None,
+) -> Loaded:
+    """Import (unless cached) and open a release (``ReleaseKind.load``); ``provider.sct``
+    is the opened ``SnomedCT``. Raises ReleaseFormatError for anything that is not a
+    complete, well-formed RF2 Snapshot; the cache is left as it was."""
+    return KIND.load(path, cache_dir, version=version, progress=progress, claim=claim)

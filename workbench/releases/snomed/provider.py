@@ -10,7 +10,6 @@ Python objects only when a call needs them. Post-coordinated expressions are val
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workbench.releases.masks import MaskFilter
 from workbench.releases.snomed import maps, scg
 from workbench.releases.snomed.codesystem import SCT, SnomedCT
 from workbench.releases.snomed.concepts import (
@@ -46,14 +46,6 @@ PROPERTIES = {
     "expression": "string",
     "expressions": "boolean",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class MaskFilter(CodeFilter):
-    """A compiled SNOMED CT filter that also keeps its boolean mask over concept rows."""
-
-    mask: Any = None
-    ecl: str | None = None
 
 
 class SnomedProvider(CodeSystemProvider):

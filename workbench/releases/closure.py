@@ -18,8 +18,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from workbench.releases.storage import mapped
-
 Rows = npt.NDArray[np.int32]
 NAMES = ("parents", "children", "up", "down")
 #: The files of a saved closure.
@@ -157,11 +155,19 @@ class Closure:
             found[name] = csr.values
         return found
 
+    def save(self, folder: Path) -> None:
+        """Write the closure's arrays as ``.npy`` files into ``folder`` (``FILES``)."""
+        for key, array in self.arrays().items():
+            np.save(folder / f"{key}.npy", np.ascontiguousarray(array))
+
     @classmethod
     def open(cls, folder: Path) -> Closure:
         """The closure saved as ``.npy`` files (``arrays``) in ``folder``, memory-mapped."""
-        parts = [CSR(mapped(folder / f"{n}_off.npy"), mapped(folder / f"{n}.npy")) for n in NAMES]
-        return cls(*parts)
+
+        def mapped(name: str) -> np.ndarray:  # a plain view: np.memmap indexes slowly
+            return np.load(folder / f"{name}.npy", mmap_mode="r").view(np.ndarray)
+
+        return cls(*(CSR(mapped(f"{n}_off"), mapped(n)) for n in NAMES))
 
     def ancestors(self, row: int) -> Rows:
         """Every ancestor row of ``row`` (sorted, without the row itself)."""
