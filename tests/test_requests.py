@@ -483,3 +483,21 @@ def test_a_new_input_is_one_field() -> None:
     req = Dated.from_inputs(inputs, own=valueset_validate_code.OWN, valueset=VS)
     assert req.date == "2024-01-01"
     assert req == Dated(valueset=VS, code="a", date="2024-01-01")
+
+
+def test_a_display_beside_a_coding_is_checked_by_the_facade_as_on_the_wire() -> None:
+    wb = Workbench()
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": CS,
+            "content": "complete",
+            "concept": [{"code": "a", "display": "Alpha"}],
+        }
+    )
+    vs = {"resourceType": "ValueSet", "compose": {"include": [{"system": CS}]}}
+    coding = {"system": CS, "code": "a"}
+    assert wb.validate_code(vs, coding=coding, display="Alpha").result is True
+    wrong = wb.validate_code(vs, coding=coding, display="Beta")
+    assert wrong.result is False
+    assert "Alpha" in (wrong.message or "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import types
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import InvalidRequestError
@@ -23,9 +24,32 @@ Parse = Callable[[Any, str], Any]
 _PARAM = "workbench.param"
 _PARSE = "workbench.parse"
 _BUNDLE = "workbench.bundle"
-# per request class (a handful, all defined at import), what its fields declare
-_NAMES: dict[type, frozenset[str]] = {}
-_CHECKS: dict[type, tuple[tuple[str, Callable[[Any], bool], str], ...]] = {}
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where one input goes: a field of the request, or of one of its bundles."""
+
+    field: str
+    bundle: str | None
+    parse: Parse | None
+
+
+@dataclass(frozen=True)
+class _Check:
+    """The type test of one field: ``isinstance`` of ``kinds``, then ``deep`` if any."""
+
+    field: str
+    default: Any
+    kinds: tuple[type, ...]
+    deep: Callable[[Any], bool] | None
+    shown: str
+
+
+# per request class (a handful, all defined at import): what its fields declare
+_SOURCES: dict[type, dict[str, _Source]] = {}
+_BUNDLES: dict[type, dict[str, type]] = {}
+_CHECKS: dict[type, tuple[_Check, ...]] = {}
 
 
 def param(
@@ -49,22 +73,26 @@ def bundle(default: Any) -> Any:
     return dataclasses.field(default=default, metadata={_BUNDLE: True})
 
 
-def parameter_names(cls: type) -> frozenset[str]:
-    """Every operation input a request class reads, those of its bundles included."""
-    found = _NAMES.get(cls)
+def _sources(cls: type) -> dict[str, _Source]:
+    """Input name -> where it goes, for ``cls`` and its bundles."""
+    found = _SOURCES.get(cls)
     if found is None:
-        names: set[str] = set()
+        found, bundles = {}, {}
         for f in dataclasses.fields(cls):
             if f.metadata.get(_BUNDLE):
-                names |= parameter_names(_bundle_type(f))
+                bundles[f.name] = kind = type(f.default)
+                for name, inner in _sources(kind).items():
+                    found[name] = _Source(inner.field, f.name, inner.parse)
             elif f.metadata.get(_PARAM) is not None:
-                names.add(f.metadata[_PARAM])
-        found = _NAMES[cls] = frozenset(names)
+                found[f.metadata[_PARAM]] = _Source(f.name, None, f.metadata[_PARSE])
+        _BUNDLES[cls] = bundles
+        _SOURCES[cls] = found
     return found
 
 
-def _bundle_type(f: dataclasses.Field[Any]) -> type:
-    return type(f.default)
+def parameter_names(cls: type) -> frozenset[str]:
+    """Every operation input a request class reads, those of its bundles included."""
+    return frozenset(_sources(cls))
 
 
 def read_inputs(cls: type, inputs: Mapping[str, Any], *, own: Iterable[str] = ()) -> dict[str, Any]:
@@ -74,58 +102,89 @@ def read_inputs(cls: type, inputs: Mapping[str, Any], *, own: Iterable[str] = ()
     Raises InvalidRequestError for an input that neither ``cls`` reads nor ``own`` names
     (what the operation itself consumes: the target value set, ``inferSystem``, …).
     """
-    unknown = set(inputs) - parameter_names(cls) - set(own)
-    if unknown:
-        known = ", ".join(sorted(parameter_names(cls) | set(own)))
-        raise InvalidRequestError(
-            f"{cls.__name__} does not read the input(s) {', '.join(sorted(unknown))} "
-            f"(it reads: {known})"
-        )
-    return _read(cls, inputs)
-
-
-def _read(cls: type, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    sources = _sources(cls)
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.metadata.get(_BUNDLE):
-            kind = _bundle_type(f)
-            inner = _read(kind, inputs)
-            if inner:
-                out[f.name] = kind(**inner)
-            continue
-        name = f.metadata.get(_PARAM)
-        if name is None or name not in inputs:
-            continue
-        value, parse = inputs[name], f.metadata.get(_PARSE)
-        if parse is not None:
-            value = parse(value, name)
-        elif isinstance(value, list):
+    inner: dict[str, dict[str, Any]] = {}
+    for name, value in inputs.items():
+        source = sources.get(name)
+        if source is None:
+            if name in own:
+                continue
+            raise _unknown(cls, inputs, own)
+        if source.parse is not None:
+            value = source.parse(value, name)
+        elif type(value) is list:
             value = tuple(value)
-        out[f.name] = value
+        target = out if source.bundle is None else inner.setdefault(source.bundle, {})
+        target[source.field] = value
+    bundles = _BUNDLES[cls]
+    for name, values in inner.items():
+        out[name] = bundles[name](**values)
     return out
+
+
+def _unknown(cls: type, inputs: Mapping[str, Any], own: Iterable[str]) -> InvalidRequestError:
+    known = parameter_names(cls) | set(own)
+    unknown = ", ".join(sorted(set(inputs) - known))
+    return InvalidRequestError(
+        f"{cls.__name__} does not read the input(s) {unknown} (it reads: "
+        f"{', '.join(sorted(known))})"
+    )
 
 
 def check_fields(obj: Any) -> None:
     """Raise InvalidRequestError naming the first field of a dataclass instance whose value
-    does not have its declared type (``code`` an int, ``tx_resources`` a list, …)."""
-    for name, accepts, shown in _checks(type(obj)):
-        value = getattr(obj, name)
-        if not accepts(value):
+    does not have its declared type (``code`` an int, ``tx_resources`` a list, …); a field
+    left at its default is not looked at."""
+    for check in _checks(type(obj)):
+        value = getattr(obj, check.field)
+        if value is check.default:
+            continue
+        if not isinstance(value, check.kinds) or (check.deep is not None and not check.deep(value)):
             raise InvalidRequestError(
-                f"{type(obj).__name__}.{name} must be {shown}, not {type(value).__name__} "
-                f"({value!r:.60})"
+                f"{type(obj).__name__}.{check.field} must be {check.shown}, not "
+                f"{type(value).__name__} ({value!r:.60})"
             )
 
 
-def _checks(cls: type) -> tuple[tuple[str, Callable[[Any], bool], str], ...]:
-    """Per field of ``cls``: its name, the test of its type, and the type as declared."""
+def _checks(cls: type) -> tuple[_Check, ...]:
+    """The type test of each field of ``cls``."""
     found = _CHECKS.get(cls)
     if found is None:
         hints = get_type_hints(cls)
-        found = _CHECKS[cls] = tuple(
-            (f.name, _accepts(hints[f.name]), str(f.type)) for f in dataclasses.fields(cls)
-        )
+        checks = []
+        for f in dataclasses.fields(cls):
+            hint = hints[f.name]
+            default = f.default if f.default is not dataclasses.MISSING else _NO_DEFAULT
+            kinds = _kinds(hint)
+            deep = None if _shallow(hint) else _accepts(hint)
+            checks.append(_Check(f.name, default, kinds, deep, str(f.type)))
+        found = _CHECKS[cls] = tuple(checks)
     return found
+
+
+_NO_DEFAULT = object()
+
+
+def _kinds(hint: Any) -> tuple[type, ...]:
+    """The classes a value of type ``hint`` is an instance of (the outer test)."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return (object,)
+    if hint is None or hint is type(None):
+        return (type(None),)
+    if origin is Union or origin is types.UnionType:
+        return tuple(k for a in args for k in _kinds(a))
+    return (origin if origin is not None else hint,)
+
+
+def _shallow(hint: Any) -> bool:
+    """True when ``isinstance`` of ``_kinds(hint)`` is the whole test (no tuple items to
+    look at, no ``int`` that a ``bool`` would pass)."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Union or origin is types.UnionType:
+        return all(_shallow(a) for a in args)
+    return origin is not tuple and hint is not int
 
 
 def _accepts(hint: Any) -> Callable[[Any], bool]:
