@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         for release in args.release:
             path, _, version = release.partition("|")
             print(wb.load_release(path, version=version or None, cache_dir=args.release_cache))
-        app = create_app(wb, token=token, base=args.base, data_dir=args.data)
+        app = create_app(wb.service, token=token, base=args.base, data_dir=args.data)
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -579,7 +579,7 @@ def test_unexpected_error_keeps_the_connection(monkeypatch: pytest.MonkeyPatch) 
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(wb, "validate_code", explode)
+    monkeypatch.setattr(wb.service, "validate", explode)  # what the server calls
     ports = []
     with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as http:
         query = {"url": GENDER_VS, "system": GENDER_CS, "code": "male"}

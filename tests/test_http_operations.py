@@ -1594,7 +1594,7 @@ def test_body_size_limit(small_url: str, size: int, chunked: bool, status: int) 
 @pytest.mark.parametrize(
     ("method_name", "path", "query"),
     [
-        pytest.param("validate_code", VC, GENDER_Q, id="validate-code"),
+        pytest.param("validate", VC, GENDER_Q, id="validate-code"),
         pytest.param("expand", EXP, {"url": DEMO_ALL}, id="expand-in-threadpool"),
         pytest.param(
             "lookup", "/CodeSystem/$lookup", {"system": DEMO_CS, "code": "office"}, id="lookup"
@@ -1611,7 +1611,7 @@ def test_unexpected_exception_is_500(
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("kaboom: secret internal detail")
 
-    monkeypatch.setattr(wb, method_name, explode)
+    monkeypatch.setattr(wb.service, method_name, explode)  # what the server calls
     # Assert only after the server has stopped: it logs the traceback in its own thread.
     with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as http:
         response = http.get(path, params=query)

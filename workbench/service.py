@@ -1,14 +1,16 @@
-"""The small interface through which the operations and the server use the engine.
+"""The typed interface through which the operations and the server use the engine.
 
-``Workbench`` implements it; ``workbench.operations`` and ``workbench.server`` depend on this
-protocol only, never on ``workbench.workbench``, so the facade can import the server (lazily,
-in ``Workbench.serve``) without an import cycle. The engine modules it names (registry,
-terminology) import neither operations nor server.
+``workbench.terminology.service.EngineService`` implements it; the ``Workbench`` facade
+holds one (``Workbench.service``) and calls it too. ``workbench.operations`` and
+``workbench.server`` depend on this protocol only, never on ``workbench.workbench``, so the
+facade can import the server (lazily, in ``Workbench.serve``) without an import cycle, and
+a request goes from the operation straight to the engine. Each method takes the request
+object the caller built once (``workbench.terminology.requests``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from workbench.registry import Registry
@@ -17,12 +19,19 @@ if TYPE_CHECKING:
     from workbench.terminology.engine import Terminology
     from workbench.terminology.expansion import Expansion
     from workbench.terminology.lookup import LookupResult
+    from workbench.terminology.requests import (
+        CodeSystemValidateRequest,
+        ExpandRequest,
+        LookupRequest,
+        SubsumesRequest,
+        TranslateRequest,
+        ValidateRequest,
+    )
     from workbench.terminology.validation import ValidationResult
 
 
 class TerminologyService(Protocol):
-    """What an operation or the server asks of the workbench (the keyword arguments are
-    those of the ``Workbench`` methods of the same names)."""
+    """What an operation or the server asks of the engine."""
 
     @property
     def registry(self) -> Registry:
@@ -32,23 +41,38 @@ class TerminologyService(Protocol):
     def terminology(self) -> Terminology:
         """The terminology engine (code systems from release files, caches)."""
 
-    def expand(self, *args: Any, **kwargs: Any) -> Expansion:
-        """``Workbench.expand``."""
+    def validate(self, req: ValidateRequest) -> ValidationResult:
+        """ValueSet ``$validate-code``."""
 
-    def validate_code(self, *args: Any, **kwargs: Any) -> ValidationResult:
-        """``Workbench.validate_code``."""
+    def validate_in_codesystem(self, req: CodeSystemValidateRequest) -> ValidationResult:
+        """CodeSystem ``$validate-code`` of one code."""
 
-    def validate_in_codesystem(self, *args: Any, **kwargs: Any) -> ValidationResult:
-        """``Workbench.validate_in_codesystem``."""
+    def expand(self, req: ExpandRequest) -> Expansion:
+        """ValueSet ``$expand``."""
 
-    def lookup(self, *args: Any, **kwargs: Any) -> LookupResult:
-        """``Workbench.lookup``."""
+    def lookup(self, req: LookupRequest) -> LookupResult:
+        """CodeSystem ``$lookup``."""
 
-    def subsumes(self, *args: Any, **kwargs: Any) -> str:
-        """``Workbench.subsumes``."""
+    def subsumes(self, req: SubsumesRequest) -> str:
+        """CodeSystem ``$subsumes``: the outcome code."""
 
-    def translate(self, *args: Any, **kwargs: Any) -> Translation:
-        """``Workbench.translate``."""
+    def translate(self, req: TranslateRequest) -> Translation:
+        """ConceptMap ``$translate``."""
 
-    def conceptmaps_for(self, *args: Any, **kwargs: Any) -> list[Resource]:
-        """``Workbench.conceptmaps_for``."""
+    def conceptmaps_for(self, url: str | None = None) -> list[Resource]:
+        """The loaded ConceptMaps, with the implicit one ``url`` names."""
+
+
+@runtime_checkable
+class ServiceHolder(Protocol):
+    """Something that holds a service (a ``Workbench``: what ``create_app`` is often
+    given)."""
+
+    @property
+    def service(self) -> TerminologyService:
+        """The service it holds."""
+
+
+def service_of(given: TerminologyService | ServiceHolder) -> TerminologyService:
+    """The service itself, or the one ``given`` holds (the server is handed either)."""
+    return given.service if isinstance(given, ServiceHolder) else given

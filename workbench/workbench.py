@@ -17,16 +17,23 @@ from workbench.errors import (
     CodeSystemNotFoundError,
     InvalidRequestError,
     ValueSetNotFoundError,
-    WorkbenchError,
 )
 from workbench.registry import Registry
 from workbench.releases import kinds
 from workbench.resources import Resource
-from workbench.terminology.conceptmap import Translation, select_maps, translate
+from workbench.terminology.conceptmap import Translation, select_maps
 from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
 from workbench.terminology.lookup import LookupResult
-from workbench.terminology.subsumption import subsumes
+from workbench.terminology.requests import (
+    CodeSystemValidateRequest,
+    ExpandRequest,
+    LookupRequest,
+    SubsumesRequest,
+    TranslateRequest,
+    ValidateRequest,
+)
+from workbench.terminology.service import EngineService
 from workbench.terminology.validation import CheckOptions, ValidationResult
 from workbench.terminology.versions import VersionPolicy
 
@@ -89,6 +96,7 @@ class Workbench:
         self.terminology = Terminology(self.registry, max_expansion=max_expansion)
         for kind in kinds.builtin_kinds():  # UCUM: always there
             self.terminology.add_provider(kind.provider())
+        self.service = EngineService(self.registry, self.terminology)
         self.package_cache = Path(package_cache) if package_cache is not None else None
         _CURRENT[:] = [weakref.ref(self)]
 
@@ -211,14 +219,7 @@ class Workbench:
     def conceptmaps_for(self, url: str | None = None) -> list[Resource]:
         """The loaded ConceptMaps, with the implicit one ``url`` names when it is not stored
         (``http://snomed.info/sct?fhir_cm={refsetId}`` of a loaded SNOMED CT release)."""
-        stored = self.registry.all("ConceptMap")
-        if url is None:
-            return stored
-        plain = url.partition("|")[0]
-        if any(m.get("url") == plain for m in stored):
-            return stored
-        implicit = self.terminology.implicit_conceptmap(plain)
-        return stored if implicit is None else [*stored, implicit]
+        return self.service.conceptmaps_for(url)
 
     def translate(
         self,
@@ -245,27 +246,25 @@ class Workbench:
         """
         if coding is not None:
             code, system = code or coding.get("code"), system or coding.get("system")
-        return translate(
-            self.conceptmaps_for(url) if maps is None else maps,
-            code=code,
-            system=system,
-            url=url,
-            source=source,
-            target=target,
-            conceptmap_version=conceptmap_version,
-            target_system=target_system,
-            reverse=reverse,
-            dependencies=dependencies,
-            display_of=self.display_of,
+        return self.service.translate(
+            TranslateRequest(
+                code=code,
+                system=system,
+                url=url,
+                source=source,
+                target=target,
+                conceptmap_version=conceptmap_version,
+                target_system=target_system,
+                reverse=reverse,
+                dependencies=tuple((element, tuple(codings)) for element, codings in dependencies),
+                maps=None if maps is None else tuple(maps),
+            )
         )
 
     def display_of(self, system: str, code: str) -> str | None:
         """The display of ``code`` in the loaded code system ``system`` (None when either
         is unknown): what ``$translate`` shows for a target code."""
-        try:
-            return self.lookup(system, code).display
-        except WorkbenchError:
-            return None
+        return self.service.display_of(system, code)
 
     def translate_column(
         self,
@@ -395,35 +394,36 @@ class Workbench:
         parameter, assumed defaults included, is echoed in ``expansion.parameter`` with the
         ``used-codesystem`` and ``used-valueset`` versions.
         """
-        return self.engine(tx_resources).expand(
-            valueset,
-            version=version,
-            filter=filter,
-            offset=offset,
-            count=count,
-            active_only=active_only,
-            include_designations=include_designations,
-            display_language=display_language,
-            include_definition=include_definition,
-            properties=properties,
-            exclude_nested=exclude_nested,
-            accept_language=accept_language,
-            use_supplements=list(use_supplements or ()),
-            designations=designations,
-            policy=VersionPolicy.from_parameters(
-                system_version=_listed(system_version),
-                force_system_version=_listed(force_system_version),
-                check_system_version=_listed(check_system_version),
-                default_valueset_version=_listed(default_valueset_version),
-            ),
+        return self.service.expand(
+            ExpandRequest(
+                valueset=valueset,
+                version=version,
+                filter=filter,
+                offset=offset,
+                count=count,
+                active_only=active_only,
+                include_designations=include_designations,
+                include_definition=include_definition,
+                properties=tuple(properties or ()),
+                exclude_nested=exclude_nested,
+                designations=tuple(designations or ()),
+                policy=VersionPolicy.from_parameters(
+                    system_version=system_version,
+                    force_system_version=force_system_version,
+                    check_system_version=check_system_version,
+                    default_valueset_version=default_valueset_version,
+                ),
+                display_language=display_language,
+                accept_language=accept_language,
+                use_supplements=tuple(use_supplements or ()),
+                tx_resources=tuple(tx_resources or ()),
+            )
         )
 
     def engine(self, tx_resources: Sequence[Mapping[str, Any]] | None = None) -> Terminology:
         """The terminology engine, or a view of it that sees ``tx_resources`` first (used for
         one call: nothing is stored, nothing leaks into other calls)."""
-        if not tx_resources:
-            return self.terminology
-        return self.terminology.with_resources(tx_resources)
+        return self.service.engine(tx_resources or ())
 
     @_hinting
     def validate_code(
@@ -459,7 +459,8 @@ class Workbench:
         Returns a ValidationResult; a code that fails is ``result=False`` with a message, a
         ``reason`` and its ``issues``, never an exception. Raises ValueSetNotFoundError for
         an unknown value set. When ``system`` is omitted it is inferred: the value set's one
-        system, else the one system of the value set that has the code.
+        system, else the one system of the value set that has the code. A ``display`` given
+        with a ``coding`` is checked in place of the Coding's own, as in ``$validate-code``.
 
         Versions (see the README's "Versions"): ``system_version``, ``force_system_version``
         and ``check_system_version`` take ``"system|version"`` strings (one or a list; a
@@ -498,32 +499,33 @@ class Workbench:
             raise InvalidRequestError(
                 "Give something to validate: code, coding or codeable_concept"
             )
-        return self.engine(tx_resources).validate_code(
-            target,
-            valueset_version=valueset_version,
-            code=code,
-            system=system,
-            version=version,
-            display=display,
-            coding=coding,
-            codeable_concept=codeable_concept,
-            policy=VersionPolicy.from_parameters(
-                system_version=_listed(system_version),
-                force_system_version=_listed(force_system_version),
-                check_system_version=_listed(check_system_version),
-                default_valueset_version=_listed(default_valueset_version),
-            ),
-            options=CheckOptions(
-                abstract=abstract,
-                lenient_display=lenient_display,
-                membership_only=membership_only,
-                active_only=active_only,
+        return self.service.validate(
+            ValidateRequest(
+                valueset=target,
+                valueset_version=valueset_version,
+                code=code,
+                system=system,
+                version=version,
+                display=display,
+                coding=coding,
+                codeable_concept=codeable_concept,
+                options=CheckOptions(
+                    abstract=abstract,
+                    lenient_display=lenient_display,
+                    membership_only=membership_only,
+                    active_only=active_only,
+                ),
+                policy=VersionPolicy.from_parameters(
+                    system_version=system_version,
+                    force_system_version=force_system_version,
+                    check_system_version=check_system_version,
+                    default_valueset_version=default_valueset_version,
+                ),
+                display_language=display_language,
+                accept_language=accept_language,
+                use_supplements=tuple(use_supplements or ()),
+                tx_resources=tuple(tx_resources or ()),
             )
-            if abstract or lenient_display or membership_only or active_only
-            else _PLAIN_CHECK,
-            display_language=display_language,
-            accept_language=accept_language,
-            use_supplements=list(use_supplements) if use_supplements else (),
         )
 
     def validate_in_codesystem(
@@ -538,8 +540,15 @@ class Workbench:
     ) -> ValidationResult:
         """Validate a code against a whole code system (abstract codes are valid unless
         ``abstract=False``)."""
-        return self.engine(tx_resources).validate_in_codesystem(
-            system, code=code, version=version, display=display, abstract=abstract
+        return self.service.validate_in_codesystem(
+            CodeSystemValidateRequest(
+                system=system,
+                code=code,
+                version=version,
+                display=display,
+                abstract=abstract,
+                tx_resources=tuple(tx_resources or ()),
+            )
         )
 
     def lookup(
@@ -563,12 +572,18 @@ class Workbench:
         so even ``*;q=0`` falls back to it.
         ``use_supplements`` names supplements that must be loaded (else
         SupplementNotFoundError)."""
-        engine = self.engine(tx_resources)
-        found = engine.require_codesystem(system, version)
-        if use_supplements:
-            engine.require_supplements(use_supplements, "$lookup")
-        wanted = display_language or accept_language
-        return found.lookup(code, properties=properties, display_language=wanted)
+        return self.service.lookup(
+            LookupRequest(
+                system=system,
+                code=code,
+                version=version,
+                properties=None if properties is None else tuple(properties),
+                display_language=display_language,
+                accept_language=accept_language,
+                use_supplements=tuple(use_supplements),
+                tx_resources=tuple(tx_resources or ()),
+            )
+        )
 
     def subsumes(
         self,
@@ -580,8 +595,15 @@ class Workbench:
         tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> str:
         """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""
-        found = self.engine(tx_resources).require_codesystem(system, version)
-        return subsumes(found, code_a, code_b)
+        return self.service.subsumes(
+            SubsumesRequest(
+                system=system,
+                code_a=code_a,
+                code_b=code_b,
+                version=version,
+                tx_resources=tuple(tx_resources or ()),
+            )
+        )
 
     # --- columns ----------------------------------------------------------------------
 
@@ -678,17 +700,8 @@ class Workbench:
         """
         from workbench.server.embedded import serve
 
-        handle = serve(self, host=host, port=port, token=token, base=base, data_dir=data_dir)
+        handle = serve(
+            self.service, host=host, port=port, token=token, base=base, data_dir=data_dir
+        )
         self.__dict__.setdefault("_servers", []).append(weakref.ref(handle))
         return handle
-
-
-#: The default switches of a validation, shared (CheckOptions is frozen)
-_PLAIN_CHECK = CheckOptions()
-
-
-def _listed(value: str | Sequence[str] | None) -> list[str] | None:
-    """One ``system|version`` string or several, as a list."""
-    if value is None:
-        return None
-    return [value] if isinstance(value, str) else list(value)

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError
 from workbench.operations.definitions import OperationDef
 from workbench.resources import Resource
+from workbench.terminology.params import parameter_names
+from workbench.terminology.requests import ACCEPT_LANGUAGE, Request
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
 
+__all__ = ["ACCEPT_LANGUAGE", "Inputs", "Operation", "honoured", "one_of", "target_valueset"]
+
 Inputs = dict[str, Any]
-# Where the HTTP Accept-Language header reaches an operation (not a FHIR parameter name).
-ACCEPT_LANGUAGE = "Accept-Language"
 Runner = Callable[["TerminologyService", Inputs, "Resource | None"], dict[str, Any]]
 
 
@@ -53,6 +55,14 @@ class Operation:
         if accept_language:
             inputs = {**inputs, ACCEPT_LANGUAGE: accept_language}
         return self.runner(workbench, inputs, resource)
+
+
+def honoured(
+    definition: OperationDef, request: type[Request], own: Iterable[str]
+) -> frozenset[str]:
+    """The inputs an operation supports: those its request object reads and those it
+    consumes itself (``own``), as far as its definition defines them."""
+    return (parameter_names(request) | frozenset(own)) & frozenset(definition.inputs)
 
 
 def target_valueset(inputs: Mapping[str, Any], resource: Resource | None) -> Any:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RequiredError
-from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, one_of
+from workbench.operations.base import Inputs, Operation, honoured, one_of
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
+from workbench.terminology.requests import LookupRequest
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
@@ -15,7 +16,13 @@ if TYPE_CHECKING:
 DEFINITION = load_definition("OperationDefinition-CodeSystem-lookup.json")
 
 
-def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+#: The inputs the operation consumes itself; the others are fields of LookupRequest.
+OWN = ("coding",)
+
+
+def run(
+    svc: TerminologyService, inputs: Inputs, resource: Resource | None = None
+) -> dict[str, Any]:
     """Look up code+system or a Coding; ``property`` selects the properties returned."""
     given = one_of(inputs, ("code", "coding"), "look up")
     if given == "code":
@@ -26,15 +33,8 @@ def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None
         version = inputs.get("version") or coding.get("version")
     if not system or not code:
         raise RequiredError("$lookup needs both a system and a code")
-    found = wb.lookup(
-        system,
-        code,
-        version=version,
-        properties=inputs.get("property"),
-        display_language=inputs.get("displayLanguage"),
-        accept_language=inputs.get(ACCEPT_LANGUAGE),
-        use_supplements=inputs.get("useSupplement") or (),
-        tx_resources=inputs.get("tx-resource"),
+    found = svc.lookup(
+        LookupRequest.from_inputs(inputs, own=OWN, system=system, code=code, version=version)
     )
     return {
         "name": found.name,
@@ -49,19 +49,4 @@ def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None
     }
 
 
-OPERATION = Operation(
-    DEFINITION,
-    run,
-    frozenset(
-        {
-            "code",
-            "system",
-            "version",
-            "coding",
-            "property",
-            "displayLanguage",
-            "useSupplement",
-            "tx-resource",
-        }
-    ),
-)
+OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, LookupRequest, OWN))

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError, RequiredError
-from workbench.operations.base import Inputs, Operation
+from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, honoured
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
+from workbench.terminology.requests import SubsumesRequest
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
@@ -15,7 +16,13 @@ if TYPE_CHECKING:
 DEFINITION = load_definition("OperationDefinition-CodeSystem-subsumes.json")
 
 
-def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+#: The inputs the operation consumes itself; the others are fields of SubsumesRequest.
+OWN = ("codingA", "codingB", ACCEPT_LANGUAGE)
+
+
+def run(
+    svc: TerminologyService, inputs: Inputs, resource: Resource | None = None
+) -> dict[str, Any]:
     """Compare codeA with codeB (or codingA with codingB) in one code system."""
     system = inputs.get("system")
     version = inputs.get("version")
@@ -38,14 +45,10 @@ def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None
         codes.append(str(code))
     if not system:
         raise RequiredError("Parameter 'system' is required (or call it on a CodeSystem)")
-    outcome = wb.subsumes(
-        system, codes[0], codes[1], version=version, tx_resources=inputs.get("tx-resource")
+    req = SubsumesRequest.from_inputs(
+        inputs, own=OWN, system=system, version=version, code_a=codes[0], code_b=codes[1]
     )
-    return {"outcome": outcome}
+    return {"outcome": svc.subsumes(req)}
 
 
-OPERATION = Operation(
-    DEFINITION,
-    run,
-    frozenset({"codeA", "codeB", "system", "version", "codingA", "codingB", "tx-resource"}),
-)
+OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, SubsumesRequest, OWN))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError, RequiredError
-from workbench.operations.base import Inputs, Operation, one_of
+from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, honoured, one_of
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
+from workbench.terminology.requests import CodeSystemValidateRequest
 from workbench.terminology.validation import ValidationResult, combine_codings, located
 
 if TYPE_CHECKING:
@@ -16,7 +18,14 @@ if TYPE_CHECKING:
 DEFINITION = load_definition("OperationDefinition-CodeSystem-validate-code.json")
 
 
-def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+#: The inputs the operation consumes itself; the others are fields of
+#: CodeSystemValidateRequest (one per code checked).
+OWN = ("coding", "codeableConcept", ACCEPT_LANGUAGE)
+
+
+def run(
+    svc: TerminologyService, inputs: Inputs, resource: Resource | None = None
+) -> dict[str, Any]:
     """Validate a code, Coding or CodeableConcept against the code system ``url``/instance."""
     url = inputs.get("url")
     if resource is not None:
@@ -32,18 +41,13 @@ def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None
             "Parameter 'url' is required when the operation is not called on a CodeSystem instance"
         )
     given = one_of(inputs, ("code", "coding", "codeableConcept"), "validate")
-    version, abstract = inputs.get("version"), inputs.get("abstract", True)
-
-    extra = inputs.get("tx-resource")
+    base = CodeSystemValidateRequest.from_inputs(inputs, own=OWN, system=str(url))
 
     def check(code: Any, display: Any, system: Any = None) -> ValidationResult:
         if system is not None and system != url:
-            return wb.validate_in_codesystem(
-                str(system), str(code), display=display, abstract=abstract, tx_resources=extra
-            )
-        return wb.validate_in_codesystem(
-            str(url), code, version=version, display=display, abstract=abstract, tx_resources=extra
-        )
+            other = replace(base, system=str(system), code=str(code), version=None)
+            return svc.validate_in_codesystem(replace(other, display=display))
+        return svc.validate_in_codesystem(replace(base, code=code, display=display))
 
     if given == "code":
         result = check(inputs["code"], inputs.get("display"))
@@ -62,19 +66,4 @@ def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None
     return result.outputs()
 
 
-OPERATION = Operation(
-    DEFINITION,
-    run,
-    frozenset(
-        {
-            "url",
-            "code",
-            "version",
-            "display",
-            "coding",
-            "codeableConcept",
-            "abstract",
-            "tx-resource",
-        }
-    ),
-)
+OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, CodeSystemValidateRequest, OWN))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RequiredError
-from workbench.operations.base import Inputs, Operation
+from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, honoured
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 from workbench.terminology.conceptmap import check_conceptmap
+from workbench.terminology.requests import TranslateRequest
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
@@ -16,7 +17,14 @@ if TYPE_CHECKING:
 DEFINITION = load_definition("OperationDefinition-ConceptMap-translate.json")
 
 
-def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None) -> dict[str, Any]:
+#: The inputs the operation consumes itself (``version``, the source code system's
+#: version, is accepted and not used); the others are fields of TranslateRequest.
+OWN = ("conceptMap", "coding", "codeableConcept", "version", ACCEPT_LANGUAGE)
+
+
+def run(
+    svc: TerminologyService, inputs: Inputs, resource: Resource | None = None
+) -> dict[str, Any]:
     """Translate code+system, a Coding or a CodeableConcept with R4 semantics."""
     code, system = inputs.get("code"), inputs.get("system")
     codings: list[dict[str, Any]] = []
@@ -28,25 +36,17 @@ def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None
         code, system = codings[0].get("code"), codings[0].get("system")
     if not code:
         raise RequiredError("$translate needs a code (code, coding or codeableConcept)")
-    url = inputs.get("url")
-    maps = wb.conceptmaps_for(url)
+    url, maps = inputs.get("url"), None
     inline = inputs.get("conceptMap")
     if inline is not None:
         check_conceptmap(inline)
-        maps, url = [inline], None
+        maps, url = (inline,), None
     elif resource is not None:
-        maps, url = [resource], None
-    found = wb.translate(
-        str(code),
-        system=system,
-        url=url,
-        target_system=inputs.get("targetsystem"),
-        reverse=bool(inputs.get("reverse")),
-        maps=maps,
-        source=inputs.get("source"),
-        target=inputs.get("target"),
-        conceptmap_version=inputs.get("conceptMapVersion"),
-        dependencies=dependencies(inputs.get("dependency") or []),
+        maps, url = (resource,), None
+    found = svc.translate(
+        TranslateRequest.from_inputs(
+            inputs, own=OWN, code=str(code), system=system, url=url, maps=maps
+        )
     )
     params = found.to_parameters()["parameter"]
     return {
@@ -54,29 +54,6 @@ def run(wb: TerminologyService, inputs: Inputs, resource: Resource | None = None
         "message": found.message,
         "match": [_parts(p["part"]) for p in params if p["name"] == "match"],
     }
-
-
-def dependencies(given: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """The ``dependency`` parameters as (element, codings): ``element`` and ``concept`` (a
-    CodeableConcept) are both required for a dependency to mean something."""
-    out = []
-    for i, dep in enumerate(given):
-        element, concept = dep.get("element"), dep.get("concept")
-        if element is None or concept is None:
-            missing = "element" if element is None else "concept"
-            raise RequiredError(
-                f"Parameter 'dependency' (#{i + 1}) needs both element and concept; "
-                f"{missing} is missing",
-                expression=[f"dependency[{i}].{missing}"],
-            )
-        codings = concept.get("coding", [])
-        if not codings:
-            raise RequiredError(
-                f"Parameter 'dependency' (#{i + 1}): concept has no coding",
-                expression=[f"dependency[{i}].concept"],
-            )
-        out.append((element, list(codings)))
-    return out
 
 
 def _parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -93,24 +70,4 @@ def _parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-OPERATION = Operation(
-    DEFINITION,
-    run,
-    frozenset(
-        {
-            "url",
-            "conceptMap",
-            "conceptMapVersion",
-            "code",
-            "system",
-            "version",
-            "source",
-            "coding",
-            "codeableConcept",
-            "target",
-            "targetsystem",
-            "reverse",
-            "dependency",
-        }
-    ),
-)
+OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, TranslateRequest, OWN))

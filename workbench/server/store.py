@@ -39,6 +39,7 @@ from workbench.server.history import (
     now_instant,
     tombstone,
 )
+from workbench.service import ServiceHolder, service_of
 from workbench.terminology.hierarchy import hierarchy_cycle
 
 if TYPE_CHECKING:
@@ -80,9 +81,11 @@ def _number(version: str) -> int:
 class ResourceStore:
     """The server's view of a Workbench's resources, optionally persisted in a folder."""
 
-    def __init__(self, workbench: TerminologyService, data_dir: str | Path | None = None) -> None:
-        self.workbench = workbench
-        self.registry = workbench.registry
+    def __init__(
+        self, workbench: TerminologyService | ServiceHolder, data_dir: str | Path | None = None
+    ) -> None:
+        self.workbench = service_of(workbench)  # a Workbench is served through its service
+        self.registry = self.workbench.registry
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._lock = threading.Lock()
         self.history: FolderHistory | MemoryHistory

@@ -29,8 +29,14 @@ from workbench.resources import Resource, canonical_of, split_canonical
 from workbench.terminology import budget, languages, supplements
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet, Entry, import_refs
-from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
+from workbench.terminology.expansion import (
+    DEFAULT_MAX_EXPANSION,
+    Expansion,
+    designations_kept,
+    echoed_parameters,
+)
 from workbench.terminology.provider import CodeSystemProvider
+from workbench.terminology.requests import ExpandRequest, ValidateRequest
 from workbench.terminology.textindex import TextIndex
 from workbench.terminology.validation import (
     CheckOptions,
@@ -48,6 +54,8 @@ from workbench.terminology.versions import NO_POLICY, VersionPolicy
 from workbench.terminology.versions import matches as version_matches
 
 T = TypeVar("T")
+# Remembers what depends on the value set alone while it stays compiled: (key, factory).
+_PerValueSet = Callable[[Hashable, Callable[[], Any]], Any]
 
 
 class Terminology:
@@ -362,77 +370,36 @@ class Terminology:
 
     # --- operations -------------------------------------------------------------------
 
-    def expand(
-        self,
-        valueset: str | Mapping[str, Any],
-        *,
-        version: str | None = None,
-        filter: str | None = None,
-        offset: int = 0,
-        count: int | None = None,
-        active_only: bool = False,
-        include_designations: bool = False,
-        display_language: str | None = None,
-        max_size: int | None = None,
-        policy: VersionPolicy = NO_POLICY,
-        include_definition: bool = False,
-        properties: Sequence[str] | None = None,
-        exclude_nested: bool | None = None,
-        accept_language: str | None = None,
-        use_supplements: Sequence[str] = (),
-        designations: Sequence[str] | None = None,
-    ) -> Expansion:
+    def expand(self, req: ExpandRequest) -> Expansion:
         """Expand a value set; see ``Workbench.expand``."""
-        if offset < 0:
-            raise InvalidRequestError(f"offset must be 0 or more, not {offset}")
-        if count is not None and count < 0:
-            raise InvalidRequestError(f"count must be 0 or more, not {count}")
-        compiled = self.compiled(valueset, version, policy)
-        asked = [*use_supplements, *supplements.valueset_supplements(compiled.resource)]
+        if req.offset < 0:
+            raise InvalidRequestError(f"offset must be 0 or more, not {req.offset}")
+        if req.count is not None and req.count < 0:
+            raise InvalidRequestError(f"count must be 0 or more, not {req.count}")
+        policy = req.policy
+        compiled = self.compiled(req.valueset, req.version, policy)
+        asked = [*req.use_supplements, *supplements.valueset_supplements(compiled.resource)]
         if asked:
             self.require_supplements(asked, f"the expansion of {compiled.canonical}")
         entries: Sequence[Entry] = compiled.entries()
-        params: list[tuple[str, Any]] = [
-            ("activeOnly", active_only),
-            ("includeDesignations", include_designations),
-            ("includeDefinition", include_definition),
-        ]
-        if exclude_nested is not None:
-            params.append(("excludeNested", exclude_nested))
-        for name, given in (
-            ("system-version", policy.defaults),
-            ("check-system-version", policy.check),
-            ("force-system-version", policy.force),
-            ("default-valueset-version", policy.valueset_defaults),
-        ):
-            params += [(name, f"{url}|{v}") for url, v in given.items()]
-        if filter:
-            entries = self._text_filtered(compiled, filter, entries)
-        if active_only:
+        params = echoed_parameters(req)
+        if req.filter:
+            entries = self._text_filtered(compiled, req.filter, entries)
+        if req.active_only:
             entries = [e for e in entries if not e.inactive]
-        if filter:
-            params.append(("filter", filter))
-        if include_designations or display_language:
-            entries = self._from_providers(entries, include_designations, display_language)
+        if req.filter:
+            params.append(("filter", req.filter))
+        if req.include_designations or req.display_language:
+            entries = self._from_providers(entries, req.include_designations, req.display_language)
         wanted = languages.requested(
-            display_language, compiled.resource, accept_language, wildcard=True
+            req.display_language, compiled.resource, req.accept_language, wildcard=True
         )
         if wanted:
             entries = [self._shown(e, wanted) for e in entries]
             params.append(("displayLanguage", wanted.text))
-        if designations:
-            wanted_designations = [languages.designation_token(t) for t in designations]
-            entries = [
-                e._replace(
-                    designations=tuple(
-                        d
-                        for d in e.designations
-                        if languages.designation_matches(d, wanted_designations)
-                    )
-                )
-                for e in entries
-            ]
-            params += [("designation", t) for t in designations]
+        if req.designations:
+            entries = designations_kept(entries, req.designations)
+            params += [("designation", t) for t in req.designations]
         used = sorted({(e.system, e.version) for e in entries if e.system})
         for system, checked in policy.check.items():
             wrong = [v for s, v in used if s == system and v and not version_matches(checked, v)]
@@ -446,14 +413,14 @@ class Terminology:
         return Expansion(
             valueset=compiled.resource,
             entries=tuple(entries),
-            offset=offset,
-            count=count,
+            offset=req.offset,
+            count=req.count,
             parameters=tuple(params),
-            include_designations=include_designations,
-            include_definition=include_definition,
-            properties=self._properties(entries, properties) if properties else {},
-            parents=self._parents(entries) if exclude_nested is False else None,
-            max_size=self.max_expansion if max_size is None else max_size,
+            include_designations=req.include_designations,
+            include_definition=req.include_definition,
+            properties=self._properties(entries, req.properties) if req.properties else {},
+            parents=self._parents(entries) if req.exclude_nested is False else None,
+            max_size=self.max_expansion,
         )
 
     def _text_filtered(
@@ -532,39 +499,19 @@ class Terminology:
             out.append(e)
         return out
 
-    def validate_code(
-        self,
-        valueset: str | Mapping[str, Any],
-        *,
-        valueset_version: str | None = None,
-        code: str | None = None,
-        system: str | None = None,
-        version: str | None = None,
-        display: str | None = None,
-        coding: Mapping[str, Any] | None = None,
-        codeable_concept: Mapping[str, Any] | None = None,
-        abstract: bool = False,
-        policy: VersionPolicy = NO_POLICY,
-        options: CheckOptions | None = None,
-        display_language: str | None = None,
-        accept_language: str | None = None,
-        use_supplements: Sequence[str] = (),
-    ) -> ValidationResult:
+    def validate_code(self, req: ValidateRequest) -> ValidationResult:
         """Validate a code, Coding or CodeableConcept against a value set.
 
-        ``policy`` carries the request's version parameters (force/default/check per
-        system, default value set versions); ``options`` the strictness switches. A Coding's
-        own version is the default version of its system for the includes that pin none.
+        ``req.policy`` carries the version parameters (force/default/check per system,
+        default value set versions); ``req.options`` the strictness switches. A Coding's own
+        version is the default version of its system for the includes that pin none; a
+        ``display`` given beside a Coding is checked in place of the Coding's own.
         """
-        opts = options or CheckOptions(abstract=abstract)
-        if policy.check or policy.force or opts.check_versions or opts.force_versions:
-            opts = dataclasses.replace(
-                opts, check_versions={**policy.check}, force_versions={**policy.force}
-            )
+        valueset, policy = req.valueset, req.policy
         first = (
             None
             if isinstance(valueset, Mapping)
-            else self.compiled(valueset, valueset_version, policy)
+            else self.compiled(valueset, req.valueset_version, policy)
         )
         resource: Mapping[str, Any] = (
             first.resource if first is not None else cast(Mapping[str, Any], valueset)
@@ -574,25 +521,7 @@ class Terminology:
             """What depends on the value set alone: remembered while it stays compiled."""
             return factory() if first is None else self.memo(first, key, factory)
 
-        asked = [
-            *use_supplements,
-            *per_valueset(
-                ("validate", "supplements"), lambda: supplements.valueset_supplements(resource)
-            ),
-        ]
-        if asked:
-            self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
-        if display_language or accept_language:
-            wanted = languages.requested(
-                display_language, resource, accept_language, wildcard=False
-            )
-        else:
-            wanted = per_valueset(
-                ("validate", "languages"),
-                lambda: languages.requested(None, resource, None, wildcard=False),
-            )
-        if wanted:
-            opts = dataclasses.replace(opts, languages=wanted)
+        opts = self._check_options(req, resource, per_valueset)
 
         def one(parts: Mapping[str, str | None], path: str) -> ValidationResult:
             used = policy
@@ -602,7 +531,7 @@ class Terminology:
             compiled = (
                 first
                 if first is not None and used is policy
-                else self.compiled(valueset, valueset_version, used)
+                else self.compiled(valueset, req.valueset_version, used)
             )
             result = validate_in_valueset(
                 compiled,
@@ -616,20 +545,68 @@ class Terminology:
             )
             return located(result, path)
 
-        if codeable_concept is not None:
-            codings = codeable_concept.get("coding") or []
+        if req.codeable_concept is not None:
+            codings = req.codeable_concept.get("coding") or []
             if not codings:
                 raise InvalidRequestError("The codeableConcept has no coding to validate")
-            where = f"the value set '{self.compiled(valueset, valueset_version, policy).canonical}'"
+            canonical = self.compiled(valueset, req.valueset_version, policy).canonical
+            where = f"the value set '{canonical}'"
             result = combine_codings([one(coding_parts(c), "") for c in codings], where)
-        elif coding is not None:
+        elif req.coding is not None:
+            coding = req.coding
+            if req.display is not None:
+                coding = {**coding, "display": req.display}
             result = one(coding_parts(coding), "Coding")
         else:
-            given = {"code": code, "system": system, "version": version, "display": display}
+            given = {
+                "code": req.code,
+                "system": req.system,
+                "version": req.version,
+                "display": req.display,
+            }
             result = one(given, "")
-        # The status-check notes about the value set and the code system used; a code
-        # system the value set draws on is one of its dependencies, so its notes can be
-        # remembered with the compiled value set too.
+        return self._with_status_notes(result, resource, first, per_valueset)
+
+    def _check_options(
+        self, req: ValidateRequest, resource: Mapping[str, Any], per_valueset: _PerValueSet
+    ) -> CheckOptions:
+        """The request's switches with what the validation needs besides: the versions to
+        check or force, the wanted display languages. Raises SupplementNotFoundError for a
+        supplement the request or the value set asks for that is not loaded."""
+        opts, policy = req.options, req.policy
+        if policy.check or policy.force or opts.check_versions or opts.force_versions:
+            opts = dataclasses.replace(
+                opts, check_versions={**policy.check}, force_versions={**policy.force}
+            )
+        asked = [
+            *req.use_supplements,
+            *per_valueset(
+                ("validate", "supplements"), lambda: supplements.valueset_supplements(resource)
+            ),
+        ]
+        if asked:
+            self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
+        if req.display_language or req.accept_language:
+            wanted = languages.requested(
+                req.display_language, resource, req.accept_language, wildcard=False
+            )
+        else:
+            wanted = per_valueset(
+                ("validate", "languages"),
+                lambda: languages.requested(None, resource, None, wildcard=False),
+            )
+        return dataclasses.replace(opts, languages=wanted) if wanted else opts
+
+    def _with_status_notes(
+        self,
+        result: ValidationResult,
+        resource: Mapping[str, Any],
+        first: CompiledValueSet | None,
+        per_valueset: _PerValueSet,
+    ) -> ValidationResult:
+        """The result with the status-check notes about the value set and the code system
+        used; a code system the value set draws on is one of its dependencies, so its notes
+        can be remembered with the compiled value set too."""
         own = per_valueset(("validate", "status"), lambda: tuple(status_checks([resource])))
         used = result.system
         if used and first is not None and used in first.systems():

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import html
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from workbench.errors import TooCostlyError
+from workbench.terminology import languages
 from workbench.terminology.compose import Entry
+
+if TYPE_CHECKING:
+    from workbench.terminology.requests import ExpandRequest
 
 FRAME_COLUMNS = ["system", "version", "code", "display", "abstract", "inactive"]
 DEFAULT_MAX_EXPANSION = 10_000
@@ -244,3 +249,35 @@ def _parameter(name: str, value: Any) -> dict[str, Any]:
     if name in _URI_PARAMETERS:
         return {"name": name, "valueUri": str(value)}
     return {"name": name, "valueString": str(value)}
+
+
+def echoed_parameters(req: ExpandRequest) -> list[tuple[str, Any]]:
+    """The parameters an expansion echoes whatever it holds (defaults assumed included)."""
+    params: list[tuple[str, Any]] = [
+        ("activeOnly", req.active_only),
+        ("includeDesignations", req.include_designations),
+        ("includeDefinition", req.include_definition),
+    ]
+    if req.exclude_nested is not None:
+        params.append(("excludeNested", req.exclude_nested))
+    for name, given in (
+        ("system-version", req.policy.defaults),
+        ("check-system-version", req.policy.check),
+        ("force-system-version", req.policy.force),
+        ("default-valueset-version", req.policy.valueset_defaults),
+    ):
+        params += [(name, f"{url}|{v}") for url, v in given.items()]
+    return params
+
+
+def designations_kept(entries: Sequence[Entry], tokens: Sequence[str]) -> list[Entry]:
+    """The entries with only the designations of the wanted languages or uses."""
+    wanted = [languages.designation_token(t) for t in tokens]
+    return [
+        e._replace(
+            designations=tuple(
+                d for d in e.designations if languages.designation_matches(d, wanted)
+            )
+        )
+        for e in entries
+    ]

@@ -21,6 +21,7 @@ from workbench.terminology.codesystem import Concept
 from workbench.terminology.codings import coding_parts, combine_codings, located
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.languages import Languages, display_in, valid_in
+from workbench.terminology.params import param
 from workbench.terminology.provider import CodeSystemProvider, Described
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
@@ -50,13 +51,14 @@ class CheckOptions:
     ``abstract``: abstract (notSelectable) codes are valid choices. ``lenient_display``: a
     wrong display is a warning, not an error. ``membership_only``: only membership counts
     (no display, abstract or status checks). ``active_only``: inactive codes are not valid.
-    ``check_versions``: ``system -> version pattern`` a used version must match.
+    ``check_versions``: ``system -> version pattern`` a used version must match. The
+    switches are read from the $validate-code inputs their ``param`` names.
     """
 
-    abstract: bool = False
-    lenient_display: bool = False
-    membership_only: bool = False
-    active_only: bool = False
+    abstract: bool = param("abstract", False)
+    lenient_display: bool = param("lenient-display-validation", False)
+    membership_only: bool = param("valueset-membership-only", False)
+    active_only: bool = param("activeOnly", False)
     check_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     languages: Languages | None = None

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from workbench.errors import InvalidRequestError
+from workbench.terminology.params import param
 
 _PATTERN = re.compile(r"^[^.|x*]+(\.[^.|x*]+)*(\.x)+$|^x(\.x)*$|^\*$")
 
@@ -80,9 +81,10 @@ def select(wanted: str, versions: Iterable[str], newest: Any) -> str | None:
     return newest(found) if found else None
 
 
-def _by_system(entries: Iterable[str] | None, parameter: str) -> dict[str, str]:
+def _by_system(entries: str | Iterable[str] | None, parameter: str) -> dict[str, str]:
+    """``system|version`` entries (one or several) as ``{system: version}``."""
     found: dict[str, str] = {}
-    for entry in entries or ():
+    for entry in [entries] if isinstance(entries, str) else entries or ():
         url, sep, version = str(entry).partition("|")
         if not sep or not url:
             raise InvalidRequestError(
@@ -94,23 +96,27 @@ def _by_system(entries: Iterable[str] | None, parameter: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class VersionPolicy:
-    """The version parameters of one request, by system (or value set) URL."""
+    """The version parameters of one request, by system (or value set) URL (each read
+    from the repeating ``system|version`` input its ``param`` names)."""
 
-    force: Mapping[str, str] = field(default_factory=dict)
-    defaults: Mapping[str, str] = field(default_factory=dict)
-    check: Mapping[str, str] = field(default_factory=dict)
-    valueset_defaults: Mapping[str, str] = field(default_factory=dict)
+    force: Mapping[str, str] = param("force-system-version", factory=dict, parse=_by_system)
+    defaults: Mapping[str, str] = param("system-version", factory=dict, parse=_by_system)
+    check: Mapping[str, str] = param("check-system-version", factory=dict, parse=_by_system)
+    valueset_defaults: Mapping[str, str] = param(
+        "default-valueset-version", factory=dict, parse=_by_system
+    )
 
     @classmethod
     def from_parameters(
         cls,
         *,
-        system_version: Iterable[str] | None = None,
-        force_system_version: Iterable[str] | None = None,
-        check_system_version: Iterable[str] | None = None,
-        default_valueset_version: Iterable[str] | None = None,
+        system_version: str | Iterable[str] | None = None,
+        force_system_version: str | Iterable[str] | None = None,
+        check_system_version: str | Iterable[str] | None = None,
+        default_valueset_version: str | Iterable[str] | None = None,
     ) -> VersionPolicy:
-        """Read the ``system|version`` parameters (each may repeat, one per system).
+        """Read the ``system|version`` parameters (each one string or several, one per
+        system).
 
         >>> VersionPolicy.from_parameters(system_version=["http://x|1.x"]).resolve("http://x", None)
         '1.x'

@@ -1,0 +1,176 @@
+"""Request objects: one typed, frozen value per terminology call, built once at the edge.
+
+The operations build them from the inputs the Parameters codec read (``from_inputs``: each
+field names the input it comes from, see ``params``), the ``Workbench`` facade from its
+keyword arguments; either way the engine receives the same object. A field's value is
+checked against its declared type when the request is built (InvalidRequestError names
+the field). The option bundles ``CheckOptions`` and ``VersionPolicy`` are fields of the
+requests that take them, read from their own inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from workbench.errors import RequiredError
+from workbench.resources import Resource
+from workbench.terminology.params import bundle, check_fields, param, read_inputs
+from workbench.terminology.validation import CheckOptions
+from workbench.terminology.versions import NO_POLICY, VersionPolicy
+
+#: Where the HTTP Accept-Language header reaches an operation (not a FHIR parameter name).
+ACCEPT_LANGUAGE = "Accept-Language"
+
+#: The switches of a plain validation (shared: CheckOptions is frozen).
+PLAIN_CHECK = CheckOptions()
+
+R = TypeVar("R", bound="Request")
+
+Codings = tuple[Mapping[str, Any], ...]
+#: A ``$translate`` dependency: (element uri, the codings of its concept).
+Dependency = tuple[str, Codings]
+
+
+class Request:
+    """What every request has: its fields are checked when it is built, and it can be read
+    from an operation's inputs."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+    @classmethod
+    def from_inputs(
+        cls: type[R], inputs: Mapping[str, Any], *, own: Iterable[str] = (), **given: Any
+    ) -> R:
+        """The request the operation ``inputs`` (``name -> value``) make, with ``given``
+        field values (what the operation worked out itself, the target value set say)
+        taking precedence. ``own`` names inputs the operation consumes itself; any other
+        input this request does not read raises InvalidRequestError."""
+        return cls(**{**read_inputs(cls, inputs, own=own), **given})
+
+
+@dataclass(frozen=True)
+class ValidateRequest(Request):
+    """ValueSet ``$validate-code`` (``Workbench.validate_code``): a code+system, a Coding or
+    a CodeableConcept against ``valueset`` (a canonical URL or a ValueSet)."""
+
+    valueset: str | Mapping[str, Any]
+    valueset_version: str | None = param("valueSetVersion", None)
+    code: str | None = param("code", None)
+    system: str | None = param("system", None)
+    version: str | None = param("systemVersion", None)
+    display: str | None = param("display", None)
+    coding: Mapping[str, Any] | None = param("coding", None)
+    codeable_concept: Mapping[str, Any] | None = param("codeableConcept", None)
+    options: CheckOptions = bundle(PLAIN_CHECK)
+    policy: VersionPolicy = bundle(NO_POLICY)
+    display_language: str | None = param("displayLanguage", None)
+    accept_language: str | None = param(ACCEPT_LANGUAGE, None)
+    use_supplements: tuple[str, ...] = param("useSupplement", ())
+    tx_resources: Codings = param("tx-resource", ())
+
+
+@dataclass(frozen=True)
+class CodeSystemValidateRequest(Request):
+    """CodeSystem ``$validate-code`` (``Workbench.validate_in_codesystem``) for one code;
+    abstract codes are valid unless ``abstract`` is False."""
+
+    system: str = param("url")
+    code: str | None = param("code", None)
+    version: str | None = param("version", None)
+    display: str | None = param("display", None)
+    abstract: bool = param("abstract", True)
+    tx_resources: Codings = param("tx-resource", ())
+
+
+@dataclass(frozen=True)
+class ExpandRequest(Request):
+    """ValueSet ``$expand`` (``Workbench.expand``) of ``valueset`` (a canonical URL or a
+    ValueSet)."""
+
+    valueset: str | Mapping[str, Any]
+    version: str | None = param("valueSetVersion", None)
+    filter: str | None = param("filter", None)
+    offset: int = param("offset", 0)
+    count: int | None = param("count", None)
+    active_only: bool = param("activeOnly", False)
+    include_designations: bool = param("includeDesignations", False)
+    include_definition: bool = param("includeDefinition", False)
+    properties: tuple[str, ...] = param("property", ())
+    exclude_nested: bool | None = param("excludeNested", None)
+    designations: tuple[str, ...] = param("designation", ())
+    policy: VersionPolicy = bundle(NO_POLICY)
+    display_language: str | None = param("displayLanguage", None)
+    accept_language: str | None = param(ACCEPT_LANGUAGE, None)
+    use_supplements: tuple[str, ...] = param("useSupplement", ())
+    tx_resources: Codings = param("tx-resource", ())
+
+
+@dataclass(frozen=True)
+class LookupRequest(Request):
+    """CodeSystem ``$lookup`` (``Workbench.lookup``); ``properties`` None means all."""
+
+    system: str = param("system")
+    code: str = param("code")
+    version: str | None = param("version", None)
+    properties: tuple[str, ...] | None = param("property", None)
+    display_language: str | None = param("displayLanguage", None)
+    accept_language: str | None = param(ACCEPT_LANGUAGE, None)
+    use_supplements: tuple[str, ...] = param("useSupplement", ())
+    tx_resources: Codings = param("tx-resource", ())
+
+
+@dataclass(frozen=True)
+class SubsumesRequest(Request):
+    """CodeSystem ``$subsumes`` (``Workbench.subsumes``): code A against code B."""
+
+    system: str = param("system")
+    code_a: str = param("codeA")
+    code_b: str = param("codeB")
+    version: str | None = param("version", None)
+    tx_resources: Codings = param("tx-resource", ())
+
+
+def parse_dependencies(given: Any, name: str = "dependency") -> tuple[Dependency, ...]:
+    """The ``dependency`` inputs (``{"element": uri, "concept": CodeableConcept}`` each) as
+    (element, codings): both parts are required for a dependency to mean something."""
+    out = []
+    for i, dep in enumerate(given or ()):
+        element, concept = dep.get("element"), dep.get("concept")
+        if element is None or concept is None:
+            missing = "element" if element is None else "concept"
+            raise RequiredError(
+                f"Parameter '{name}' (#{i + 1}) needs both element and concept; "
+                f"{missing} is missing",
+                expression=[f"{name}[{i}].{missing}"],
+            )
+        codings = concept.get("coding", [])
+        if not codings:
+            raise RequiredError(
+                f"Parameter '{name}' (#{i + 1}): concept has no coding",
+                expression=[f"{name}[{i}].concept"],
+            )
+        out.append((str(element), tuple(codings)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class TranslateRequest(Request):
+    """ConceptMap ``$translate`` (``Workbench.translate``) of ``code`` in ``system``.
+
+    ``maps`` replaces the loaded ConceptMaps (an inline ``conceptMap`` or the instance);
+    None uses the loaded ones, with the implicit map ``url`` may name.
+    """
+
+    code: str | None = param("code", None)
+    system: str | None = param("system", None)
+    url: str | None = param("url", None)
+    conceptmap_version: str | None = param("conceptMapVersion", None)
+    source: str | None = param("source", None)
+    target: str | None = param("target", None)
+    target_system: str | None = param("targetsystem", None)
+    reverse: bool = param("reverse", False)
+    dependencies: tuple[Dependency, ...] = param("dependency", (), parse=parse_dependencies)
+    maps: tuple[Resource, ...] | None = None
