@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.resources import canonical_of
-from workbench.terminology.codesystem import Concept
 from workbench.terminology.codings import coding_parts, combine_codings, located
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
-from workbench.terminology.languages import Languages, display_in, valid_in
-from workbench.terminology.params import param
+from workbench.terminology.concept_check import CheckOptions, check_concept
 from workbench.terminology.provider import CodeSystemProvider, Described
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
@@ -42,50 +39,6 @@ __all__ = [
     "validate_in_codesystem",
     "validate_in_valueset",
 ]
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """The $validate-code switches that change how strictly a code is checked.
-
-    ``abstract``: abstract (notSelectable) codes are valid choices. ``lenient_display``: a
-    wrong display is a warning, not an error. ``membership_only``: only membership counts
-    (no display, abstract or status checks). ``active_only``: inactive codes are not valid.
-    ``check_versions``: ``system -> version pattern`` a used version must match. The
-    switches are read from the $validate-code inputs their ``param`` names.
-    """
-
-    abstract: bool = param("abstract", False)
-    lenient_display: bool = param("lenient-display-validation", False)
-    membership_only: bool = param("valueset-membership-only", False)
-    active_only: bool = param("activeOnly", False)
-    check_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    languages: Languages | None = None
-
-
-def display_problem(
-    given: str | None, concept: Concept | None, override: str | None
-) -> tuple[str, str | None] | None:
-    """Return (message, the valid display) when ``given`` is not a valid display, else None.
-
-    Valid displays: the value set's display, the concept's display, and every designation
-    in any language.
-    """
-    if given is None:
-        return None
-    valid = [override] if override else []
-    if concept is not None:
-        valid += [d for d in concept.displays() if d not in valid]
-    if not valid or given in valid:
-        return None
-    preferred = valid[0]
-    if len(valid) == 1:
-        choices = f"Valid display is '{preferred}'"
-    else:
-        shown = ", ".join(f"'{v}'" for v in valid[:10])
-        choices = f"Valid display is one of {len(valid)} choices: {shown}"
-    return choices, preferred
 
 
 def validate_in_valueset(
@@ -213,7 +166,7 @@ def validate_in_valueset(
     if cs is not None and concept is not None and concept.inactive and opts.active_only:
         text = f"The code {system}#{code} is inactive, and {where} excludes inactive codes"
         return _non_member("inactive", text, cs, code, system, concept.display)
-    return _check_concept(
+    return check_concept(
         concept,
         override,
         code=code,
@@ -439,7 +392,7 @@ def validate_in_codesystem(
             system=cs.url,
             version=cs.version,
         )
-    return _check_concept(
+    return check_concept(
         concept,
         None,
         code=code,
@@ -487,135 +440,6 @@ def _check_expression(
             )
             return failure("not-in-vs", text, code=code, system=cs.url, version=cs.version)
     return ValidationResult(True, None, None, code, cs.url, cs.version)
-
-
-def _check_concept(
-    concept: Concept | None,
-    override: str | None,
-    *,
-    code: str,
-    system: str,
-    version: str | None,
-    display: str | None,
-    abstract: bool,
-    where: str,
-    options: CheckOptions | None = None,
-    case_sensitive: bool = True,
-    language: str | None = None,
-) -> ValidationResult:
-    opts = options or CheckOptions(abstract=abstract)
-    preferred = override or (concept.display if concept is not None else None)
-    wanted = opts.languages
-    if wanted and concept is not None and not override:
-        fallback = Languages(wanted.tags, True, wanted.text)
-        preferred = display_in(fallback, concept.display, language, concept.designations)
-    real_code = concept.code if concept is not None else code
-    normalized = real_code if real_code != code else None
-    inactive = bool(concept is not None and concept.inactive) or None
-    status = (concept.status or "inactive") if inactive and concept is not None else None
-    deprecated = not inactive and concept is not None and _deprecated(concept)
-    if deprecated:
-        status = "deprecated"
-    if concept is not None and concept.abstract and not abstract and not opts.membership_only:
-        result = failure(
-            "abstract",
-            f"The code {_fmt(system, real_code)} is abstract, and abstract "
-            f"codes are not allowed here (set abstract=true to allow them)",
-            code=code,
-            system=system,
-            version=version,
-            display=preferred,
-            tx="code-rule",
-        )
-        return dataclasses.replace(result, normalized_code=normalized)
-    issues: list[Issue] = []
-    problem = None if opts.membership_only else display_problem(display, concept, override)
-    if problem is not None and concept is not None and display in concept.retired_displays():
-        text = (
-            f"The display '{display}' for {_fmt(system, real_code)} is no longer current "
-            f"(an inactive description); the current one is '{problem[1]}'"
-        )
-        issues.append(Issue("warning", "display-comment", text, "invalid-display", "display"))
-    elif problem is not None:
-        text = f"Wrong display '{display}' for {_fmt(system, real_code)}. {problem[0]}"
-        severity = "warning" if opts.lenient_display else "error"
-        issues.append(Issue(severity, "invalid-display", text, "invalid-display", "display"))
-    if problem is None and wanted and display is not None and concept is not None:
-        issues += _language_issues(wanted, display, concept, override, language, opts, system)
-    if deprecated and concept is not None and not opts.membership_only:
-        text = f"The concept '{concept.code}' is deprecated and its use should be reviewed"
-        issues.append(Issue("warning", "code-comment", text, "deprecated", ""))
-    if inactive and concept is not None and not opts.membership_only:
-        shown = f" (status '{concept.status}')" if concept.status else ""
-        if concept.note:  # a release's replacement (REPLACED BY …)
-            shown += f" ({concept.note})"
-        text = f"The code {_fmt(system, real_code)} is inactive{shown}; review its use"
-        issues.append(Issue("warning", "code-comment", text, "inactive", ""))
-    if normalized is not None and not case_sensitive:
-        text = (
-            f"The code '{code}' differs in case from the correct code '{real_code}' in "
-            f"{system}, which is case-insensitive"
-        )
-        issues.append(Issue("information", "code-rule", text, "normalized", "code"))
-    if concept is None:
-        text = (
-            f"{_fmt(system, real_code)} could not be checked against its code system "
-            f"(not loaded, or not complete); it was accepted because {where} lists it"
-        )
-        issues.append(Issue("warning", "not-found", text, "unknown-system", "system"))
-    errors = [i for i in issues if i.severity == "error"]
-    warnings = [i for i in issues if i.severity == "warning"]
-    reason = errors[0].reason if errors else ("inactive" if inactive else None)
-    message = "; ".join(i.text for i in (errors or warnings)) or None
-    return ValidationResult(
-        not errors,
-        message,
-        preferred,
-        code,
-        system,
-        version,
-        reason,
-        tuple(issues),
-        inactive=inactive,
-        status=status,
-        normalized_code=normalized,
-    )
-
-
-def _language_issues(
-    wanted: Languages,
-    display: str,
-    concept: Concept,
-    override: str | None,
-    language: str | None,
-    opts: CheckOptions,
-    system: str,
-) -> list[Issue]:
-    """A display that is valid, but not in the requested languages: a warning when the
-    request allows other languages, an error when it does not."""
-    in_language = valid_in(wanted, concept.display, language, concept.designations)
-    if override:
-        in_language.insert(0, override)
-    if display in in_language or opts.membership_only:
-        return []
-    where = _fmt(system, concept.code)
-    text = (
-        f"'{display}' is a valid display for {where}, but not in the requested language(s) "
-        f"'{wanted.text}'"
-    )
-    if wanted.wildcard:
-        return [Issue("warning", "display-comment", text, "invalid-display", "display")]
-    if in_language:
-        text += ": valid is " + ", ".join(f"'{v}'" for v in in_language[:10])
-    else:
-        text += ", which have no display for it"
-    severity = "warning" if opts.lenient_display else "error"
-    return [Issue(severity, "invalid-display", text, "invalid-display", "display")]
-
-
-def _deprecated(concept: Concept) -> bool:
-    """A concept whose status property says deprecated (valid, but to be reviewed)."""
-    return concept.status == "deprecated"
 
 
 STANDARDS_STATUS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"

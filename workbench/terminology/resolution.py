@@ -1,0 +1,335 @@
+"""Resolution and caches of the terminology engine: code systems (stored resources and
+release providers), value sets (stored, implicit, contained), compiled value sets and what
+is remembered per value set, dropped when a resource they depend on changes (the registry
+announces the canonical URLs each write touches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from workbench import collector, forksafe, loading
+from workbench.errors import (
+    CodeSystemNotFoundError,
+    DuplicateCanonicalError,
+    ImportCycleError,
+    InvalidRequestError,
+    SupplementNotFoundError,
+    TooCostlyError,
+    ValueSetNotFoundError,
+)
+from workbench.registry import Change, OverlayRegistry, Registry
+from workbench.resources import Resource, canonical_of, split_canonical
+from workbench.terminology import budget, supplements
+from workbench.terminology.codesystem import CodeSystemIndex
+from workbench.terminology.compose import Clause, CompiledValueSet, import_refs
+from workbench.terminology.expansion import (
+    DEFAULT_MAX_EXPANSION,
+)
+from workbench.terminology.provider import CodeSystemProvider
+from workbench.terminology.versions import NO_POLICY, VersionPolicy
+
+T = TypeVar("T")
+
+
+class Resolution:
+    """Finds and caches the code systems and compiled value sets of one Registry (the base
+    of ``Terminology``; expansion and validation build on it)."""
+
+    def __init__(
+        self,
+        registry: Registry | OverlayRegistry,
+        *,
+        max_expansion: int = DEFAULT_MAX_EXPANSION,
+        parent: Resolution | None = None,
+    ) -> None:
+        self.registry = registry
+        self.max_expansion = max_expansion
+        self._lock = forksafe.rlock()
+        self._cs_cache: dict[int, tuple[Resource, CodeSystemProvider]] = {}
+        self._vs_cache: dict[tuple[str, str | None], CompiledValueSet] = {}
+        self._providers: dict[str, list[CodeSystemProvider]] = {}
+        self._parent = parent
+        if parent is not None:
+            self._providers = parent._providers
+        registry.subscribe(self._on_change)
+
+    # --- code systems from release files ------------------------------------------------
+
+    def add_provider(self, provider: CodeSystemProvider) -> None:
+        """Make a code system provider (a terminology loaded from its release files) known.
+
+        A provider is a ``CodeSystemProvider`` (``provider.py``: the whole contract the
+        engine uses, declared on the base class). The latest added is the default
+        version. Raises DuplicateCanonicalError when that url and version is already
+        loaded, and then changes nothing.
+        """
+        with self._lock:
+            self.check_new_provider(provider.url, provider.version)
+            known = self._providers.get(provider.url, [])
+            self._providers[provider.url] = [provider, *known]
+            self._vs_cache.clear()
+
+    def check_new_provider(self, url: str, version: str | None) -> None:
+        """Raise DuplicateCanonicalError when a code system ``url|version`` is already loaded
+        (from release files or as a CodeSystem resource)."""
+        clash = any(p.version == version for p in self._providers.get(url, ())) or (
+            self.registry.get("CodeSystem", url, version) is not None
+        )
+        if clash:
+            raise DuplicateCanonicalError(
+                f"CodeSystem {url}|{version} is already loaded: load another version, or "
+                "pass version= to load this release under another one"
+            )
+
+    def providers(self) -> list[Any]:
+        """Every loaded provider (the default version of each system first)."""
+        return [p for found in self._providers.values() for p in found]
+
+    # --- caches -----------------------------------------------------------------------
+
+    def _on_change(self, change: Change) -> None:
+        with self._lock:
+            for key, compiled in list(self._vs_cache.items()):
+                if compiled.dependencies & change.urls:
+                    del self._vs_cache[key]
+            touched = {url for rtype, url in change.urls if rtype == "CodeSystem"}
+            stored = [self.registry.get("CodeSystem", url) for url in touched]
+            if any(r is None or supplements.is_supplement(r) for r in stored) and touched:
+                # a supplement came or went: the indexes it adds to must be rebuilt
+                self._cs_cache.clear()
+                self._vs_cache.clear()
+            for rid, (resource, _) in list(self._cs_cache.items()):
+                if resource.get("url") in touched:
+                    del self._cs_cache[rid]
+
+    def codesystem(self, url: str, version: str | None = None) -> CodeSystemProvider | None:
+        """Return the index of a code system (latest version when none given), or None."""
+        for provider in self._providers.get(url, ()):
+            if version is None or provider.version == version or provider.accepts_version(version):
+                return provider
+        resource = self.registry.get("CodeSystem", url, version)
+        if resource is None or supplements.is_supplement(resource):
+            return None  # a supplement is never a code system itself
+        return self.index_of(resource)
+
+    def index_of(self, resource: Resource) -> CodeSystemProvider:
+        """Return the (cached) index of a CodeSystem resource."""
+        if self._parent is not None and not self._owns(resource):
+            return self._parent.index_of(resource)  # a stored one: the shared cache
+        cached = self._cs_cache.get(id(resource))
+        if cached is not None and cached[0] is resource:
+            return cached[1]
+        generation = self.registry.generation
+        with budget.building():
+            budget.charge(len(resource.get("concept") or ()))
+            index = CodeSystemIndex(resource)
+            for supplement in supplements.supplements_of(resource, self.registry.all("CodeSystem")):
+                index.add_supplement(supplement)
+        with self._lock:
+            if self.registry.generation == generation:  # no supplement came or went meanwhile
+                self._cs_cache[id(resource)] = (resource, index)
+        return index
+
+    def require_supplements(self, canonicals: Sequence[str], where: str) -> None:
+        """Raise SupplementNotFoundError unless every canonical names a loaded supplement
+        (``useSupplement``, the value set's supplement extension)."""
+        for canonical in canonicals:
+            url, version = split_canonical(canonical)
+            found = self.registry.get("CodeSystem", url, version)
+            if found is None or not supplements.is_supplement(found):
+                raise SupplementNotFoundError(
+                    f"The supplement {canonical} that {where} asks for is not loaded"
+                    + ("" if found is None else " (it is not a CodeSystem supplement)")
+                )
+            target, _ = split_canonical(str(found.get("supplements", "")))
+            base = self.registry.get("CodeSystem", target)
+            if base is None or not supplements.applies_to(found, base):
+                raise SupplementNotFoundError(
+                    f"The supplement {canonical} supplements {found.get('supplements')}, "
+                    "which is not loaded in a version it applies to"
+                )
+
+    def _owns(self, resource: Resource) -> bool:
+        """True when ``resource`` came with this view's request (tx-resource)."""
+        own = self.registry.top if isinstance(self.registry, OverlayRegistry) else None
+        if own is None:
+            return False
+        sent = own.all("CodeSystem")
+        return any(r is resource for r in sent) or bool(supplements.supplements_of(resource, sent))
+
+    def require_codesystem(self, url: str | None, version: str | None = None) -> CodeSystemProvider:
+        """Return a code system's index or raise CodeSystemNotFoundError."""
+        if not url:
+            raise InvalidRequestError("No code system was given (the 'system' or 'url' input)")
+        found = self.codesystem(url, version)
+        if found is None:
+            raise CodeSystemNotFoundError(url, version)
+        return found
+
+    def valueset_resource(self, url: str, version: str | None = None) -> Resource:
+        """Return a stored ValueSet by canonical, or raise ValueSetNotFoundError."""
+        if version is None:
+            url, version = split_canonical(url)
+        found = self.registry.get("ValueSet", url, version)
+        if found is None and version is None:
+            found = self._implicit_valueset(url)
+        if found is None:
+            raise ValueSetNotFoundError(f"{url}|{version}" if version else url)
+        return found
+
+    def _implicit_valueset(self, url: str) -> Resource | None:
+        """A provider's implicit value set (``http://snomed.info/sct?fhir_vs=…``)."""
+        base = url.partition("?")[0]
+        for system, found in self._providers.items():
+            if not found:
+                continue
+            make = found[0].implicit_valueset
+            if base == system or base.startswith(system + "/"):
+                return make(url)
+            # an edition URI the system spells otherwise (http://snomed.info/xsct/…)
+            other = make(url) if "?fhir_vs" in url else None
+            if other is not None:
+                return other
+        return None
+
+    def implicit_conceptmap(self, url: str) -> Resource | None:
+        """A provider's implicit ConceptMap (``http://snomed.info/sct?fhir_cm=…``), or None.
+        Each provider with the hook decides whether the URL is one of its own (an edition
+        URI before the ``?`` need not start with the system's URL)."""
+        for provider in self.providers():
+            resource = provider.implicit_conceptmap(url)
+            if resource is not None:
+                return resource
+        return None
+
+    def compiled(
+        self,
+        valueset: str | Mapping[str, Any],
+        version: str | None = None,
+        policy: VersionPolicy = NO_POLICY,
+    ) -> CompiledValueSet:
+        """Compile a value set given by canonical URL or as a ValueSet dict (cached by URL
+        and by the request's version parameters)."""
+        if isinstance(valueset, Mapping):
+            loading.check_valueset(valueset, "The value set given")  # vsd-1/2/3, as when loading
+            return self._compile(dict(valueset), (), policy)
+        url, pinned = split_canonical(valueset)
+        key = _cache_key(url, version or pinned, policy)
+        found = self._vs_cache.get(key)
+        if found is None:
+            # Cached only when no write came between reading the registry and storing: a
+            # write bumps the generation before it invalidates, so a value set compiled from
+            # what the write replaced is never cached after its invalidation (no stale answer).
+            generation = self.registry.generation
+            resource = self.valueset_resource(url, version or pinned)
+            with budget.building(), collector.paused():
+                found = self._compile(resource, (), policy)
+            with self._lock:
+                if self.registry.generation == generation:
+                    found.kept = True
+                    self._vs_cache[key] = found
+        return found
+
+    def memo(self, compiled: CompiledValueSet, key: Hashable, factory: Callable[[], T]) -> T:
+        """Remember something derived from a compiled value set for as long as it is cached
+        (for example the bulk validator's index of plainly valid members)."""
+        if key not in compiled.extras:
+            with collector.paused():  # such indexes are large and kept: no cycles to find
+                value = factory()
+            with self._lock:
+                compiled.extras[key] = value
+        return compiled.extras[key]
+
+    def _compile(
+        self,
+        resource: Resource,
+        stack: tuple[str, ...],
+        policy: VersionPolicy = NO_POLICY,
+        memo: dict[str, CompiledValueSet] | None = None,
+    ) -> CompiledValueSet:
+        """Compile one value set. ``memo`` shares what this compile already built: a value
+        set imported along several paths is compiled once (and one already cached is
+        reused), so imports cost what they hold, not the number of paths to them."""
+        canonical = canonical_of(resource) or "(inline ValueSet)"
+        if canonical in stack:
+            chain = " -> ".join((*stack, canonical))
+            raise ImportCycleError(f"The value sets import each other in a cycle: {chain}")
+        if len(stack) >= MAX_IMPORT_DEPTH:
+            raise TooCostlyError(
+                f"The value set imports nest more than {MAX_IMPORT_DEPTH} levels deep "
+                f"(at {canonical})"
+            )
+        memo = {} if memo is None else memo
+        budget.charge(1)
+        stack = (*stack, canonical)
+        compose = resource.get("compose") or {}
+        deps: set[tuple[str, str]] = set()
+        if resource.get("url"):
+            deps.add(("ValueSet", str(resource["url"])))
+
+        def clause(raw: Mapping[str, Any], exclude: bool) -> Clause:
+            system = raw.get("system")
+            cs = None
+            if system:
+                deps.add(("CodeSystem", str(system)))
+                wanted = policy.resolve(str(system), raw.get("version"))
+                cs = self.codesystem(str(system), wanted)
+            imports = []
+            for url, version in import_refs(raw):
+                budget.charge(1)
+                if url.startswith("#"):
+                    inner = contained(resource, url)
+                    imported = self._imported(inner, stack, policy, memo)
+                    deps.update(imported.dependencies)
+                    imports.append(imported)
+                    continue
+                deps.add(("ValueSet", url))
+                version = version or policy.valueset_defaults.get(url)
+                cached = self._vs_cache.get(_cache_key(url, version, policy))
+                if cached is None:
+                    inner = self.valueset_resource(url, version)
+                    cached = self._imported(inner, stack, policy, memo)
+                deps.update(cached.dependencies)
+                imports.append(cached)
+            return Clause(raw, cs, imports, exclude=exclude)
+
+        includes = [clause(raw, False) for raw in compose.get("include", ()) or ()]
+        excludes = [clause(raw, True) for raw in compose.get("exclude", ()) or ()]
+        compiled = CompiledValueSet(resource, includes, excludes, frozenset(deps))
+        memo[canonical] = compiled
+        return compiled
+
+    def _imported(
+        self,
+        resource: Resource,
+        stack: tuple[str, ...],
+        policy: VersionPolicy,
+        memo: dict[str, CompiledValueSet],
+    ) -> CompiledValueSet:
+        canonical = canonical_of(resource) or "(inline ValueSet)"
+        found = memo.get(canonical)
+        return found if found is not None else self._compile(resource, stack, policy, memo)
+
+
+MAX_IMPORT_DEPTH = 100
+
+
+def _cache_key(url: str, version: str | None, policy: VersionPolicy) -> tuple[Any, ...]:
+    """The key of a compiled value set in the cache: its canonical and the request's version
+    parameters."""
+    return (url, version, *policy.key()) if policy else (url, version)
+
+
+def contained(resource: Resource, reference: str) -> Resource:
+    """The ValueSet a ``#id`` reference names among ``resource.contained``."""
+    for inner in resource.get("contained", ()) or ():
+        if isinstance(inner, Mapping) and inner.get("id") == reference[1:]:
+            if inner.get("resourceType") != "ValueSet":
+                raise InvalidRequestError(f"The contained resource {reference} is not a ValueSet")
+            found = dict(inner)
+            found.setdefault("url", f"{canonical_of(resource) or 'inline'}{reference}")
+            return found
+    where = canonical_of(resource) or "the value set"
+    raise ValueSetNotFoundError(f"{reference} (no contained ValueSet with that id in {where})")

@@ -1,0 +1,195 @@
+"""$validate-code on the terminology engine: against a value set (code, Coding,
+CodeableConcept) and against a whole code system, with status notes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, cast
+
+from workbench.errors import (
+    InvalidRequestError,
+)
+from workbench.resources import canonical_of
+from workbench.terminology import languages, supplements
+from workbench.terminology.compose import CompiledValueSet
+from workbench.terminology.requests import ValidateRequest
+from workbench.terminology.resolution import Resolution, T
+from workbench.terminology.validation import (
+    CheckOptions,
+    Issue,
+    ValidationResult,
+    coding_parts,
+    combine_codings,
+    failure,
+    located,
+    status_checks,
+    validate_in_codesystem,
+    validate_in_valueset,
+)
+
+# Remembers what depends on the value set alone while it stays compiled: (key, factory).
+_PerValueSet = Callable[[Hashable, Callable[[], Any]], Any]
+
+
+class Validating(Resolution):
+    """$validate-code over the resolved value sets and code systems (a part of
+    ``Terminology``)."""
+
+    def validate_code(self, req: ValidateRequest) -> ValidationResult:
+        """Validate a code, Coding or CodeableConcept against a value set.
+
+        ``req.policy`` carries the version parameters (force/default/check per system,
+        default value set versions); ``req.options`` the strictness switches. A Coding's own
+        version is the default version of its system for the includes that pin none; a
+        ``display`` given beside a Coding is checked in place of the Coding's own.
+        """
+        valueset, policy = req.valueset, req.policy
+        first = (
+            None
+            if isinstance(valueset, Mapping)
+            else self.compiled(valueset, req.valueset_version, policy)
+        )
+        resource: Mapping[str, Any] = (
+            first.resource if first is not None else cast(Mapping[str, Any], valueset)
+        )
+
+        def per_valueset(key: Hashable, factory: Callable[[], T]) -> T:
+            """What depends on the value set alone: remembered while it stays compiled."""
+            return factory() if first is None else self.memo(first, key, factory)
+
+        opts = self._check_options(req, resource, per_valueset)
+
+        def one(parts: Mapping[str, str | None], path: str) -> ValidationResult:
+            used = policy
+            wanted, of = parts.get("version"), parts.get("system")
+            if wanted and of and of not in policy.force:
+                used = policy.with_default(of, wanted)
+            compiled = (
+                first
+                if first is not None and used is policy
+                else self.compiled(valueset, req.valueset_version, used)
+            )
+            result = validate_in_valueset(
+                compiled,
+                self.codesystem,
+                code=parts.get("code"),
+                system=parts.get("system"),
+                version=parts.get("version"),
+                display=parts.get("display"),
+                options=opts,
+                versions=self.codesystem_versions,
+            )
+            return located(result, path)
+
+        if req.codeable_concept is not None:
+            codings = req.codeable_concept.get("coding") or []
+            if not codings:
+                raise InvalidRequestError("The codeableConcept has no coding to validate")
+            canonical = self.compiled(valueset, req.valueset_version, policy).canonical
+            where = f"the value set '{canonical}'"
+            result = combine_codings([one(coding_parts(c), "") for c in codings], where)
+        elif req.coding is not None:
+            coding = req.coding
+            if req.display is not None:
+                coding = {**coding, "display": req.display}
+            result = one(coding_parts(coding), "Coding")
+        else:
+            given = {
+                "code": req.code,
+                "system": req.system,
+                "version": req.version,
+                "display": req.display,
+            }
+            result = one(given, "")
+        return self._with_status_notes(result, resource, first, per_valueset)
+
+    def _check_options(
+        self, req: ValidateRequest, resource: Mapping[str, Any], per_valueset: _PerValueSet
+    ) -> CheckOptions:
+        """The request's switches with what the validation needs besides: the versions to
+        check or force, the wanted display languages. Raises SupplementNotFoundError for a
+        supplement the request or the value set asks for that is not loaded."""
+        opts, policy = req.options, req.policy
+        if policy.check or policy.force or opts.check_versions or opts.force_versions:
+            opts = dataclasses.replace(
+                opts, check_versions={**policy.check}, force_versions={**policy.force}
+            )
+        asked = [
+            *req.use_supplements,
+            *per_valueset(
+                ("validate", "supplements"), lambda: supplements.valueset_supplements(resource)
+            ),
+        ]
+        if asked:
+            self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
+        if req.display_language or req.accept_language:
+            wanted = languages.requested(
+                req.display_language, resource, req.accept_language, wildcard=False
+            )
+        else:
+            wanted = per_valueset(
+                ("validate", "languages"),
+                lambda: languages.requested(None, resource, None, wildcard=False),
+            )
+        return dataclasses.replace(opts, languages=wanted) if wanted else opts
+
+    def _with_status_notes(
+        self,
+        result: ValidationResult,
+        resource: Mapping[str, Any],
+        first: CompiledValueSet | None,
+        per_valueset: _PerValueSet,
+    ) -> ValidationResult:
+        """The result with the status-check notes about the value set and the code system
+        used; a code system the value set draws on is one of its dependencies, so its notes
+        can be remembered with the compiled value set too."""
+        own = per_valueset(("validate", "status"), lambda: tuple(status_checks([resource])))
+        used = result.system
+        if used and first is not None and used in first.systems():
+            theirs = self.memo(
+                first,
+                ("validate", "status", used, result.version),
+                lambda: self._codesystem_status(used, result.version),
+            )
+        else:
+            theirs = self._codesystem_status(used, result.version)
+        notes = (*own, *theirs)
+        return dataclasses.replace(result, issues=(*result.issues, *notes)) if notes else result
+
+    def _codesystem_status(self, system: str | None, version: str | None) -> tuple[Issue, ...]:
+        """The status-check notes about the code system a validation used."""
+        if not system:
+            return ()
+        cs = self.codesystem(system, version)
+        if cs is None or not cs.resource:
+            return ()
+        return tuple(status_checks([cs.resource]))
+
+    def codesystem_versions(self, url: str) -> list[str]:
+        """Every loaded version of a code system (release providers and resources)."""
+        found = [str(p.version) for p in self._providers.get(url, ()) if p.version]
+        return found + [v for v in self.registry.versions("CodeSystem", url) if v]
+
+    def validate_in_codesystem(
+        self,
+        url: str,
+        *,
+        code: str | None,
+        version: str | None = None,
+        display: str | None = None,
+        abstract: bool = True,
+    ) -> ValidationResult:
+        """Validate a code against a whole code system."""
+        found = self.codesystem(url, version)
+        if found is None:
+            label = f"{url}|{version}" if version else url
+            return failure(
+                "unknown-system",
+                f"A definition for CodeSystem '{label}' could not be "
+                f"found, so the code '{code}' cannot be validated",
+                code=code,
+                system=url,
+                version=version,
+            )
+        return validate_in_codesystem(found, code=code, display=display, abstract=abstract)
