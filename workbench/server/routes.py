@@ -28,6 +28,7 @@ from workbench.server import search as fhir_search
 from workbench.server.dispatch import Answer
 from workbench.server.history_pages import instant, many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
+from workbench.server.prefix import public_base
 from workbench.server.responses import FHIR_JSON, fhir, outcome, read_json
 from workbench.server.store import ResourceStore, etag, etag_version, version_of
 
@@ -227,7 +228,7 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
     """read, vread, history, create, update, delete and search of the terminology types."""
 
     def root_of(request: Request) -> str:
-        return str(request.base_url).rstrip("/") + base
+        return public_base(request, base)
 
     async def search_or_create(request: Request) -> Response:
         rtype = request.path_params["rtype"]
