@@ -37,7 +37,7 @@ from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
-from workbench.server.openapi import openapi_document
+from workbench.server.openapi import openapi_document, with_server
 from workbench.server.prefix import public_base
 from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
@@ -69,6 +69,18 @@ def read_only(request: Request) -> None:
         raise MethodNotAllowedError(
             f"{request.method} is not allowed on {request.url.path}: it is read-only (use GET)"
         )
+
+
+class TerminologyApp(FastAPI):
+    """A FastAPI app whose OpenAPI document is the one generated from the
+    OperationDefinitions (``openapi.py``): its routes are plain Starlette routes, which
+    FastAPI's own generator leaves out."""
+
+    generated: dict[str, Any] | None = None
+
+    def openapi(self) -> dict[str, Any]:
+        """The generated document (servers: the FHIR base), else FastAPI's own."""
+        return self.generated if self.generated is not None else super().openapi()
 
 
 def create_app(
@@ -149,7 +161,7 @@ def create_app(
     free, free_prefix = open_paths(base)
     # Middleware, outermost first: whatever escapes becomes a 500 OperationOutcome (Guard),
     # then the token, then the format negotiation, then the operation calls on exact paths.
-    app = FastAPI(
+    app = TerminologyApp(
         title=TITLE,
         version=VERSION,
         routes=routes,
@@ -166,7 +178,7 @@ def create_app(
         swagger_ui_oauth2_redirect_url=None,
         telemetry=NO_TELEMETRY if telemetry is None else telemetry,
     )
-    app.openapi_schema = document
+    app.generated = with_server(document, base)
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base

@@ -172,7 +172,9 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
     out: dict[str, Any] = {}
     if not d.affects_state:
         query = [
-            query_parameter(p, docs.get(name, ""), None if instance else samples.get(name))
+            query_parameter(
+                p, docs.get(name, ""), None if instance and name == "url" else samples.get(name)
+            )
             for name, p in d.inputs.items()
             if p.is_simple and name in op.supported
         ]
@@ -247,7 +249,13 @@ def _query(name: str, description: str, schema: dict[str, Any] | None = None) ->
 
 
 def _header(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "in": "header", "required": False, "description": description}
+    return {
+        "name": name,
+        "in": "header",
+        "required": False,
+        "description": description,
+        "schema": {"type": "string"},
+    }
 
 
 def _search_parameters(rtype: str) -> list[dict[str, Any]]:
