@@ -158,7 +158,8 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
     instance = level == "instance"
     where = f"{rtype or 'system'}-{level}"
     unsupported = sorted(set(d.inputs) - op.supported)
-    description = str(d.resource.get("description") or d.resource.get("name") or d.code)
+    title = str(d.resource.get("title") or d.resource.get("name") or d.code)
+    description = str(d.resource.get("description") or title)
     if unsupported:
         description += f"\n\nDefined but not supported here: {', '.join(unsupported)}."
     complex_inputs = sorted(n for n, p in d.inputs.items() if not p.is_simple and n in op.supported)
@@ -181,7 +182,7 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
         out["get"] = {
             **common,
             "operationId": f"{d.code}-{where}-get",
-            "summary": f"${d.code} (GET)",
+            "summary": f"${d.code}: {title} (GET)",
             "description": description
             + (f"\n\nOnly by POST: {', '.join(complex_inputs)}." if complex_inputs else ""),
             "parameters": [*common.get("parameters", []), *query],
@@ -189,7 +190,7 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
     out["post"] = {
         **common,
         "operationId": f"{d.code}-{where}-post",
-        "summary": f"${d.code} (POST)",
+        "summary": f"${d.code}: {title} (POST)",
         "description": description,
         "requestBody": {
             "required": False,
