@@ -155,7 +155,7 @@ def test_expand_and_read(http: httpx.Client) -> None:
     assert read.headers["etag"].startswith('W/"')
 
 
-def test_create_gives_a_location_with_the_prefix(
+def test_create_and_update_give_locations_with_the_prefix(
     deployment: Deployment, http: httpx.Client
 ) -> None:
     url = f"http://example.org/fhir/ValueSet/mounted-{deployment.name}"
@@ -165,9 +165,18 @@ def test_create_gives_a_location_with_the_prefix(
     rid = created.json()["id"]
     location = created.headers["location"]
     assert location == f"{deployment.public}/ValueSet/{rid}/_history/1"
+    assert created.headers["content-location"] == location
     again = http.get(deployment.fetchable(location))
     assert again.status_code == 200
     assert again.json()["url"] == url
+    updated = http.put(
+        f"/ValueSet/{rid}",
+        json={**vs, "id": rid, "status": "active"},
+        headers={"Content-Type": FHIR_JSON},
+    )
+    assert updated.status_code == 200, updated.text
+    assert "location" not in updated.headers
+    assert updated.headers["content-location"] == f"{deployment.public}/ValueSet/{rid}/_history/2"
 
 
 def test_search_paging_links_carry_the_prefix(deployment: Deployment, http: httpx.Client) -> None:
