@@ -71,37 +71,9 @@ def read_only(request: Request) -> None:
         )
 
 
-class TerminologyApp(FastAPI):
-    """A FastAPI app whose OpenAPI document is the one generated from the
-    OperationDefinitions (``openapi.py``): its routes are plain Starlette routes, which
-    FastAPI's own generator leaves out."""
-
-    generated: dict[str, Any] | None = None
-
-    def openapi(self) -> dict[str, Any]:
-        """The generated document (servers: the FHIR base), else FastAPI's own."""
-        return self.generated if self.generated is not None else super().openapi()
-
-
-def create_app(
-    workbench: TerminologyService,
-    *,
-    token: str,
-    base: str = DEFAULT_BASE,
-    data_dir: str | Path | None = None,
-    max_body: int = DEFAULT_MAX_BODY,
-    limits: Limits | None = None,
-    telemetry: TelemetryConfig | None = None,
-) -> FastAPI:
-    """Build the server app. It serves ``workbench`` itself, so changes show both ways.
-
-    ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies;
-    ``limits`` bounds the work of one operation (steps, seconds; see ``offload.Limits``);
-    ``telemetry`` is FastAPI's OpenTelemetry configuration (off by default).
-    The app serves ``{base}/openapi.json`` and ``{base}/docs`` without a token.
-    """
-    base = "/" + base.strip("/") if base.strip("/") else ""
-    store = ResourceStore(workbench, data_dir)
+def conformance_routes(workbench: TerminologyService, base: str) -> list[Route]:
+    """``{base}/metadata`` (CapabilityStatement, TerminologyCapabilities) and the
+    OperationDefinitions (search and read)."""
     definitions = {op.definition.id: op.definition.resource for op in OPERATIONS}
 
     async def metadata(request: Request) -> Response:
@@ -148,13 +120,49 @@ def create_app(
             )
         return fhir(found)
 
+    return [
+        Route(f"{base}/metadata", metadata, methods=ALL_METHODS),
+        Route(f"{base}/OperationDefinition", operation_definitions, methods=ALL_METHODS),
+        Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=ALL_METHODS),
+    ]
+
+
+class TerminologyApp(FastAPI):
+    """A FastAPI app whose OpenAPI document is the one generated from the
+    OperationDefinitions (``openapi.py``): its routes are plain Starlette routes, which
+    FastAPI's own generator leaves out."""
+
+    generated: dict[str, Any] | None = None
+
+    def openapi(self) -> dict[str, Any]:
+        """The generated document (servers: the FHIR base), else FastAPI's own."""
+        return self.generated if self.generated is not None else super().openapi()
+
+
+def create_app(
+    workbench: TerminologyService,
+    *,
+    token: str,
+    base: str = DEFAULT_BASE,
+    data_dir: str | Path | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    limits: Limits | None = None,
+    telemetry: TelemetryConfig | None = None,
+) -> FastAPI:
+    """Build the server app. It serves ``workbench`` itself, so changes show both ways.
+
+    ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies;
+    ``limits`` bounds the work of one operation (steps, seconds; see ``offload.Limits``);
+    ``telemetry`` is FastAPI's OpenTelemetry configuration (off by default).
+    The app serves ``{base}/openapi.json`` and ``{base}/docs`` without a token.
+    """
+    base = "/" + base.strip("/") if base.strip("/") else ""
+    store = ResourceStore(workbench, data_dir)
     operation_routes = OperationRoutes(OPERATIONS, store, max_body, Offloader(limits))
     document = openapi_document(OPERATIONS, title=TITLE, version=VERSION)
     routes = [
         *docs_routes(base, document, TITLE),
-        Route(f"{base}/metadata", metadata, methods=ALL_METHODS),
-        Route(f"{base}/OperationDefinition", operation_definitions, methods=ALL_METHODS),
-        Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=ALL_METHODS),
+        *conformance_routes(workbench, base),
         *operation_routes.routes(base),
         *resource_routes(base, store, max_body),
     ]
