@@ -6,8 +6,10 @@ import argparse
 import gc
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -18,6 +20,8 @@ from workbench.server.auth import new_token
 from workbench.server.protocol import http_protocol
 
 ROOT = Path(__file__).resolve().parent
+# How long a stop (SIGTERM, SIGINT) waits for requests in flight before cancelling them.
+GRACEFUL_SECONDS = 30
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -32,6 +36,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     parser.add_argument("--base", default="/fhir/R4", help="base path (default /fhir/R4)")
+    parser.add_argument(
+        "--root-path",
+        default="",
+        help="the path prefix a reverse proxy strips before forwarding (e.g. /terminology); "
+        "links and Location headers carry it",
+    )
     parser.add_argument(
         "--data",
         type=Path,
@@ -82,6 +92,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def serve_until_stopped(config: uvicorn.Config) -> str | None:
+    """Serve in this (main) thread until SIGTERM or SIGINT; requests in flight are answered
+    first. Return the name of the signal that stopped the server, if one did.
+
+    uvicorn raises the signal again once it has shut down (so the process would die of
+    it, exit status 143 or 130); the handlers installed here take that second delivery,
+    so the process can exit 0, and a stop asked before uvicorn listens is not lost.
+    """
+    server = uvicorn.Server(config)
+    received: list[int] = []
+
+    def stop(sig: int, frame: FrameType | None) -> None:
+        received.append(sig)
+        server.should_exit = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return signal.Signals(received[0]).name if received else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Load the content, print how to call the server, and serve until interrupted."""
     args = parse_args(argv)
@@ -108,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}{app.state.base}"
     print(f"\nFHIR R4 terminology server: {url}")
+    if args.root_path.strip("/"):
+        print(f"Behind the proxy its base path is {args.root_path.rstrip('/')}{app.state.base}")
+    print(f"API documentation (OpenAPI, no token needed): {url}/docs")
     print(f"Access token: {token}")
     print(
         "Try it:\n  curl -H 'Authorization: Bearer "
@@ -118,15 +155,20 @@ def main(argv: list[str] | None = None) -> int:
         "&system=http://hl7.org/fhir/administrative-gender&code=female'\n",
         flush=True,
     )
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=args.host,
         port=args.port,
+        root_path=args.root_path.rstrip("/"),
         log_level="info",
         access_log=False,
         http=http_protocol(),
         ws="none",  # no WebSocket upgrade: such a request is answered as plain HTTP
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
     )
+    stopped_by = serve_until_stopped(config)
+    if stopped_by:
+        print(f"Stopped by {stopped_by}; requests in flight were answered.", flush=True)
     return 0
 
 

@@ -121,10 +121,19 @@ class RunningApp:
 
 
 @contextmanager
-def serve_app(app: Any, base: str = "/fhir/R4", timeout: float = 15.0) -> Iterator[RunningApp]:
-    """Serve a hand-built ASGI app on 127.0.0.1 (a free port) until the block ends."""
+def serve_app(
+    app: Any, base: str = "/fhir/R4", timeout: float = 15.0, root_path: str = ""
+) -> Iterator[RunningApp]:
+    """Serve a hand-built ASGI app on 127.0.0.1 (a free port) until the block ends;
+    ``root_path`` is uvicorn's ``--root-path`` (a prefix a proxy strips)."""
     config = uvicorn.Config(
-        app, host=HOST, port=0, log_level="warning", lifespan="off", access_log=False
+        app,
+        host=HOST,
+        port=0,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        root_path=root_path,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="test-app-server", daemon=True)

@@ -1371,6 +1371,10 @@ def test_server_panel_start_and_stop(
     port = port_of(url + "/")
     assert url.endswith("/fhir/R4")
     assert f"<code>{url}</code>" in panel.info.value
+    # the panel links the interactive API documentation of the same FastAPI app
+    assert handle.docs_url == f"{url}/docs"
+    assert f'<a href="{url}/docs" target="_blank" rel="noopener">API docs</a>' in panel.info.value
+    assert f'<a href="{url}/docs" target="_blank">API docs</a>' in handle._repr_html_()
     assert (panel.start.disabled, panel.stop.disabled) == (True, False)
     # the token is masked: in no HTML, no text box, not in the curl example
     assert used not in panel.info.value
@@ -1388,6 +1392,10 @@ def test_server_panel_start_and_stop(
     assert f"'{url}/ValueSet/$validate-code?" in curl
     with httpx.Client(trust_env=False, timeout=10.0) as client:
         assert client.get(f"{url}/metadata").status_code == 200
+        docs = client.get(handle.docs_url)  # no token needed to open the documentation
+        assert docs.status_code == 200, docs.text
+        assert docs.headers["content-type"].startswith("text/html")
+        assert f"{url.split(':' + str(port))[1]}/openapi.json" in docs.text
         # The curl example's request works with its token.
         target = re.search(r"'(http://[^']+)'", curl)
         assert target

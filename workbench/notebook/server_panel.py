@@ -13,7 +13,8 @@ from workbench.workbench import Workbench
 
 
 class ServerPanel(w.VBox):
-    """Start/stop buttons; when running, the base URL, the access token (masked: ``reveal``
+    """Start/stop buttons; when running, the base URL with a link to the interactive API
+    documentation (``/docs``), the access token (masked: ``reveal``
     shows it until hidden again) and a curl example that reads the token from
     ``$WORKBENCH_TOKEN`` (with the ``export`` line to set it while the token is shown).
 
@@ -58,7 +59,12 @@ class ServerPanel(w.VBox):
         except WorkbenchError as exc:
             self.info.value = views.message(exc.text)
             return
-        self.info.value = f"<div>Serving FHIR R4 at <code>{views.esc(self.handle.url)}</code></div>"
+        url, docs = views.esc(self.handle.url), views.esc(self.handle.docs_url)
+        self.info.value = (
+            f"<div>Serving FHIR R4 at <code>{url}</code> · "
+            f'<a href="{docs}" target="_blank" rel="noopener">API docs</a> '
+            "(try requests with the token: <i>Authorize</i>)</div>"
+        )
         self.start.disabled, self.stop.disabled = True, False
         self.reveal.disabled = False
         self._show_token()

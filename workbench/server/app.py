@@ -1,4 +1,12 @@
-"""The app factory: a FHIR R4 terminology server over one Workbench's in-memory data."""
+"""The app factory: a FHIR R4 terminology server over one Workbench's in-memory data.
+
+``create_app`` returns a FastAPI application: mount it in your own
+(``outer.mount("/tx", create_app(...))``) or serve it alone. Its routes are plain Starlette
+routes generated from the OperationDefinitions; FastAPI's routing and pydantic are not on
+the way of a request, and the operation calls at system and type level are answered by the
+pure ASGI ``OperationDispatch`` before any router. Errors are OperationOutcomes, never
+``{"detail": …}``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from starlette.applications import Starlette
+from fastapi import FastAPI
+from fastapi.telemetry import TelemetryConfig
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -24,9 +33,12 @@ from workbench.server.capability import (
     terminology_capabilities,
 )
 from workbench.server.dispatch import OperationDispatch
+from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
+from workbench.server.openapi import openapi_document, with_server
+from workbench.server.prefix import public_base
 from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
@@ -37,6 +49,11 @@ if TYPE_CHECKING:
 
 DEFAULT_BASE = "/fhir/R4"
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
+TITLE = "FHIR terminology workbench"
+VERSION = "0.1.0"
+# FastAPI's own OpenTelemetry checks cost microseconds on every request; an app that mounts
+# this one instruments the whole request itself.
+NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
 
@@ -54,27 +71,14 @@ def read_only(request: Request) -> None:
         )
 
 
-def create_app(
-    workbench: TerminologyService,
-    *,
-    token: str,
-    base: str = DEFAULT_BASE,
-    data_dir: str | Path | None = None,
-    max_body: int = DEFAULT_MAX_BODY,
-    limits: Limits | None = None,
-) -> Starlette:
-    """Build the server app. It serves ``workbench`` itself, so changes show both ways.
-
-    ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies;
-    ``limits`` bounds the work of one operation (steps, seconds; see ``offload.Limits``).
-    """
-    base = "/" + base.strip("/") if base.strip("/") else ""
-    store = ResourceStore(workbench, data_dir)
+def conformance_routes(workbench: TerminologyService, base: str) -> list[Route]:
+    """``{base}/metadata`` (CapabilityStatement, TerminologyCapabilities) and the
+    OperationDefinitions (search and read)."""
     definitions = {op.definition.id: op.definition.resource for op in OPERATIONS}
 
     async def metadata(request: Request) -> Response:
         read_only(request)
-        root = str(request.base_url).rstrip("/") + base
+        root = public_base(request, base)
         mode = request.query_params.get("mode", "full")
         if mode == "terminology":
             return fhir(terminology_capabilities(workbench, OPERATIONS, root))
@@ -86,7 +90,7 @@ def create_app(
 
     async def operation_definitions(request: Request) -> Response:
         read_only(request)
-        root = str(request.base_url).rstrip("/") + base
+        root = public_base(request, base)
         found = search_definitions(list(definitions.values()), request.query_params.multi_items())
         entries = [
             {
@@ -116,28 +120,73 @@ def create_app(
             )
         return fhir(found)
 
-    operation_routes = OperationRoutes(OPERATIONS, store, max_body, Offloader(limits))
-    routes = [
+    return [
         Route(f"{base}/metadata", metadata, methods=ALL_METHODS),
         Route(f"{base}/OperationDefinition", operation_definitions, methods=ALL_METHODS),
         Route(f"{base}/OperationDefinition/{{rid}}", operation_definition, methods=ALL_METHODS),
+    ]
+
+
+class TerminologyApp(FastAPI):
+    """A FastAPI app whose OpenAPI document is the one generated from the
+    OperationDefinitions (``openapi.py``): its routes are plain Starlette routes, which
+    FastAPI's own generator leaves out."""
+
+    generated: dict[str, Any] | None = None
+
+    def openapi(self) -> dict[str, Any]:
+        """The generated document (servers: the FHIR base), else FastAPI's own."""
+        return self.generated if self.generated is not None else super().openapi()
+
+
+def create_app(
+    workbench: TerminologyService,
+    *,
+    token: str,
+    base: str = DEFAULT_BASE,
+    data_dir: str | Path | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    limits: Limits | None = None,
+    telemetry: TelemetryConfig | None = None,
+) -> FastAPI:
+    """Build the server app. It serves ``workbench`` itself, so changes show both ways.
+
+    ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies;
+    ``limits`` bounds the work of one operation (steps, seconds; see ``offload.Limits``);
+    ``telemetry`` is FastAPI's OpenTelemetry configuration (off by default).
+    The app serves ``{base}/openapi.json`` and ``{base}/docs`` without a token.
+    """
+    base = "/" + base.strip("/") if base.strip("/") else ""
+    store = ResourceStore(workbench, data_dir)
+    operation_routes = OperationRoutes(OPERATIONS, store, max_body, Offloader(limits))
+    document = openapi_document(OPERATIONS, title=TITLE, version=VERSION)
+    routes = [
+        *docs_routes(base, document, TITLE),
+        *conformance_routes(workbench, base),
         *operation_routes.routes(base),
         *resource_routes(base, store, max_body),
     ]
-    # Plain Starlette: FastAPI's extra layers (telemetry, body limit, exit stack) cost on
-    # every request and nothing here uses them (no dependencies, no Pydantic models).
+    free, free_prefix = open_paths(base)
     # Middleware, outermost first: whatever escapes becomes a 500 OperationOutcome (Guard),
     # then the token, then the format negotiation, then the operation calls on exact paths.
-    app = Starlette(
+    app = TerminologyApp(
+        title=TITLE,
+        version=VERSION,
         routes=routes,
         middleware=[
             Middleware(Guard),
-            Middleware(BearerAuth, token=token, base=base),
+            Middleware(BearerAuth, token=token, open_paths=free, open_prefix=free_prefix),
             Middleware(FormatNegotiation),
             Middleware(OperationDispatch, answers=operation_routes.exact_paths(base)),
         ],
         exception_handlers=HANDLERS,
+        openapi_url=None,  # served under the FHIR base by docs_routes, with the prefix
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
+        telemetry=NO_TELEMETRY if telemetry is None else telemetry,
     )
+    app.generated = with_server(document, base)
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base

@@ -9,6 +9,7 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench.errors import LoginError
+from workbench.server.prefix import route_path
 
 
 def new_token() -> str:
@@ -17,19 +18,27 @@ def new_token() -> str:
 
 
 class BearerAuth:
-    """Require ``Authorization: Bearer <token>`` on everything but ``GET {base}/metadata``."""
+    """Require ``Authorization: Bearer <token>`` on everything but GET (and HEAD) of
+    ``open_paths`` and of the paths under ``open_prefix`` (compared after the prefix the
+    app is mounted or proxied under)."""
 
-    def __init__(self, app: ASGIApp, *, token: str, base: str) -> None:
+    def __init__(
+        self, app: ASGIApp, *, token: str, open_paths: frozenset[str], open_prefix: str
+    ) -> None:
         self.app = app
         self.expected = token.encode()
-        self.open_paths = {f"{base}/metadata", f"{base}/metadata/"}
+        self.open_paths = open_paths
+        self.open_prefix = open_prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or (
-            scope["method"] in ("GET", "HEAD") and scope["path"] in self.open_paths
-        ):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope["method"] in ("GET", "HEAD"):
+            path = route_path(scope)
+            if path in self.open_paths or path.startswith(self.open_prefix):
+                await self.app(scope, receive, send)
+                return
         given = b""
         for name, value in scope["headers"]:
             if name == b"authorization":

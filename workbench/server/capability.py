@@ -112,6 +112,8 @@ def capability_statement(operations: tuple[Operation, ...], base_url: str) -> di
     ]
     rest: dict[str, Any] = {
         "mode": "server",
+        "documentation": f"OpenAPI description: {base_url}/openapi.json; interactive "
+        f"documentation (Swagger UI, no token needed to open it): {base_url}/docs",
         "security": SECURITY,
         "resource": resources,
         "interaction": [{"code": "history-system"}],

@@ -6,7 +6,8 @@ path in a dict and sends the answer itself: no route matching, no per-request ex
 wrappers, the response headers built from constants. A WorkbenchError becomes its
 OperationOutcome here, exactly as the app's exception handler would answer it; anything else
 propagates to the outer ``Guard`` (a 500). Every other request (instance level, REST, other
-methods) goes on to the router.
+methods) goes on to the router. Paths are compared after the prefix the app is mounted or
+proxied under (``root_path``), as the router compares them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench import jsonio
 from workbench.errors import WorkbenchError
+from workbench.server.prefix import route_path
 
 Answer = Callable[[Request], Awaitable[bytes]]
 _CONTENT_TYPE = (b"content-type", b"application/fhir+json")
@@ -32,7 +34,7 @@ class OperationDispatch:
         self.answers = dict(answers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        answer = self.answers.get(scope["path"]) if scope["type"] == "http" else None
+        answer = self.answers.get(route_path(scope)) if scope["type"] == "http" else None
         if answer is None or scope["method"] not in _METHODS:
             await self.app(scope, receive, send)
             return

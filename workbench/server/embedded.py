@@ -23,7 +23,8 @@ MASK = "•" * 12
 
 
 class ServerHandle:
-    """A running embedded server: ``.url``, ``.token``, ``.stop()``; a context manager."""
+    """A running embedded server: ``.url``, ``.docs_url``, ``.token``, ``.stop()``; a context
+    manager. It runs the same FastAPI app as ``server.py`` (``create_app``)."""
 
     def __init__(
         self, server: uvicorn.Server, thread: threading.Thread, url: str, token: str
@@ -32,6 +33,11 @@ class ServerHandle:
         self._thread = thread
         self.url = url
         self.token = token
+
+    @property
+    def docs_url(self) -> str:
+        """The interactive API documentation (Swagger UI; opening it needs no token)."""
+        return f"{self.url}/docs"
 
     @property
     def running(self) -> bool:
@@ -72,7 +78,8 @@ class ServerHandle:
     def _repr_html_(self) -> str:
         state = "running" if self.running else "stopped"
         return (
-            f"<p>FHIR terminology server <b>{state}</b> at <code>{self.url}</code><br>"
+            f"<p>FHIR terminology server <b>{state}</b> at <code>{self.url}</code> "
+            f'(<a href="{self.docs_url}" target="_blank">API docs</a>)<br>'
             f"token: <code>{MASK}</code> (in <code>.token</code>; not shown, so that a "
             "saved notebook does not keep it)</p>"
         )

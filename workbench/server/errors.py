@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
 
+from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -55,4 +58,21 @@ async def unexpected_error(request: Request, exc: Exception) -> Response:
     )
 
 
-HANDLERS = {WorkbenchError: workbench_error, HTTPException: http_error, Exception: unexpected_error}
+async def validation_error(request: Request, exc: Exception) -> Response:
+    """FastAPI's request validation (of routes added with FastAPI's decorators) as a 400
+    OperationOutcome, not FastAPI's 422 ``{"detail": …}``."""
+    assert isinstance(exc, RequestValidationError)
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error.get('loc', ()))}: {error.get('msg')}"
+        for error in exc.errors()
+    )
+    return outcome("invalid", f"The request is not valid: {problems}", msg_id="WB-HTTP-400")
+
+
+Handler = Callable[[Request, Any], Coroutine[Any, Any, Response]]
+HANDLERS: dict[int | type[Exception], Handler] = {
+    WorkbenchError: workbench_error,
+    HTTPException: http_error,
+    RequestValidationError: validation_error,
+    Exception: unexpected_error,
+}

@@ -28,6 +28,7 @@ from workbench.server import search as fhir_search
 from workbench.server.dispatch import Answer
 from workbench.server.history_pages import instant, many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
+from workbench.server.prefix import public_base
 from workbench.server.responses import FHIR_JSON, fhir, outcome, read_json
 from workbench.server.store import ResourceStore, etag, etag_version, version_of
 
@@ -227,7 +228,7 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
     """read, vread, history, create, update, delete and search of the terminology types."""
 
     def root_of(request: Request) -> str:
-        return str(request.base_url).rstrip("/") + base
+        return public_base(request, base)
 
     async def search_or_create(request: Request) -> Response:
         rtype = request.path_params["rtype"]
@@ -326,7 +327,7 @@ def _written(request: Request, resource: dict[str, Any], status: int, root: str)
     default, ``minimal`` for headers only, ``OperationOutcome`` for an outcome)."""
     wanted = prefer(request).get("return", "representation")
     if wanted == "minimal":
-        return _resource_response(request, resource, status, root, body=False)
+        return _resource_response(request, resource, status, root, body=False, written=True)
     if wanted.lower() == "operationoutcome":
         rtype, rid = resource["resourceType"], resource["id"]
         what = {201: "created", 200: "updated"}[status]
@@ -335,8 +336,10 @@ def _written(request: Request, resource: dict[str, Any], status: int, root: str)
         text = f"{rtype}/{rid} {what} (version {version_of(resource)})"
         issue = {"severity": "information", "code": "informational", "details": {"text": text}}
         outcome_body = {"resourceType": "OperationOutcome", "issue": [issue]}
-        return _resource_response(request, resource, status, root, content=outcome_body)
-    return _resource_response(request, resource, status, root)
+        return _resource_response(
+            request, resource, status, root, content=outcome_body, written=True
+        )
+    return _resource_response(request, resource, status, root, written=True)
 
 
 def _resource_response(
@@ -347,14 +350,21 @@ def _resource_response(
     *,
     body: bool = True,
     content: dict[str, Any] | None = None,
+    written: bool = False,
 ) -> Response:
+    """A resource (or its headers alone): ETag, Last-Modified; after a write the version's
+    URL (with the mount or proxy prefix in ``root``) as Content-Location, and as Location
+    when it was created."""
     rtype, rid = resource["resourceType"], resource["id"]
     headers = {"ETag": etag(resource)}
     modified = http_date((resource.get("meta") or {}).get("lastUpdated"))
     if modified:
         headers["Last-Modified"] = modified
+    version_url = f"{root}/{rtype}/{rid}/_history/{version_of(resource)}"
+    if written:
+        headers["Content-Location"] = version_url
     if status == 201:
-        headers["Location"] = f"{root}/{rtype}/{rid}/_history/{version_of(resource)}"
+        headers["Location"] = version_url
     if not body:
         return Response(status_code=status, headers=headers)
     return fhir(content or resource, status, headers, pretty=_pretty(request))
