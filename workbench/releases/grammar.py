@@ -30,8 +30,9 @@ from workbench.errors import GrammarLimitError
 from workbench.terminology import budget
 
 #: The deepest nesting a configuration may allow: the evaluators that walk a parsed tree
-#: recurse about four frames per level, and stay far below Python's recursion limit here.
-DEPTH_CEILING = 150
+#: recurse up to seven frames per level, and stay below Python's recursion limit with room for
+#: the frames of the server around them.
+DEPTH_CEILING = 100
 
 
 @dataclass(frozen=True)
