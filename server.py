@@ -14,7 +14,7 @@ from types import FrameType
 import uvicorn
 
 from workbench import Workbench, WorkbenchError
-from workbench.releases import kinds
+from workbench.releases import grammar, kinds
 from workbench.server import create_app
 from workbench.server.auth import new_token
 from workbench.server.protocol import http_protocol
@@ -85,6 +85,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "else ~/.cache/workbench/releases)",
     )
     parser.add_argument(
+        "--grammar-limit",
+        action="append",
+        default=[],
+        metavar="LANGUAGE.LIMIT=VALUE",
+        help="change a limit on the expressions read (LANGUAGE ecl, scg for post-coordinated "
+        "expressions, or ucum; LIMIT length, depth or terms), e.g. ecl.length=50000 "
+        "(repeatable; defaults in the README)",
+    )
+    parser.add_argument(
         "--no-default-content",
         action="store_true",
         help="do not load the shipped valuesets/ folder",
@@ -122,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     token = args.token or os.environ.get("WORKBENCH_TOKEN") or new_token()
     wb = Workbench()
+    try:
+        grammar.configure(grammar.GrammarLimits.from_options(args.grammar_limit))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         if not args.no_default_content:
             print(wb.load(ROOT / "valuesets"))

@@ -333,6 +333,25 @@ class ExpressionSyntaxError(WorkbenchError):
         self.position = position
 
 
+class GrammarLimitError(WorkbenchError):
+    """An expression (ECL, post-coordinated expression, UCUM unit) is over one of the
+    configured grammar limits (``workbench.releases.grammar``): too long, nested too deep or
+    with too many terms. The text names the limit (``ecl.depth``) and the value found."""
+
+    code = "too-long"
+    status = 400
+    msg_id = "WB-GRAM-001"
+
+    def __init__(self, kind: str, limit: str, found: int, maximum: int, what: str) -> None:
+        super().__init__(
+            f"The {kind} {what}; the limit {limit} is {maximum:,}. Shorten or split it "
+            "(limits are set by GrammarLimits or the server's --grammar-limit option)"
+        )
+        self.limit = limit
+        self.found = found
+        self.maximum = maximum
+
+
 class VersionCheckError(WorkbenchError):
     """A code system version that a ``check-system-version`` parameter does not allow was
     used to expand a value set."""

@@ -29,83 +29,84 @@ from functools import lru_cache
 from typing import Any
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import UnexpectedInput
 
 from workbench.errors import ExpressionSyntaxError
+from workbench.releases import grammar
 
 GRAMMAR = r"""
 start: expression_constraint
 
-?expression_constraint: refined | compound | dotted | sub
+?expression_constraint: refined | conjunction | disjunction | exclusion | dotted | sub
 refined: sub ":" refinement
-?compound: conjunction | disjunction | exclusion
 conjunction: sub (AND sub)+
 disjunction: sub (OR sub)+
 exclusion: sub MINUS sub
 dotted: sub ("." sub)+
 sub: CONSTRAINT_OP? MEMBER_OF? focus (filter_constraint | history_supplement)*
-?focus: concept_reference | WILDCARD -> wildcard | "(" expression_constraint ")"
+?focus: concept_reference | STAR -> wildcard | "(" expression_constraint ")"
 concept_reference: SCTID TERM?
 
-?refinement: sub_refinement | refinement_and | refinement_or
-refinement_and: sub_refinement (AND sub_refinement)+
-refinement_or: sub_refinement (OR sub_refinement)+
-?sub_refinement: attribute_set | attribute_group | "(" refinement ")"
-?attribute_set: sub_attribute_set | attribute_and | attribute_or
-attribute_and: sub_attribute_set (AND sub_attribute_set)+
-attribute_or: sub_attribute_set (OR sub_attribute_set)+
-?sub_attribute_set: attribute | "(" attribute_set ")"
-attribute_group: cardinality? "{" attribute_set "}"
+?refinement: sub_refinement | refinement_chain
+refinement_chain: sub_refinement ((AND | OR) sub_refinement)+
+?sub_refinement: attribute | attribute_group | "(" refinement ")"
+attribute_group: cardinality? "{" refinement "}"
 attribute: cardinality? REVERSE? sub comparison
-cardinality: "[" INT ".." (INT | MANY) "]"
-?comparison: EXPR_OP sub -> expr_comparison
-    | NUM_OP "#" NUMBER -> num_comparison
-    | EXPR_OP STRING -> str_comparison
-    | EXPR_OP BOOLEAN -> bool_comparison
+cardinality: "[" INT ".." (INT | STAR) "]"
+?comparison: EQ sub -> expr_comparison
+    | (EQ | ORD) "#" NUMBER -> num_comparison
+    | EQ STRING -> str_comparison
+    | EQ BOOLEAN -> bool_comparison
 
 filter_constraint: "{{" FILTER_DOMAIN? filter ("," filter)* "}}"
 history_supplement: "{{" "+" HISTORY HISTORY_PROFILE? "}}"
 ?filter: term_filter | language_filter | type_filter | type_id_filter | dialect_filter
     | active_filter | definition_status_filter | module_filter | effective_time_filter
-term_filter: "term"i EXPR_OP (typed_term | "(" typed_term+ ")")
+term_filter: "term"i EQ (typed_term | "(" typed_term+ ")")
 typed_term: (SEARCH_KIND ":")? STRING
-language_filter: "language"i EXPR_OP (LANG | "(" LANG+ ")")
-type_filter: "type"i EXPR_OP (TYPE_TOKEN | "(" TYPE_TOKEN+ ")")
-type_id_filter: "typeId"i EXPR_OP (concept_reference | "(" concept_reference+ ")")
-dialect_filter: DIALECT_KW EXPR_OP (dialect | "(" dialect+ ")") acceptability?
-dialect: concept_reference | ALIAS
-acceptability: "(" (ACCEPT_TOKEN+ | concept_reference+) ")"
-active_filter: "active"i EXPR_OP (BOOLEAN | INT)
-definition_status_filter: "definitionStatus"i EXPR_OP (DEF_TOKEN | concept_reference)
-module_filter: "moduleId"i EXPR_OP (concept_reference | "(" concept_reference+ ")")
-effective_time_filter: "effectiveTime"i NUM_OP (STRING | "(" STRING+ ")")
+language_filter: "language"i EQ (LANG | "(" LANG+ ")")
+type_filter: "type"i EQ (TYPE_TOKEN | "(" TYPE_TOKEN+ ")")
+type_id_filter: "typeId"i EQ (filter_concept | "(" filter_concept+ ")")
+dialect_filter: DIALECT_KW EQ (dialect | "(" dialect+ ")") acceptability?
+dialect: filter_concept | ALIAS
+acceptability: "(" (ACCEPT_TOKEN+ | filter_concept+) ")"
+active_filter: "active"i EQ (BOOLEAN | INT)
+definition_status_filter: "definitionStatus"i EQ (DEF_TOKEN | filter_concept)
+module_filter: "moduleId"i EQ (filter_concept | "(" filter_concept+ ")")
+filter_concept: SCTID TERM? -> concept_reference
+effective_time_filter: "effectiveTime"i (EQ | ORD) (STRING | "(" STRING+ ")")
 
-CONSTRAINT_OP: "<<!" | "<<" | "<!" | "<" | ">>!" | ">>" | ">!" | ">" | "!!>" | "!!<"
-HISTORY: /(?i:history)/
+LPAR: "("
+RPAR: ")"
+LBRACE: "{"
+RBRACE: "}"
+LBRACE2: "{{"
+RBRACE2: "}}"
+CONSTRAINT_OP: /<<!|<<|<!|<|>>!|>>|>!|>|!!>|!!</
+HISTORY.2: /(?i:history)/
 HISTORY_PROFILE: /-(?i:min|mod|max)(?![A-Za-z0-9_])/
 MEMBER_OF: "^"
-WILDCARD: "*"
-MANY: "*"
-AND: /(?i:and)(?![A-Za-z0-9_])/ | ","
-OR: /(?i:or)(?![A-Za-z0-9_])/
-MINUS: /(?i:minus)(?![A-Za-z0-9_])/
-REVERSE: /R(?![A-Za-z0-9_])/
-EXPR_OP: "!=" | "="
-NUM_OP: "!=" | "<=" | ">=" | "=" | "<" | ">"
+STAR: "*"
+AND.2: /(?i:and)(?![A-Za-z0-9_])|,/
+OR.2: /(?i:or)(?![A-Za-z0-9_])/
+MINUS.2: /(?i:minus)(?![A-Za-z0-9_])/
+REVERSE.2: /R(?![A-Za-z0-9_])/
+EQ: /!?=/
+ORD: /[<>]=?/
 SCTID: /[1-9][0-9]{5,17}/
 TERM: /\|[^|]*\|/
 INT: /[0-9]+/
 NUMBER: /[+-]?[0-9]+(\.[0-9]+)?/
 STRING: /"(\\.|[^"\\])*"/
-BOOLEAN: /(?i:true|false)(?![A-Za-z0-9_])/
-FILTER_DOMAIN: /[CD](?![A-Za-z0-9_])/
-SEARCH_KIND: /(?i:match|wild)/
+BOOLEAN.2: /(?i:true|false)(?![A-Za-z0-9_])/
+FILTER_DOMAIN.2: /[CD](?![A-Za-z0-9_])/
+SEARCH_KIND.2: /(?i:match|wild)/
 LANG: /[A-Za-z]{2}(?![A-Za-z0-9_-])/
-TYPE_TOKEN: /(?i:syn|fsn|def)(?![A-Za-z0-9_])/
-DEF_TOKEN: /(?i:primitive|defined)(?![A-Za-z0-9_])/
-DIALECT_KW: /(?i:dialectId|dialect)(?![A-Za-z0-9_])/
+TYPE_TOKEN.2: /(?i:syn|fsn|def)(?![A-Za-z0-9_])/
+DEF_TOKEN.2: /(?i:primitive|defined)(?![A-Za-z0-9_])/
+DIALECT_KW.2: /(?i:dialectId|dialect)(?![A-Za-z0-9_])/
 ALIAS: /[A-Za-z][A-Za-z0-9-]*/
-ACCEPT_TOKEN: /(?i:accept|prefer)(?![A-Za-z0-9_])/
+ACCEPT_TOKEN.2: /(?i:accept|prefer)(?![A-Za-z0-9_])/
 COMMENT: /\/\*(.|\n)*?\*\//
 
 %import common.WS
@@ -212,26 +213,72 @@ class Refined:
 
 def concept_ids(node: Any) -> set[int]:
     """Every concept id a parsed constraint names (focus concepts, attributes, values)."""
-    if isinstance(node, Concept):
-        return {node.id}
     found: set[int] = set()
-    if isinstance(node, tuple):
-        for item in node:
-            found |= concept_ids(item)
-    elif hasattr(node, "__dataclass_fields__"):
-        for name in node.__dataclass_fields__:
-            found |= concept_ids(getattr(node, name))
+    todo = [node]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, Concept):
+            found.add(item.id)
+        elif isinstance(item, tuple):
+            todo.extend(item)
+        elif hasattr(item, "__dataclass_fields__"):
+            todo.extend(getattr(item, name) for name in item.__dataclass_fields__)
     return found
 
 
 # --- parsing -------------------------------------------------------------------------
 
 
-def _text(token: Any) -> str:
-    return str(token)
+class _Invalid(ValueError):
+    """A constraint that parses but breaks a rule of ECL (raised while it is built)."""
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """A refinement chain while it is built: ``plain`` when it is an attribute set (only
+    attributes, joined by one operator), which may stand in an attribute group."""
+
+    node: Logical
+    plain: bool
+
+
+def _plain(item: Any) -> bool:
+    return isinstance(item, Attribute) or (isinstance(item, _Chain) and item.plain)
+
+
+def _node(item: Any) -> Any:
+    return item.node if isinstance(item, _Chain) else item
+
+
+def _chain(items: list[Any], ops: list[str]) -> _Chain:
+    """``a AND b OR c …``: ECL's grammar nests attribute sets (attributes joined by one
+    operator) in refinements (attribute sets, groups and parenthesised refinements joined by
+    one operator), so mixing AND and OR is read as AND over OR-joined attribute sets unless a
+    group or a parenthesised refinement needs the other way round (``{a} OR b AND c``)."""
+    if len(set(ops)) == 1:
+        plain = all(_plain(i) for i in items)
+        return _Chain(Logical(ops[0], tuple(_node(i) for i in items)), plain)
+    beside = {op for i, op in enumerate(ops) if not (_plain(items[i]) and _plain(items[i + 1]))}
+    if len(beside) > 1:
+        raise _Invalid("AND and OR are mixed next to an attribute group; add parentheses")
+    top = beside.pop() if beside else "and"
+    runs: list[list[Any]] = [[items[0]]]
+    for op, item in zip(ops, items[1:], strict=True):
+        if op == top:
+            runs.append([item])
+        else:
+            runs[-1].append(item)
+    inner = "or" if top == "and" else "and"
+    parts = tuple(
+        _node(run[0]) if len(run) == 1 else Logical(inner, tuple(_node(i) for i in run))
+        for run in runs
+    )
+    return _Chain(Logical(top, parts), False)
 
 
 class _Build(Transformer):
+    """Builds the tree while the LALR parser reduces (no recursion over the text's depth)."""
+
     def start(self, items: list[Any]) -> Any:
         return items[0]
 
@@ -273,33 +320,27 @@ class _Build(Transformer):
         return Dotted(items[0], tuple(items[1:]))
 
     def refined(self, items: list[Any]) -> Refined:
-        return Refined(items[0], items[1])
+        return Refined(items[0], _node(items[1]))
 
-    def _logical(self, kind: str, items: list[Any]) -> Logical:
-        return Logical(kind, tuple(i for i in items if not isinstance(i, Token)))
-
-    def refinement_and(self, items: list[Any]) -> Logical:
-        return self._logical("and", items)
-
-    def attribute_and(self, items: list[Any]) -> Logical:
-        return self._logical("and", items)
-
-    def refinement_or(self, items: list[Any]) -> Logical:
-        return self._logical("or", items)
-
-    def attribute_or(self, items: list[Any]) -> Logical:
-        return self._logical("or", items)
+    def refinement_chain(self, items: list[Any]) -> _Chain:
+        return _chain(items[0::2], ["and" if op.type == "AND" else "or" for op in items[1::2]])
 
     def cardinality(self, items: list[Token]) -> Cardinality:
         low = int(items[0])
         high = None if str(items[1]) == "*" else int(items[1])
         if high is not None and high < low:
-            raise ValueError(f"the cardinality [{low}..{high}] has its maximum below its minimum")
+            raise _Invalid(f"the cardinality [{low}..{high}] has its maximum below its minimum")
         return Cardinality(low, high)
 
     def attribute_group(self, items: list[Any]) -> Group:
         card = items[0] if isinstance(items[0], Cardinality) else None
-        return Group(card, items[-1])
+        body = items[-1]
+        if not _plain(body):
+            raise _Invalid(
+                "an attribute group holds attributes joined by AND or by OR, not both and "
+                "no other group"
+            )
+        return Group(card, _node(body))
 
     def attribute(self, items: list[Any]) -> Attribute:
         card = items[0] if isinstance(items[0], Cardinality) else None
@@ -385,7 +426,7 @@ class _Build(Transformer):
         for item in items[1:]:
             text = _unquote(str(item))
             if not (len(text) == 8 and text.isdigit()):
-                raise ExpressionSyntaxError(
+                raise _Invalid(
                     f'The ECL effectiveTime filter wants dates as "yyyymmdd", not {text!r}'
                 )
             dates.append(int(text))
@@ -397,9 +438,33 @@ def _unquote(text: str) -> str:
     return body.replace('\\"', '"').replace("\\\\", "\\")
 
 
+#: What is counted while a constraint is read (see ``workbench.releases.grammar``)
+_OPENING = ("LPAR", "LBRACE", "LBRACE2")
+_CLOSING = ("RPAR", "RBRACE", "RBRACE2")
+_TERMS = [
+    "SCTID",
+    "STAR",
+    "STRING",
+    "NUMBER",
+    "BOOLEAN",
+    "INT",
+    "LANG",
+    "ALIAS",
+    "TYPE_TOKEN",
+    "DEF_TOKEN",
+    "ACCEPT_TOKEN",
+]
+KIND = "ECL expression constraint"
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(GRAMMAR, parser="earley", lexer="dynamic", ambiguity="resolve")
+    return Lark(
+        GRAMMAR,
+        parser="lalr",
+        transformer=_Build(),
+        lexer_callbacks=grammar.callbacks(_OPENING, _CLOSING, _TERMS),
+    )
 
 
 def describe_error(kind: str, text: str, exc: UnexpectedInput) -> str:
@@ -416,7 +481,14 @@ def describe_error(kind: str, text: str, exc: UnexpectedInput) -> str:
     else:
         where = f"line {line}, column {column} (at {text[pos : pos + 20]!r})"
     hint = f"; expected {', '.join(expected[:12])}" if expected else ""
-    return f"The {kind} {text!r} does not parse at {where}{hint}"
+    return f"The {kind} {shown(text)} does not parse at {where}{hint}"
+
+
+def shown(text: str, most: int = 200) -> str:
+    """The text quoted for a message (a long one cut, saying how long it is)."""
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most]!r}… ({len(text):,} characters)"
 
 
 _NAMES = {
@@ -424,6 +496,12 @@ _NAMES = {
     "RPAR": "')'",
     "LBRACE": "'{'",
     "RBRACE": "'}'",
+    "LBRACE2": "'{{'",
+    "RBRACE2": "'}}'",
+    "EQ": "'=' or '!='",
+    "ORD": "'<', '<=', '>' or '>='",
+    "STAR": "'*'",
+    "DOT": "'.'",
     "LSQB": "'['",
     "COLON": "':'",
     "HASH": "'#'",
@@ -443,23 +521,31 @@ _NAMES = {
 }
 
 
-@lru_cache(maxsize=4096)
 def parse(text: str) -> Any:
     """Parse an ECL expression constraint into its tree.
 
-    Raises ExpressionSyntaxError (an ``invalid`` 400) saying where the parse fails.
+    Raises ExpressionSyntaxError (an ``invalid`` 400) saying where the parse fails, and
+    GrammarLimitError (400 ``too-long``) when the text is over a limit of
+    ``grammar.configured().ecl`` (its length, nesting depth or number of terms).
     """
+    return _parse(text, grammar.configured().ecl)
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str, limits: grammar.Limits) -> Any:
+    grammar.check_length(KIND, "ecl", text, limits)
     if not text or not text.strip():
         raise ExpressionSyntaxError("The ECL expression constraint is empty")
-    try:
-        tree = _parser().parse(text)
-        return _Build().transform(tree)
-    except UnexpectedInput as exc:
-        raise ExpressionSyntaxError(
-            describe_error("ECL expression constraint", text, exc),
-            position=getattr(exc, "pos_in_stream", None),
-        ) from None
-    except VisitError as exc:
-        raise ExpressionSyntaxError(
-            f"The ECL expression constraint {text!r} is not valid: {exc.orig_exc}"
-        ) from None
+    with grammar.tracking(KIND, "ecl", limits) as tracker:
+        try:
+            tree = _parser().parse(text)
+        except UnexpectedInput as exc:
+            tracker.check()  # a limit passed before the error is what is reported
+            raise ExpressionSyntaxError(
+                describe_error(KIND, text, exc), position=getattr(exc, "pos_in_stream", None)
+            ) from None
+        except (_Invalid, ExpressionSyntaxError) as exc:
+            tracker.check()
+            raise ExpressionSyntaxError(f"The {KIND} {shown(text)} is not valid: {exc}") from None
+    tracker.check()
+    return tree

@@ -20,13 +20,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import UnexpectedInput
 
 from workbench.errors import ExpressionSyntaxError
-from workbench.releases.snomed.ecl import describe_error
+from workbench.releases import grammar
+from workbench.releases.snomed.ecl import describe_error, shown
 
 GRAMMAR = r"""
 start: DEFINITION_STATUS? sub_expression
@@ -44,6 +45,10 @@ attribute: concept_reference "=" value
     | "#" NUMBER -> number
     | BOOLEAN -> boolean
 
+LPAR: "("
+RPAR: ")"
+LBRACE: "{"
+RBRACE: "}"
 DEFINITION_STATUS: "===" | "<<<"
 SCTID: /[1-9][0-9]{5,17}/
 TERM: /\|[^|]*\|/
@@ -96,7 +101,13 @@ class Expression:
         return [*self.ungrouped, *(a for g in self.groups for a in g)]
 
 
+class _Invalid(ValueError):
+    """An expression that parses but breaks a rule of the grammar."""
+
+
 class _Build(Transformer):
+    """Builds the expression while the LALR parser reduces (no recursion over its depth)."""
+
     def start(self, items: list[Any]) -> Expression:
         status = str(items[0]) if isinstance(items[0], Token) else None
         expr: Expression = items[-1]
@@ -122,7 +133,7 @@ class _Build(Transformer):
         for item in items:
             if isinstance(item, Attribute):
                 if groups:
-                    raise ValueError(
+                    raise _Invalid(
                         f"the ungrouped attribute {item.name} comes after an attribute group "
                         "(ungrouped attributes come first)"
                     )
@@ -150,25 +161,43 @@ class _Build(Transformer):
         return str(items[0]).lower() == "true"
 
 
+KIND = "SNOMED CT expression"
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(GRAMMAR, parser="lalr")
+    return Lark(
+        GRAMMAR,
+        parser="lalr",
+        transformer=_Build(),
+        lexer_callbacks=grammar.callbacks(
+            ("LPAR", "LBRACE"), ("RPAR", "RBRACE"), ("SCTID", "STRING", "NUMBER", "BOOLEAN")
+        ),
+    )
+
+
+def parse(text: str) -> Expression:
+    """Parse a post-coordinated expression; ExpressionSyntaxError says where it fails, and
+    GrammarLimitError (400 ``too-long``) when it is over a limit of
+    ``grammar.configured().scg`` (length, nesting depth, terms)."""
+    return _parse(text, grammar.configured().scg)
 
 
 @lru_cache(maxsize=4096)
-def parse(text: str) -> Expression:
-    """Parse a post-coordinated expression; ExpressionSyntaxError says where it fails."""
+def _parse(text: str, limits: grammar.Limits) -> Expression:
+    grammar.check_length(KIND, "scg", text, limits)
     if not text or not text.strip():
         raise ExpressionSyntaxError("The SNOMED CT expression is empty")
-    try:
-        result: Expression = _Build().transform(_parser().parse(text))
-        return result
-    except UnexpectedInput as exc:
-        raise ExpressionSyntaxError(
-            describe_error("SNOMED CT expression", text, exc),
-            position=getattr(exc, "pos_in_stream", None),
-        ) from None
-    except VisitError as exc:
-        raise ExpressionSyntaxError(
-            f"The SNOMED CT expression {text!r} is not valid: {exc.orig_exc}"
-        ) from None
+    with grammar.tracking(KIND, "scg", limits) as tracker:
+        try:
+            result = cast(Expression, _parser().parse(text))
+        except UnexpectedInput as exc:
+            tracker.check()  # a limit passed before the error is what is reported
+            raise ExpressionSyntaxError(
+                describe_error(KIND, text, exc), position=getattr(exc, "pos_in_stream", None)
+            ) from None
+        except _Invalid as exc:
+            tracker.check()
+            raise ExpressionSyntaxError(f"The {KIND} {shown(text)} is not valid: {exc}") from None
+    tracker.check()
+    return result

@@ -1,11 +1,15 @@
 """UCUM units: parsed with the UCUM grammar, reduced to their canonical form.
 
-The grammar and the unit table come from the ``ucumvert`` package: its lark grammar is
-generated from UCUM's official ``ucum-essence.xml`` (which it ships too), and it parses every
-code of UCUM's table of example codes. Only its data files are used here (its package itself
-imports ``pint``, which this module has no use for). The canonical form of a unit is computed
+The unit table comes from UCUM's official ``ucum-essence.xml`` as the ``ucumvert`` package
+ships it (its package itself imports ``pint``, which this module has no use for). The grammar
+is ucumvert's, which it generates from that file, read by a lark LALR parser (time linear in
+the code, no recursion): a unit symbol is one token, split into prefix and atom by a look-up
+in the table (no two splits spell the same symbol), and an exponent follows only a unit
+symbol (``10*3``; ``10+3`` is refused with a hint). The canonical form of a unit is computed
 from ``ucum-essence.xml`` the way UCUM defines it: every atom is replaced by its definition
-until only the seven base units (m, s, g, rad, K, C, cd) are left, with a numeric factor.
+until only the seven base units (m, s, g, rad, K, C, cd) are left, with a numeric factor; a
+factor beyond what a float holds (``10*309``) makes the code unusable (UcumSyntaxError).
+Codes are limited in length, nesting and terms (``workbench.releases.grammar``).
 
 Special units (``Cel``, ``[degF]``, ``[pH]`` …, non-linear) and arbitrary units (``[IU]``,
 ``[arb'U]`` …, not comparable with anything else) keep their own symbol in the canonical
@@ -18,16 +22,18 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from xml.etree import ElementTree as ET
 
-from lark import Lark, Token, Tree  # lark itself is light; the grammar is built lazily
+from lark import Lark, Token, Transformer  # lark itself is light; the grammar is built lazily
 from lark.exceptions import LarkError, UnexpectedInput
 
 from workbench import forksafe
+from workbench.releases import grammar
 
 SYSTEM = "http://unitsofmeasure.org"
 # UCUM's dimension letters of its base units, in UCUM's order
@@ -170,7 +176,7 @@ def _package_folder() -> Path:
 class UnitTable:
     """Prefixes and atoms of ``ucum-essence.xml``, and the grammar built from them."""
 
-    def __init__(self, essence: Path, grammar: Path) -> None:
+    def __init__(self, essence: Path) -> None:
         root = ET.parse(essence).getroot()  # a file of an installed package
         self.version: str = root.get("version", "")
         self.revision_date: str = root.get("revision-date", "")
@@ -206,37 +212,62 @@ class UnitTable:
                     function_unit=function.get("Unit") if function is not None else None,
                     function_value=_number(function.get("value")) if function is not None else 1.0,
                 )
-        self.parser = Lark(grammar.read_text(encoding="utf-8"), start="main_term", strict=True)
+        # every unit symbol: an atom, or a metric atom after a prefix (no two spell the same)
+        self.symbols: dict[str, tuple[Prefix | None, str]] = {
+            p.code + a.code: (p, a.code)
+            for p in self.prefixes.values()
+            for a in self.atoms.values()
+            if a.metric
+        }
+        self.symbols.update((code, (None, code)) for code in self.atoms)
+        self.parser = Lark(
+            GRAMMAR,
+            parser="lalr",
+            start="main_term",
+            transformer=_Build(self),
+            lexer_callbacks=grammar.callbacks(
+                ("LPAR",), ("RPAR",), ("SYMBOL", "FACTOR", "ANNOTATION")
+            ),
+        )
         self._canonical: dict[str, Quantity] = {}
         self._lock = forksafe.lock()
 
-    def atom_quantity(self, code: str, depth: int = 0) -> Quantity:
+    def atom_quantity(self, code: str) -> Quantity:
         """An atom's canonical form (memoised; definitions are resolved recursively)."""
         found = self._canonical.get(code)
         if found is not None:
             return found
         atom = self.atoms[code]
+        depth = _RESOLVING.get()
         if atom.base_dim is not None or (atom.arbitrary and atom.unit in (None, "1")):
             found = Quantity(1.0, ((code, 1),))  # a base unit, or an arbitrary one
         elif atom.special and atom.function_unit:
             # non-linear: its canonical form is that of its function's unit (Cel: K)
-            try:
-                inner = _evaluate(self, self.parser.parse(atom.function_unit), depth + 1)
-                factor = atom.function_value * inner.quantity.factor
-                found = Quantity(factor, inner.quantity.powers, (), True)
-            except (LarkError, KeyError):
+            inner = self._definition(atom.function_unit, depth)
+            if inner is None:
                 found = Quantity(1.0, ((code, 1),), special=True)
+            else:
+                found = Quantity(atom.function_value * inner.factor, inner.powers, (), True)
         elif atom.unit is None or depth > 20:
             found = Quantity(1.0, ((code, 1),))
         else:
-            try:
-                defined = _evaluate(self, self.parser.parse(atom.unit), depth + 1).quantity
-            except (LarkError, KeyError):  # a definition this grammar cannot read
-                defined = Quantity(1.0, ((code, 1),))
+            defined = self._definition(atom.unit, depth) or Quantity(1.0, ((code, 1),))
             found = Quantity(atom.value * defined.factor, defined.powers, (), defined.special)
         with self._lock:
             self._canonical[code] = found
         return found
+
+    def _definition(self, unit: str, depth: int) -> Quantity | None:
+        """The quantity of an atom's definition; None when this grammar cannot read it."""
+        token = _RESOLVING.set(depth + 1)
+        try:
+            with grammar.tracking("UCUM unit", "ucum", None):
+                part = cast(_Part, self.parser.parse(unit))
+            return part.quantity
+        except (LarkError, KeyError, UcumSyntaxError, _Bad, OverflowError, ValueError):
+            return None
+        finally:
+            _RESOLVING.reset(token)
 
 
 def _number(text: str | None) -> float:
@@ -249,11 +280,47 @@ def _number(text: str | None) -> float:
 @lru_cache(maxsize=1)
 def units_table() -> UnitTable:
     """The UCUM unit table and grammar (read once, on first use)."""
-    folder = _package_folder()
-    return UnitTable(folder / "vendor" / "ucum-essence.xml", folder / "ucum_grammar.lark")
+    return UnitTable(_package_folder() / "vendor" / "ucum-essence.xml")
 
 
-# --- evaluating a parse tree ------------------------------------------------------------
+# --- the grammar: UCUM's syntax, read by an LALR parser ----------------------------------
+
+#: UCUM's syntax as ucumvert writes it from ``ucum-essence.xml`` (main_term, term, component,
+#: annotatable, simple_unit), with a unit symbol read as one token and split into prefix and
+#: atom by the table (no two splits spell the same symbol), and an exponent only after a unit
+#: symbol (``10*3``, not ``10+3``). The tree is built while the parser reduces.
+GRAMMAR = r"""
+main_term: SLASH? term
+?term: component
+    | term DOT component -> times
+    | term SLASH component -> per
+?component: annotatable ANNOTATION -> annotated
+    | annotatable
+?annotatable: SYMBOL EXPONENT -> power
+    | SYMBOL -> symbol
+    | FACTOR -> factor
+    | ANNOTATION -> annotation
+    | "(" main_term ")" -> group
+
+LPAR: "("
+RPAR: ")"
+SLASH: "/"
+DOT: "."
+ANNOTATION: /\{[!-z|~]*\}/
+SYMBOL.2: /10[*^]|(?:[A-Za-z%'_]|\[[^\[\]]*\])+/
+EXPONENT: /[+-]?[1-9][0-9]*/
+FACTOR: /[1-9][0-9]*/
+"""
+
+_RESOLVING: ContextVar[int] = ContextVar("workbench_ucum_resolving", default=0)
+
+
+class _Bad(Exception):
+    """A unit symbol that is not in the table; ``at`` is where reading it stops."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__(at)
+        self.at = at
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,81 +330,125 @@ class _Part:
     atoms: tuple[str, ...] = ()
 
 
-def _evaluate(table: UnitTable, node: Any, depth: int = 0) -> _Part:
-    if isinstance(node, Token):
-        if node.type == "ANNOTATION":
-            return _Part(Quantity(annotations=(str(node),)), str(node))
-        raise KeyError(node.type)
-    assert isinstance(node, Tree)
-    kids = list(node.children)
-    if node.data == "simple_unit":
-        return _simple(table, kids, depth)
-    if node.data == "main_term":
-        inner = _evaluate(table, kids[-1], depth)
-        if len(kids) == 2:  # a leading "/"
+class _Build(Transformer):
+    """Computes each part's quantity while the parser reduces (no tree, no recursion)."""
+
+    def __init__(self, table: UnitTable) -> None:
+        super().__init__()
+        self.table = table
+
+    def main_term(self, items: list[Any]) -> _Part:
+        inner: _Part = items[-1]
+        if len(items) == 2:  # a leading "/"
             return _Part(Quantity().times(inner.quantity, -1), f"per {inner.name}", inner.atoms)
         return inner
-    if node.data == "term":
-        left, op, right = kids
-        a, b = _evaluate(table, left, depth), _evaluate(table, right, depth)
-        if str(op) == "/":
-            quotient = a.quantity.times(b.quantity, -1)
-            return _Part(quotient, f"{a.name} per {b.name}", a.atoms + b.atoms)
+
+    def times(self, items: list[Any]) -> _Part:
+        a, _, b = items
         return _Part(a.quantity.times(b.quantity), f"{a.name} × {b.name}", a.atoms + b.atoms)
-    if node.data == "component":
-        a, b = _evaluate(table, kids[0], depth), _evaluate(table, kids[1], depth)
+
+    def per(self, items: list[Any]) -> _Part:
+        a, _, b = items
+        quotient = a.quantity.times(b.quantity, -1)
+        return _Part(quotient, f"{a.name} per {b.name}", a.atoms + b.atoms)
+
+    def annotated(self, items: list[Any]) -> _Part:
+        a, note = items
+        b = self.annotation([note])
         return _Part(a.quantity.times(b.quantity), f"{a.name} {b.name}", a.atoms)
-    if node.data == "annotatable":
-        if len(kids) == 2 and isinstance(kids[1], Token) and kids[1].type == "EXPONENT":
-            base = _evaluate(table, kids[0], depth)
-            exp = int(str(kids[1]))
-            return _Part(base.quantity.power(exp), f"{base.name}^{exp}", base.atoms)
-        inner = _evaluate(table, kids[0], depth)
-        return _Part(inner.quantity, f"({inner.name})", inner.atoms)
-    raise KeyError(node.data)
+
+    def annotation(self, items: list[Token]) -> _Part:
+        return _Part(Quantity(annotations=(str(items[0]),)), str(items[0]))
+
+    def group(self, items: list[_Part]) -> _Part:
+        return items[0]  # the name of ``mol/(24.h)`` is "mole per 24 × hour"
+
+    def factor(self, items: list[Token]) -> _Part:
+        return _Part(Quantity(float(int(str(items[0])))), str(items[0]))
+
+    def power(self, items: list[Token]) -> _Part:
+        base = self.symbol(items[:1])
+        exp = int(str(items[1]))
+        return _Part(base.quantity.power(exp), f"{base.name}^{exp}", base.atoms)
+
+    def symbol(self, items: list[Token]) -> _Part:
+        table = self.table
+        token = items[0]
+        found = table.symbols.get(str(token))
+        if found is None:
+            raise _Bad((token.start_pos or 0) + _reach(table, str(token)))
+        prefix, atom_code = found
+        quantity = table.atom_quantity(atom_code)
+        name = "10" if atom_code in ("10*", "10^") else table.atoms[atom_code].name
+        if prefix is not None:
+            quantity = Quantity(
+                prefix.value * quantity.factor,
+                quantity.powers,
+                quantity.annotations,
+                quantity.special,
+            )
+            name = prefix.name + name
+        return _Part(quantity, name, (atom_code,))
 
 
-def _simple(table: UnitTable, kids: list[Any], depth: int) -> _Part:
-    if len(kids) == 1 and kids[0].type == "FACTOR":
-        return _Part(Quantity(float(int(str(kids[0])))), str(kids[0]))
-    atom_code = str(kids[-1])
-    atom = table.atoms[atom_code]
-    quantity = table.atom_quantity(atom_code, depth)
-    name = "10" if atom_code in ("10*", "10^") else atom.name
-    if len(kids) == 2:
-        prefix = table.prefixes[str(kids[0])]
-        quantity = Quantity(
-            prefix.value * quantity.factor,
-            quantity.powers,
-            quantity.annotations,
-            quantity.special,
-        )
-        name = prefix.name + name
-    return _Part(quantity, name, (atom_code,))
+def _reach(table: UnitTable, text: str) -> int:
+    """How far an unknown symbol reads as UCUM: the longest atom, prefix, or prefix and
+    metric atom it starts with (where a character-by-character reader would stop)."""
+    reach = max((len(a) for a in table.atoms if text.startswith(a)), default=0)
+    for p in table.prefixes:
+        if text.startswith(p):
+            rest = text[len(p) :]
+            metric = (
+                len(a) for a, atom in table.atoms.items() if atom.metric and rest.startswith(a)
+            )
+            reach = max(reach, len(p) + max(metric, default=0))
+    return reach
 
 
 # --- the public surface -----------------------------------------------------------------
 
+KIND = "UCUM unit"
+
 
 def _syntax_error(code: str, exc: UnexpectedInput) -> UcumSyntaxError:
     at = exc.pos_in_stream if isinstance(exc.pos_in_stream, int) else None
+    token = getattr(exc, "token", None)
+    if getattr(token, "type", "") == "$END":
+        at = None
     if at is not None and 0 <= at < len(code):
         detail = f"unexpected character {code[at]!r} at position {at + 1}"
+        history = getattr(exc, "token_history", None) or ()
+        if getattr(token, "type", "") == "EXPONENT" and history and history[-1].type == "FACTOR":
+            number = str(history[-1])
+            hint = f"{number}*{str(token).lstrip('+')}" if number == "10" else "10*n"
+            detail = (
+                f"an exponent ({str(token)!r} at position {at + 1}) applies to a unit symbol, "
+                f"not to the number {number}; for a power of ten write {hint}"
+            )
     else:
         at = len(code)
         detail = "the unit ends too early"
     return UcumSyntaxError(f"'{code}' is not a valid UCUM unit: {detail}", at)
 
 
-@lru_cache(maxsize=65536)
 def parse(code: str) -> Unit:
-    """The unit of a UCUM code; UcumSyntaxError (saying where it fails) when it is none.
+    """The unit of a UCUM code; UcumSyntaxError (saying where it fails) when it is none, also
+    when its factor is beyond what a float holds (``10*309``). GrammarLimitError (400
+    ``too-long``) when it is over a limit of ``grammar.configured().ucum``.
 
     >>> u = parse("mg/dL")
     >>> u.canonical, round(u.factor, 9), u.dimension
     ('g.m-3', 10.0, 'L-3.M')
     """
-    if not isinstance(code, str) or code == "":
+    if not isinstance(code, str):
+        raise UcumSyntaxError("a UCUM unit is a string", 0)
+    return _parse(code, grammar.configured().ucum)
+
+
+@lru_cache(maxsize=65536)
+def _parse(code: str, limits: grammar.Limits) -> Unit:
+    grammar.check_length(KIND, "ucum", code, limits)
+    if code == "":
         raise UcumSyntaxError("an empty string is not a UCUM unit", 0)
     if code != code.strip() or any(c.isspace() for c in code):
         at = next(i for i, c in enumerate(code) if c.isspace())
@@ -346,14 +457,31 @@ def parse(code: str) -> Unit:
             at,
         )
     table = units_table()
-    try:
-        tree = table.parser.parse(code)
-    except UnexpectedInput as exc:
-        raise _syntax_error(code, exc) from None
-    except LarkError as exc:
-        raise UcumSyntaxError(f"'{code}' is not a valid UCUM unit: {exc}") from None
-    part = _evaluate(table, tree)
+    with grammar.tracking(KIND, "ucum", limits) as tracker:
+        try:
+            part = cast(_Part, table.parser.parse(code))
+        except UnexpectedInput as exc:
+            tracker.check()
+            raise _syntax_error(code, exc) from None
+        except _Bad as exc:
+            tracker.check()
+            where = f"unexpected character {code[exc.at]!r} at position {exc.at + 1}"
+            raise UcumSyntaxError(f"'{code}' is not a valid UCUM unit: {where}", exc.at) from None
+        except (OverflowError, ValueError):  # 10*309; a number of more than 4,300 digits
+            tracker.check()
+            raise _out_of_range(code) from None
+    tracker.check()
+    factor = part.quantity.factor
+    if not math.isfinite(factor) or factor == 0.0:
+        raise _out_of_range(code)
     return Unit(code, part.quantity, part.name, part.atoms)
+
+
+def _out_of_range(code: str) -> UcumSyntaxError:
+    return UcumSyntaxError(
+        f"'{code}' is not a usable UCUM unit: its factor is beyond the range of numbers this "
+        "server computes with (about 10^-308 to 10^308)"
+    )
 
 
 def check(code: str) -> str | None:
