@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from workbench.resources import canonical_of
 from workbench.terminology.codings import coding_parts, combine_codings, located
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.concept_check import CheckOptions, check_concept
+from workbench.terminology.concepts import Concept
 from workbench.terminology.provider import CodeSystemProvider, Described
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
@@ -66,28 +67,87 @@ def validate_in_valueset(
         if isinstance(inferred, ValidationResult):
             return inferred
         system = inferred
-    where = f"the value set {vs.canonical}"
     forced = opts.force_versions.get(system)
     pinned = vs.pinned_version(system)
     if version is not None and forced is None:
-        if codesystem(system, version) is None:
-            return _unknown_version(vs, codesystem, versions, code, system, version, pinned)
-        if pinned is not None and not version_matches(pinned, version):
-            used = codesystem(system, pinned)
-            text = (
-                f"The code system '{system}' version '{pinned}' in the ValueSet include is "
-                f"different to the one in the value ('{version}')"
-            )
-            shown = used.get(code) if used is not None else None
-            return failure(
-                "version",
-                text,
-                code=code,
-                system=system,
-                version=used.version if used is not None else pinned,
-                display=shown.display if shown is not None else None,
-                tx="vs-invalid",
-            )
+        refused = _coding_version(vs, codesystem, versions, code, system, version, pinned)
+        if refused is not None:
+            return refused
+    where = f"the value set {vs.canonical}"
+    found = _locate(vs, codesystem, code, system, version, forced, where)
+    if isinstance(found, ValidationResult):
+        return found
+    refused = _refusal(vs, found, opts, code, system, version, forced, pinned)
+    if refused is not None:
+        return refused
+    cs, concept = found.cs, found.concept
+    return check_concept(
+        concept,
+        found.override,
+        code=code,
+        system=system,
+        version=cs.version if cs is not None else version,
+        display=display,
+        abstract=opts.abstract,
+        where=where,
+        options=opts,
+        case_sensitive=cs.case_sensitive if cs is not None else True,
+        language=cs.language if cs is not None else None,
+    )
+
+
+class _Located(NamedTuple):
+    """Where a coding was found: in the value set or not, its display there, the code
+    system that was asked and the concept it has (None when it has none)."""
+
+    member: bool
+    override: str | None
+    cs: CodeSystemProvider | None
+    concept: Concept | None
+
+
+def _coding_version(
+    vs: CompiledValueSet,
+    codesystem: Callable[[str, str | None], CodeSystemProvider | None],
+    versions: Callable[[str], list[str] | None] | None,
+    code: str,
+    system: str,
+    version: str,
+    pinned: str | None,
+) -> ValidationResult | None:
+    """A coding's own version that is unknown, or differs from the one the include pins."""
+    if codesystem(system, version) is None:
+        return _unknown_version(vs, codesystem, versions, code, system, version, pinned)
+    if pinned is None or version_matches(pinned, version):
+        return None
+    used = codesystem(system, pinned)
+    text = (
+        f"The code system '{system}' version '{pinned}' in the ValueSet include is "
+        f"different to the one in the value ('{version}')"
+    )
+    shown = used.get(code) if used is not None else None
+    return failure(
+        "version",
+        text,
+        code=code,
+        system=system,
+        version=used.version if used is not None else pinned,
+        display=shown.display if shown is not None else None,
+        tx="vs-invalid",
+    )
+
+
+def _locate(
+    vs: CompiledValueSet,
+    codesystem: Callable[[str, str | None], CodeSystemProvider | None],
+    code: str,
+    system: str,
+    version: str | None,
+    forced: str | None,
+    where: str,
+) -> _Located | ValidationResult:
+    """Membership of the coding, and the concept of the code system version it is checked
+    against (the coding's own version, else the value set's, else a forced one)."""
     try:
         match = vs.contains(system, code)
     except CodeSystemNotFoundError as exc:
@@ -100,7 +160,6 @@ def validate_in_valueset(
             version=version,
             unknown=[label],
         )
-    found, override = match.found, match.display
     if version is not None and forced is None:
         cs = codesystem(system, version)
         concept = cs.get(code) if cs is not None else None
@@ -112,7 +171,7 @@ def validate_in_valueset(
         concept = dataclasses.replace(
             concept, designations=[*concept.designations, *match.designations]
         )
-    if cs is None and not found:
+    if cs is None and not match.found:
         label = f"{system}|{version}" if version else system
         return failure(
             "unknown-system",
@@ -123,21 +182,34 @@ def validate_in_valueset(
             version=version,
             unknown=[label],
         )
-    if cs is not None and not found and _is_expression(cs, code):
-        return _check_expression(cs, code, where, vs)
-    fragment = cs is not None and cs.content == "fragment"
-    if cs is not None and not found and fragment and vs.takes_whole(system) and not concept:
-        return _unknown_in_fragment(cs, code, system)
-    if cs is not None and not found:
+    return _Located(match.found, match.display, cs, concept)
+
+
+def _refusal(
+    vs: CompiledValueSet,
+    found: _Located,
+    opts: CheckOptions,
+    code: str,
+    system: str,
+    version: str | None,
+    forced: str | None,
+    pinned: str | None,
+) -> ValidationResult | None:
+    """Why a located coding fails before its concept is checked: not a member (an
+    expression is checked in full), a version the code system needs or a version check
+    refuses, an inactive code where only active ones count; else None."""
+    cs, concept = found.cs, found.concept
+    where = f"the value set {vs.canonical}"
+    if cs is not None and not found.member:
+        if cs.is_expression(code):
+            return _check_expression(cs, code, where, vs)
+        if cs.content == "fragment" and vs.takes_whole(system) and not concept:
+            return _unknown_in_fragment(cs, code, system)
         reasons, texts, displays = non_members(where, cs, system, [code], vs.inactive_allowed)
         return _non_member(reasons[0], texts[0], cs, code, system, displays[0])
-    if (
-        cs is not None
-        and cs.resource.get("versionNeeded") is True
-        and version is None
-        and forced is None
-        and pinned is None
-    ):
+    display = concept.display if concept is not None else None
+    needed = cs is not None and cs.resource.get("versionNeeded") is True
+    if needed and cs is not None and version is None and forced is None and pinned is None:
         return failure(
             "version",
             f"The code system '{system}' says a version is needed (versionNeeded), but the "
@@ -145,40 +217,28 @@ def validate_in_valueset(
             code=code,
             system=system,
             version=cs.version,
-            display=concept.display if concept is not None else None,
+            display=display,
             tx="version-error",
             element="version",
         )
-    version = cs.version if cs is not None else version
+    used = cs.version if cs is not None else version
     checked = opts.check_versions.get(system)
-    if checked is not None and version is not None and not version_matches(checked, version):
+    if checked is not None and used is not None and not version_matches(checked, used):
         return failure(
             "version",
-            f"The version '{version}' is not allowed for system '{system}': required to be "
+            f"The version '{used}' is not allowed for system '{system}': required to be "
             f"'{checked}' by a version-check parameter",
             code=code,
             system=system,
-            version=version,
-            display=concept.display if concept is not None else None,
+            version=used,
+            display=display,
             tx="version-error",
             element="version",
         )
     if cs is not None and concept is not None and concept.inactive and opts.active_only:
         text = f"The code {system}#{code} is inactive, and {where} excludes inactive codes"
         return _non_member("inactive", text, cs, code, system, concept.display)
-    return check_concept(
-        concept,
-        override,
-        code=code,
-        system=system,
-        version=version,
-        display=display,
-        abstract=opts.abstract,
-        where=where,
-        options=opts,
-        case_sensitive=cs.case_sensitive if cs is not None else True,
-        language=cs.language if cs is not None else None,
-    )
+    return None
 
 
 def _infer_system(vs: CompiledValueSet, code: str) -> str | ValidationResult:
