@@ -3,39 +3,28 @@ and delegates to them; the server, the widgets and the pandas accessor all use t
 
 from __future__ import annotations
 
-import functools
-import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
 from workbench import collector, frames, loading, packages
+from workbench.calls import TerminologyCalls, hinting
 from workbench.errors import (
-    CodeSystemNotFoundError,
     InvalidRequestError,
-    ValueSetNotFoundError,
 )
 from workbench.registry import Registry
 from workbench.releases import kinds
 from workbench.resources import Resource
 from workbench.terminology.conceptmap import Translation, select_maps
 from workbench.terminology.engine import Terminology
-from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION, Expansion
-from workbench.terminology.lookup import LookupResult
+from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION
 from workbench.terminology.requests import (
-    CodeSystemValidateRequest,
-    ExpandRequest,
-    LookupRequest,
-    SubsumesRequest,
     TranslateRequest,
-    ValidateRequest,
 )
 from workbench.terminology.service import EngineService
-from workbench.terminology.validation import CheckOptions, ValidationResult
-from workbench.terminology.versions import VersionPolicy
 
 if TYPE_CHECKING:
     from workbench.loading import LoadSummary
@@ -45,21 +34,6 @@ if TYPE_CHECKING:
 
 _CURRENT: list[weakref.ReferenceType[Workbench]] = []
 _Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def _hinting(method: _Method) -> _Method:
-    """Add "Did you mean <url>?" (the nearest loaded canonical URLs) as a note to an unknown
-    value set or code system error; the error and its text stay as they are."""
-
-    @functools.wraps(method)
-    def wrapper(self: Workbench, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except (ValueSetNotFoundError, CodeSystemNotFoundError) as exc:
-            self._add_hint(exc)
-            raise
-
-    return cast(_Method, wrapper)
 
 
 def current() -> Workbench:
@@ -75,7 +49,7 @@ def current() -> Workbench:
     return found
 
 
-class Workbench:
+class Workbench(TerminologyCalls):
     """An in-memory terminology workbench.
 
     >>> wb = Workbench()
@@ -104,20 +78,6 @@ class Workbench:
         vs = len(self.registry.all("ValueSet"))
         cs = len(self.registry.all("CodeSystem"))
         return f"<Workbench: {vs} ValueSets, {cs} CodeSystems>"
-
-    def _add_hint(self, exc: ValueSetNotFoundError | CodeSystemNotFoundError) -> None:
-        from workbench.suggest import url_hint
-
-        kind = "ValueSet" if isinstance(exc, ValueSetNotFoundError) else "CodeSystem"
-        known = {
-            str(r["url"]): r.get("title") or r.get("name")
-            for r in self.registry.all(kind)
-            if r.get("url")
-        }
-        hint = url_hint(str(getattr(exc, "url", "")).split("|", 1)[0], known)
-        exc.hint = hint  # type: ignore[union-attr]
-        if hint and hasattr(exc, "add_note") and hint not in getattr(exc, "__notes__", []):
-            exc.add_note(hint)
 
     def _repr_html_(self) -> str:
         """What is loaded: resources per type (and how many canonicals have several
@@ -352,262 +312,9 @@ class Workbench:
             return self.terminology.valueset_resource(url, version)
         return self.terminology.require_codesystem(url, version).resource
 
-    # --- terminology ------------------------------------------------------------------
-
-    @_hinting
-    def expand(
-        self,
-        valueset: str | Mapping[str, Any],
-        *,
-        version: str | None = None,
-        filter: str | None = None,
-        offset: int = 0,
-        count: int | None = None,
-        active_only: bool = False,
-        include_designations: bool = False,
-        display_language: str | None = None,
-        tx_resources: Sequence[Mapping[str, Any]] | None = None,
-        include_definition: bool = False,
-        properties: Sequence[str] | None = None,
-        exclude_nested: bool | None = None,
-        system_version: str | Sequence[str] | None = None,
-        force_system_version: str | Sequence[str] | None = None,
-        check_system_version: str | Sequence[str] | None = None,
-        default_valueset_version: str | Sequence[str] | None = None,
-        accept_language: str | None = None,
-        use_supplements: Sequence[str] | None = None,
-        designations: Sequence[str] | None = None,
-    ) -> Expansion:
-        """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
-
-        ``filter`` keeps codes whose code or display contains every word; ``offset``/``count``
-        page the result (``.frame`` and ``.to_fhir()`` show the page; ``total`` counts all).
-        Raises ValueSetNotFoundError, CodeSystemNotFoundError, IncompleteCodeSystemError,
-        ImportCycleError or UnsupportedFilterError; ``.to_fhir()`` raises TooCostlyError for
-        an unpaged expansion over the size limit. ``tx_resources`` are CodeSystems and
-        ValueSets used for this call only, before the stored ones (``tx-resource``).
-        ``include_definition`` adds each concept's definition, ``properties`` the named
-        concept properties, ``designations`` keeps only designations of those languages or
-        uses, ``exclude_nested=False`` nests codes under their parents; the version
-        parameters work as in ``validate_code`` (a version
-        that ``check_system_version`` does not allow raises VersionCheckError). Every
-        parameter, assumed defaults included, is echoed in ``expansion.parameter`` with the
-        ``used-codesystem`` and ``used-valueset`` versions.
-        """
-        return self.service.expand(
-            ExpandRequest(
-                valueset=valueset,
-                version=version,
-                filter=filter,
-                offset=offset,
-                count=count,
-                active_only=active_only,
-                include_designations=include_designations,
-                include_definition=include_definition,
-                properties=tuple(properties or ()),
-                exclude_nested=exclude_nested,
-                designations=tuple(designations or ()),
-                policy=VersionPolicy.from_parameters(
-                    system_version=system_version,
-                    force_system_version=force_system_version,
-                    check_system_version=check_system_version,
-                    default_valueset_version=default_valueset_version,
-                ),
-                display_language=display_language,
-                accept_language=accept_language,
-                use_supplements=tuple(use_supplements or ()),
-                tx_resources=tuple(tx_resources or ()),
-            )
-        )
-
-    def engine(self, tx_resources: Sequence[Mapping[str, Any]] | None = None) -> Terminology:
-        """The terminology engine, or a view of it that sees ``tx_resources`` first (used for
-        one call: nothing is stored, nothing leaks into other calls)."""
-        return self.service.engine(tx_resources or ())
-
-    @_hinting
-    def validate_code(
-        self,
-        valueset: Mapping[str, Any] | str | None = None,
-        *,
-        url: str | None = None,
-        code: str | None = None,
-        system: str | None = None,
-        version: str | None = None,
-        display: str | None = None,
-        coding: Mapping[str, Any] | None = None,
-        codeable_concept: Mapping[str, Any] | None = None,
-        abstract: bool = False,
-        valueset_version: str | None = None,
-        system_version: str | Sequence[str] | None = None,
-        force_system_version: str | Sequence[str] | None = None,
-        check_system_version: str | Sequence[str] | None = None,
-        default_valueset_version: str | Sequence[str] | None = None,
-        lenient_display: bool = False,
-        membership_only: bool = False,
-        active_only: bool = False,
-        tx_resources: Sequence[Mapping[str, Any]] | None = None,
-        display_language: str | None = None,
-        accept_language: str | None = None,
-        use_supplements: Sequence[str] | None = None,
-    ) -> ValidationResult:
-        """Validate a code (or a Coding, or a CodeableConcept) against a value set.
-
-        ``valueset`` is a canonical URL (``url`` or ``url|version``) or a ValueSet dict, as in
-        ``expand`` and ``validate_column`` (``url=`` is a deprecated name for it).
-
-        Returns a ValidationResult; a code that fails is ``result=False`` with a message, a
-        ``reason`` and its ``issues``, never an exception. Raises ValueSetNotFoundError for
-        an unknown value set. When ``system`` is omitted it is inferred: the value set's one
-        system, else the one system of the value set that has the code. A ``display`` given
-        with a ``coding`` is checked in place of the Coding's own, as in ``$validate-code``.
-
-        Versions (see the README's "Versions"): ``system_version``, ``force_system_version``
-        and ``check_system_version`` take ``"system|version"`` strings (one or a list; a
-        version may be a pattern such as ``1.x``); ``default_valueset_version`` takes
-        ``"url|version"`` for value sets imported without a version. ``lenient_display``
-        makes a wrong display a warning, ``membership_only`` checks membership alone, and
-        ``active_only`` refuses inactive codes. ``tx_resources`` are CodeSystems and ValueSets
-        used for this call only, before the stored ones (``tx-resource``).
-        ``display_language`` (a weighted list such as ``"de, *;q=0"``; else the value set's
-        expansion-parameter extension, ``accept_language``, then ``ValueSet.language``) gives
-        the display in that language and checks a given display against it (see the README's
-        "Languages").
-
-        >>> wb = Workbench()
-        >>> _ = wb.load([{"resourceType": "CodeSystem", "url": "http://x", "version": v,
-        ...     "content": "complete", "concept": [{"code": "a", "display": f"A {v}"}]}
-        ...     for v in ("1.0.0", "2.0.0")])
-        >>> vs = {"resourceType": "ValueSet", "compose": {"include": [{"system": "http://x"}]}}
-        >>> wb.validate_code(valueset=vs, code="a", system="http://x").version
-        '2.0.0'
-        >>> wb.validate_code(valueset=vs, code="a", system="http://x",
-        ...                  system_version="http://x|1.x").display
-        'A 1.0.0'
-        """
-        if url is not None:
-            warnings.warn(
-                "validate_code(url=...) is deprecated: name the value set valueset=... (a "
-                "canonical URL or a ValueSet), as expand, validate_column and the widgets do",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-        target = valueset if valueset is not None else url
-        if target is None:
-            raise InvalidRequestError("Give the value set: a canonical url or a ValueSet")
-        if code is None and coding is None and codeable_concept is None:
-            raise InvalidRequestError(
-                "Give something to validate: code, coding or codeable_concept"
-            )
-        return self.service.validate(
-            ValidateRequest(
-                valueset=target,
-                valueset_version=valueset_version,
-                code=code,
-                system=system,
-                version=version,
-                display=display,
-                coding=coding,
-                codeable_concept=codeable_concept,
-                options=CheckOptions(
-                    abstract=abstract,
-                    lenient_display=lenient_display,
-                    membership_only=membership_only,
-                    active_only=active_only,
-                ),
-                policy=VersionPolicy.from_parameters(
-                    system_version=system_version,
-                    force_system_version=force_system_version,
-                    check_system_version=check_system_version,
-                    default_valueset_version=default_valueset_version,
-                ),
-                display_language=display_language,
-                accept_language=accept_language,
-                use_supplements=tuple(use_supplements or ()),
-                tx_resources=tuple(tx_resources or ()),
-            )
-        )
-
-    def validate_in_codesystem(
-        self,
-        system: str,
-        code: str | None,
-        *,
-        version: str | None = None,
-        display: str | None = None,
-        abstract: bool = True,
-        tx_resources: Sequence[Mapping[str, Any]] | None = None,
-    ) -> ValidationResult:
-        """Validate a code against a whole code system (abstract codes are valid unless
-        ``abstract=False``)."""
-        return self.service.validate_in_codesystem(
-            CodeSystemValidateRequest(
-                system=system,
-                code=code,
-                version=version,
-                display=display,
-                abstract=abstract,
-                tx_resources=tuple(tx_resources or ()),
-            )
-        )
-
-    def lookup(
-        self,
-        system: str,
-        code: str,
-        *,
-        version: str | None = None,
-        properties: Sequence[str] | None = None,
-        display_language: str | None = None,
-        accept_language: str | None = None,
-        use_supplements: Sequence[str] = (),
-        tx_resources: Sequence[Mapping[str, Any]] | None = None,
-    ) -> LookupResult:
-        """Look a code up in its code system: display, designations and properties.
-
-        ``display_language`` (a weighted list like Accept-Language, e.g. ``de, en;q=0.5``;
-        before ``accept_language``, the HTTP header) picks the display in the first wanted
-        language the code system or its supplements have (for SNOMED CT, the preferred term
-        of its dialect), else the concept's own display: $lookup's display is required (R4),
-        so even ``*;q=0`` falls back to it.
-        ``use_supplements`` names supplements that must be loaded (else
-        SupplementNotFoundError)."""
-        return self.service.lookup(
-            LookupRequest(
-                system=system,
-                code=code,
-                version=version,
-                properties=None if properties is None else tuple(properties),
-                display_language=display_language,
-                accept_language=accept_language,
-                use_supplements=tuple(use_supplements),
-                tx_resources=tuple(tx_resources or ()),
-            )
-        )
-
-    def subsumes(
-        self,
-        system: str,
-        code_a: str,
-        code_b: str,
-        *,
-        version: str | None = None,
-        tx_resources: Sequence[Mapping[str, Any]] | None = None,
-    ) -> str:
-        """Return equivalent, subsumes, subsumed-by or not-subsumed for A against B."""
-        return self.service.subsumes(
-            SubsumesRequest(
-                system=system,
-                code_a=code_a,
-                code_b=code_b,
-                version=version,
-                tx_resources=tuple(tx_resources or ()),
-            )
-        )
-
     # --- columns ----------------------------------------------------------------------
 
-    @_hinting
+    @hinting
     def validate_column(
         self,
         data: Any,
