@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -153,78 +153,13 @@ def codesystem_from_frame(
     types = (
         dict(properties) if isinstance(properties, Mapping) else dict.fromkeys(properties, "string")
     )
-    declared: list[dict[str, Any]] = []
-    if parent is not None:
-        declared.append(
-            {
-                "code": "parent",
-                "uri": "http://hl7.org/fhir/concept-properties#parent",
-                "type": "code",
-            }
-        )
-    if abstract is not None:
-        declared.append(
-            {
-                "code": "notSelectable",
-                "uri": "http://hl7.org/fhir/concept-properties#notSelectable",
-                "type": "boolean",
-            }
-        )
-    if inactive is not None:
-        declared.append(
-            {
-                "code": "inactive",
-                "uri": "http://hl7.org/fhir/concept-properties#inactive",
-                "type": "boolean",
-            }
-        )
-    declared += [{"code": p, "type": t} for p, t in types.items()]
-    value_key = {
-        "string": "valueString",
-        "code": "valueCode",
-        "integer": "valueInteger",
-        "boolean": "valueBoolean",
-        "decimal": "valueDecimal",
-        "dateTime": "valueDateTime",
-        "Coding": "valueCoding",
-    }
-    concepts: list[dict[str, Any]] = []
-    used = list(
-        dict.fromkeys(
-            c
-            for c in (code, display, parent, definition, abstract, inactive, *types)
-            if c is not None
-        )
-    )
-    columns = [frame[c].tolist() for c in used]
-    for values in zip(*columns, strict=True):
-        row = dict(zip(used, values, strict=True))
-        c: dict[str, Any] = {"code": str(row[code])}
-        if display is not None and _present(row[display]):
-            c["display"] = str(row[display])
-        if definition is not None and _present(row[definition]):
-            c["definition"] = str(row[definition])
-        props: list[dict[str, Any]] = []
-        if parent is not None:
-            props += [{"code": "parent", "valueCode": p} for p in _codes(row[parent])]
-        if abstract is not None and _present(row[abstract]) and bool(row[abstract]):
-            props.append({"code": "notSelectable", "valueBoolean": True})
-        if inactive is not None and _present(row[inactive]) and bool(row[inactive]):
-            props.append({"code": "inactive", "valueBoolean": True})
-        for p, t in types.items():
-            if _present(row[p]):
-                value = row[p]
-                value = (
-                    int(value)
-                    if t == "integer"
-                    else bool(value)
-                    if t == "boolean"
-                    else (float(value) if t == "decimal" else str(value))
-                )
-                props.append({"code": p, value_key.get(t, "valueString"): value})
-        if props:
-            c["property"] = props
-        concepts.append(c)
+    columns = _Columns(code, display, parent, definition, abstract, inactive, types)
+    used = list(dict.fromkeys(c for c in (*columns[:6], *types) if c is not None))
+    concepts = [
+        _concept_of(dict(zip(used, values, strict=True)), columns)
+        for values in zip(*(frame[c].tolist() for c in used), strict=True)
+    ]
+    declared = _declared(columns)
     resource: dict[str, Any] = {"resourceType": "CodeSystem"}
     if id is not None:
         resource["id"] = id
@@ -242,6 +177,73 @@ def codesystem_from_frame(
         resource["property"] = declared
     resource["concept"] = concepts
     return resource
+
+
+class _Columns(NamedTuple):
+    """The frame's columns ``codesystem_from_frame`` reads, and the properties' types."""
+
+    code: str
+    display: str | None
+    parent: str | None
+    definition: str | None
+    abstract: str | None
+    inactive: str | None
+    types: dict[str, str]
+
+
+_CONCEPT_PROPERTY = "http://hl7.org/fhir/concept-properties#"
+_VALUE_KEY = {
+    "string": "valueString",
+    "code": "valueCode",
+    "integer": "valueInteger",
+    "boolean": "valueBoolean",
+    "decimal": "valueDecimal",
+    "dateTime": "valueDateTime",
+    "Coding": "valueCoding",
+}
+
+
+def _declared(columns: _Columns) -> list[dict[str, Any]]:
+    """The CodeSystem's ``property`` declarations for the columns given."""
+    declared: list[dict[str, Any]] = []
+    for column, prop, kind in (
+        (columns.parent, "parent", "code"),
+        (columns.abstract, "notSelectable", "boolean"),
+        (columns.inactive, "inactive", "boolean"),
+    ):
+        if column is not None:
+            declared.append({"code": prop, "uri": _CONCEPT_PROPERTY + prop, "type": kind})
+    return declared + [{"code": p, "type": t} for p, t in columns.types.items()]
+
+
+def _concept_of(row: Mapping[str, Any], columns: _Columns) -> dict[str, Any]:
+    """One ``concept`` element from a row of the frame."""
+    c: dict[str, Any] = {"code": str(row[columns.code])}
+    if columns.display is not None and _present(row[columns.display]):
+        c["display"] = str(row[columns.display])
+    if columns.definition is not None and _present(row[columns.definition]):
+        c["definition"] = str(row[columns.definition])
+    props: list[dict[str, Any]] = []
+    if columns.parent is not None:
+        props += [{"code": "parent", "valueCode": p} for p in _codes(row[columns.parent])]
+    for column, prop in ((columns.abstract, "notSelectable"), (columns.inactive, "inactive")):
+        if column is not None and _present(row[column]) and bool(row[column]):
+            props.append({"code": prop, "valueBoolean": True})
+    for p, t in columns.types.items():
+        if _present(row[p]):
+            props.append({"code": p, _VALUE_KEY.get(t, "valueString"): _typed(row[p], t)})
+    if props:
+        c["property"] = props
+    return c
+
+
+def _typed(value: Any, kind: str) -> Any:
+    """A cell's value as the property type wants it."""
+    if kind == "integer":
+        return int(value)
+    if kind == "boolean":
+        return bool(value)
+    return float(value) if kind == "decimal" else str(value)
 
 
 def _present(value: Any) -> bool:

@@ -475,26 +475,7 @@ def _through(
         if target_system is not None and g_tgt is not None and g_tgt != target_system:
             continue
         pairs = (indexed.backward if reverse else indexed.forward).get(code, ())
-        for element, tgt in pairs:
-            if reverse:
-                out_code, out_display = element.get("code"), element.get("display")
-            else:
-                out_code, out_display = tgt.get("code"), tgt.get("display")
-            if not _depends_hold(tgt.get("dependsOn", ()), dependencies):
-                continue
-            if display_of and g_tgt and out_code:
-                out_display = display_of(g_tgt, out_code) or out_display
-            out.append(
-                Match(
-                    tgt["equivalence"],
-                    g_tgt if out_code else None,
-                    out_code,
-                    out_display,
-                    source,
-                    group.get("sourceVersion" if reverse else "targetVersion"),
-                    tuple(tgt.get("product", ())),
-                )
-            )
+        out += _mapped(pairs, g_tgt, source, group, reverse, dependencies, display_of)
         if pairs or reverse or "unmapped" not in group:
             continue
         unmapped = group["unmapped"]
@@ -538,6 +519,40 @@ def _through(
                     notes,
                 )
             )
+    return out
+
+
+def _mapped(
+    pairs: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    g_tgt: str | None,
+    source: str,
+    group: Mapping[str, Any],
+    reverse: bool,
+    dependencies: Sequence[Dependency],
+    display_of: Callable[[str, str], str | None] | None,
+) -> list[Match]:
+    """The matches of a group's (element, target) pairs whose dependencies hold."""
+    out: list[Match] = []
+    for element, tgt in pairs:
+        if reverse:
+            out_code, out_display = element.get("code"), element.get("display")
+        else:
+            out_code, out_display = tgt.get("code"), tgt.get("display")
+        if not _depends_hold(tgt.get("dependsOn", ()), dependencies):
+            continue
+        if display_of and g_tgt and out_code:
+            out_display = display_of(g_tgt, out_code) or out_display
+        out.append(
+            Match(
+                tgt["equivalence"],
+                g_tgt if out_code else None,
+                out_code,
+                out_display,
+                source,
+                group.get("sourceVersion" if reverse else "targetVersion"),
+                tuple(tgt.get("product", ())),
+            )
+        )
     return out
 
 
