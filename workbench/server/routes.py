@@ -226,23 +226,34 @@ def http_date(instant: Any) -> str | None:
 
 def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Route]:
     """read, vread, history, create, update, delete and search of the terminology types."""
+    return ResourceRoutes(base, store, max_body).routes()
 
-    def root_of(request: Request) -> str:
-        return public_base(request, base)
 
-    async def search_or_create(request: Request) -> Response:
+class ResourceRoutes:
+    """The REST interactions' endpoints over one ResourceStore, under the FHIR base."""
+
+    def __init__(self, base: str, store: ResourceStore, max_body: int) -> None:
+        self.base = base
+        self.store = store
+        self.max_body = max_body
+
+    def root_of(self, request: Request) -> str:
+        """The FHIR base URL the client sees (prefix and proxy included)."""
+        return public_base(request, self.base)
+
+    async def search_or_create(self, request: Request) -> Response:
         rtype = request.path_params["rtype"]
-        root = root_of(request)
+        root = self.root_of(request)
         if request.method == "GET":
-            bundle = store.search(
+            bundle = self.store.search(
                 rtype,
                 request.query_params.multi_items(),
                 type_url=f"{root}/{rtype}",
                 strict=prefer(request).get("handling") == "strict",
             )
             return fhir(bundle, pretty=_pretty(request))
-        store.check_type(rtype)
-        body = await read_json(request, max_body, exact_decimals=True)
+        self.store.check_type(rtype)
+        body = await read_json(request, self.max_body, exact_decimals=True)
         condition = request.headers.get("if-none-exist")
         if condition is None and any(
             not name.startswith(("_format", "_pretty")) for name in request.query_params
@@ -250,39 +261,41 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
             # POST {type}?{search}: the criteria in the query, as clients such as fhirpy send
             condition = request.url.query
         # checks, fsync and index updates of a large body take a while: not on the event loop
-        stored, created = await run_in_threadpool(store.create, rtype, body, condition)
+        stored, created = await run_in_threadpool(self.store.create, rtype, body, condition)
         return _written(request, stored, 201 if created else 200, root)
 
-    async def instance(request: Request) -> Response:
+    async def instance(self, request: Request) -> Response:
         rtype, rid = request.path_params["rtype"], request.path_params["rid"]
         if rid.startswith("$"):
             raise MethodNotAllowedError(
                 f"Operations take GET or POST, not {request.method} ({rtype}/{rid})"
             )
-        root = root_of(request)
+        root = self.root_of(request)
         if request.method in ("GET", "HEAD"):
-            resource = store.read(rtype, rid)
+            resource = self.store.read(rtype, rid)
             if not_modified(request, resource):
                 return _resource_response(request, resource, 304, root, body=False)
             return _resource_response(request, _shaped(request, resource), 200, root)
         if request.method == "DELETE":
-            await run_in_threadpool(store.delete, rtype, rid)
+            await run_in_threadpool(self.store.delete, rtype, rid)
             return Response(status_code=204)
-        store.check_type(rtype)
-        body = await read_json(request, max_body, exact_decimals=True)
+        self.store.check_type(rtype)
+        body = await read_json(request, self.max_body, exact_decimals=True)
         stored, created = await run_in_threadpool(
-            store.update, rtype, rid, body, request.headers.get("if-match")
+            self.store.update, rtype, rid, body, request.headers.get("if-match")
         )
         return _written(request, stored, 201 if created else 200, root)
 
-    async def history(request: Request) -> Response:
+    async def history(self, request: Request) -> Response:
         rtype, rid = request.path_params["rtype"], request.path_params["rid"]
-        bundle = resource_history(store.versions(rtype, rid), root_of(request), rtype, rid)
+        bundle = resource_history(
+            self.store.versions(rtype, rid), self.root_of(request), rtype, rid
+        )
         return fhir(bundle, pretty=_pretty(request))
 
-    async def many_histories(request: Request) -> Response:
+    async def many_histories(self, request: Request) -> Response:
         rtype = request.path_params.get("rtype")
-        root = root_of(request)
+        root = self.root_of(request)
         query = parse_history(
             request.query_params.multi_items(),
             strict=prefer(request).get("handling") == "strict",
@@ -290,23 +303,26 @@ def resource_routes(base: str, store: ResourceStore, max_body: int) -> list[Rout
         rtypes = TERMINOLOGY_TYPES if rtype is None else (rtype,)
         url = f"{root}/_history" if rtype is None else f"{root}/{rtype}/_history"
         bundle = await run_in_threadpool(
-            lambda: many_history(store.histories(rtypes), query, root, url)
+            lambda: many_history(self.store.histories(rtypes), query, root, url)
         )
         return fhir(bundle, pretty=_pretty(request))
 
-    async def vread(request: Request) -> Response:
+    async def vread(self, request: Request) -> Response:
         rtype, rid = request.path_params["rtype"], request.path_params["rid"]
-        resource = store.vread(rtype, rid, request.path_params["vid"])
-        return _resource_response(request, _shaped(request, resource), 200, root_of(request))
+        resource = self.store.vread(rtype, rid, request.path_params["vid"])
+        return _resource_response(request, _shaped(request, resource), 200, self.root_of(request))
 
-    return [
-        Route(f"{base}/_history", many_histories, methods=["GET"]),
-        Route(f"{base}/{{rtype}}/_history", many_histories, methods=["GET"]),
-        Route(f"{base}/{{rtype}}", search_or_create, methods=["GET", "POST"]),
-        Route(f"{base}/{{rtype}}/{{rid}}", instance, methods=["GET", "PUT", "DELETE"]),
-        Route(f"{base}/{{rtype}}/{{rid}}/_history", history, methods=["GET"]),
-        Route(f"{base}/{{rtype}}/{{rid}}/_history/{{vid}}", vread, methods=["GET"]),
-    ]
+    def routes(self) -> list[Route]:
+        """The routes, under the FHIR base."""
+        base = self.base
+        return [
+            Route(f"{base}/_history", self.many_histories, methods=["GET"]),
+            Route(f"{base}/{{rtype}}/_history", self.many_histories, methods=["GET"]),
+            Route(f"{base}/{{rtype}}", self.search_or_create, methods=["GET", "POST"]),
+            Route(f"{base}/{{rtype}}/{{rid}}", self.instance, methods=["GET", "PUT", "DELETE"]),
+            Route(f"{base}/{{rtype}}/{{rid}}/_history", self.history, methods=["GET"]),
+            Route(f"{base}/{{rtype}}/{{rid}}/_history/{{vid}}", self.vread, methods=["GET"]),
+        ]
 
 
 def _shaped(request: Request, resource: dict[str, Any]) -> dict[str, Any]:
