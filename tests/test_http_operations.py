@@ -563,7 +563,16 @@ def test_lookup_content(http: httpx.Client) -> None:
         [("system", DEMO_CS), ("code", "office-new"), ("property", "duration-minutes")],
     )
     entries = ok_body(selected)["parameter"]
-    assert [e["name"] for e in entries] == ["name", "version", "display", "definition", "property"]
+    assert [e["name"] for e in entries] == [
+        "name",
+        "system",
+        "version",
+        "code",
+        "display",
+        "definition",
+        "abstract",
+        "property",
+    ]
     assert entries[-1]["part"] == [
         {"name": "code", "valueCode": "duration-minutes"},
         {"name": "value", "valueInteger": 30},

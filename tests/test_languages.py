@@ -166,12 +166,19 @@ def test_validation_with_languages(
     assert answer.json() == result.to_parameters()
 
 
-@pytest.mark.parametrize("text", ["de;q=x", "de;w=1", "d e"])
-def test_malformed_language_lists(lwb: Workbench, http: httpx.Client, text: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [("de;q=x", "invalid"), ("de;w=1", "invalid"), ("d e", "processing"), ("-", "processing")],
+)
+def test_malformed_language_lists(lwb: Workbench, http: httpx.Client, text: str, code: str) -> None:
+    """A malformed weight is an invalid request; a value that is not a language tag cannot be
+    processed (error/processing, tx invalid-display, as tx.fhir.org answers)."""
     with pytest.raises(InvalidRequestError, match="language"):
         lwb.expand(VS + "en", display_language=text)
     response = http.get("/ValueSet/$expand", params={"url": VS + "en", "displayLanguage": text})
-    assert_outcome(response, 400, "invalid", "language")
+    issue = assert_outcome(response, 400, code, "language")["issue"][0]
+    tx = [c["code"] for c in issue["details"]["coding"] if c["system"].endswith("tx-issue-type")]
+    assert tx == (["invalid-display"] if code == "processing" else [])
 
 
 @pytest.mark.parametrize(

@@ -445,6 +445,7 @@ SUPPORTED = {
     "CodeSystem-lookup": "code system version coding property displayLanguage useSupplement "
     "tx-resource",
     "CodeSystem-validate-code": "url code version display coding codeableConcept abstract "
+    "displayLanguage "
     "tx-resource",
     "CodeSystem-subsumes": "codeA codeB system version codingA codingB tx-resource",
     "ConceptMap-translate": "url conceptMap conceptMapVersion code system version source coding "

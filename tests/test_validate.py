@@ -665,13 +665,16 @@ def test_lookup_abstract_and_parameters(default_wb: Workbench) -> None:
         "resourceType": "Parameters",
         "parameter": [
             {"name": "name", "valueString": "WorkbenchDemo"},
+            {"name": "system", "valueUri": DEMO},
             {"name": "version", "valueString": "1.0.0"},
+            {"name": "code", "valueCode": "remote"},
             {"name": "display", "valueString": "Remote visit"},
             {
                 "name": "definition",
                 "valueString": "Grouping concept for visits conducted at a distance using "
                 "telecommunication. Abstract: not to be used in records.",
             },
+            {"name": "abstract", "valueBoolean": True},
             {
                 "name": "property",
                 "part": [

@@ -243,10 +243,12 @@ class TerminologyCalls:
         version: str | None = None,
         display: str | None = None,
         abstract: bool = True,
+        display_language: str | None = None,
         tx_resources: Sequence[Mapping[str, Any]] | None = None,
     ) -> ValidationResult:
         """Validate a code against a whole code system (abstract codes are valid unless
-        ``abstract=False``)."""
+        ``abstract=False``). ``display_language`` (a weighted list such as ``"de"``) is the
+        language a given ``display`` must be in."""
         return self.service.validate_in_codesystem(
             CodeSystemValidateRequest(
                 system=system,
@@ -254,6 +256,7 @@ class TerminologyCalls:
                 version=version,
                 display=display,
                 abstract=abstract,
+                display_language=display_language,
                 tx_resources=tuple(tx_resources or ()),
             )
         )

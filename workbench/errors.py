@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+TX_ISSUE_TYPE = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
+
 
 def _rebuilt(cls: type[WorkbenchError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
     """A WorkbenchError back from its pickled parts (see ``WorkbenchError.__reduce__``)."""
@@ -29,6 +31,9 @@ class WorkbenchError(Exception):
     status: int = 500
     msg_id: str = "WB-000"
     severity: str = "error"
+    #: The tx-issue-type code (http://hl7.org/fhir/tools/CodeSystem/tx-issue-type) that
+    #: terminology clients read, when the error has one.
+    tx: str | None = None
 
     def __init__(
         self,
@@ -61,6 +66,7 @@ class WorkbenchError(Exception):
             "code": self.code,
             "details": {
                 "coding": [
+                    *([{"system": TX_ISSUE_TYPE, "code": self.tx}] if self.tx else []),
                     {"system": "urn:workbench:message-id", "code": self.msg_id},
                 ],
                 "text": self.text,
@@ -205,6 +211,15 @@ class InvalidRequestError(WorkbenchError):
     code = "invalid"
     status = 400
     msg_id = "WB-REQ-001"
+
+
+class InvalidLanguageError(InvalidRequestError):
+    """A display language that is not a language tag (``displayLanguage=-``): the request
+    cannot be processed, whatever the code."""
+
+    code = "processing"
+    msg_id = "WB-REQ-006"
+    tx = "invalid-display"
 
 
 # --- requests ------------------------------------------------------------------------

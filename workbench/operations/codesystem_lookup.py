@@ -38,9 +38,12 @@ def run(
     )
     return {
         "name": found.name,
+        "system": found.system,
         "version": found.version,
+        "code": found.code,
         "display": found.display if found.display is not None else found.code,
         "definition": found.definition,
+        "abstract": found.abstract,
         "designation": [
             {"language": d.get("language"), "use": d.get("use"), "value": d.get("value")}
             for d in found.designations

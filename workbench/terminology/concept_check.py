@@ -118,7 +118,9 @@ def check_concept(
     errors = [i for i in issues if i.severity == "error"]
     warnings = [i for i in issues if i.severity == "warning"]
     reason = errors[0].reason if errors else ("inactive" if inactive else None)
-    message = "; ".join(i.text for i in (errors or warnings)) or None
+    # a display valid only in the default language is said even when the code is valid
+    no_language = [i for i in issues if i.severity == "information" and i.code == "invalid-display"]
+    message = "; ".join(i.text for i in (errors or warnings or no_language)) or None
     return ValidationResult(
         not errors,
         message,
@@ -214,13 +216,20 @@ def _language_issues(
     system: str,
 ) -> list[Issue]:
     """A display that is valid, but not in the requested languages: a warning when the
-    request allows other languages, an error when it does not."""
+    request allows other languages, an error when it does not. The default display of a
+    concept that has none in those languages is valid, with an information issue."""
     in_language = valid_in(wanted, concept.display, language, concept.designations)
     if override:
         in_language.insert(0, override)
     if display in in_language or opts.membership_only:
         return []
     where = _fmt(system, concept.code)
+    if not in_language and display == concept.display:
+        text = (
+            f"There is no display for {where} in the requested language(s) '{wanted.text}'; "
+            f"'{display}' is valid for the code system's default language"
+        )
+        return [Issue("information", "invalid-display", text, "invalid-display", "display")]
     text = (
         f"'{display}' is a valid display for {where}, but not in the requested language(s) "
         f"'{wanted.text}'"

@@ -13,14 +13,17 @@ The list comes from, first match wins: the ``displayLanguage`` parameter, the va
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.errors import InvalidRequestError
+from workbench.errors import InvalidLanguageError, InvalidRequestError
 
 EXPANSION_PARAMETER = "http://hl7.org/fhir/tools/StructureDefinition/valueset-expansion-parameter"
 _DISPLAY_USES = {None, "display", "preferredForLanguage"}
+#: A BCP 47 language tag: a primary language and subtags (de, en-GB, zh-Hant-TW).
+_TAG = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,11 @@ class Languages:
                         f"'{part}' in the display language list '{text}' is not a language "
                         "with a weight (for example de;q=0.5)"
                     )
-            if not tag or not all(c.isalnum() or c in "-*" for c in tag):
-                raise InvalidRequestError(f"'{tag}' in '{text}' is not a language tag")
+            if tag != "*" and not _TAG.fullmatch(tag):
+                raise InvalidLanguageError(
+                    f"Invalid displayLanguage: '{tag}' in '{text}' is not a language tag "
+                    "(BCP 47, for example de or en-GB)"
+                )
             if tag == "*":
                 any_other = q > 0
             elif q > 0:
@@ -99,15 +105,26 @@ def display_in(
     """The display to show for the wanted languages: the concept's own display when the code
     system is in a wanted language, else a designation in it (display-like uses first); with
     the wildcard, the concept's display; else None."""
+    return shown_in(languages, display, codesystem_language, designations)[0]
+
+
+def shown_in(
+    languages: Languages,
+    display: str | None,
+    codesystem_language: str | None,
+    designations: Iterable[Mapping[str, Any]],
+) -> tuple[str | None, str | None]:
+    """``display_in``, with the wanted language the display was found in (None when it is
+    the wildcard's fallback, or there is none)."""
     listed = [d for d in designations if d.get("value") and d.get("language")]
     for tag in languages.tags:
         if display and same_language(tag, codesystem_language):
-            return display
+            return display, str(codesystem_language)
         found = [d for d in listed if same_language(tag, str(d["language"]))]
         found.sort(key=lambda d: _use_code(d) not in _DISPLAY_USES)
         if found:
-            return str(found[0]["value"])
-    return display if languages.wildcard else None
+            return str(found[0]["value"]), str(found[0]["language"])
+    return (display if languages.wildcard else None), None
 
 
 def valid_in(

@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 
 @dataclass(frozen=True)
 class LookupResult:
-    """What $lookup says of a code: name, version, display, designations, properties."""
+    """What $lookup says of a code: name, system, version, code, display, definition,
+    abstract, designations, properties."""
 
     name: str
     version: str | None
@@ -18,6 +19,7 @@ class LookupResult:
     abstract: bool
     designations: tuple[dict[str, Any], ...]
     typed_properties: tuple[tuple[str, TypedValue], ...]
+    system: str | None = None
 
     @property
     def properties(self) -> tuple[tuple[str, Any], ...]:
@@ -28,12 +30,16 @@ class LookupResult:
     def to_parameters(self) -> dict[str, Any]:
         """Return the $lookup output Parameters."""
         params: list[dict[str, Any]] = [{"name": "name", "valueString": self.name}]
+        if self.system:
+            params.append({"name": "system", "valueUri": self.system})
         if self.version:
             params.append({"name": "version", "valueString": self.version})
+        params.append({"name": "code", "valueCode": self.code})
         if self.display is not None:
             params.append({"name": "display", "valueString": self.display})
         if self.definition is not None:
             params.append({"name": "definition", "valueString": self.definition})
+        params.append({"name": "abstract", "valueBoolean": self.abstract})
         for d in self.designations:
             part = []
             if d.get("language"):

@@ -274,8 +274,13 @@ class CodeSystemProvider(ABC):
         if concept is None:
             return result
         wanted = dataclasses.replace(languages.Languages.parse(display_language), wildcard=True)
-        shown = languages.display_in(wanted, concept.display, self.language, concept.designations)
-        return dataclasses.replace(result, display=shown)
+        shown, language = languages.shown_in(
+            wanted, concept.display, self.language, concept.designations
+        )
+        used = () if language is None else (preferred_for(language, shown),)
+        return dataclasses.replace(
+            result, display=shown, designations=(*used, *result.designations)
+        )
 
     def concepts_frame(self) -> pd.DataFrame | None:
         """The concepts as a frame straight from a store, or None to let the workbench
@@ -286,6 +291,17 @@ class CodeSystemProvider(ABC):
         """The designations as a frame straight from a store, or None (built from the
         concepts)."""
         return None
+
+
+PREFERRED_FOR_LANGUAGE = {
+    "system": "http://terminology.hl7.org/CodeSystem/hl7TermMaintInfra",
+    "code": "preferredForLanguage",
+}
+
+
+def preferred_for(language: str, display: str | None) -> dict[str, Any]:
+    """The designation $lookup returns for the display it chose in a requested language."""
+    return {"language": language, "use": dict(PREFERRED_FOR_LANGUAGE), "value": display or ""}
 
 
 def dialect_display_for(
@@ -353,4 +369,5 @@ def concept_lookup(
         abstract=concept.abstract,
         designations=designations,
         typed_properties=tuple(props),
+        system=cs.url,
     )

@@ -82,6 +82,7 @@ class CodeSystemValidateRequest(Request):
     version: str | None = param("version", None)
     display: str | None = param("display", None)
     abstract: bool = param("abstract", True)
+    display_language: str | None = param("displayLanguage", None)
     tx_resources: Codings = param("tx-resource", ())
 
 

@@ -61,6 +61,7 @@ class EngineService:
             version=req.version,
             display=req.display,
             abstract=req.abstract,
+            display_language=req.display_language,
         )
 
     def expand(self, req: ExpandRequest) -> Expansion:

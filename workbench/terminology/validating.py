@@ -179,8 +179,10 @@ class Validating(Resolution):
         version: str | None = None,
         display: str | None = None,
         abstract: bool = True,
+        display_language: str | None = None,
     ) -> ValidationResult:
-        """Validate a code against a whole code system."""
+        """Validate a code against a whole code system; ``display_language`` (a weighted
+        list) is the language a given display must be in."""
         found = self.codesystem(url, version)
         if found is None:
             label = f"{url}|{version}" if version else url
@@ -192,4 +194,7 @@ class Validating(Resolution):
                 system=url,
                 version=version,
             )
-        return validate_in_codesystem(found, code=code, display=display, abstract=abstract)
+        wanted = languages.requested(display_language, None, None, wildcard=False)
+        return validate_in_codesystem(
+            found, code=code, display=display, abstract=abstract, languages=wanted
+        )

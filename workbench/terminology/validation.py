@@ -20,6 +20,7 @@ from workbench.terminology.codings import coding_parts, combine_codings, located
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.concept_check import CheckOptions, check_concept
 from workbench.terminology.concepts import Concept
+from workbench.terminology.languages import Languages
 from workbench.terminology.provider import CodeSystemProvider, Described
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
@@ -429,9 +430,15 @@ def _non_members_at_once(
 
 
 def validate_in_codesystem(
-    cs: CodeSystemProvider, *, code: str | None, display: str | None = None, abstract: bool = True
+    cs: CodeSystemProvider,
+    *,
+    code: str | None,
+    display: str | None = None,
+    abstract: bool = True,
+    languages: Languages | None = None,
 ) -> ValidationResult:
-    """Validate a code against a whole code system (CodeSystem/$validate-code)."""
+    """Validate a code against a whole code system (CodeSystem/$validate-code); a display
+    given must be one in ``languages`` when they are given."""
     if code is None or code == "":
         return failure("missing", "No code was given", code=code, system=cs.url)
     if cs.content in UNUSABLE_CONTENT:
@@ -461,6 +468,9 @@ def validate_in_codesystem(
         display=display,
         abstract=abstract,
         where=f"the CodeSystem {cs.url}",
+        options=CheckOptions(abstract=abstract, languages=languages),
+        case_sensitive=cs.case_sensitive,
+        language=cs.language,
     )
 
 
