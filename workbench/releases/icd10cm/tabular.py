@@ -229,36 +229,92 @@ def _read(root: _Node, name: str) -> Tabular:
     version = version_node.string() if version_node is not None else ""
     if not version:
         version = _year_of(name) or ""
-    rows: list[Row] = []
-    seen: dict[str, int] = {}
+    reader = _Reader(name)
+    for chapter in root.findall("chapter"):
+        reader.chapter(chapter)
+    if not reader.rows:
+        raise ReleaseFormatError("no chapters in this ICD-10-CM tabular file", file=name)
+    return Tabular(version or None, name, reader.rows)
 
-    def add(row: Row, line: int) -> None:
-        if row.code in seen:
+
+class _Reader:
+    """The rows of one tabular file, in document order (chapters, blocks, codes and their
+    seven-character extensions); ReleaseFormatError naming the file and line of a broken
+    element or a code seen twice."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rows: list[Row] = []
+        self.seen: dict[str, int] = {}
+
+    def add(self, row: Row, line: int) -> None:
+        """Keep a row (ReleaseFormatError when its code was seen before)."""
+        if row.code in self.seen:
             raise ReleaseFormatError(
-                f"the code {row.code} appears twice (first on line {seen[row.code]})",
-                file=name,
+                f"the code {row.code} appears twice (first on line {self.seen[row.code]})",
+                file=self.name,
                 line=line,
             )
-        seen[row.code] = line
-        rows.append(row)
+        self.seen[row.code] = line
+        self.rows.append(row)
+
+    def chapter(self, chapter: _Node) -> None:
+        """A chapter (code = its number), its blocks and their codes."""
+        number = chapter.find("name")
+        ch_code = number.string() if number is not None else ""
+        desc = chapter.find("desc")
+        if not ch_code:
+            raise ReleaseFormatError(
+                "a <chapter> without a <name>", file=self.name, line=chapter.line
+            )
+        self.add(
+            Row(ch_code, desc.string() if desc is not None else "", None, "chapter", True, False),
+            chapter.line,
+        )
+        for section in chapter.findall("section"):
+            self.section(section, ch_code)
+
+    def section(self, section: _Node, ch_code: str) -> None:
+        """A block (code = its range) and its codes; a block of one category is named like
+        it (B10): the category stands alone, under the chapter."""
+        block = section.attrs.get("id", "")
+        if not block:
+            raise ReleaseFormatError(
+                "a <section> without an id attribute", file=self.name, line=section.line
+            )
+        sdesc = section.find("desc")
+        diags = section.findall("diag")
+        parent = ch_code
+        if not any(_code_of(d) == block for d in diags):
+            text = sdesc.string() if sdesc is not None else ""
+            self.add(Row(block, text, ch_code, "block", True, False), section.line)
+            parent = block
+        seven = _seven(section)
+        for node in diags:
+            self.diag(node, parent, seven, set())
 
     def diag(
+        self,
         node: _Node,
         parent: str,
         seven: list[tuple[str, str]] | None,
         barred: set[tuple[str, str]],
     ) -> None:
+        """A category or subcategory, its children, and the seven-character extensions of a
+        leaf under a ``sevenChrDef`` (its own, else its nearest ancestor's)."""
         code = _code_of(node)
         if not _CODE.match(code):
             raise ReleaseFormatError(
                 f"a <diag> without a valid ICD-10-CM code in <name> (found {code!r})",
-                file=name,
+                file=self.name,
                 line=node.line,
             )
         desc_node = node.find("desc")
         display = desc_node.string() if desc_node is not None else ""
         if not display:
-            raise ReleaseFormatError(f"the code {code} has no <desc>", file=name, line=node.line)
+            raise ReleaseFormatError(
+                f"the code {code} has no <desc>", file=self.name, line=node.line
+            )
         own = _seven(node)
         seven = own if own is not None else seven
         barred = barred | _barred(node)
@@ -271,56 +327,37 @@ def _read(root: _Node, name: str) -> Tabular:
             if n.string()
         ]
         kind = "category" if len(code) == 3 else "subcategory"
-        add(
+        self.add(
             Row(code, display, parent, kind, False, not children and not extensions, terms),
             node.line,
         )
         for child in children:
-            diag(child, code, seven, barred)
+            self.diag(child, code, seven, barred)
+        self.extensions(node, code, display, extensions, barred)
+
+    def extensions(
+        self,
+        node: _Node,
+        code: str,
+        display: str,
+        extensions: list[tuple[str, str]],
+        barred: set[tuple[str, str]],
+    ) -> None:
+        """One code per seven-character extension of a leaf (placeholder ``X`` up to six
+        characters), except where the 6th character bars the extension."""
         for char, text in extensions:
             if (code.replace(".", "").ljust(6, "X")[5], char) in barred:
                 continue
             if len(char) != 1 or not char.isalnum():
                 raise ReleaseFormatError(
                     f"a seven-character extension of {code} is not one character ({char!r})",
-                    file=name,
+                    file=self.name,
                     line=node.line,
                 )
-            add(
+            self.add(
                 Row(extended(code, char), f"{display}, {text}", code, "extension", False, True),
                 node.line,
             )
-
-    for chapter in root.findall("chapter"):
-        number = chapter.find("name")
-        ch_code = number.string() if number is not None else ""
-        desc = chapter.find("desc")
-        if not ch_code:
-            raise ReleaseFormatError("a <chapter> without a <name>", file=name, line=chapter.line)
-        add(
-            Row(ch_code, desc.string() if desc is not None else "", None, "chapter", True, False),
-            chapter.line,
-        )
-        for section in chapter.findall("section"):
-            block = section.attrs.get("id", "")
-            if not block:
-                raise ReleaseFormatError(
-                    "a <section> without an id attribute", file=name, line=section.line
-                )
-            sdesc = section.find("desc")
-            diags = section.findall("diag")
-            parent = ch_code
-            if not any(_code_of(d) == block for d in diags):
-                # a block of one category is named like it (B10): the category stands alone
-                text = sdesc.string() if sdesc is not None else ""
-                add(Row(block, text, ch_code, "block", True, False), section.line)
-                parent = block
-            seven = _seven(section)
-            for node in diags:
-                diag(node, parent, seven, set())
-    if not rows:
-        raise ReleaseFormatError("no chapters in this ICD-10-CM tabular file", file=name)
-    return Tabular(version or None, name, rows)
 
 
 def read(path: str | Path) -> Tabular:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,81 @@ def _version(loinc: pd.DataFrame) -> str:
     return text if best else "unknown"
 
 
+@dataclass
+class _Files:
+    """The release's tables (an empty frame for a file the release lacks)."""
+
+    loinc: pd.DataFrame
+    part: pd.DataFrame
+    links: pd.DataFrame
+    answers: pd.DataFrame
+    answer_links: pd.DataFrame
+    tree: pd.DataFrame
+    mapto: pd.DataFrame | None
+
+
+class _Rows:
+    """Concept rows by code, and displays by code, over the sorted concepts."""
+
+    def __init__(self, every: pd.DataFrame) -> None:
+        self.n = len(every)
+        self.code_array = pa.array(every["code"], pa.string())
+        self.display_array = np.asarray(every["display"], dtype=object)
+
+    def __call__(self, values: pd.Series) -> np.ndarray:
+        """The rows of many codes (-1 where unknown), as int32."""
+        found = pc.index_in(pa.array(values, pa.string()), value_set=self.code_array)
+        return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int32)
+
+    def display_of(self, values: pd.Series, default: pd.Series | str) -> pd.Series:
+        """The displays of many codes (``default`` where unknown)."""
+        at = self(values)
+        shown = pd.Series(self.display_array[np.maximum(at, 0)], index=values.index, dtype=object)
+        return shown.where(at >= 0, default)
+
+
+def _kept(row: np.ndarray, value: pd.Series) -> np.ndarray:
+    """Rows that name a concept and have a value."""
+    return (row >= 0) & (value.astype(str) != "").to_numpy()
+
+
 def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any]:
+    f = _read_files(found, step)
+    step("concepts")
+    fsn = _fsn(f.loinc)
+    every = _every_code(f, fsn)
+    rows = _Rows(every)
+    term_rows, part_rows = rows(f.loinc["LOINC_NUM"]), rows(f.part["PartNumber"])
+    step("properties")
+    props = _properties(f, rows, term_rows, part_rows)
+    _write_properties(props, out)
+    step("designations")
+    designations, languages = _designations(found, step, f, rows, (term_rows, part_rows), fsn)
+    _write_designations(designations, out)
+    step("answer lists")
+    _write_answers(f, rows, out)
+    step("component hierarchy")
+    edges = f.tree[f.tree["IMMEDIATE_PARENT"] != ""]
+    child, parent = rows(edges["CODE"]), rows(edges["IMMEDIATE_PARENT"])
+    keep = (child >= 0) & (parent >= 0)
+    Closure.build(rows.n, child[keep], parent[keep]).save(out)
+    concepts = _concept_table(every)
+    write_table(concepts, out / "concepts.arrow")
+    kinds = np.bincount(concepts.column("kind").to_numpy(), minlength=len(KINDS))
+    return {
+        "system": LOINC,
+        "version": _version(f.loinc),
+        "concepts": rows.n,
+        **{f"{kind}s": int(count) for kind, count in zip(KINDS, kinds, strict=True)},
+        "languages": languages,
+        "properties": sorted(set(props["property"]) | set(CODING_PROPERTIES)),
+        "sources": [label(file) for file in found],
+    }
+
+
+def _read_files(found: list[ReleaseFile], step: Progress) -> _Files:
+    """Read every file (ReleaseFormatError for a term twice); the consumer names file fills
+    Loinc.csv's ``CONSUMER_NAME``."""
     loinc = _one(found, "loinc", step)
     assert loinc is not None  # find_files guarantees Loinc.csv
     main = next(f for f in found if f.kind == "loinc")
@@ -109,89 +184,54 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
             file=label(main),
             line=int(np.flatnonzero(dup.to_numpy())[0]) + 2,
         )
-    empty = pd.DataFrame
-    part = _one(found, "part", step)
-    part = part if part is not None else empty(columns=list(lf.LAYOUT["part"][1]))
-    links = _one(found, "partlink", step)
-    links = links if links is not None else empty(columns=list(lf.LAYOUT["partlink"][1]))
-    answers = _one(found, "answerlist", step)
-    answers = answers if answers is not None else empty(columns=list(lf.LAYOUT["answerlist"][1]))
-    answer_links = _one(found, "answerlink", step)
-    if answer_links is None:
-        answer_links = empty(columns=list(lf.LAYOUT["answerlink"][1]))
-    tree = _one(found, "hierarchy", step)
-    tree = tree if tree is not None else empty(columns=list(lf.LAYOUT["hierarchy"][1]))
+
+    def table(kind: str) -> pd.DataFrame:
+        read = _one(found, kind, step)
+        return read if read is not None else pd.DataFrame(columns=list(lf.LAYOUT[kind][1]))
+
+    part, links, answers = table("part"), table("partlink"), table("answerlist")
+    answer_links, tree = table("answerlink"), table("hierarchy")
     consumer = _one(found, "consumer", step)
-    if consumer is not None:  # the consumer names file fills Loinc.csv's CONSUMER_NAME
+    if consumer is not None:
         names_by_term = dict(zip(consumer["LoincNumber"], consumer["ConsumerName"], strict=True))
         given = loinc.get("CONSUMER_NAME", pd.Series([""] * len(loinc)))
         loinc["CONSUMER_NAME"] = given.where(
             given != "", loinc["LOINC_NUM"].map(names_by_term).fillna("")
         )
     mapto = _one(found, "mapto", step)
+    return _Files(loinc, part, links, answers, answer_links, tree, mapto)
 
-    # --- concepts: every code, the first source of each wins ---------------------------
-    step("concepts")
-    fsn = _fsn(loinc)
+
+def _every_code(f: _Files, fsn: pd.Series) -> pd.DataFrame:
+    """Every code (code, kind, display, status), the first source of each winning, sorted."""
+    loinc, part, links, answers, tree = f.loinc, f.part, f.links, f.answers, f.tree
     term_display = loinc["LONG_COMMON_NAME"].where(loinc["LONG_COMMON_NAME"] != "", fsn)
+    part_display = part["PartDisplayName"].where(part["PartDisplayName"] != "", part["PartName"])
     sources = [
-        pd.DataFrame(
-            {
-                "code": loinc["LOINC_NUM"],
-                "kind": KINDS.index("term"),
-                "display": term_display,
-                "status": loinc["STATUS"],
-            }
-        ),
-        pd.DataFrame(
-            {
-                "code": part["PartNumber"],
-                "kind": KINDS.index("part"),
-                "display": part["PartDisplayName"].where(
-                    part["PartDisplayName"] != "", part["PartName"]
-                ),
-                "status": part["Status"],
-            }
-        ),
-        pd.DataFrame(
-            {
-                "code": links["PartNumber"],
-                "kind": KINDS.index("part"),
-                "display": links["PartName"],
-                "status": "ACTIVE",
-            }
-        ),
-        pd.DataFrame(
-            {
-                "code": answers["AnswerListId"],
-                "kind": KINDS.index("answer-list"),
-                "display": answers["AnswerListName"],
-                "status": "ACTIVE",
-            }
-        ),
-        pd.DataFrame(
-            {
-                "code": answers["AnswerStringId"],
-                "kind": KINDS.index("answer"),
-                "display": answers["DisplayText"],
-                "status": "ACTIVE",
-            }
-        ),
-        pd.DataFrame(
-            {
-                "code": tree["CODE"],
-                "kind": KINDS.index("group"),
-                "display": tree["CODE_TEXT"],
-                "status": "ACTIVE",
-            }
-        ),
+        (loinc["LOINC_NUM"], "term", term_display, loinc["STATUS"]),
+        (part["PartNumber"], "part", part_display, part["Status"]),
+        (links["PartNumber"], "part", links["PartName"], "ACTIVE"),
+        (answers["AnswerListId"], "answer-list", answers["AnswerListName"], "ACTIVE"),
+        (answers["AnswerStringId"], "answer", answers["DisplayText"], "ACTIVE"),
+        (tree["CODE"], "group", tree["CODE_TEXT"], "ACTIVE"),
     ]
-    every = pd.concat(sources, ignore_index=True)
+    every = pd.concat(
+        [
+            pd.DataFrame(
+                {"code": code, "kind": KINDS.index(kind), "display": display, "status": status}
+            )
+            for code, kind, display, status in sources
+        ],
+        ignore_index=True,
+    )
     every = every[every["code"] != ""].drop_duplicates("code", keep="first")
-    every = every.sort_values("code", kind="stable").reset_index(drop=True)
-    codes = pd.Index(every["code"])
+    return every.sort_values("code", kind="stable").reset_index(drop=True)
+
+
+def _concept_table(every: pd.DataFrame) -> pa.Table:
+    """The store's concept table: code, kind, display, status, active."""
     status = every["status"].str.upper()
-    concepts = pa.table(
+    return pa.table(
         {
             "code": pa.array(every["code"], pa.string()),
             "kind": pa.array(every["kind"].to_numpy(np.int8)),
@@ -200,28 +240,17 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
             "active": pa.array(~status.isin(["DEPRECATED", "DISCOURAGED"]).to_numpy()),
         }
     )
-    n = len(codes)
 
-    code_array = pa.array(every["code"], pa.string())
-    display_array = np.asarray(every["display"], dtype=object)
 
-    def rows(values: pd.Series) -> np.ndarray:
-        found = pc.index_in(pa.array(values, pa.string()), value_set=code_array)
-        return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int32)
-
-    def display_of(values: pd.Series, default: pd.Series | str) -> pd.Series:
-        at = rows(values)
-        shown = pd.Series(display_array[np.maximum(at, 0)], index=values.index, dtype=object)
-        return shown.where(at >= 0, default)
-
-    term_rows = rows(loinc["LOINC_NUM"])
-
-    # --- properties (long form) -------------------------------------------------------
-    step("properties")
+def _properties(
+    f: _Files, rows: _Rows, term_rows: np.ndarray, part_rows: np.ndarray
+) -> pd.DataFrame:
+    """Every property in long form (row, property, code, value), by row and then in
+    ``PROPERTY_ORDER`` (any other property last)."""
     pieces: list[pd.DataFrame] = []
 
     def add(row: np.ndarray, prop: str | pd.Series, code: Any, value: pd.Series) -> None:
-        keep = (row >= 0) & (value.astype(str) != "").to_numpy()
+        keep = _kept(row, value)
         if keep.any():
             pieces.append(
                 pd.DataFrame(
@@ -234,6 +263,7 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
                 )
             )
 
+    loinc, links, answer_links, mapto = f.loinc, f.links, f.answer_links, f.mapto
     link_prop = links["Property"].str.replace(r"^.*/", "", regex=True)
     link_prop = link_prop.where(links["Property"] != "", links["PartTypeName"])
     add(rows(links["LoincNumber"]), link_prop, links["PartNumber"], links["PartName"])
@@ -245,22 +275,13 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
     for column in loinc.columns:
         if column not in _NOT_PROPERTIES:
             add(term_rows, column, None, loinc[column])
-    add(
-        rows(answer_links["LoincNumber"]),
-        "answer-list",
-        answer_links["AnswerListId"],
-        display_of(answer_links["AnswerListId"], ""),
-    )
+    lists = answer_links["AnswerListId"]
+    add(rows(answer_links["LoincNumber"]), "answer-list", lists, rows.display_of(lists, ""))
     if mapto is not None:
-        add(
-            rows(mapto["LOINC"]),
-            "MAP_TO",
-            mapto["MAP_TO"],
-            display_of(mapto["MAP_TO"], mapto["MAP_TO"]),
-        )
-    part_rows = rows(part["PartNumber"])
-    add(part_rows, "PartTypeName", None, part["PartTypeName"])
-    add(part_rows, "STATUS", None, part["Status"])
+        targets = mapto["MAP_TO"]
+        add(rows(mapto["LOINC"]), "MAP_TO", targets, rows.display_of(targets, targets))
+    add(part_rows, "PartTypeName", None, f.part["PartTypeName"])
+    add(part_rows, "STATUS", None, f.part["Status"])
     props = (
         pd.concat(pieces, ignore_index=True)
         if pieces
@@ -269,7 +290,10 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
     order = {name: i for i, name in enumerate(PROPERTY_ORDER)}
     ranks = pc.index_in(pa.array(props["property"], pa.string()), pa.array(list(order)))
     props["rank"] = pc.fill_null(ranks, len(order)).to_numpy()  # any other property: last
-    props = props.sort_values(["row", "rank"], kind="stable")
+    return props.sort_values(["row", "rank"], kind="stable")
+
+
+def _write_properties(props: pd.DataFrame, out: Path) -> None:
     write_table(
         pa.table(
             {
@@ -282,13 +306,22 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
         out / "properties.arrow",
     )
 
-    # --- designations -----------------------------------------------------------------
-    step("designations")
+
+def _designations(
+    found: list[ReleaseFile],
+    step: Progress,
+    f: _Files,
+    rows: _Rows,
+    term_and_part_rows: tuple[np.ndarray, np.ndarray],
+    fsn: pd.Series,
+) -> tuple[pd.DataFrame, list[str]]:
+    """Every designation (row, language, use, value), English first, then each linguistic
+    variant's language (its own country first); and the languages in that order."""
     names: list[pd.DataFrame] = []
     languages = ["en-US"]
 
     def name(row: np.ndarray, language: str, use: str, value: pd.Series) -> None:
-        keep = (row >= 0) & (value.astype(str) != "").to_numpy()
+        keep = _kept(row, value)
         if keep.any():
             names.append(
                 pd.DataFrame(
@@ -302,11 +335,12 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
                 )
             )
 
+    term_rows, part_rows = term_and_part_rows
     for column in _TERM_NAMES:
-        if column in loinc.columns:
-            name(term_rows, "en-US", column, loinc[column])
+        if column in f.loinc.columns:
+            name(term_rows, "en-US", column, f.loinc[column])
     name(term_rows, "en-US", FSN, fsn)
-    name(part_rows, "en-US", "PartName", part["PartName"])
+    name(part_rows, "en-US", "PartName", f.part["PartName"])
     tags = _variant_languages(found, step)
     for file, table in _read(found, "variant", step):
         variant = lf.variant_of(file)
@@ -324,6 +358,10 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
     designations["lang_rank"] = pd.Categorical(designations["language"], languages).codes
     designations = designations.sort_values(["row", "lang_rank"], kind="stable")
     designations = designations.drop_duplicates(["row", "language", "value"], keep="first")
+    return designations, languages
+
+
+def _write_designations(designations: pd.DataFrame, out: Path) -> None:
     write_table(
         pa.table(
             {
@@ -336,9 +374,11 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
         out / "designations.arrow",
     )
 
-    # --- answer lists -----------------------------------------------------------------
-    step("answer lists")
-    listed = answers[answers["AnswerStringId"] != ""]
+
+def _write_answers(f: _Files, rows: _Rows, out: Path) -> None:
+    """Write the answers of each list in order (``answers``) and the lists of each term
+    (``answer_links``)."""
+    listed = f.answers[f.answers["AnswerStringId"] != ""]
     sequence = pd.to_numeric(listed["SequenceNumber"], errors="coerce").fillna(0)
     members = pd.DataFrame(
         {
@@ -351,31 +391,14 @@ def _build(found: list[ReleaseFile], out: Path, step: Progress) -> dict[str, Any
         pa.table({k: pa.array(members[k].to_numpy(np.int32)) for k in members.columns}),
         out / "answers.arrow",
     )
+    links = f.answer_links
     links_table = pd.DataFrame(
-        {"term": rows(answer_links["LoincNumber"]), "list": rows(answer_links["AnswerListId"])}
+        {"term": rows(links["LoincNumber"]), "list": rows(links["AnswerListId"])}
     ).sort_values(["term", "list"], kind="stable")
     write_table(
         pa.table({k: pa.array(links_table[k].to_numpy(np.int32)) for k in links_table.columns}),
         out / "answer_links.arrow",
     )
-
-    # --- the component hierarchy ------------------------------------------------------
-    step("component hierarchy")
-    edges = tree[tree["IMMEDIATE_PARENT"] != ""]
-    child, parent = rows(edges["CODE"]), rows(edges["IMMEDIATE_PARENT"])
-    keep = (child >= 0) & (parent >= 0)
-    Closure.build(n, child[keep], parent[keep]).save(out)
-    write_table(concepts, out / "concepts.arrow")
-    kinds = np.bincount(concepts.column("kind").to_numpy(), minlength=len(KINDS))
-    return {
-        "system": LOINC,
-        "version": _version(loinc),
-        "concepts": n,
-        **{f"{kind}s": int(count) for kind, count in zip(KINDS, kinds, strict=True)},
-        "languages": languages,
-        "properties": sorted(set(props["property"]) | set(CODING_PROPERTIES)),
-        "sources": [label(f) for f in found],
-    }
 
 
 def _language_key(tag: str) -> tuple[str, bool, str]:

@@ -1,7 +1,9 @@
 """SNOMED CT as a code system over an opened store: look-up, displays, designations,
-properties, subsumption, filters, implicit value sets and historical associations.
-Post-coordinated expressions are codes too: checking one against the release and its MRCM
-is in ``mrcm``, looking one up and writing it out with terms in ``expressions``.
+properties, subsumption and historical associations. Filters are in ``filters``, implicit
+value sets in ``implicit``, the concept, designation and association frames in ``frames``
+(``SnomedCT`` keeps a one-line method for each). Post-coordinated expressions are codes too:
+checking one against the release and its MRCM is in ``mrcm``, looking one up and writing it
+out with terms in ``expressions``.
 
 Codes are SCTIDs as strings. The version is the edition URI
 ``http://snomed.info/sct/{module}/version/{yyyymmdd}`` (``xsct`` for unpublished releases).
@@ -10,7 +12,6 @@ Codes are SCTIDs as strings. The version is the edition URI
 from __future__ import annotations
 
 import re
-import urllib.parse
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
@@ -18,32 +19,32 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-import pyarrow as pa
 
-from workbench.errors import (
-    InvalidRequestError,
-    UnknownCodeError,
-    UnsupportedFilterError,
-)
-from workbench.releases.snomed import ecl, scg
-from workbench.releases.snomed.ecl_eval import DIALECTS, Evaluator, Mask
+from workbench.errors import InvalidRequestError, UnknownCodeError
+from workbench.releases.snomed import ecl, filters, frames, implicit, scg
+from workbench.releases.snomed.ecl_eval import DEFINITION, DIALECTS, FSN, SYNONYM, Evaluator, Mask
 from workbench.releases.snomed.expressions import lookup_expression
+from workbench.releases.snomed.frames import USE_SYSTEM, USES
+from workbench.releases.snomed.implicit import XSCT
 from workbench.releases.snomed.mrcm import ExpressionCheck, Mrcm, check_expression
 from workbench.releases.snomed.store import SCT, Store
 from workbench.terminology.lookup import LookupResult, TypedValue
 
-FSN = 900000000000003001
-SYNONYM = 900000000000013009
-DEFINITION = 900000000000550004
+__all__ = [
+    "ASSOCIATIONS",
+    "DEFINITION",
+    "FSN",
+    "SCT",
+    "SYNONYM",
+    "USES",
+    "USE_SYSTEM",
+    "XSCT",
+    "SnomedCT",
+    "check_version",
+]
+
 PREFERRED = 900000000000548007
 IS_A = 116680003
-USES = {
-    FSN: "Fully specified name",
-    SYNONYM: "Synonym",
-    DEFINITION: "Definition",
-}
-USE_SYSTEM = SCT
-XSCT = "http://snomed.info/xsct"
 VERSION_PATTERN = re.compile(r"^http://snomed\.info/x?sct/[1-9][0-9]{5,17}(/version/[0-9]{8})?$")
 ASSOCIATIONS = {
     900000000000526001: "REPLACED BY",
@@ -358,17 +359,8 @@ class SnomedCT:
     # --- historical associations ------------------------------------------------------
 
     def associations(self) -> pd.DataFrame:
-        """Every historical association row: ``source``, ``target``, ``refsetId`` (strings)
-        and ``active`` (bool), for implicit ConceptMaps (``?fhir_cm={refsetId}``)."""
-        table = self.store.associations()
-        return pd.DataFrame(
-            {
-                "source": table.column("source").cast(pa.string()).to_pandas(),
-                "target": table.column("target").cast(pa.string()).to_pandas(),
-                "refsetId": table.column("refsetId").cast(pa.string()).to_pandas(),
-                "active": table.column("active").to_pandas(),
-            }
-        )
+        """Every historical association row (``frames.associations``)."""
+        return frames.associations(self.store)
 
     def associations_of(self, row: int) -> list[tuple[str, str, int, bool]]:
         """The historical associations whose source is the concept at ``row``."""
@@ -390,169 +382,28 @@ class SnomedCT:
         ]
         return "; ".join(found)
 
-    # --- filters and implicit value sets ----------------------------------------------
+    # --- filters and implicit value sets (``filters``, ``implicit``) ----------------------
 
     def filter(self, prop: str, op: str, value: str) -> Mask:
-        """The concepts a ValueSet ``compose.include.filter`` selects (FHIR's SNOMED CT
-        filters: ``concept is-a / descendent-of / in / =`` (in = refset members),
-        ``constraint =`` ECL, ``expression =`` ECL or an expression's subsumees,
-        ``parent``/``child =``, ``inactive =``, ``moduleId =`` and any attribute id ``=``)."""
-        text = self.filter_ecl(prop, op, value)
-        if text is not None:
-            return self.evaluate(text)
-        if prop == "expressions":
-            return np.ones(self.store.n, dtype=bool)
-        if prop == "inactive":
-            return ~self.store.active if value == "true" else np.asarray(self.store.active)
-        modules = self.store.tables["concepts"].column("moduleId").to_numpy()
-        return np.asarray(modules == int(value), dtype=bool) if value.isdigit() else modules < 0
+        """The concepts a ValueSet ``compose.include.filter`` selects (``filters.mask``)."""
+        return filters.mask(self, prop, op, value)
 
     def filter_ecl(self, prop: str, op: str, value: str) -> str | None:
-        """The ECL a filter stands for (None for ``inactive``, ``moduleId`` and
-        ``expressions``, which are not ECL); UnsupportedFilterError for anything else."""
-        if prop in ("concept", "code"):
-            ecl_text = {
-                "is-a": f"<< {value}",
-                "descendent-of": f"< {value}",
-                "in": " OR ".join(f"^ {v.strip()}" for v in value.split(",") if v.strip()),
-                "=": value,
-                "generalizes": f">> {value}",
-                "child-of": f"<! {value}",
-            }.get(op)
-            if ecl_text is None or not value.strip():
-                raise UnsupportedFilterError(
-                    f"Filter '{prop} {op} {value}' on {SCT}: '{op}' is not supported on concept"
-                )
-            return ecl_text
-        if op != "=":
-            raise UnsupportedFilterError(
-                f"Filter '{prop} {op} {value}' on {SCT}: only '=' is supported on '{prop}'"
-            )
-        if prop == "constraint":
-            return value
-        if prop == "expression":
-            if scg.looks_like_expression(value) and ":" in value:
-                return self._expression_ecl(value)
-            return value
-        if prop == "expressions":
-            if value not in ("true", "false"):
-                raise UnsupportedFilterError("The 'expressions' filter takes true or false")
-            return None
-        if prop == "parent":
-            return f"<! {value}"
-        if prop == "child":
-            return f">! {value}"
-        if prop in ("inactive", "moduleId"):
-            return None
-        if prop.isdigit():
-            return f"* : {prop} = {value}"
-        raise UnsupportedFilterError(
-            f"Filter '{prop} {op} {value}' on {SCT}: the property '{prop}' is not supported "
-            "(concept, constraint, expression, expressions, parent, child, inactive, moduleId, "
-            "or an attribute id)"
-        )
-
-    def _expression_ecl(self, text: str) -> str:
-        """The ECL of the concepts an expression subsumes."""
-        expression = scg.parse(text)
-        ecl_text = " AND ".join(f"<< {c}" for c in expression.focus)
-        refinements = [f"{a.name} = {_ecl_value(a.value)}" for a in expression.ungrouped]
-        refinements += [
-            "{" + ", ".join(f"{a.name} = {_ecl_value(a.value)}" for a in g) + "}"
-            for g in expression.groups
-        ]
-        if refinements:
-            ecl_text = f"({ecl_text}) : " + ", ".join(refinements)
-        return ecl_text
-
-    def expression_in(self, expression: scg.Expression, constraints: list[str]) -> bool:
-        """Whether a (checked) expression satisfies every one of the ECL constraints."""
-        from workbench.releases.snomed.ecl_expression import Satisfies, virtual
-
-        test = Satisfies(self.evaluate, virtual(self.evaluate, expression))
-        return all(test(ecl.parse(text)) for text in constraints)
+        """The ECL a filter stands for (``filters.ecl_of``)."""
+        return filters.ecl_of(prop, op, value)
 
     @staticmethod
     def implicit_kind(url: str) -> tuple[str, str] | None:
-        """Parse an implicit value set URL into ``(kind, argument)``: ``("all", "")``,
-        ``("isa", id)``, ``("refsets", "")``, ``("refset", id)`` or ``("ecl", text)``; None
-        when the URL is not a SNOMED CT implicit value set. An edition URI may stand before
-        the ``?``. Raises InvalidRequestError for an unknown ``fhir_vs`` form."""
-        base, _, query = url.partition("?")
-        edition = base.startswith((SCT + "/", XSCT + "/"))
-        if not (base == SCT or edition) or not query.startswith("fhir_vs"):
-            return None
-        rest = query[len("fhir_vs") :]
-        if rest == "":
-            return "all", ""
-        rest = urllib.parse.unquote(rest[1:] if rest.startswith("=") else rest)
-        for prefix, kind in (("isa/", "isa"), ("refset/", "refset"), ("ecl/", "ecl")):
-            if rest.startswith(prefix) and rest[len(prefix) :].strip():
-                return kind, rest[len(prefix) :]
-        if rest == "refset":
-            return "refsets", ""
-        raise InvalidRequestError(
-            f"'{url}' is not a SNOMED CT implicit value set: after fhir_vs expected nothing, "
-            "=isa/{id}, =refset, =refset/{id} or =ecl/{ecl}"
-        )
+        """An implicit value set URL as ``(kind, argument)`` (``implicit.kind``)."""
+        return implicit.kind(url)
 
     def implicit_valueset(self, url: str) -> dict[str, Any] | None:
-        """The ValueSet resource an implicit value set URL stands for (its compose uses this
-        code system's filters), or None when the URL is not one."""
-        found = self.implicit_kind(url)
-        if found is None:
-            return None
-        kind, arg = found
-        include: dict[str, Any] = {"system": SCT}
-        base = url.partition("?")[0]
-        if base != SCT:
-            include["version"] = base
-        if kind == "isa":
-            include["filter"] = [{"property": "concept", "op": "is-a", "value": arg}]
-        elif kind == "refset":
-            include["filter"] = [{"property": "concept", "op": "in", "value": arg}]
-        elif kind == "ecl":
-            include["filter"] = [{"property": "constraint", "op": "=", "value": arg}]
-        elif kind == "refsets":
-            include["concept"] = [
-                {"code": str(r)} for r in self.store.refsets() if self.row(str(r)) >= 0
-            ]
-        titles = {
-            "all": "All of SNOMED CT",
-            "isa": f"SNOMED CT concepts subsumed by {arg}",
-            "refset": f"SNOMED CT reference set {arg}",
-            "refsets": "SNOMED CT reference sets",
-            "ecl": f"SNOMED CT concepts matching the ECL {arg}",
-        }
-        return {
-            "resourceType": "ValueSet",
-            "url": url,
-            "status": "active",
-            "name": "SNOMEDCTImplicit",
-            "title": titles[kind],
-            "compose": {"include": [include]},
-        }
+        """The ValueSet an implicit value set URL stands for (``implicit.valueset``)."""
+        return implicit.valueset(self, url)
 
     def implicit(self, url: str) -> Mask | None:
-        """The members of an implicit value set URL (``http://snomed.info/sct?fhir_vs``,
-        ``…=isa/{id}``, ``…=refset/{id}``, ``…=refset`` (the refset concepts), ``…=ecl/{ecl}``),
-        or None when the URL is not one."""
-        found = self.implicit_kind(url)
-        if found is None:
-            return None
-        kind, arg = found
-        if kind == "all":
-            return np.asarray(self.store.active, dtype=bool).copy()
-        if kind == "isa":
-            return self.evaluate(f"<< {arg}")
-        if kind == "refset":
-            return self.evaluate(f"^ {arg}")
-        if kind == "ecl":
-            return self.evaluate(arg)
-        mask = np.zeros(self.store.n, dtype=bool)
-        rows = self.store.rows(np.array(self.store.refsets(), dtype=np.int64))
-        mask[rows[rows >= 0]] = True
-        return mask
+        """The members of an implicit value set URL (``implicit.members``)."""
+        return implicit.members(self, url)
 
     def codes(self, mask: Mask) -> npt.NDArray[np.int64]:
         """The rows a mask selects, in SCTID order."""
@@ -566,62 +417,27 @@ class SnomedCT:
         pickled: an unpickled code system reads them again on first use)."""
         return Mrcm(self.store)
 
+    def expression_in(self, expression: scg.Expression, constraints: list[str]) -> bool:
+        """Whether a (checked) expression satisfies every one of the ECL constraints."""
+        from workbench.releases.snomed.ecl_expression import Satisfies, virtual
+
+        test = Satisfies(self.evaluate, virtual(self.evaluate, expression))
+        return all(test(ecl.parse(text)) for text in constraints)
+
     def check_expression(self, text: str) -> ExpressionCheck:
         """Parse a post-coordinated expression (ExpressionSyntaxError when malformed) and
         check it against this release and its MRCM (``mrcm.check_expression``)."""
         return check_expression(self, text)
 
-    # --- frames -----------------------------------------------------------------------
+    # --- frames (``frames``) -------------------------------------------------------------
 
     def concepts_frame(self) -> pd.DataFrame:
-        """Every concept, with the columns of every code system's concept frame (code,
-        display, definition, parents, abstract, inactive, status) and then fsn, moduleId,
-        effectiveTime and sufficientlyDefined, built from the store's columns."""
-        t = self.store.tables["concepts"]
-        n = self.store.n
-        parents = self.store.closure.parents
-        codes = self.store.codes
-        offsets = np.asarray(parents.offsets)
-        parent_codes = codes.take(pa.array(np.asarray(parents.values, dtype=np.int64)))
-        lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), parent_codes)
-        inactive = ~np.asarray(self.store.active, dtype=bool)
-        return pd.DataFrame(
-            {
-                "code": codes.to_pandas(),
-                "display": t.column("display").to_pandas(),
-                "definition": pd.Series([None] * n, dtype=object),
-                "parents": pd.Series(lists.to_pylist(), dtype=object),
-                "abstract": np.zeros(n, dtype=bool),
-                "inactive": inactive,
-                "status": pd.Series(np.where(inactive, "inactive", "active"), dtype=object),
-                "fsn": t.column("fsn").to_pandas(),
-                "moduleId": t.column("moduleId").cast(pa.string()).to_pandas(),
-                "effectiveTime": t.column("effectiveTime").cast(pa.string()).to_pandas(),
-                "sufficientlyDefined": t.column("defined").to_pandas(),
-            }
-        )
+        """Every concept as a frame, from the store's columns (``frames.concepts``)."""
+        return frames.concepts(self.store)
 
     def designations_frame(self) -> pd.DataFrame:
-        """Every description, with the columns of every code system's designation frame
-        (code, language, use_system, use_code, value) and then use_display and active."""
-        t = self.store.tables["descriptions"]
-        concept = t.column("concept").to_numpy()
-        uses = t.column("typeId").to_numpy()
-        use_codes = np.select([uses == FSN, uses == SYNONYM, uses == DEFINITION], [0, 1, 2], 3)
-        use_display = pd.Categorical.from_codes(
-            use_codes.astype(np.int64), categories=pd.Index([*USES.values(), "Other"])
-        )
-        return pd.DataFrame(
-            {
-                "code": self.store.codes.take(pa.array(concept)).to_pandas(),
-                "language": t.column("language").to_pandas(),
-                "use_system": pd.Categorical([USE_SYSTEM] * len(concept)),
-                "use_code": t.column("typeId").cast(pa.string()).to_pandas(),
-                "value": t.column("term").to_pandas(),
-                "use_display": use_display,
-                "active": t.column("active").to_pandas(),
-            }
-        )
+        """Every description as a frame, from the store's columns (``frames.designations``)."""
+        return frames.designations(self.store)
 
 
 def _concrete(value: str) -> tuple[str, Any]:
@@ -635,15 +451,3 @@ def _concrete(value: str) -> tuple[str, Any]:
     if value.lower() in ("true", "false"):
         return "valueBoolean", value.lower() == "true"
     return "valueString", value
-
-
-def _ecl_value(value: Any) -> str:
-    if isinstance(value, scg.Expression):
-        return " AND ".join(f"<< {c}" for c in value.focus)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"#{value:g}"
-    if isinstance(value, str):
-        return '"' + value.replace('"', '\\"') + '"'
-    return f"<< {value}"

@@ -66,7 +66,76 @@ def _np(table: pa.Table, column: str) -> np.ndarray:
     return table.column(column).to_numpy()
 
 
+def _empty(kind: str) -> pa.Table:
+    """An empty table with the columns of an RF2 file kind."""
+    return pa.table({name: pa.array([], rf2._type_of(name, kind)) for name in rf2.HEADERS[kind]})
+
+
+def _read(files: list[rf2.ReleaseFile], kind: str, step: Progress) -> pa.Table:
+    """Every file of a kind, concatenated (an empty table when there is none)."""
+    table = _concat(files, kind, step)
+    return _empty(kind) if table is None else table
+
+
+def _active(table: pa.Table) -> pa.Table:
+    return table.filter(pc.equal(table.column("active"), 1))
+
+
+class _Rows:
+    """Concept rows by SCTID: the sorted ids of the concept file."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self.ids = ids
+        self.n = len(ids)
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        """The rows of many ids (-1 where unknown), as int32."""
+        n, ids = self.n, self.ids
+        at = np.searchsorted(ids, values)
+        at = np.minimum(at, max(n - 1, 0))
+        found = ids[at] == values if n else np.zeros(len(values), dtype=bool)
+        return np.where(found, at, -1).astype(np.int32)
+
+
 def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str, Any]:
+    concepts = _read_concepts(files, step)
+    rows_of = _Rows(_np(concepts, "id"))
+    step("descriptions")
+    descriptions = _read_descriptions(files, step, rows_of)
+    acceptability = _read_acceptability(files, step, descriptions)
+    refsets_seen = sorted(set(_np(acceptability, "refset").tolist()))
+    default_refset = (
+        US_ENGLISH if US_ENGLISH in refsets_seen else (refsets_seen[0] if refsets_seen else None)
+    )
+    step("displays")
+    concept_table = _concept_table(concepts, descriptions, acceptability, default_refset)
+    write_table(concept_table, out / "concepts.arrow")
+    write_table(_description_table(descriptions), out / "descriptions.arrow")
+    write_table(acceptability, out / "acceptability.arrow")
+    step("relationships")
+    relationships = _write_relationships(files, step, rows_of, out)
+    _write_concrete(files, step, rows_of, out)
+    step("reference sets")
+    refset_ids = _write_refsets(files, step, out)
+    module, effective = _edition(files, step, concepts)
+    return {
+        "system": SCT,
+        "module": str(module),
+        "effectiveTime": str(effective),
+        "version": f"{SCT}/{module}/version/{effective}",
+        "concepts": rows_of.n,
+        "activeConcepts": int(pc.sum(concept_table.column("active")).as_py() or 0),
+        "descriptions": descriptions.num_rows,
+        "relationships": relationships,
+        "languageRefsets": refsets_seen,
+        "defaultLanguageRefset": default_refset,
+        "refsets": refset_ids,
+        "sources": [rf2.label(f) for f in files],
+    }
+
+
+def _read_concepts(files: list[rf2.ReleaseFile], step: Progress) -> pa.Table:
+    """The concept rows sorted by id (ReleaseFormatError for an id seen twice)."""
     concepts = _concat(files, "concept", step)
     assert concepts is not None  # find_files guarantees a concept file
     concepts = concepts.sort_by("id")
@@ -74,37 +143,31 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
     if len(ids) and np.any(ids[1:] == ids[:-1]):
         dup = int(ids[1:][ids[1:] == ids[:-1]][0])
         raise ReleaseFormatError(f"concept {dup} appears twice in the Snapshot concept file")
-    n = len(ids)
+    return concepts
 
-    def rows_of(values: np.ndarray) -> np.ndarray:
-        at = np.searchsorted(ids, values)
-        at = np.minimum(at, max(n - 1, 0))
-        found = ids[at] == values if n else np.zeros(len(values), dtype=bool)
-        return np.where(found, at, -1).astype(np.int32)
 
-    # descriptions and their acceptability in every language reference set
-    step("descriptions")
+def _read_descriptions(files: list[rf2.ReleaseFile], step: Progress, rows_of: _Rows) -> pa.Table:
+    """Descriptions and text definitions of known concepts, with their concept row
+    (``concept``), sorted by concept row and id."""
     desc_tables = [t for t in (_concat(files, k, step) for k in ("description",)) if t is not None]
     textdefs = _concat(files, "textdefinition", step)
     if textdefs is not None:
         desc_tables.append(textdefs)
-    if desc_tables:
-        descriptions = pa.concat_tables(desc_tables)
-    else:
-        descriptions = pa.table(
-            {
-                name: pa.array([], type=rf2._type_of(name, "description"))
-                for name in rf2.HEADERS["description"]
-            }
-        )
+    descriptions = pa.concat_tables(desc_tables) if desc_tables else _empty("description")
     d_rows = rows_of(_np(descriptions, "conceptId"))
     descriptions = descriptions.append_column("concept", pa.array(d_rows, type=pa.int32()))
     descriptions = descriptions.filter(pc.greater_equal(descriptions.column("concept"), 0))
-    descriptions = descriptions.sort_by([("concept", "ascending"), ("id", "ascending")])
+    return descriptions.sort_by([("concept", "ascending"), ("id", "ascending")])
+
+
+def _read_acceptability(
+    files: list[rf2.ReleaseFile], step: Progress, descriptions: pa.Table
+) -> pa.Table:
+    """The active language refset rows of known descriptions: description row, refset,
+    acceptability, sorted by description row and refset."""
     d_ids = _np(descriptions, "id")
     order = np.argsort(d_ids, kind="stable")
     sorted_d_ids = d_ids[order]
-
     language = _concat(files, "language", step)
     if language is None:
         language = pa.table(
@@ -115,7 +178,7 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
                 "active": pa.array([], pa.int8()),
             }
         )
-    language = language.filter(pc.equal(language.column("active"), 1))
+    language = _active(language)
     lang_desc = _np(language, "referencedComponentId")
     at = np.searchsorted(sorted_d_ids, lang_desc)
     at = np.minimum(at, max(len(sorted_d_ids) - 1, 0))
@@ -128,56 +191,50 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
             "acceptability": language.column("acceptabilityId"),
         }
     ).filter(pa.array(ok))
-    acceptability = acceptability.sort_by([("description", "ascending"), ("refset", "ascending")])
-    refsets_seen = sorted(set(_np(acceptability, "refset").tolist()))
-    default_refset = (
-        US_ENGLISH if US_ENGLISH in refsets_seen else (refsets_seen[0] if refsets_seen else None)
-    )
+    return acceptability.sort_by([("description", "ascending"), ("refset", "ascending")])
 
-    step("displays")
-    display, fsn = _displays(n, descriptions, acceptability, default_refset)
-    defined = pc.equal(concepts.column("definitionStatusId"), DEFINED)
-    concept_table = pa.table(
+
+def _concept_table(
+    concepts: pa.Table, descriptions: pa.Table, acceptability: pa.Table, refset: int | None
+) -> pa.Table:
+    """The store's concept table: id, flags, module, time and the display and FSN."""
+    display, fsn = _displays(concepts.num_rows, descriptions, acceptability, refset)
+    return pa.table(
         {
             "id": concepts.column("id"),
             "active": pc.equal(concepts.column("active"), 1),
             "moduleId": concepts.column("moduleId"),
             "effectiveTime": concepts.column("effectiveTime"),
-            "defined": defined,
+            "defined": pc.equal(concepts.column("definitionStatusId"), DEFINED),
             "display": display,
             "fsn": fsn,
         }
     )
-    write_table(concept_table, out / "concepts.arrow")
-    write_table(
-        pa.table(
-            {
-                "id": descriptions.column("id"),
-                "concept": descriptions.column("concept"),
-                "active": pc.equal(descriptions.column("active"), 1),
-                "effectiveTime": descriptions.column("effectiveTime"),
-                "moduleId": descriptions.column("moduleId"),
-                "language": descriptions.column("languageCode"),
-                "typeId": descriptions.column("typeId"),
-                "term": descriptions.column("term"),
-                "caseSignificanceId": descriptions.column("caseSignificanceId"),
-            }
-        ),
-        out / "descriptions.arrow",
-    )
-    write_table(acceptability, out / "acceptability.arrow")
 
-    # relationships (active ones) and the closure of is-a
-    step("relationships")
-    rels = _concat(files, "relationship", step)
-    if rels is None:
-        rels = pa.table(
-            {
-                name: pa.array([], rf2._type_of(name, "relationship"))
-                for name in rf2.HEADERS["relationship"]
-            }
-        )
-    rels = rels.filter(pc.equal(rels.column("active"), 1))
+
+def _description_table(descriptions: pa.Table) -> pa.Table:
+    """The store's description table (by concept row)."""
+    return pa.table(
+        {
+            "id": descriptions.column("id"),
+            "concept": descriptions.column("concept"),
+            "active": pc.equal(descriptions.column("active"), 1),
+            "effectiveTime": descriptions.column("effectiveTime"),
+            "moduleId": descriptions.column("moduleId"),
+            "language": descriptions.column("languageCode"),
+            "typeId": descriptions.column("typeId"),
+            "term": descriptions.column("term"),
+            "caseSignificanceId": descriptions.column("caseSignificanceId"),
+        }
+    )
+
+
+def _write_relationships(
+    files: list[rf2.ReleaseFile], step: Progress, rows_of: _Rows, out: Path
+) -> int:
+    """Write the active relationships (``rel_*``, sorted by source row and group) and the
+    closure of the inferred is-a relationships; return how many relationships were kept."""
+    rels = _active(_read(files, "relationship", step))
     src = rows_of(_np(rels, "sourceId"))
     dst = rows_of(_np(rels, "destinationId"))
     typ = rows_of(_np(rels, "typeId"))
@@ -193,27 +250,25 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
     }
     is_a = (_np(rels, "typeId") == IS_A) & (src >= 0) & (dst >= 0)
     step("transitive closure")
-    closure = Closure.build(n, src[is_a], dst[is_a])
+    closure = Closure.build(rows_of.n, src[is_a], dst[is_a])
     arrays: dict[str, np.ndarray] = {**rel, **closure.arrays()}
     arrays["rel_by_dst"] = np.argsort(arrays["rel_dst"], kind="stable").astype(np.int32)
     for name, array in arrays.items():
         np.save(out / f"{name}.npy", np.ascontiguousarray(array))
+    return len(rel["rel_src"])
 
-    # concrete values
-    concrete = _concat(files, "concrete", step)
-    if concrete is None:
-        concrete = pa.table(
-            {name: pa.array([], rf2._type_of(name, "concrete")) for name in rf2.HEADERS["concrete"]}
-        )
-    concrete = concrete.filter(pc.equal(concrete.column("active"), 1))
-    c_src = rows_of(_np(concrete, "sourceId"))
-    c_type = rows_of(_np(concrete, "typeId"))
+
+def _write_concrete(
+    files: list[rf2.ReleaseFile], step: Progress, rows_of: _Rows, out: Path
+) -> None:
+    """Write the active concrete values (by source row and group), each with its number."""
+    concrete = _active(_read(files, "concrete", step))
     values = concrete.column("value").to_pylist()
     write_table(
         pa.table(
             {
-                "source": pa.array(c_src, pa.int32()),
-                "type": pa.array(c_type, pa.int32()),
+                "source": pa.array(rows_of(_np(concrete, "sourceId")), pa.int32()),
+                "type": pa.array(rows_of(_np(concrete, "typeId")), pa.int32()),
                 "typeId": concrete.column("typeId"),
                 "group": concrete.column("relationshipGroup"),
                 "value": pa.array(values, pa.string()),
@@ -223,28 +278,21 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
         out / "concrete.arrow",
     )
 
-    # reference sets: members, historical associations, the concept model
-    step("reference sets")
+
+def _write_refsets(files: list[rf2.ReleaseFile], step: Progress, out: Path) -> list[int]:
+    """Write the reference sets (active members, historical associations, map rows, the
+    MRCM domains and ranges); return the ids of the refsets that have rows."""
     members = []
     map_rows = []
     for file in rf2.iter_kind(files, "refset"):
         step(f"reading {rf2.label(file)}")
         table = rf2.read(file)
-        members.append(
-            table.filter(pc.equal(table.column("active"), 1)).select(
-                ["refsetId", "referencedComponentId"]
-            )
-        )
+        members.append(_active(table).select(["refsetId", "referencedComponentId"]))
         if "mapTarget" in table.column_names:
             map_rows.append(_map_rows(table, rf2.label(file)))
     for kind in ("association", "mrcm_domain", "mrcm_range"):
         for file in rf2.iter_kind(files, kind):
-            table = rf2.read(file)
-            members.append(
-                table.filter(pc.equal(table.column("active"), 1)).select(
-                    ["refsetId", "referencedComponentId"]
-                )
-            )
+            members.append(_active(rf2.read(file)).select(["refsetId", "referencedComponentId"]))
     member_table = (
         pa.concat_tables(members)
         if members
@@ -259,14 +307,18 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
         member_table.sort_by([("refsetId", "ascending"), ("referencedComponentId", "ascending")]),
         out / "members.arrow",
     )
-    assoc = _concat(files, "association", step)
-    if assoc is None:
-        assoc = pa.table(
-            {
-                name: pa.array([], rf2._type_of(name, "association"))
-                for name in rf2.HEADERS["association"]
-            }
-        )
+    assoc = _read(files, "association", step)
+    _write_associations(assoc, out)
+    _write_maps(map_rows, out)
+    for kind in ("mrcm_domain", "mrcm_range"):
+        write_table(_active(_read(files, kind, step)), out / f"{kind}.arrow")
+    return sorted(
+        set(_np(member_table, "refsetId").tolist()) | set(_np(assoc, "refsetId").tolist())
+    )
+
+
+def _write_associations(assoc: pa.Table, out: Path) -> None:
+    """Write the historical association rows (every row, with its active flag)."""
     write_table(
         pa.table(
             {
@@ -278,6 +330,10 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
         ).sort_by([("source", "ascending"), ("refsetId", "ascending")]),
         out / "associations.arrow",
     )
+
+
+def _write_maps(map_rows: list[pa.Table], out: Path) -> None:
+    """Write the rows of every map refset, by refset, source, group and priority."""
     write_table(
         (pa.concat_tables(map_rows) if map_rows else _map_rows(None, "")).sort_by(
             [
@@ -289,32 +345,6 @@ def _build(files: list[rf2.ReleaseFile], out: Path, step: Progress) -> dict[str,
         ),
         out / "maps.arrow",
     )
-    for kind in ("mrcm_domain", "mrcm_range"):
-        table = _concat(files, kind, step)
-        if table is None:
-            table = pa.table(
-                {name: pa.array([], rf2._type_of(name, kind)) for name in rf2.HEADERS[kind]}
-            )
-        write_table(table.filter(pc.equal(table.column("active"), 1)), out / f"{kind}.arrow")
-
-    module, effective = _edition(files, step, concepts)
-    refset_ids = sorted(
-        set(_np(member_table, "refsetId").tolist()) | set(_np(assoc, "refsetId").tolist())
-    )
-    return {
-        "system": SCT,
-        "module": str(module),
-        "effectiveTime": str(effective),
-        "version": f"{SCT}/{module}/version/{effective}",
-        "concepts": n,
-        "activeConcepts": int(pc.sum(concept_table.column("active")).as_py() or 0),
-        "descriptions": descriptions.num_rows,
-        "relationships": len(rel["rel_src"]),
-        "languageRefsets": refsets_seen,
-        "defaultLanguageRefset": default_refset,
-        "refsets": refset_ids,
-        "sources": [rf2.label(f) for f in files],
-    }
 
 
 _MAP_COLUMNS = {

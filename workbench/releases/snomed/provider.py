@@ -204,8 +204,10 @@ class SnomedProvider(CodeSystemProvider):
         prop, op, value = (str(raw.get(k, "")) for k in ("property", "op", "value"))
         text = self.sct.filter_ecl(prop, op, value)
         mask = self.sct.filter(prop, op, value)
-        rows = np.flatnonzero(mask)
-        members = frozenset(self.sct.store.codes.take(rows).to_pylist())
+        # the members' codes from their ids: casting only these (not every code of the
+        # release, ``store.codes``) keeps a first validation from touching the whole column
+        ids = self.sct.store.ids[np.flatnonzero(mask)]
+        members = frozenset(pa.array(ids, pa.int64()).cast(pa.string()).to_pylist())
 
         def matches(concept: Concept) -> bool:
             if isinstance(concept, SnomedConcept):
