@@ -1,0 +1,220 @@
+"""Terminology rules HL7's validator relies on (issue 22), each a row asked in Python and over
+HTTP, with this file's own fixtures: a small multilingual code system and LOINC's release
+fixture (German linguistic variants).
+
+Each row names an operation, its inputs as the FHIR operation names them, and what the FHIR
+output must show: output values, and the issues as (severity, issue code, tx-issue-type code,
+expression). Python answers are turned into the same FHIR output (``to_parameters()``), so one
+table checks both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from http_support import TOKEN, client
+
+from workbench import Workbench
+from workbench.errors import InvalidLanguageError
+
+LOINC = "http://loinc.org"
+CS = "http://example.org/rules/colours"
+GERMAN = "Glucose [Masse/Volumen] in Serum oder Plasma"
+ENGLISH = "Glucose [Mass/volume] in Serum or Plasma"
+TX = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
+PREFERRED = {
+    "system": "http://terminology.hl7.org/CodeSystem/hl7TermMaintInfra",
+    "code": "preferredForLanguage",
+}
+
+COLOURS = {
+    "resourceType": "CodeSystem",
+    "url": CS,
+    "version": "1.0.0",
+    "name": "Colours",
+    "status": "active",
+    "language": "en",
+    "content": "complete",
+    "concept": [
+        {
+            "code": "red",
+            "display": "Red",
+            "designation": [{"language": "de", "value": "Rot"}],
+        },
+        {"code": "blue", "display": "Blue"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def wb(tmp_path_factory: pytest.TempPathFactory) -> Workbench:
+    bench = Workbench()
+    bench.load(COLOURS)
+    release = Path(__file__).parent / "data" / "loinc-release"
+    bench.load_release(release, cache_dir=tmp_path_factory.mktemp("loinc"), progress=False)
+    return bench
+
+
+@pytest.fixture(scope="module")
+def http(wb: Workbench) -> Iterator[httpx.Client]:
+    with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as c:
+        yield c
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One case: inputs, the outputs it must give and its issues."""
+
+    rule: str
+    operation: str
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    issues: list[tuple[str, str, str, str | None]] = field(default_factory=list)
+
+
+def python_answer(wb: Workbench, rule: Rule) -> dict[str, Any]:
+    """The FHIR output of the row's call through the Workbench."""
+    given = dict(rule.inputs)
+    if rule.operation == "cs-validate":
+        return wb.validate_in_codesystem(
+            given.pop("url"),
+            given.pop("code"),
+            display=given.get("display"),
+            display_language=given.get("displayLanguage"),
+        ).to_parameters()
+    assert rule.operation == "lookup"
+    return wb.lookup(
+        given["system"], given["code"], display_language=given.get("displayLanguage")
+    ).to_parameters()
+
+
+PATHS = {"cs-validate": "/CodeSystem/$validate-code", "lookup": "/CodeSystem/$lookup"}
+
+
+def outputs(body: dict[str, Any]) -> dict[str, Any]:
+    """Output parameters by name (the first value of each; parts for designations)."""
+    found: dict[str, Any] = {}
+    for p in body["parameter"]:
+        value = next((v for k, v in p.items() if k.startswith("value")), p.get("part"))
+        found.setdefault(p["name"], p.get("resource", value))
+    return found
+
+
+def issues_of(body: dict[str, Any]) -> list[tuple[str, str, str, str | None]]:
+    """The issues as (severity, code, tx-issue-type code, expression)."""
+    outcome = outputs(body).get("issues") or {"issue": []}
+    return [
+        (
+            i["severity"],
+            i["code"],
+            next(c["code"] for c in i["details"]["coding"] if c["system"] == TX),
+            (i.get("expression") or [None])[0],
+        )
+        for i in outcome["issue"]
+    ]
+
+
+RULES = [
+    Rule(
+        "displayLanguage: a German LOINC name is valid in de-DE",
+        "cs-validate",
+        {"url": LOINC, "code": "2345-7", "display": GERMAN, "displayLanguage": "de-DE"},
+        {"result": True, "display": GERMAN},
+    ),
+    Rule(
+        "displayLanguage: the English name is wrong in de-DE, where there is a German one",
+        "cs-validate",
+        {"url": LOINC, "code": "2345-7", "display": ENGLISH, "displayLanguage": "de-DE"},
+        {"result": False, "display": GERMAN},
+        [("error", "invalid", "invalid-display", "display")],
+    ),
+    Rule(
+        "a8: no display in fr, the default display is valid with an information issue",
+        "cs-validate",
+        {"url": LOINC, "code": "2345-7", "display": ENGLISH, "displayLanguage": "fr"},
+        {
+            "result": True,
+            "display": ENGLISH,
+            "message": f"There is no display for {LOINC}#2345-7 in the requested language(s) "
+            f"'fr'; '{ENGLISH}' is valid for the code system's default language",
+        },
+        [("information", "invalid", "invalid-display", "display")],
+    ),
+    Rule(
+        "a8: a FHIR code system's designation in the wanted language",
+        "cs-validate",
+        {"url": CS, "code": "red", "display": "Rot", "displayLanguage": "de"},
+        {"result": True, "display": "Rot"},
+    ),
+    Rule(
+        "a8: no German display for blue: Blue is valid, with an information issue",
+        "cs-validate",
+        {"url": CS, "code": "blue", "display": "Blue", "displayLanguage": "de"},
+        {"result": True, "display": "Blue"},
+        [("information", "invalid", "invalid-display", "display")],
+    ),
+    Rule(
+        "lookup: system, code and abstract",
+        "lookup",
+        {"system": CS, "code": "blue"},
+        {"system": CS, "code": "blue", "abstract": False, "display": "Blue"},
+    ),
+    Rule(
+        "lookup: the designation chosen for displayLanguage",
+        "lookup",
+        {"system": CS, "code": "red", "displayLanguage": "de"},
+        {
+            "display": "Rot",
+            "designation": [
+                {"name": "language", "valueCode": "de"},
+                {"name": "use", "valueCoding": PREFERRED},
+                {"name": "value", "valueString": "Rot"},
+            ],
+        },
+    ),
+]
+
+
+def _check(rule: Rule, body: dict[str, Any]) -> None:
+    found = outputs(body)
+    for name, value in rule.outputs.items():
+        assert found.get(name) == value, (name, found.get(name))
+    if "result" in rule.outputs:
+        assert issues_of(body) == rule.issues
+    if rule.outputs.get("result") is True and "message" not in rule.outputs and not rule.issues:
+        assert "message" not in found
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.rule for r in RULES])
+def test_python(wb: Workbench, rule: Rule) -> None:
+    _check(rule, python_answer(wb, rule))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.rule for r in RULES])
+def test_http(wb: Workbench, http: httpx.Client, rule: Rule) -> None:
+    response = http.get(PATHS[rule.operation], params=rule.inputs)
+    assert response.status_code == 200, response.text
+    _check(rule, response.json())
+    assert response.json() == python_answer(wb, rule)
+
+
+@pytest.mark.parametrize("text", ["-", "de--", "en_GB", "d e"])
+def test_e4_a_display_language_that_is_not_a_tag(
+    wb: Workbench, http: httpx.Client, text: str
+) -> None:
+    """e4: a request error (error/processing, tx invalid-display), never result=false."""
+    with pytest.raises(InvalidLanguageError, match="Invalid displayLanguage"):
+        wb.validate_in_codesystem(CS, "red", display="Rot", display_language=text)
+    response = http.get(
+        PATHS["cs-validate"],
+        params={"url": CS, "code": "red", "display": "Rot", "displayLanguage": text},
+    )
+    assert response.status_code == 400
+    issue = response.json()["issue"][0]
+    assert (issue["severity"], issue["code"]) == ("error", "processing")
+    assert {"system": TX, "code": "invalid-display"} in issue["details"]["coding"]
