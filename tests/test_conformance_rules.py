@@ -47,6 +47,16 @@ COLOURS = {
             "designation": [{"language": "de", "value": "Rot"}],
         },
         {"code": "blue", "display": "Blue"},
+        {
+            "code": "mauve",
+            "display": "Mauve",
+            "extension": [
+                {
+                    "url": "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status",
+                    "valueCode": "deprecated",
+                }
+            ],
+        },
     ],
 }
 
@@ -157,6 +167,17 @@ RULES = [
         {"url": CS, "code": "blue", "display": "Blue", "displayLanguage": "de"},
         {"result": True, "display": "Blue"},
         [("information", "invalid", "invalid-display", "display")],
+    ),
+    Rule(
+        "a10: a deprecated concept is valid, flagged, with the warning as message",
+        "cs-validate",
+        {"url": CS, "code": "mauve"},
+        {
+            "result": True,
+            "status": "deprecated",
+            "message": "The concept 'mauve' is deprecated and its use should be reviewed",
+        },
+        [("warning", "business-rule", "code-comment", "code")],
     ),
     Rule(
         "lookup: system, code and abstract",

@@ -10,7 +10,6 @@ import pytest
 from workbench import (
     CodeSystemNotFoundError,
     ImportCycleError,
-    IncompleteCodeSystemError,
     TooCostlyError,
     ValueSetNotFoundError,
     Workbench,
@@ -548,14 +547,6 @@ FRAGMENT = "http://example.org/fhir/CodeSystem/fragment"
             CodeSystemNotFoundError,
             f"CodeSystem {SHAPE}|9.9 not found",
             id="unknown-system-version",
-        ),
-        pytest.param(
-            [codesystem(FRAGMENT, [concept("a", "A")], content="fragment")],
-            valueset(None, {"system": FRAGMENT}),
-            IncompleteCodeSystemError,
-            f"CodeSystem {FRAGMENT} has content 'fragment', but all of its codes are needed "
-            "(the value set includes the whole system)",
-            id="whole-fragment-system",
         ),
         pytest.param(
             [

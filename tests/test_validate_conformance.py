@@ -630,8 +630,8 @@ KIND_CASES = [
         "fragment",
         "zz",
         {},
-        (True, FRAGMENT_NOTE, (("warning", "invalid-code", "code"),)),
-        id="fragment-unknown-code-is-a-warning",
+        (True, None, (("warning", "invalid-code", "code"),)),
+        id="fragment-unknown-code-is-a-warning-without-message",
     ),
     pytest.param(
         "version-needed",
@@ -709,10 +709,31 @@ def test_example_and_not_present_are_refused(
     )
 
 
-def test_fragment_is_not_expanded_as_if_complete(kinds_wb: Workbench) -> None:
-    with pytest.raises(IncompleteCodeSystemError, match="has content 'fragment'"):
-        kinds_wb.expand(whole("fragment"))
-    assert kinds_wb.validate_in_codesystem(KINDS + "fragment", "zz").message == FRAGMENT_NOTE
+def test_a_fragment_expands_to_what_it_has_marked_unclosed(
+    kinds_wb: Workbench, kinds_http: httpx.Client
+) -> None:
+    """c3: 200 with valueset-unclosed and its reason, used-codesystem and used-fragment; a9:
+    an unknown code of a fragment is a warning, with no message."""
+    expansion = kinds_wb.expand(whole("fragment")).to_valueset()["expansion"]
+    canonical = f"{KINDS}fragment|1"
+    assert expansion["extension"] == [
+        {"url": "http://hl7.org/fhir/StructureDefinition/valueset-unclosed", "valueBoolean": True},
+        {
+            "url": "http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason",
+            "valueString": f"based on a fragment of the code system {canonical}",
+        },
+    ]
+    used = [(p["name"], p.get("valueUri")) for p in expansion["parameter"]]
+    assert ("used-codesystem", canonical) in used and ("used-fragment", canonical) in used
+    assert [c["code"] for c in expansion["contains"]] == ["a"]
+    answer = kinds_http.post(
+        "/ValueSet/$expand", json=params(("valueSet", {"resource": whole("fragment")}))
+    )
+    assert answer.status_code == 200
+    assert answer.json()["expansion"]["extension"] == expansion["extension"]
+    result = kinds_wb.validate_in_codesystem(KINDS + "fragment", "zz")
+    assert (result.result, result.message) == (True, None)
+    assert [i.text for i in result.issues] == [FRAGMENT_NOTE]
 
 
 # --- the latest version by the code system's version algorithm ----------------------------

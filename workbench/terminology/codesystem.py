@@ -8,7 +8,7 @@ The hierarchy comes from nested ``concept`` arrays and from the ``parent``, ``ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from workbench import collector, forksafe
@@ -16,6 +16,7 @@ from workbench.errors import InvalidResourceError
 from workbench.resources import Resource
 from workbench.terminology.concepts import (
     CONCEPT_PROPERTIES,
+    STANDARDS_STATUS,
     Concept,
     as_string,
     property_value,
@@ -87,6 +88,8 @@ class CodeSystemIndex(CodeSystemProvider):
                 )
                 self.concepts[code] = concept
                 self._read_properties(concept, raw.get("property", ()) or (), links)
+                if concept.status is None and _deprecated(raw):
+                    concept.status = "deprecated"
             if parent is not None:
                 links.append((parent, code))
             stack.extend((child, code) for child in reversed(raw.get("concept", ()) or ()))
@@ -252,6 +255,16 @@ class CodeSystemIndex(CodeSystemProvider):
         found = [self.concepts[c] for c in codes if c in self.concepts]
         found.sort(key=lambda c: c.order)
         return found
+
+
+def _deprecated(raw: Mapping[str, Any]) -> bool:
+    """A concept marked deprecated by the standards-status extension (valid, to review)."""
+    return any(
+        isinstance(e, Mapping)
+        and e.get("url") == STANDARDS_STATUS
+        and e.get("valueCode") == "deprecated"
+        for e in raw.get("extension", ()) or ()
+    )
 
 
 def _truthy(value: Any) -> bool:

@@ -210,7 +210,7 @@ class Clause:
             return found_entries
         if cs.content in UNUSABLE_CONTENT:
             raise unusable(cs)
-        if not cs.is_complete:
+        if not cs.is_complete and cs.content != "fragment":  # a fragment: what it has
             if not cs.enumerable:  # UCUM: a grammar, not a list
                 raise cs.listing_error()
             raise IncompleteCodeSystemError(

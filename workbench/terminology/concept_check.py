@@ -176,7 +176,7 @@ def _status_issues(
         return []
     if deprecated:
         text = f"The concept '{concept.code}' is deprecated and its use should be reviewed"
-        return [Issue("warning", "code-comment", text, "deprecated", "")]
+        return [Issue("warning", "code-comment", text, "deprecated", "code")]
     if inactive:
         shown = f" (status '{concept.status}')" if concept.status else ""
         if concept.note:  # a release's replacement (REPLACED BY …)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 CONCEPT_PROPERTIES = "http://hl7.org/fhir/concept-properties#"
+STANDARDS_STATUS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"
 
 
 @dataclass(slots=True, eq=False)

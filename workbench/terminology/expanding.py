@@ -66,6 +66,8 @@ class Expanding(Resolution):
                     f"required to be '{checked}' by the check-system-version parameter"
                 )
         params += [("used-codesystem", f"{s}|{v}" if v else s) for s, v in used]
+        fragments = self._fragments(used)
+        params += [("used-fragment", f) for f in fragments]
         params += [("used-valueset", vs.canonical) for vs in compiled.imported() if vs.url]
         return Expansion(
             valueset=compiled.resource,
@@ -78,7 +80,17 @@ class Expanding(Resolution):
             properties=self._properties(entries, req.properties) if req.properties else {},
             parents=self._parents(entries) if req.exclude_nested is False else None,
             max_size=self.max_expansion,
+            unclosed=tuple(f"based on a fragment of the code system {f}" for f in fragments),
         )
+
+    def _fragments(self, used: Sequence[tuple[str, str | None]]) -> list[str]:
+        """The ``url|version`` of each code system used that is only a fragment."""
+        found = []
+        for system, version in used:
+            cs = self.codesystem(system, version)
+            if cs is not None and cs.content == "fragment":
+                found.append(f"{system}|{version}" if version else system)
+        return found
 
     def _text_filtered(
         self, compiled: CompiledValueSet, text: str, entries: Sequence[Entry]

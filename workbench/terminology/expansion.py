@@ -50,6 +50,8 @@ class Expansion:
     )
     parents: dict[tuple[str, str], tuple[str, str]] | None = None
     max_size: int = DEFAULT_MAX_EXPANSION
+    #: Why the value set has codes the expansion does not list (a fragment was expanded).
+    unclosed: tuple[str, ...] = ()
     identifier: str = field(default_factory=lambda: f"urn:uuid:{uuid.uuid4()}")
     timestamp: str = field(
         default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -120,8 +122,12 @@ class Expansion:
         if params:
             out["parameter"] = params
         declared = sorted({name for values in self.properties.values() for name, _, _ in values})
-        if declared:
-            out["extension"] = [_property_declaration(name) for name in declared]
+        extensions = [_property_declaration(name) for name in declared]
+        if self.unclosed:
+            extensions.append({"url": UNCLOSED, "valueBoolean": True})
+            extensions += [{"url": UNCLOSED_REASON, "valueString": r} for r in self.unclosed]
+        if extensions:
+            out["extension"] = extensions
         if self.parents is not None and not paged:
             contains = self._nested(page)
         else:
@@ -220,8 +226,11 @@ CONTAINS_PROPERTY = (
     "http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property"
 )
 CONCEPT_PROPERTIES = "http://hl7.org/fhir/concept-properties#"
+UNCLOSED = "http://hl7.org/fhir/StructureDefinition/valueset-unclosed"
+UNCLOSED_REASON = "http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason"
 _URI_PARAMETERS = (
     "used-codesystem",
+    "used-fragment",
     "used-valueset",
     "version",
     "system-version",

@@ -19,7 +19,7 @@ from workbench.resources import canonical_of
 from workbench.terminology.codings import coding_parts, combine_codings, located
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.concept_check import CheckOptions, check_concept
-from workbench.terminology.concepts import Concept
+from workbench.terminology.concepts import STANDARDS_STATUS, Concept
 from workbench.terminology.languages import Languages
 from workbench.terminology.provider import CodeSystemProvider, Described
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
@@ -322,7 +322,7 @@ def _unknown_in_fragment(cs: CodeSystemProvider, code: str, system: str) -> Vali
         "is labeled as a fragment, so the code may be valid in some other fragment"
     )
     issue = Issue("warning", "invalid-code", text, "unknown-code", "code")
-    return ValidationResult(True, text, None, code, system, cs.version, None, (issue,))
+    return ValidationResult(True, None, None, code, system, cs.version, None, (issue,))
 
 
 def _non_member(
@@ -510,9 +510,6 @@ def _check_expression(
             )
             return failure("not-in-vs", text, code=code, system=cs.url, version=cs.version)
     return ValidationResult(True, None, None, code, cs.url, cs.version)
-
-
-STANDARDS_STATUS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"
 
 
 def status_checks(resources: Sequence[Mapping[str, Any]]) -> list[Issue]:
