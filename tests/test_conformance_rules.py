@@ -20,7 +20,7 @@ import pytest
 from http_support import TOKEN, client
 
 from workbench import Workbench
-from workbench.errors import InvalidLanguageError
+from workbench.errors import InvalidLanguageError, TooCostlyError
 
 LOINC = "http://loinc.org"
 CS = "http://example.org/rules/colours"
@@ -239,3 +239,43 @@ def test_e4_a_display_language_that_is_not_a_tag(
     issue = response.json()["issue"][0]
     assert (issue["severity"], issue["code"]) == ("error", "processing")
     assert {"system": TX, "code": "invalid-display"} in issue["details"]["coding"]
+
+
+def test_f5_version_is_taken_as_system_version(wb: Workbench, http: httpx.Client) -> None:
+    """f5: ValueSet/$validate-code accepts ``version`` as ``systemVersion``."""
+    valueset = {"resourceType": "ValueSet", "compose": {"include": [{"system": CS}]}}
+    for name, status in (("version", 200), ("systemVersion", 200)):
+        body = {
+            "resourceType": "Parameters",
+            "parameter": [
+                {"name": "valueSet", "resource": valueset},
+                {"name": "code", "valueCode": "red"},
+                {"name": "system", "valueUri": CS},
+                {"name": name, "valueString": "1.0.0"},
+            ],
+        }
+        response = http.post("/ValueSet/$validate-code", json=body)
+        assert response.status_code == status, response.text
+        assert (outputs(response.json())["result"], outputs(response.json())["version"]) == (
+            True,
+            "1.0.0",
+        )
+    body["parameter"][-1] = {"name": "version", "valueString": "9.9"}
+    assert outputs(http.post("/ValueSet/$validate-code", json=body).json())["result"] is False
+
+
+def test_f6_allow_maximum_size_expansion() -> None:
+    """f6: allowMaximumSizeExpansion lets an unpaged expansion pass the default limit."""
+    small = Workbench(max_expansion=1)
+    small.load(COLOURS)
+    valueset = {"resourceType": "ValueSet", "compose": {"include": [{"system": CS}]}}
+    with pytest.raises(TooCostlyError, match="more than the limit of 1"):
+        small.expand(valueset).to_fhir()
+    assert small.expand(valueset, allow_maximum_size=True).to_fhir()["total"] == 3
+    with small.serve(port=0, token=TOKEN) as handle, client(handle.url) as c:
+        query = {"url": "http://example.org/rules/all"}
+        small.load({**valueset, "url": query["url"], "status": "active"})
+        assert c.get("/ValueSet/$expand", params=query).status_code == 422
+        allowed = c.get("/ValueSet/$expand", params={**query, "allowMaximumSizeExpansion": "true"})
+        assert allowed.status_code == 200
+        assert allowed.json()["expansion"]["total"] == 3

@@ -437,11 +437,11 @@ SUPPORTED = {
     "ValueSet-validate-code": "url valueSet valueSetVersion code system systemVersion display "
     "coding codeableConcept abstract inferSystem activeOnly lenient-display-validation "
     "valueset-membership-only system-version check-system-version force-system-version "
-    "default-valueset-version tx-resource displayLanguage useSupplement",
+    "default-valueset-version tx-resource displayLanguage useSupplement version",
     "ValueSet-expand": "url valueSet valueSetVersion filter offset count activeOnly "
     "includeDesignations displayLanguage excludeNested excludePostCoordinated tx-resource "
     "includeDefinition property system-version check-system-version force-system-version "
-    "default-valueset-version useSupplement designation",
+    "default-valueset-version useSupplement designation allowMaximumSizeExpansion",
     "CodeSystem-lookup": "code system version coding property displayLanguage useSupplement "
     "tx-resource",
     "CodeSystem-validate-code": "url code version display coding codeableConcept abstract "

@@ -107,11 +107,13 @@ class TerminologyCalls:
         accept_language: str | None = None,
         use_supplements: Sequence[str] | None = None,
         designations: Sequence[str] | None = None,
+        allow_maximum_size: bool = False,
     ) -> Expansion:
         """Expand a value set given by canonical URL (``url`` or ``url|version``) or as a dict.
 
         ``filter`` keeps codes whose code or display contains every word; ``offset``/``count``
-        page the result (``.frame`` and ``.to_fhir()`` show the page; ``total`` counts all).
+        page the result (``.frame`` and ``.to_fhir()`` show the page; ``total`` counts all);
+        ``allow_maximum_size`` raises the size limit of an unpaged expansion to the maximum.
         Raises ValueSetNotFoundError, CodeSystemNotFoundError, IncompleteCodeSystemError,
         ImportCycleError or UnsupportedFilterError; ``.to_fhir()`` raises TooCostlyError for
         an unpaged expansion over the size limit. ``tx_resources`` are CodeSystems and
@@ -131,6 +133,7 @@ class TerminologyCalls:
                 filter=filter,
                 offset=offset,
                 count=count,
+                allow_maximum_size=allow_maximum_size,
                 active_only=active_only,
                 include_designations=include_designations,
                 include_definition=include_definition,

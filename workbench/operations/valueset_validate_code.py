@@ -17,7 +17,7 @@ DEFINITION = load_definition("OperationDefinition-ValueSet-validate-code.json")
 
 
 #: The inputs the operation consumes itself; the others are fields of ValidateRequest.
-OWN = ("url", "valueSet", "inferSystem")
+OWN = ("url", "valueSet", "inferSystem", "version")
 
 
 def run(
@@ -31,6 +31,8 @@ def run(
             "Parameter 'system' is required with 'code' (or set inferSystem=true to infer it "
             "from the value set)"
         )
+    if inputs.get("version") is not None and inputs.get("systemVersion") is None:
+        inputs = {**inputs, "systemVersion": inputs["version"]}  # the name tx.fhir.org takes
     return svc.validate(ValidateRequest.from_inputs(inputs, own=OWN, valueset=target)).outputs()
 
 

@@ -14,6 +14,7 @@ from workbench.errors import (
 from workbench.terminology import budget, languages, supplements
 from workbench.terminology.compose import CompiledValueSet, Entry
 from workbench.terminology.expansion import (
+    MAXIMUM_EXPANSION,
     Expansion,
     designations_kept,
     echoed_parameters,
@@ -79,7 +80,9 @@ class Expanding(Resolution):
             include_definition=req.include_definition,
             properties=self._properties(entries, req.properties) if req.properties else {},
             parents=self._parents(entries) if req.exclude_nested is False else None,
-            max_size=self.max_expansion,
+            max_size=max(self.max_expansion, MAXIMUM_EXPANSION)
+            if req.allow_maximum_size
+            else self.max_expansion,
             unclosed=tuple(f"based on a fragment of the code system {f}" for f in fragments),
         )
 

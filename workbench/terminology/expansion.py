@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 FRAME_COLUMNS = ["system", "version", "code", "display", "abstract", "inactive"]
 DEFAULT_MAX_EXPANSION = 10_000
+#: The size an expansion may reach when the request allows the maximum
+#: (``allowMaximumSizeExpansion``).
+MAXIMUM_EXPANSION = 100_000
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,7 @@ class ExpandRequest(Request):
     filter: str | None = param("filter", None)
     offset: int = param("offset", 0)
     count: int | None = param("count", None)
+    allow_maximum_size: bool = param("allowMaximumSizeExpansion", False)
     active_only: bool = param("activeOnly", False)
     include_designations: bool = param("includeDesignations", False)
     include_definition: bool = param("includeDefinition", False)
