@@ -279,3 +279,57 @@ def test_f6_allow_maximum_size_expansion() -> None:
         allowed = c.get("/ValueSet/$expand", params={**query, "allowMaximumSizeExpansion": "true"})
         assert allowed.status_code == 200
         assert allowed.json()["expansion"]["total"] == 3
+
+
+SUPPLEMENT = {
+    "resourceType": "CodeSystem",
+    "url": "http://example.org/rules/colours-fr",
+    "version": "1.0.0",
+    "status": "active",
+    "content": "supplement",
+    "supplements": f"{CS}|1.0.0",
+    "concept": [{"code": "red", "designation": [{"language": "fr", "value": "Rouge"}]}],
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param(
+            [{"name": "coding", "valueCoding": {"system": CS, "code": "red"}}],
+            (True, CS, []),
+            id="coding",
+        ),
+        pytest.param(
+            [{"name": "code", "valueCode": "red"}, {"name": "system", "valueUri": CS}],
+            (True, CS, []),
+            id="code-and-system",
+        ),
+        pytest.param(
+            [
+                {
+                    "name": "codeableConcept",
+                    "valueCodeableConcept": {"coding": [{"system": CS, "code": "blue"}]},
+                }
+            ],
+            (True, CS, []),
+            id="codeable-concept",
+        ),
+        pytest.param(
+            [{"name": "coding", "valueCoding": {"system": SUPPLEMENT["url"], "code": "red"}}],
+            (False, SUPPLEMENT["url"], [("error", "invalid", "invalid-data", "Coding.system")]),
+            id="a-supplement-is-no-system",
+        ),
+    ],
+)
+def test_a12_codesystem_validate_code_without_url(
+    wb: Workbench, http: httpx.Client, body: list[dict[str, Any]], expected: tuple[Any, ...]
+) -> None:
+    """a12: without url, the system comes from the coding (or system beside code)."""
+    wb.load(SUPPLEMENT)
+    response = http.post(
+        "/CodeSystem/$validate-code", json={"resourceType": "Parameters", "parameter": body}
+    )
+    assert response.status_code == 200, response.text
+    found = outputs(response.json())
+    assert (found["result"], found["system"], issues_of(response.json())) == expected

@@ -444,7 +444,7 @@ SUPPORTED = {
     "default-valueset-version useSupplement designation allowMaximumSizeExpansion",
     "CodeSystem-lookup": "code system version coding property displayLanguage useSupplement "
     "tx-resource",
-    "CodeSystem-validate-code": "url code version display coding codeableConcept abstract "
+    "CodeSystem-validate-code": "url code system version display coding codeableConcept abstract "
     "displayLanguage "
     "tx-resource",
     "CodeSystem-subsumes": "codeA codeB system version codingA codingB tx-resource",

@@ -20,7 +20,7 @@ DEFINITION = load_definition("OperationDefinition-CodeSystem-validate-code.json"
 
 #: The inputs the operation consumes itself; the others are fields of
 #: CodeSystemValidateRequest (one per code checked).
-OWN = ("coding", "codeableConcept", ACCEPT_LANGUAGE)
+OWN = ("coding", "codeableConcept", "system", ACCEPT_LANGUAGE)
 
 
 def run(
@@ -36,11 +36,13 @@ def run(
             )
         url = resource.get("url")
         inputs = {**inputs, "version": inputs.get("version") or resource.get("version")}
+    given = one_of(inputs, ("code", "coding", "codeableConcept"), "validate")
+    url = url or _system_given(inputs, given)
     if not url:
         raise RequiredError(
-            "Parameter 'url' is required when the operation is not called on a CodeSystem instance"
+            "Parameter 'url' is required when the operation is not called on a CodeSystem "
+            "instance and the input names no system (coding.system, or system with code)"
         )
-    given = one_of(inputs, ("code", "coding", "codeableConcept"), "validate")
     base = CodeSystemValidateRequest.from_inputs(inputs, own=OWN, system=str(url))
 
     def check(code: Any, display: Any, system: Any = None) -> ValidationResult:
@@ -64,6 +66,19 @@ def run(
             [check(c.get("code"), c.get("display"), c.get("system")) for c in codings]
         )
     return result.outputs()
+
+
+def _system_given(inputs: Inputs, given: str) -> str | None:
+    """The code system the input names when ``url`` is absent (a12): ``coding.system``,
+    ``system`` beside ``code``, or the first coding's system of a CodeableConcept."""
+    if given == "coding":
+        found = inputs["coding"].get("system")
+    elif given == "code":
+        found = inputs.get("system")
+    else:
+        codings = inputs["codeableConcept"].get("coding") or [{}]
+        found = codings[0].get("system")
+    return str(found) if found else None
 
 
 OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, CodeSystemValidateRequest, OWN))

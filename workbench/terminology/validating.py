@@ -184,6 +184,17 @@ class Validating(Resolution):
         """Validate a code against a whole code system; ``display_language`` (a weighted
         list) is the language a given display must be in."""
         found = self.codesystem(url, version)
+        stored = self.registry.get("CodeSystem", url, version) if found is None else None
+        if stored is not None and supplements.is_supplement(stored):
+            return failure(
+                "unknown-system",
+                f"CodeSystem {canonical_of(stored)} is a supplement, so it cannot be used as "
+                "Coding.system",
+                code=code,
+                system=url,
+                version=version,
+                tx="invalid-data",
+            )
         if found is None:
             label = f"{url}|{version}" if version else url
             return failure(
