@@ -333,3 +333,53 @@ def test_a12_codesystem_validate_code_without_url(
     assert response.status_code == 200, response.text
     found = outputs(response.json())
     assert (found["result"], found["system"], issues_of(response.json())) == expected
+
+
+A1 = "http://example.org/rules/selectable"
+
+
+@pytest.mark.parametrize(("value", "members"), [("false", ["X"]), ("true", ["Y"])])
+def test_a1_a_property_filter_matches_only_concepts_with_that_value(
+    http: httpx.Client, value: str, members: list[str]
+) -> None:
+    """a1: ``notSelectable = false`` selects X (false), not Y (true) nor Z (no property),
+    whether the property is declared by its code, by its URI under another code, or not."""
+    for code, declared in (("notSelectable", True), ("ns", True), ("notSelectable", False)):
+        concepts = [
+            {"code": c, "property": [{"code": code, "valueBoolean": v}]}
+            for c, v in (("X", False), ("Y", True))
+        ] + [{"code": "Z"}]
+        cs = {
+            "resourceType": "CodeSystem",
+            "url": A1,
+            "status": "active",
+            "content": "complete",
+            "concept": concepts,
+        }
+        if declared:
+            uri = "http://hl7.org/fhir/concept-properties#notSelectable"
+            cs["property"] = [{"code": code, "uri": uri, "type": "boolean"}]
+        include = {
+            "system": A1,
+            "filter": [{"property": "notSelectable", "op": "=", "value": value}],
+        }
+        vs = {"resourceType": "ValueSet", "status": "active", "compose": {"include": [include]}}
+        common = [{"name": "tx-resource", "resource": cs}, {"name": "valueSet", "resource": vs}]
+        expanded = http.post(
+            "/ValueSet/$expand", json={"resourceType": "Parameters", "parameter": common}
+        )
+        assert [c["code"] for c in expanded.json()["expansion"].get("contains", [])] == members
+        for probe in ("X", "Y", "Z"):
+            checked = http.post(
+                "/ValueSet/$validate-code",
+                json={
+                    "resourceType": "Parameters",
+                    "parameter": [
+                        *common,
+                        {"name": "code", "valueCode": probe},
+                        {"name": "system", "valueUri": A1},
+                        {"name": "abstract", "valueBoolean": True},
+                    ],
+                },
+            )
+            assert outputs(checked.json())["result"] is (probe in members), (code, probe)

@@ -175,7 +175,12 @@ def _getter(
     if role == "inactive":
         return lambda c: ["true" if c.inactive else "false"]
     if role in ("notSelectable", "abstract"):
-        return lambda c: ["true" if c.abstract else "false"]
+        # the values the concept carries: one without the property matches neither true nor
+        # false (an abstract concept with no property, a release's grouper, is true)
+        codes = list(dict.fromkeys([*cs.property_codes_for(role), "notSelectable", "abstract"]))
+        return lambda c: (
+            [v for n in codes for v in c.property_strings(n)] or (["true"] if c.abstract else [])
+        )
     if role == "status" and not cs.has_property(prop):
         return lambda c: [c.status] if c.status else []
     if not cs.has_property(prop):
