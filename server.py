@@ -17,6 +17,7 @@ from workbench import Workbench, WorkbenchError
 from workbench.releases import grammar, kinds
 from workbench.server import create_app
 from workbench.server.auth import new_token
+from workbench.server.offload import Limits
 from workbench.server.protocol import http_protocol
 
 ROOT = Path(__file__).resolve().parent
@@ -94,6 +95,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(repeatable; defaults in the README)",
     )
     parser.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="change a limit on the work of one operation call, e.g. seconds=10, steps=1000000, "
+        "tx_resources=200, tx_resource_bytes=1000000 (repeatable; defaults in the README)",
+    )
+    parser.add_argument(
         "--no-default-content",
         action="store_true",
         help="do not load the shipped valuesets/ folder",
@@ -133,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     wb = Workbench()
     try:
         grammar.configure(grammar.GrammarLimits.from_options(args.grammar_limit))
+        limits = Limits.from_options(args.limit)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -146,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         for release in args.release:
             path, _, version = release.partition("|")
             print(wb.load_release(path, version=version or None, cache_dir=args.release_cache))
-        app = create_app(wb.service, token=token, base=args.base, data_dir=args.data)
+        app = create_app(wb.service, token=token, base=args.base, data_dir=args.data, limits=limits)
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -279,6 +279,13 @@ class TooLargeError(WorkbenchError):
     msg_id = "WB-HTTP-413"
 
 
+class TooManyResourcesError(TooLargeError):
+    """A request carries more inline resources (``tx-resource``) than the server takes, by
+    number or by size."""
+
+    msg_id = "WB-HTTP-413-TX"
+
+
 class MalformedError(WorkbenchError):
     """The body is not valid JSON."""
 

@@ -15,6 +15,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from workbench import forksafe
@@ -191,8 +192,9 @@ class Registry:
         self, rtype: str, rid: str | None, version: str, staged: dict[tuple[str, str], Resource]
     ) -> str:
         base = rid or uuid.uuid4().hex
-        candidates = [f"{base}-{_ID_CHARS.sub('-', version)}"] if version else []
-        candidates += [f"{base}-{n}" for n in range(2, 10_000)]
+        first = [f"{base}-{_ID_CHARS.sub('-', version)}"] if version else []
+        # candidates made one at a time: the first free one usually comes at once
+        candidates = chain(first, (f"{base}-{n}" for n in range(2, 10_000)))
         for candidate in candidates:
             candidate = candidate[:64]
             if (rtype, candidate) not in self._by_id and (rtype, candidate) not in staged:

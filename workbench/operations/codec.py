@@ -194,6 +194,7 @@ def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
             if key in accepted:  # never "name": the other key
                 return _check_value(param, value)
     values = {k: v for k, v in entry.items() if k.startswith("value")}
+    _one_content(param.name, bool(values), "resource" in entry, "part" in entry)
     if param.is_resource:
         resource = entry.get("resource")
         if values or not isinstance(resource, Mapping):
@@ -219,6 +220,17 @@ def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
         )
     value = next(iter(values.values()))
     return _check_value(param, value)
+
+
+def _one_content(name: str, value: bool, resource: bool, part: bool) -> None:
+    """FHIR's Parameters invariant inv-1: a parameter carries a value, a resource or parts,
+    never two of them."""
+    if value + resource + part > 1:
+        given = [w for w, h in (("a value", value), ("a resource", resource), ("parts", part)) if h]
+        raise InvalidRequestError(
+            f"Parameter '{name}' has {' and '.join(given)}: a parameter carries only one of "
+            "value[x], resource and part (Parameters invariant inv-1)"
+        )
 
 
 def _parts_value(param: ParamDef, entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from workbench.errors import LoginError
 from workbench.server.prefix import route_path
 
+# WebSocket close code 1008 (RFC 6455): the request breaks the server's policy
+POLICY_VIOLATION = 1008
+
 
 def new_token() -> str:
     """Return a fresh random token, as Jupyter does when none is configured."""
@@ -20,7 +23,11 @@ def new_token() -> str:
 class BearerAuth:
     """Require ``Authorization: Bearer <token>`` on everything but GET (and HEAD) of
     ``open_paths`` and of the paths under ``open_prefix`` (compared after the prefix the
-    app is mounted or proxied under)."""
+    app is mounted or proxied under).
+
+    Only HTTP requests and the ``lifespan`` events reach the app: a WebSocket handshake
+    without the token is refused (closed before it is accepted, which the server answers
+    with 403), and any other kind of ASGI scope is refused too."""
 
     def __init__(
         self, app: ASGIApp, *, token: str, open_paths: frozenset[str], open_prefix: str
@@ -31,21 +38,25 @@ class BearerAuth:
         self.open_prefix = open_prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        kind = scope["type"]
+        if kind == "lifespan":
             await self.app(scope, receive, send)
             return
+        if kind == "websocket":
+            if self._authorized(_authorization(scope)):
+                await self.app(scope, receive, send)
+            else:
+                await send({"type": "websocket.close", "code": POLICY_VIOLATION})
+            return
+        if kind != "http":
+            raise RuntimeError(f"BearerAuth refuses ASGI scopes of type {kind!r}")
         if scope["method"] in ("GET", "HEAD"):
             path = route_path(scope)
             if path in self.open_paths or path.startswith(self.open_prefix):
                 await self.app(scope, receive, send)
                 return
-        given = b""
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                given = value
-                break
-        scheme, _, credentials = given.partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self.expected):
+        given = _authorization(scope)
+        if self._authorized(given):
             await self.app(scope, receive, send)
             return
         text = "A bearer token is required" if not given else "The bearer token is not valid"
@@ -62,3 +73,18 @@ class BearerAuth:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+    def _authorized(self, given: bytes) -> bool:
+        """Whether the Authorization header ``given`` carries the expected bearer token."""
+        scheme, _, credentials = given.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(
+            credentials.strip(), self.expected
+        )
+
+
+def _authorization(scope: Scope) -> bytes:
+    """The Authorization header (empty when absent)."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            return bytes(value)
+    return b""

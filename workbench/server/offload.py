@@ -15,8 +15,9 @@ places, each tried only when the one before would take too long:
    long scan: it starts with everything the thread built, and it cannot hold the server's
    interpreter lock, so cheap requests keep their latency while it runs.
 
-Beyond the budget, or ``seconds`` after the request was queued, it is a 422 ``too-costly``
-OperationOutcome (a child still running then is killed). Operations are pure (their only side
+Beyond the budget, or ``seconds`` after the request's input was received (``since``), it
+is a 422 ``too-costly`` OperationOutcome (a child still running then is killed); the answer
+comes at most ``GRACE`` (5%, at most 2 s) after the deadline. Operations are pure (their only side
 effects are caches of finished work), so a retry in the next place only repeats what was
 small.
 """
@@ -29,9 +30,9 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 from workbench.errors import TooCostlyError
@@ -40,8 +41,9 @@ from workbench.terminology import budget
 
 T = TypeVar("T")
 # A worker that overruns its deadline stops at its next step; the answer is not held for
-# longer than this after the deadline in any case.
-GRACE = 2.0
+# longer than this share of the deadline (at most MAX_GRACE seconds) after it in any case.
+GRACE = 0.05
+MAX_GRACE = 2.0
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,12 @@ class Limits:
     """The work limits of one request (see the module docstring). ``processes`` None means
     on where forking is safe (Linux). ``child_nice``: how much lower a child's scheduling
     priority is, so that when the processors are busy the server's cheap requests come
-    before a long scan."""
+    before a long scan.
+
+    Inline resources (``tx-resource``): at most ``tx_resources`` of them in one request, of at
+    most ``tx_resource_bytes`` (their JSON) together. A POSTed body larger than
+    ``loop_body_bytes`` is decoded and checked where the operation runs (a worker thread or a
+    child), never on the event loop."""
 
     steps: int = 5_000_000
     seconds: float = 30.0
@@ -59,6 +66,35 @@ class Limits:
     workers: int = 4
     processes: bool | None = field(default=None)
     child_nice: int = 10
+    tx_resources: int = 1_000
+    tx_resource_bytes: int = 5_000_000
+    loop_body_bytes: int = 65_536
+
+    @classmethod
+    def from_options(cls, options: Iterable[str]) -> Limits:
+        """Limits from ``NAME=VALUE`` texts (``server.py --limit``), e.g. ``seconds=10``,
+        ``tx_resources=200``; raise ValueError naming a bad one."""
+        known = {f.name: f.type for f in fields(cls) if f.name != "processes"}
+        changes: dict[str, Any] = {}
+        for option in options:
+            name, sep, text = option.partition("=")
+            name = name.strip()
+            if not sep or name not in known:
+                raise ValueError(
+                    f"--limit {option!r}: give NAME=VALUE, NAME one of {', '.join(known)}"
+                )
+            try:
+                number = float(text) if "float" in str(known[name]) else int(text)
+            except ValueError:
+                raise ValueError(f"--limit {option!r}: {text!r} is not a number") from None
+            if number <= 0 and name != "child_nice":
+                raise ValueError(f"--limit {option!r}: the value must be positive")
+            changes[name] = number
+        return replace(cls(), **changes)
+
+    def grace(self) -> float:
+        """How long after the deadline an answer may come at most."""
+        return min(MAX_GRACE, self.seconds * GRACE)
 
     def use_processes(self) -> bool:
         """Whether long scans go to a child process."""
@@ -109,12 +145,22 @@ class Offloader:
         self.limits = limits or Limits()
         self.processes = self.limits.use_processes()
 
-    async def run(self, job: Callable[[], T], *, blocking: bool = False) -> T:
+    async def run(
+        self,
+        job: Callable[[], T],
+        *,
+        blocking: bool = False,
+        since: float | None = None,
+        scan: bool = False,
+    ) -> T:
         """Run ``job`` (a pure call) and return its result; raise TooCostlyError beyond the
-        limits."""
+        limits. The deadline counts from ``since`` (a ``time.monotonic()`` value; default
+        now). ``scan``: the job is large and keeps nothing (decoding a large body), so it
+        goes straight to a child process when processes are used (its objects are made and
+        freed there, never holding the server's interpreter lock)."""
         limits = self.limits
-        building = True  # whether the thread should try first (builds last there)
-        if not blocking:
+        building = not scan  # whether the thread should try first (builds last there)
+        if not blocking and not scan:
             try:
                 trial = budget.Budget(
                     limits.inline_steps, inline=True, cpu_seconds=limits.inline_seconds
@@ -122,7 +168,7 @@ class Offloader:
                 return budget.run_limited(trial, job)
             except budget.WouldBlock as stopped:
                 building = stopped.building
-        queued = time.monotonic()
+        queued = time.monotonic() if since is None else since
         child = _Child()
 
         def in_worker() -> T:
@@ -149,7 +195,8 @@ class Offloader:
         future = asyncio.get_running_loop().run_in_executor(_pool(limits.workers), in_worker)
         future.add_done_callback(_retrieve)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), limits.seconds + GRACE)
+            left = queued + limits.seconds + limits.grace() - time.monotonic()
+            return await asyncio.wait_for(asyncio.shield(future), max(left, 0.0))
         except asyncio.TimeoutError:
             child.kill()
             raise TooCostlyError(

@@ -8,6 +8,7 @@ level and 404 for one that does not exist at all.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
@@ -22,14 +23,15 @@ from starlette.routing import Route
 from workbench import jsonio
 from workbench.errors import MethodNotAllowedError, UnknownOperationError
 from workbench.operations import Operation
-from workbench.operations.codec import build_output, parse_parameters, parse_query, query_items
+from workbench.operations.codec import build_output, parse_query, query_items
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server import search as fhir_search
+from workbench.server.bounds import post_inputs
 from workbench.server.dispatch import Answer
 from workbench.server.history_pages import instant, many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
 from workbench.server.prefix import public_base
-from workbench.server.responses import FHIR_JSON, fhir, outcome, read_json
+from workbench.server.responses import FHIR_JSON, fhir, outcome, read_body, read_json
 from workbench.server.store import ResourceStore, etag, etag_version, version_of
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -118,8 +120,10 @@ class OperationRoutes:
         raises a WorkbenchError."""
         definition = op.definition
         scope = request.scope
+        limits = self.offloader.limits
         # the query string is read once, straight from the scope (no QueryParams)
         query = query_items(scope["query_string"])
+        large: bytes | None = None  # a body decoded where the operation runs
         if scope["method"] == "GET":
             if definition.affects_state:
                 raise MethodNotAllowedError(
@@ -127,11 +131,14 @@ class OperationRoutes:
                 )
             inputs = parse_query(definition, query)
         else:
-            body = await read_json(request, self.max_body, empty_ok=True)
-            if body is None:  # a POST without a body is the operation without inputs
+            raw = await read_body(request, self.max_body, empty_ok=True)
+            if raw is None:  # a POST without a body is the operation without inputs
                 inputs = parse_query(definition, query)
+            elif len(raw) <= limits.loop_body_bytes:
+                inputs = post_inputs(definition, raw, limits)
             else:
-                inputs = parse_parameters(definition, body)
+                inputs, large = {}, raw
+        received = time.monotonic()  # the deadline counts from here
         rid = scope.get("path_params", {}).get("rid")
         resource = self.store.read(rtype, rid) if rid is not None and rtype else None
         wb = self.store.workbench
@@ -140,10 +147,13 @@ class OperationRoutes:
 
         def respond() -> bytes:
             # the answer is serialised where the work ran: a child process sends bytes back
-            outputs = op.run(wb, inputs, resource, accept_language=language)
+            given = inputs if large is None else post_inputs(definition, large, limits)
+            outputs = op.run(wb, given, resource, accept_language=language)
             return jsonio.dumps(build_output(definition, outputs), pretty=pretty)
 
-        return await self.offloader.run(respond, blocking=op.blocking)
+        return await self.offloader.run(
+            respond, blocking=op.blocking, since=received, scan=large is not None
+        )
 
     def _endpoint(self, op: Operation, rtype: str | None) -> Endpoint:
         async def endpoint(request: Request) -> Response:

@@ -358,6 +358,7 @@ class Query:
     elements: list[str] | None = None
     applied: list[tuple[str, str]] = field(default_factory=list)
     count_given: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     def run(self, resources: Iterable[Resource]) -> list[Resource]:
         """The matching resources, sorted as asked (else in store order)."""
@@ -444,19 +445,22 @@ def _result_parameter(query: Query, name: str, value: str, strict: bool) -> None
         query.elements = [e.strip() for e in value.split(",") if e.strip()]
     elif name == "_sort":
         known = SEARCH_PARAMETERS[query.rtype]
-        sort = []
+        sort, kept = [], []
         for item in (v.strip() for v in value.split(",") if v.strip()):
-            descending = item.startswith("-")
             param = known.get(item.lstrip("-"))
             if param is None or not param.sortable:
-                if not strict:
-                    return
-                sortable = [p.name for p in known.values() if p.sortable]
-                raise InvalidRequestError(
-                    f"Cannot sort {query.rtype} by '{item}' (sortable: {', '.join(sortable)})"
-                )
-            sort.append((param, descending))
+                sortable = ", ".join(p.name for p in known.values() if p.sortable)
+                text = f"Cannot sort {query.rtype} by '{item}' (sortable: {sortable})"
+                if strict:
+                    raise InvalidRequestError(text)
+                query.warnings.append(f"{text}; that sort key was ignored")
+                continue
+            sort.append((param, item.startswith("-")))
+            kept.append(item)
         query.sort = sort
+        if not kept:
+            return  # nothing applied: left out of the self link
+        value = ",".join(kept)
     query.applied.append((name, value))
 
 
@@ -498,6 +502,8 @@ def bundle(
     out: dict[str, Any] = {"resourceType": "Bundle", "type": "searchset", "total": total}
     if query.summary == "count":
         out["link"] = links
+        if query.warnings:
+            out["entry"] = [_outcome_entry(query.warnings)]
         return out
     page = found[offset : offset + count] if count else []
     if count:
@@ -520,7 +526,22 @@ def bundle(
             }
             for r in page
         ]
+    if query.warnings:
+        out["entry"] = [*out.get("entry", ()), _outcome_entry(query.warnings)]
     return out
+
+
+def _outcome_entry(warnings: list[str]) -> dict[str, Any]:
+    """What the search did not apply, as FHIR search asks: an OperationOutcome entry with
+    ``search.mode`` outcome (not counted in ``total``)."""
+    issues = [
+        {"severity": "warning", "code": "not-supported", "details": {"text": text}}
+        for text in warnings
+    ]
+    return {
+        "resource": {"resourceType": "OperationOutcome", "issue": issues},
+        "search": {"mode": "outcome"},
+    }
 
 
 def _link(type_url: str, query: Query, offset: int, with_count: bool) -> str:
