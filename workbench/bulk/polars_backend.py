@@ -26,20 +26,39 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from workbench.bulk_table import AnswerTable, State
+from workbench.bulk import pandas_backend
+from workbench.bulk.pandas_backend import check_columns
+from workbench.bulk.schema import VALIDATION
+from workbench.bulk.table import AnswerTable, State
 from workbench.errors import InvalidRequestError
-from workbench.report import COLUMNS
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from workbench.bulk import Checker
+    from workbench.bulk.checker import Checker
+    from workbench.bulk.jobs import TranslateColumn, ValidateColumn
 
 
-def is_polars(data: Any) -> bool:
+def handles(data: Any) -> bool:
     """Whether ``data`` is a polars DataFrame or Series (without importing polars)."""
     polars = sys.modules.get("polars")
     return polars is not None and isinstance(data, polars.DataFrame | polars.Series)
+
+
+def validate(job: ValidateColumn, data: Any) -> pl.DataFrame:
+    """``validate_column`` of polars data: natively with one system (or none given) and no
+    displays, else through the pandas backend on the same Arrow buffers."""
+    answered = validate_polars(
+        job.checker(), data, code=job.code, system=job.system, display=job.display
+    )
+    if answered is not None:
+        return answered
+    return from_pandas(pandas_backend.validate(job, to_pandas(data)))
+
+
+def translate(job: TranslateColumn, data: Any) -> pl.DataFrame:
+    """``translate_column`` of polars data, through the pandas backend."""
+    return from_pandas(pandas_backend.translate(job, to_pandas(data)))
 
 
 def to_pandas(data: Any) -> pd.Series | pd.DataFrame:
@@ -124,7 +143,7 @@ def _uniform(values: pl.Series) -> str | None:
 
 
 HASH_SEED = 20240611
-TEXTS = tuple(COLUMNS[1:])  # message, display, issue, system
+TEXTS = VALIDATION.texts  # message, display, issue, system
 SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
 CHUNK = 1 << 17  # rows per step of a lookup or of the result frame
 MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
@@ -304,7 +323,7 @@ def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
 
 
 def validate_codes(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
-    """The frame of COLUMNS for a String, Categorical or Enum column of codes of
+    """The frame of ``VALIDATION`` for a String, Categorical or Enum column of codes of
     ``system`` (None: codes without a system, each answered as the value set infers its
     system). Only the categories the rows hold are answered (a Categorical's categories
     may be shared with other columns)."""
@@ -324,16 +343,16 @@ def validate_codes(table: AnswerTable, values: pl.Series, system: str | None) ->
 
 
 def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | None) -> pl.DataFrame:
-    """The polars frame of COLUMNS: row ``i`` gets the answer at ``at[i]`` (``answers`` as
+    """The polars frame of ``VALIDATION``: row ``i`` gets the answer at ``at[i]`` (``answers`` as
     in ``Lookup``). ``system`` given: the same for every row (one Enum value, not repeated
     in memory); else each answer's own. Built in chunks of CHUNK rows, over a few threads
     (the columns are chunked alike)."""
     import polars as pl
 
     kind = pl.col("kind")
-    columns = [pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(COLUMNS[0])]
+    columns = [pl.when(kind & 3 != 0).then(kind & 3 == 2).alias("result")]
     for bit, name in enumerate(TEXTS):
-        if name == COLUMNS[-1] and system is not None:
+        if system is not None and VALIDATION.column(name).per_system:
             columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
         elif name in answers:
             texts = pl.lit(answers[name]).gather(pl.col("at"))
@@ -360,8 +379,6 @@ def validate_polars(
     """The answer for polars data with one system (or none given) and no displays; None
     otherwise (then the pandas algorithm answers)."""
     import polars as pl
-
-    from workbench.bulk import check_columns
 
     if isinstance(data, pl.Series):
         if display is not None:
