@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,13 @@ from workbench.bulk.schema import VALIDATION, Answers
 from workbench.bulk.suggest import Suggester
 from workbench.bulk.table import AnswerTable
 from workbench.errors import WorkbenchError
-from workbench.terminology.compose import NO_MATCH, Clause, CompiledValueSet, Match
+from workbench.terminology.compose import (
+    NO_MATCH,
+    UNUSABLE_CONTENT,
+    Clause,
+    CompiledValueSet,
+    Match,
+)
 from workbench.terminology.engine import Terminology
 from workbench.terminology.languages import Languages, requested
 from workbench.terminology.provider import CodeSystemProvider
@@ -39,6 +46,7 @@ Resolver = Callable[[str, "str | None"], "CodeSystemProvider | None"]
 Versions = Callable[[str], "list[str] | None"]
 MAX_FOREIGN = 64  # systems outside a value set whose answers are kept (per value set)
 Fast = dict[tuple[str, str], "str | None"]
+WHOLE_COLUMNS = {"code", "display", "abstract", "inactive"}  # of a concepts_frame, to be read
 
 
 def _weak(found: CodeSystemProvider | None) -> Callable[[], CodeSystemProvider | None]:
@@ -138,7 +146,10 @@ class Kept:
     @classmethod
     def of(cls, compiled: CompiledValueSet, abstract: bool) -> Kept:
         """Its plainly valid members and its expansion (raises WorkbenchError when the
-        value set cannot be expanded)."""
+        value set cannot be expanded): column-wise for whole release code systems."""
+        found = _whole_systems(compiled, abstract)
+        if found is not None:
+            return found
         return cls(fast_members(compiled, abstract), frozenset(compiled.member_index()))
 
     def __getstate__(self) -> dict[str, object]:
@@ -316,6 +327,48 @@ def fast_members(compiled: CompiledValueSet, abstract: bool) -> Fast:
             continue
         fast[key] = match.display or concept.display
     return fast
+
+
+def _whole_systems(compiled: CompiledValueSet, abstract: bool) -> Kept | None:
+    """``Kept.of`` for a value set that includes whole release code systems (nothing
+    listed, filtered, imported or excluded), read column-wise from their stores'
+    ``concepts_frame`` rather than expanded concept by concept: every concept is a member
+    (an inactive one only when the value set allows them), and a plainly valid one shows
+    its concept's display, as its expansion entry would. None for any other value set."""
+    providers = [c.cs for c in compiled.includes if c.system and _from_a_release(c)]
+    if (
+        compiled.excludes
+        or not compiled.includes
+        or len(providers) < len(compiled.includes)
+        or not all(compiled.takes_whole(str(c.system)) for c in compiled.includes)
+    ):
+        return None
+    kept = Kept()
+    members: set[tuple[str, str]] = set()
+    for cs in providers:
+        assert cs is not None
+        if cs.content in UNUSABLE_CONTENT or not cs.is_complete or not cs.enumerable:
+            return None  # expanding it fails: the engine says why
+        frame = cs.concepts_frame()
+        if frame is None or not set(frame.columns) >= WHOLE_COLUMNS:
+            return None
+        if cs.url in kept.fast_by_system:  # two versions of one system
+            return None
+        codes = frame["code"].to_numpy(dtype=object)
+        inactive = frame["inactive"].to_numpy(dtype=bool)
+        listed = codes if compiled.inactive_allowed else codes[~inactive]
+        plain = ~inactive & (abstract | ~frame["abstract"].to_numpy(dtype=bool))
+        shown = frame["display"].to_numpy(dtype=object)[plain]
+        members.update(zip(repeat(cs.url), listed.tolist()))
+        keys = zip(repeat(cs.url), codes[plain].tolist())
+        kept.fast.update(zip(keys, shown.tolist(), strict=False))
+        kept.member_by_system[cs.url] = pd.Index(listed, dtype=object, copy=False)
+        kept.fast_by_system[cs.url] = (
+            pd.Index(codes[plain], dtype=object, copy=False),
+            np.append(shown, None),
+        )
+    kept.members = frozenset(members)
+    return kept
 
 
 def _from_a_release(clause: Clause) -> bool:
