@@ -365,7 +365,7 @@ def _whole_systems(compiled: CompiledValueSet, abstract: bool) -> Kept | None:
         kept.member_by_system[cs.url] = pd.Index(listed, dtype=object, copy=False)
         kept.fast_by_system[cs.url] = (
             pd.Index(codes[plain], dtype=object, copy=False),
-            np.append(shown, None),
+            np.concatenate([shown, np.array([None], dtype=object)]),
         )
     kept.members = frozenset(members)
     return kept
