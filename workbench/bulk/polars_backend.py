@@ -178,10 +178,10 @@ class Lookup:
     is in the first level where its slot was free (position 0, the missing answer, is never
     in a slot; ``hashes[0]`` is the hash of ""). A hash only proposes a position: the row's
     string is then compared with the code there (``codes``).
-    ``answers`` holds, per answer, its texts (``message``, ``display``, ``issue``,
-    ``system``: ``Enum`` columns without nulls; a column no answer has is left out) and
-    ``kind``, a byte: the result (0 NA, 1 false, 2 true) and one bit per text that is null
-    (``4 << i`` for ``TEXTS[i]``).
+    ``answers`` holds, per answer, its texts (the text columns of ``VALIDATION``: ``Enum``
+    columns without nulls; a column no answer has is left out), its counts (if the schema
+    has any) and ``kind``, a byte: the result (0 NA, 1 false, 2 true) and one bit per text
+    that is null (``4 << i`` for ``TEXTS[i]``).
     """
 
     codes: pl.Series
@@ -233,6 +233,9 @@ def _build(state: State) -> Lookup:
             labels = pl.Series(name, texts, dtype=pl.String)
             enum = labels.cast(pl.Enum(labels))
             answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
+    for column in VALIDATION.columns:
+        if column.kind == "count":
+            answers[column.name] = pl.Series(column.name, state.answers[column.name])
     answers["kind"] = pl.Series("kind", kind)
     null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
     null_apart = not bool((hashes[1:] == null).any())
@@ -350,12 +353,18 @@ def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | Non
     import polars as pl
 
     kind = pl.col("kind")
-    columns = [pl.when(kind & 3 != 0).then(kind & 3 == 2).alias("result")]
-    for bit, name in enumerate(TEXTS):
-        if system is not None and VALIDATION.column(name).per_system:
+    columns = []
+    for column in VALIDATION.columns:
+        name = column.name
+        if column.kind == "result":
+            columns.append(pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(name))
+        elif column.kind == "count":
+            columns.append(pl.lit(answers[name]).gather(pl.col("at")).alias(name))
+        elif system is not None and column.per_system:
             columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
         elif name in answers:
             texts = pl.lit(answers[name]).gather(pl.col("at"))
+            bit = TEXTS.index(name)
             columns.append(pl.when(kind & (4 << bit) == 0).then(texts).alias(name))
         else:  # no answer has a text here
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))

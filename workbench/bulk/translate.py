@@ -79,7 +79,8 @@ class ColumnTranslator:
     reverse: bool = False
 
     def __post_init__(self) -> None:
-        self.candidates = candidate_maps(list(self.maps), url=self.url, reverse=self.reverse)
+        self._maps = list(self.maps)
+        self.candidates = candidate_maps(self._maps, url=self.url, reverse=self.reverse)
         self._systems: dict[str, bool] = {}
         self._displays: dict[tuple[str, str], str | None] = {}
         self.tables: dict[str | None, AnswerTable] = {}
@@ -102,7 +103,7 @@ class ColumnTranslator:
         return strongest(
             translate_code(
                 self.candidates,
-                list(self.maps),
+                self._maps,
                 code=code,
                 system=system,
                 target_system=self.target_system,
