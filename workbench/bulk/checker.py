@@ -16,13 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from workbench.bulk.schema import VALIDATION, Answers
-from workbench.bulk.suggest import Suggester
 from workbench.bulk.table import AnswerTable
 from workbench.errors import WorkbenchError
 from workbench.terminology.compose import (
@@ -41,6 +40,9 @@ from workbench.terminology.validation import (
     non_members,
     validate_in_valueset,
 )
+
+if TYPE_CHECKING:
+    from workbench.bulk.suggest import Suggester
 
 Resolver = Callable[[str, "str | None"], "CodeSystemProvider | None"]
 Versions = Callable[[str], "list[str] | None"]
@@ -452,7 +454,9 @@ def make_shippable_checker(
 def make_suggester(engine: Terminology, valueset: str | Mapping[str, Any]) -> Suggester:
     """The "did you mean" source for a column report over ``valueset``: its members by code
     system (when it can be expanded), else whole code systems, and every loaded code system
-    URL with its title (for unknown systems). Nothing is computed before it is asked."""
+    URL with its title (for unknown systems). Nothing is computed before it is asked
+    (rapidfuzz is imported then)."""
+    from workbench.bulk.suggest import Suggester
 
     def members() -> dict[str, list[tuple[str, str | None]]] | None:
         found: dict[str, list[tuple[str, str | None]]] = {}

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.bulk.checker import Checker, make_checker, make_shippable_checker, make_suggester
-from workbench.bulk.suggest import Suggester
 from workbench.bulk.translate import ColumnTranslator
 from workbench.terminology.engine import Terminology
 from workbench.terminology.service import EngineService
+
+if TYPE_CHECKING:
+    from workbench.bulk.suggest import Suggester
 
 
 @dataclass(frozen=True)
