@@ -127,6 +127,11 @@ NOT_LOADED_POOL = 2_000
 # value set, the codes being ICD-10-CM's).
 SYSTEM_KINDS = ("icd-10-cm", "lab", "finding", "not-loaded", "no-system")
 SYSTEM_SHARES = (0.80, 0.08, 0.04, 0.04, 0.04)
+# First use: ICD-10-CM loaded from its tabular XML (the release cache built beforehand), the
+# first validate_column of a process against all of it.
+ICD10CM = "http://hl7.org/fhir/sid/icd-10-cm"
+FIRST_USE_ROWS = 200_000
+FIRST_USE_KINDS = ("call", "baseline")
 
 
 # --- helpers ----------------------------------------------------------------------------
@@ -480,6 +485,79 @@ def run_child(dtype: str, rows: int) -> dict[str, Any]:
         raise RuntimeError(f"memory child failed ({done.returncode}):\n{done.stderr}")
     found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return found
+
+
+# --- first use ---------------------------------------------------------------------------
+
+
+def _tabular_xml() -> Path:
+    """The CMS tabular XML shipped in ``simple-icd-10-cm`` (found without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("simple_icd_10_cm")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("simple-icd-10-cm is not installed")
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    return sorted(data.glob("*tabular*.xml"))[0]
+
+
+def first_use_child(kind: str, cache: str) -> None:
+    """In a fresh process: open ICD-10-CM from the release cache, then time the first
+    ``validate_column`` of FIRST_USE_ROWS rows against ``?fhir_vs`` (``call``; a second
+    call too), or the bare membership test from the same cold start (``baseline``: the
+    code column of ``wb.concepts`` as a set, then ``isin``). Prints one JSON line."""
+    wb = Workbench()
+    wb.load_release(_tabular_xml(), cache_dir=cache, progress=False)
+    listed = sorted((_tabular_xml().parent / "code-list-April-2026.txt").read_text().split())
+    pool = np.array(
+        [c if len(c) <= 3 else f"{c[:3]}.{c[3:]}" for c in listed] + ["XX1", " E11.9"],
+        dtype=object,
+    )
+    rows = pd.Series(pool[np.random.default_rng(SEED).integers(0, len(pool), FIRST_USE_ROWS)])
+    rows = rows.astype("str")
+    gc.collect()
+    t0 = time.perf_counter()
+    if kind == "call":
+        wb.validate_column(rows, f"{ICD10CM}?fhir_vs", system=ICD10CM)
+    else:
+        rows.isin(set(wb.concepts(ICD10CM)["code"].tolist()))
+    t1 = time.perf_counter()
+    if kind == "call":
+        wb.validate_column(rows, f"{ICD10CM}?fhir_vs", system=ICD10CM)
+    print(json.dumps({"first": t1 - t0, "second": time.perf_counter() - t1}))
+
+
+def bench_first_use(repeat: int) -> None:
+    """The first use figure: children alternating call and baseline, medians."""
+    import tempfile
+
+    header(f"first use: ICD-10-CM release, {FIRST_USE_ROWS:,} rows, fresh processes")
+    with tempfile.TemporaryDirectory(prefix="bench-bulk-icd10cm-") as cache:
+        t0 = time.perf_counter()
+        Workbench().load_release(_tabular_xml(), cache_dir=cache, progress=False)
+        print(f"release cache built in {time.perf_counter() - t0:.2f} s (not timed below)")
+        times: dict[str, list[float]] = {k: [] for k in FIRST_USE_KINDS}
+        second: list[float] = []
+        for _ in range(repeat):
+            for kind in FIRST_USE_KINDS:
+                child = [str(Path(__file__).resolve()), "--first-use-child", kind]
+                done = subprocess.run(
+                    [sys.executable, *child, "--cache", cache],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                found = json.loads(done.stdout.strip().splitlines()[-1])
+                times[kind].append(found["first"])
+                if kind == "call":
+                    second.append(found["second"])
+    call, base = statistics.median(times["call"]), statistics.median(times["baseline"])
+    print(
+        f"first validate_column against {ICD10CM}?fhir_vs: {call:.3f} s median "
+        f"({runs(times['call'])}), second call {statistics.median(second):.3f} s; baseline "
+        f"(cold: the codes as a set, then isin) {base:.3f} s ({runs(times['baseline'])}); "
+        f"ratio {call / base:.2f}"
+    )
 
 
 def report_child(found: dict[str, Any]) -> float:
@@ -1102,10 +1180,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="only the frame whose system column holds several systems",
     )
+    parser.add_argument("--first-use-only", action="store_true", help="only the first-use figure")
     parser.add_argument("--child-memory", choices=DTYPES, help=argparse.SUPPRESS)
+    parser.add_argument("--first-use-child", choices=FIRST_USE_KINDS, help=argparse.SUPPRESS)
+    parser.add_argument("--cache", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_memory:
         child_memory(args.child_memory, args.rows)
+        return
+    if args.first_use_child:
+        first_use_child(args.first_use_child, args.cache)
+        return
+    if args.first_use_only:
+        bench_first_use(args.repeat)
         return
     if args.repeat < 5:
         parser.error("--repeat must be at least 5 (medians of >= 5 runs)")
@@ -1150,6 +1237,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     mixed_results.clear()
     mixed_frames.clear()
     figures += mixed_figures
+    bench_first_use(args.repeat)
 
     header("summary")
     print(

@@ -31,9 +31,10 @@ from workbench import (
     ValidationSummary,
     ValueSetNotFoundError,
     Workbench,
-    bulk,
     current,
 )
+from workbench.bulk import checker, pandas_backend
+from workbench.bulk import encoding as bulk_encoding
 
 VALUESETS = Path(__file__).resolve().parent.parent / "valuesets"
 DEMO = "http://example.org/fhir/CodeSystem/workbench-demo"
@@ -847,10 +848,10 @@ def test_object_column_of_fresh_strings(
     base: list[Any] = ["office", " office", "video", "bogus", None, "", np.nan, *extra]
     rows = [base[i % len(base)] for i in range(20_000)]
     data = pd.Series([_fresh(v) for v in rows], dtype=object)
-    found = bulk.code_column(data)[1]
-    assert isinstance(found, pa.Array if encoding == "arrow" else bulk.Objects)
-    shared = bulk.code_column(pd.Series(rows, dtype=object))[1]
-    assert isinstance(shared, bulk.Objects)  # one object per distinct code: grouped
+    found = bulk_encoding.code_column(data)[1]
+    assert isinstance(found, pa.Array if encoding == "arrow" else bulk_encoding.Objects)
+    shared = bulk_encoding.code_column(pd.Series(rows, dtype=object))[1]
+    assert isinstance(shared, bulk_encoding.Objects)  # one object per distinct code: grouped
 
     def text(value: Any) -> Any:
         if isinstance(value, (int, float)) and not pd.isna(value):
@@ -897,7 +898,7 @@ def test_codes_without_a_system_are_answered_once(wb: Workbench) -> None:
         for c, s in zip(codes, data["s"].tolist(), strict=True)
     ]
     assert rows_of(wb.validate_column(data, MARITAL, code="c", system="s")) == expected
-    kept = bulk.make_checker(wb, MARITAL, False).tables[None].state.codes.tolist()
+    kept = checker.make_checker(wb.terminology, MARITAL, False).tables[None].state.codes.tolist()
     assert sorted(kept) == sorted(["", "M", "S", "bogus", " S"])
     assert rows_of(wb.validate_column(data, MARITAL, code="c", system="s")) == expected
 
@@ -1104,8 +1105,8 @@ def test_errors(
         def boom(*args: Any, **kwargs: Any) -> Any:
             raise AssertionError("the data was looked at before the value set")
 
-        monkeypatch.setattr(bulk, "validate_pandas", boom)
-        monkeypatch.setattr(bulk, "prepare", boom)
+        monkeypatch.setattr(pandas_backend, "validate_pandas", boom)
+        monkeypatch.setattr(pandas_backend, "prepare", boom)
     with pytest.raises(error) as caught:
         default_wb.validate_column(data, valueset, **kwargs)
     assert text in str(caught.value)

@@ -28,7 +28,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from workbench import InvalidRequestError, ValueSetNotFoundError, Workbench
-from workbench.bulk import Checker
+from workbench.bulk.checker import Checker
 
 ACT_CODE = "http://terminology.hl7.org/CodeSystem/v3-ActCode"
 # a subset of v3-ActCode picked by the hierarchy (is-a _ActCoverageTypeCode)
@@ -257,7 +257,7 @@ def test_checker_is_shipped_once(
             assert len(holders[key]) == 2  # broadcast: one copy on each worker
 
             def checker_keys(dask_worker: Any) -> list[Any]:
-                from workbench.bulk import Checker as WorkerChecker
+                from workbench.bulk.checker import Checker as WorkerChecker
 
                 return [k for k, v in dask_worker.data.items() if isinstance(v, WorkerChecker)]
 

@@ -82,7 +82,7 @@ def test_polars_codes_without_a_system_are_answered_natively(
 ) -> None:
     """No system given, a value set of several systems: each row as validate_code infers
     its system (the system column too), without going through pandas."""
-    from workbench import bulk_polars
+    from workbench.bulk import polars_backend as bulk_polars
 
     def refuse(data: Any) -> Any:
         raise AssertionError("went through pandas")
@@ -180,7 +180,7 @@ KINDS = ["String", "Categorical", "Enum"]
 def test_polars_series_equals_pandas_row_for_row(
     big: Workbench, kind: str, chunk: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from workbench import bulk_polars
+    from workbench.bulk import polars_backend as bulk_polars
 
     if chunk is not None:  # many chunks (and a last short one) per lookup and result
         monkeypatch.setattr(bulk_polars, "CHUNK", chunk)
@@ -253,7 +253,7 @@ def test_polars_frame_whose_system_differs_in_one_late_row(
 ) -> None:
     """The system column is compared chunk by chunk over threads: one other value in a
     late chunk sends the frame to the pandas algorithm, whose rows it must equal."""
-    from workbench import bulk_polars
+    from workbench.bulk import polars_backend as bulk_polars
 
     monkeypatch.setattr(bulk_polars, "CHUNK", 64)
     values = mixed_codes(2000, seed=3)
@@ -299,10 +299,11 @@ def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
     """Every code the table holds is found by its hash slots, none through
     the fallback; a code it does not hold (a padded one too) is lost, a null and "" are the
     missing answer."""
-    from workbench import bulk, bulk_polars
+    from workbench.bulk import checker
+    from workbench.bulk import polars_backend as bulk_polars
 
     big.validate_column(pl.Series(BIG_CODES), BIG_VS, system=BIG)
-    state = bulk.make_checker(big, BIG_VS, False).table(BIG).state
+    state = checker.make_checker(big.terminology, BIG_VS, False).table(BIG).state
     found = bulk_polars.lookup(state)
     codes = pl.Series(list(state.codes[1:]), dtype=pl.String)
     position, lost = bulk_polars.find(found, codes)
@@ -324,7 +325,7 @@ def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
 def test_polars_categories_no_row_holds_are_not_answered(big: Workbench, kind: str) -> None:
     """Categories shared with other columns (or an Enum's unused ones) are not validated
     nor kept as codes: only what the rows hold."""
-    from workbench import bulk
+    from workbench.bulk import checker
 
     junk = [f"junk {kind} {i}" for i in range(50)]
     rows = [BIG_CODES[7], BIG_CODES[8], None] * 100
@@ -335,7 +336,7 @@ def test_polars_categories_no_row_holds_are_not_answered(big: Workbench, kind: s
         dtype = pl.Enum([*junk, BIG_CODES[7], BIG_CODES[8]])
     got = big.validate_column(pl.Series(rows, dtype=dtype), BIG_VS, system=BIG)
     assert got["result"].to_list() == [False, True, None] * 100
-    kept = set(bulk.make_checker(big, BIG_VS, False).table(BIG).state.codes)
+    kept = set(checker.make_checker(big.terminology, BIG_VS, False).table(BIG).state.codes)
     assert not kept & set(junk)
     if kind == "Categorical":  # the junk was there all along, sharing the categories
         assert other.to_physical().to_list() == list(range(50))
@@ -356,7 +357,7 @@ def test_polars_non_text_codes_are_read_as_pandas_reads_them(
 
 
 def _doubled_in_a_child() -> list[int]:
-    from workbench.bulk_polars import in_parallel
+    from workbench.bulk.polars_backend import in_parallel
 
     return in_parallel(lambda start: start * 2, range(0, 50, 10))
 
@@ -366,7 +367,7 @@ def test_the_thread_pool_is_kept_and_a_forked_child_starts_its_own() -> None:
     (the server forks for long scans) does not wait on threads it does not have."""
     import multiprocessing
 
-    from workbench import bulk_polars
+    from workbench.bulk import polars_backend as bulk_polars
 
     assert bulk_polars.in_parallel(lambda start: start * 2, range(0, 50, 10)) == [0, 20, 40, 60, 80]
     if bulk_polars._cores() > 1:
@@ -380,7 +381,7 @@ def test_the_thread_pool_is_kept_and_a_forked_child_starts_its_own() -> None:
 def test_polars_categorical_among_many_other_categories(big: Workbench) -> None:
     """polars' categories are shared by every Categorical column of the process: only the
     ids this column's rows hold are looked up, however many others there are."""
-    from workbench import bulk_polars
+    from workbench.bulk import polars_backend as bulk_polars
 
     others = pl.Series([f"elsewhere {i}" for i in range(20_000)], dtype=pl.Categorical)
     values = [BIG_CODES[5], None, "made-up", BIG_CODES[5], BIG_CODES[6]]

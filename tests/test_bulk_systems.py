@@ -21,7 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench import Workbench, bulk, bulk_systems
+from workbench import Workbench
+from workbench.bulk import checker as bulk_checker
+from workbench.bulk import encoding
+from workbench.bulk import systems as bulk_systems
 
 LAB = "http://example.org/fhir/CodeSystem/bulk-systems-lab"
 DX = "http://example.org/fhir/CodeSystem/bulk-systems-dx"
@@ -252,7 +255,7 @@ def test_fresh_object_strings(mixed_wb: Workbench) -> None:
     sample that decides it): both are read as Arrow strings, every row still right."""
     rows = [EDGE_ROWS[i % len(EDGE_ROWS)] for i in range(20_000)]
     data = frame(rows, "object", fresh=True)
-    assert not bulk.shares_objects(np.asarray(data["system"], dtype=object))
+    assert not encoding.shares_objects(np.asarray(data["system"], dtype=object))
     report = mixed_wb.validate_column(data, VS, code="code", system="system")
     assert rows_of(report) == expected_rows(mixed_wb, rows)
 
@@ -277,7 +280,7 @@ def test_numbers_and_categories_of_numbers(mixed_wb: Workbench) -> None:
 
 def test_many_unknown_systems(mixed_wb: Workbench) -> None:
     """More systems outside the value set than are kept (the rest answered per call)."""
-    count = bulk.MAX_FOREIGN + 6
+    count = bulk_checker.MAX_FOREIGN + 6
     rows = [("A01", f"http://example.org/unknown/{i % count}") for i in range(3 * count)]
     rows += [("A01", DX), ("X9", OTHER)]
     data = frame(rows, "object")
@@ -339,13 +342,13 @@ def test_work_per_distinct_pair(dtype: str, monkeypatch: pytest.MonkeyPatch) -> 
     set too)."""
     wb = loaded()
     checks: list[tuple[Any, Any]] = []
-    real = bulk.validate_in_valueset
+    real = bulk_checker.validate_in_valueset
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         checks.append((kwargs.get("system"), kwargs.get("code")))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(bulk, "validate_in_valueset", counted)
+    monkeypatch.setattr(bulk_checker, "validate_in_valueset", counted)
     rows = [EDGE_ROWS[i % len(EDGE_ROWS)] for i in range(5_000)]
     data = frame(rows, dtype)
     report = wb.validate_column(data, VS, code="code", system="system")
@@ -429,13 +432,13 @@ def test_kept_answers_hold_no_replaced_code_system_and_pickle_without_them() -> 
     data = frame(rows, "str")
     wb.validate_column(data, VS, code="code", system="system")
     old = weakref.ref(wb.terminology.codesystem(OTHER))
-    checker = bulk.make_checker(wb, VS, False)
-    assert OTHER in checker.foreign and checker.foreign[OTHER][0]() is old()
-    shippable = bulk.make_shippable_checker(wb, VS, False)
+    checker = bulk_checker.make_checker(wb.terminology, VS, False)
+    assert OTHER in checker.kept.foreign and checker.kept.foreign[OTHER][0]() is old()
+    shippable = bulk_checker.make_shippable_checker(wb.terminology, VS, False)
     shippable.table(OTHER)
-    assert OTHER in shippable.foreign
+    assert OTHER in shippable.kept.foreign
     shipped = pickle.loads(pickle.dumps(shippable))
-    assert shipped.foreign == {} and shipped.tables.keys() == shippable.tables.keys()
+    assert shipped.kept.foreign == {} and shipped.tables.keys() == shippable.tables.keys()
     del checker, shippable, shipped
     replacement = {
         "resourceType": "CodeSystem",

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.test_conceptmap import ALL, MAIN, A, B
 from workbench import Workbench
-from workbench.bulk_translate import COLUMNS, strongest
+from workbench.bulk.translate import COLUMNS, strongest
 
 
 @pytest.fixture(scope="module")

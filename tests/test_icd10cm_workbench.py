@@ -171,6 +171,25 @@ def test_validate_column_matches_rows(wb: Workbench) -> None:
     assert list(everything["result"]) == [True, True, True, False, True]
 
 
+@pytest.mark.parametrize("abstract", [False, True])
+@pytest.mark.parametrize("url", [ALL, ISA_VS])
+def test_validate_column_equals_validate_code_on_every_row(
+    wb: Workbench, url: str, abstract: bool
+) -> None:
+    """Members answered from the expansion entries (``plain_entries``) say what the full
+    check says: result, message, display, issue and system, row for row."""
+    codes = [
+        *wb.concepts(ICD)["code"].iloc[::997].tolist(),
+        *["A00", "A00.0", "A00.1", "A00.9", "1", "A00-A09", "A01.0", "nope", " A00.0"],
+    ]
+    report = wb.validate_column(pd.Series(codes), url, system=ICD, abstract=abstract)
+    for code, row in zip(codes, report.itertuples(index=False), strict=True):
+        single = wb.validate_code(url, code=code, system=ICD, abstract=abstract)
+        got = [None if pd.isna(v) else v for v in row]
+        expected = [single.result, single.message, single.display, single.issue, single.system]
+        assert got == expected, code
+
+
 @pytest.mark.parametrize("grouper", ["1", "A00-A09"])
 def test_grouper_valid_only_when_abstract_allowed(wb: Workbench, grouper: str) -> None:
     assert not wb.validate_code(ALL, code=grouper, system=ICD).result

@@ -38,27 +38,34 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _module_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+def _module_level_imports(
+    tree: ast.Module, *, in_functions: bool = False
+) -> Iterator[ast.Import | ast.ImportFrom]:
     """Imports that run (or that a type checker follows) when the module is imported: at
     module level, in class bodies and in ``if TYPE_CHECKING:`` / ``try`` blocks, but not
-    inside functions (a lazy import there is how the facade reaches the server)."""
+    inside functions (a lazy import there is how the facade reaches the server), unless
+    ``in_functions``."""
     todo: list[ast.AST] = list(tree.body)
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        elif in_functions or not isinstance(
+            node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+        ):
             for field in ("body", "orelse", "finalbody", "handlers"):
                 todo += [n for n in getattr(node, field, None) or () if isinstance(n, ast.AST)]
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package modules it imports (``from pkg import mod`` counts as mod)."""
+def import_graph(*, in_functions: bool = False) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (``from pkg import mod`` counts as mod;
+    ``in_functions``: imports inside functions too)."""
     modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         edges: set[str] = set()
-        for node in _module_level_imports(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        for node in _module_level_imports(tree, in_functions=in_functions):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -122,6 +129,21 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_package_has_no_import_cycle() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_bulk_is_in_no_import_cycle_even_through_functions() -> None:
+    """The bulk package takes the engine as arguments: no import of the facade (or of the
+    package, which pulls it in) anywhere in it, lazy ones included, and no cycle through
+    it."""
+    graph = import_graph(in_functions=True)
+    bulk = {name for name in graph if name.startswith("workbench.bulk")}
+    assert "workbench.bulk.dispatch" in bulk
+    for name in bulk:
+        assert not graph[name] & {"workbench.workbench", "workbench"}, name
+        assert not any(
+            e.startswith(("workbench.notebook", "workbench.server")) for e in graph[name]
+        )
+    assert [c for c in cycles(graph) if bulk & set(c)] == []
 
 
 def test_operations_and_server_take_the_engine_through_the_interface() -> None:

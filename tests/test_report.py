@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from workbench import Workbench
-from workbench.report import CodeTable, log_scale, visible
-from workbench.suggest import CodeIndex, nearest_urls
+from workbench.bulk.report import CodeTable, log_scale, visible
+from workbench.bulk.suggest import CodeIndex, nearest_urls
 
 GENDER = "http://hl7.org/fhir/ValueSet/administrative-gender"
 GENDER_CS = "http://hl7.org/fhir/administrative-gender"

@@ -22,7 +22,7 @@ from distributed import Client, LocalCluster
 
 from tests.test_conceptmap import ALL, MAIN, A
 from workbench import InvalidRequestError, Workbench
-from workbench.bulk_translate import COLUMNS
+from workbench.bulk.translate import COLUMNS
 from workbench.terminology.conceptmap import ConceptMapNotFoundError
 
 GENDER = "http://hl7.org/fhir/administrative-gender"

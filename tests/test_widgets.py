@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 from workbench import Workbench
+from workbench.bulk.report import ValidationFrame
 from workbench.errors import (
     CodeSystemNotFoundError,
     ImportCycleError,
@@ -39,7 +40,6 @@ from workbench.notebook import (
     ValueSetBrowser,
     views,
 )
-from workbench.report import ValidationFrame
 
 DEMO = "http://example.org/fhir/CodeSystem/workbench-demo"
 DEMO_VS = "http://example.org/fhir/ValueSet/"

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from workbench.bulk.report import ValidationFrame, ValidationSummary
 from workbench.errors import (
     CodeSystemNotFoundError,
     ImportCycleError,
@@ -24,7 +25,6 @@ from workbench.errors import (
 from workbench.frames import CodeSystem, codesystem_from_frame
 from workbench.loading import LoadSummary
 from workbench.notebook import accessor as _accessor  # noqa: F401  (registers .fhir)
-from workbench.report import ValidationFrame, ValidationSummary
 from workbench.terminology.expansion import Expansion
 from workbench.terminology.validation import Issue, ValidationResult
 from workbench.workbench import Workbench, current

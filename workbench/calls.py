@@ -71,7 +71,7 @@ class TerminologyCalls:
     service: EngineService
 
     def _add_hint(self, exc: ValueSetNotFoundError | CodeSystemNotFoundError) -> None:
-        from workbench.suggest import url_hint
+        from workbench.bulk.suggest import url_hint
 
         kind = "ValueSet" if isinstance(exc, ValueSetNotFoundError) else "CodeSystem"
         known = {

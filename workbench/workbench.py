@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
-from workbench import collector, frames, loading, packages
+from workbench import bulk, collector, frames, loading, packages
 from workbench.calls import TerminologyCalls, hinting
 from workbench.errors import (
     InvalidRequestError,
@@ -258,26 +258,8 @@ class Workbench(TerminologyCalls):
         >>> back[["target_system", "target_code"]].values.tolist()
         [['http://ex/a', '1']]
         """
-        from workbench import bulk_dask, bulk_polars
-        from workbench.bulk_translate import ColumnTranslator, translate_pandas
-
-        if bulk_polars.is_polars(data):
-            result = self.translate_column(
-                bulk_polars.to_pandas(data),
-                url,
-                code=code,
-                system=system,
-                target_system=target_system,
-                reverse=reverse,
-            )
-            return bulk_polars.from_pandas(result)
-        if bulk_dask.is_dask(data):
-            from workbench.bulk_translate_dask import translate_dask
-
-            translator = ColumnTranslator(self, url, target_system=target_system, reverse=reverse)
-            return translate_dask(translator, data, code=code, system=system)
-        return translate_pandas(
-            self,
+        return bulk.translate_column(
+            self.service,
             data,
             url,
             code=code,
@@ -348,44 +330,15 @@ class Workbench(TerminologyCalls):
         >>> report["result"].tolist(), report.reason.tolist()
         ([True, False, <NA>], ['valid', 'unknown-code', 'missing'])
         """
-        from workbench import bulk, bulk_dask, bulk_polars, report
-
-        if bulk_polars.is_polars(data):
-            answered = bulk_polars.validate_polars(
-                bulk.make_checker(self, valueset, abstract),
-                data,
-                code=code,
-                system=system,
-                display=display,
-            )
-            if answered is not None:
-                return answered
-            result = self.validate_column(
-                bulk_polars.to_pandas(data),
-                valueset,
-                code=code,
-                system=system,
-                display=display,
-                abstract=abstract,
-            )
-            return bulk_polars.from_pandas(result)
-        if bulk_dask.is_dask(data):
-            checker = bulk.make_shippable_checker(self, valueset, abstract)
-            return bulk_dask.validate_dask(
-                checker, data, code=code, system=system, display=display, progress=progress
-            )
-        checker = bulk.make_checker(self, valueset, abstract)
-        if isinstance(data, pd.DataFrame):  # a missing column is a KeyError naming the others
-            bulk.check_columns(list(data.columns), code=code, system=system, display=display)
-        codes = data[code] if isinstance(data, pd.DataFrame) and code is not None else data
-        texts = bulk.code_column(codes) if isinstance(codes, pd.Series) else None
-        frame = bulk.validate_pandas(
-            checker, data, code=code, system=system, display=display, texts=texts
-        )
-        return report.to_report(
-            frame,
-            bulk.checked_codes(texts[0] if texts is not None else codes),
-            suggester=bulk.make_suggester(self, valueset),
+        return bulk.validate_column(
+            self.terminology,
+            data,
+            valueset,
+            code=code,
+            system=system,
+            display=display,
+            abstract=abstract,
+            progress=progress,
         )
 
     # --- serving ----------------------------------------------------------------------

@@ -181,11 +181,11 @@ class CodeValidator(w.VBox):
         """A likely intended code for a failing one (never applied)."""
         if result.result or result.issue not in ("unknown-code", "not-in-vs", "unknown-system"):
             return None
-        from workbench.bulk import make_suggester
+        from workbench.bulk.checker import make_suggester
 
         url = str(self.valueset.value)
         if url not in self._suggesters:
-            self._suggesters[url] = make_suggester(self.wb, url)
+            self._suggesters[url] = make_suggester(self.wb.terminology, url)
         system = result.system or (self.system.value.strip() or None)
         return self._suggesters[url](system, result.code, result.issue)
 
@@ -193,7 +193,7 @@ class CodeValidator(w.VBox):
 def _with_hint(wb: Workbench, exc: WorkbenchError) -> str:
     """An engine error's text, with "Did you mean …?" for an unknown value set or code
     system URL."""
-    from workbench.suggest import url_hint
+    from workbench.bulk.suggest import url_hint
 
     hint = None
     if isinstance(exc, ValueSetNotFoundError):

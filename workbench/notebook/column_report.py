@@ -12,9 +12,9 @@ import ipywidgets as w
 import pandas as pd
 from itables.widget import ITable
 
+from workbench.bulk.report import EXPORTS, ValidationFrame, VegaLite, visible
 from workbench.errors import InvalidRequestError
 from workbench.notebook import views
-from workbench.report import EXPORTS, ValidationFrame, VegaLite, visible
 
 ALL = "all failures"
 FORMATS = [("CSV", "csv"), ("Excel", "xlsx"), ("Parquet", "parquet")]
@@ -181,7 +181,7 @@ class ColumnReport(w.VBox):
     def export(self, fmt: str | None = None, what: str | None = None) -> bytes:
         """The chosen table (distinct codes as filtered, or failing rows as filtered) as
         ``csv``, ``xlsx`` or ``parquet`` bytes; codes exactly as given."""
-        from workbench.report import export_frame
+        from workbench.bulk.report import export_frame
 
         fmt = fmt or self.export_format.value
         what = what or self.export_what.value

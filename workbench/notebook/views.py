@@ -109,21 +109,21 @@ def expansion_table(frame: pd.DataFrame) -> str:
 
 def visible_text(code: Any) -> str:
     """A code as plain text with odd whitespace made visible (for labels)."""
-    from workbench.report import visible
+    from workbench.bulk.report import visible
 
     return "" if blank(code) else str(visible(code))
 
 
 def code_html(code: Any) -> str:
     """A code for showing: escaped, odd whitespace made visible (``␣``, ``⇥`` …)."""
-    from workbench.report import visible
+    from workbench.bulk.report import visible
 
     return esc(visible(code))
 
 
 def result_html(result: Any, suggestion: Any = None) -> str:
     """A validation result, coloured: green valid, amber valid with a warning, red invalid;
-    with "did you mean …?" when a ``suggestion`` (a workbench.suggest.Suggestion) is given."""
+    with "did you mean …?" when a ``suggestion`` (a workbench.bulk.suggest.Suggestion) is given."""
     if result.result:
         colour, word = (AMBER, "valid, with a warning") if result.issues else (GREEN, "valid")
     else:

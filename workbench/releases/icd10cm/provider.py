@@ -28,6 +28,10 @@ INCLUSION_USE = {
 class Icd10cmProvider(CodeSystemIndex):
     """ICD-10-CM concepts by code, made on demand from a store (``store.build``)."""
 
+    #: its concepts are active, with no status (a tabular list has neither), and their
+    #: display is the store's: an expansion entry says all that validation says
+    plain_entries = True
+
     def __init__(self, store: Store, *, version: str | None = None) -> None:
         self.store = store
         self.folder = store.path

@@ -26,20 +26,39 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from workbench.bulk_table import AnswerTable, State
+from workbench.bulk import pandas_backend
+from workbench.bulk.pandas_backend import check_columns
+from workbench.bulk.schema import VALIDATION
+from workbench.bulk.table import AnswerTable, State
 from workbench.errors import InvalidRequestError
-from workbench.report import COLUMNS
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from workbench.bulk import Checker
+    from workbench.bulk.checker import Checker
+    from workbench.bulk.jobs import TranslateColumn, ValidateColumn
 
 
-def is_polars(data: Any) -> bool:
+def handles(data: Any) -> bool:
     """Whether ``data`` is a polars DataFrame or Series (without importing polars)."""
     polars = sys.modules.get("polars")
     return polars is not None and isinstance(data, polars.DataFrame | polars.Series)
+
+
+def validate(job: ValidateColumn, data: Any) -> pl.DataFrame:
+    """``validate_column`` of polars data: natively with one system (or none given) and no
+    displays, else through the pandas backend on the same Arrow buffers."""
+    answered = validate_polars(
+        job.checker(), data, code=job.code, system=job.system, display=job.display
+    )
+    if answered is not None:
+        return answered
+    return from_pandas(pandas_backend.validate(job, to_pandas(data)))
+
+
+def translate(job: TranslateColumn, data: Any) -> pl.DataFrame:
+    """``translate_column`` of polars data, through the pandas backend."""
+    return from_pandas(pandas_backend.translate(job, to_pandas(data)))
 
 
 def to_pandas(data: Any) -> pd.Series | pd.DataFrame:
@@ -124,7 +143,7 @@ def _uniform(values: pl.Series) -> str | None:
 
 
 HASH_SEED = 20240611
-TEXTS = tuple(COLUMNS[1:])  # message, display, issue, system
+TEXTS = VALIDATION.texts  # message, display, issue, system
 SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
 CHUNK = 1 << 17  # rows per step of a lookup or of the result frame
 MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
@@ -159,10 +178,10 @@ class Lookup:
     is in the first level where its slot was free (position 0, the missing answer, is never
     in a slot; ``hashes[0]`` is the hash of ""). A hash only proposes a position: the row's
     string is then compared with the code there (``codes``).
-    ``answers`` holds, per answer, its texts (``message``, ``display``, ``issue``,
-    ``system``: ``Enum`` columns without nulls; a column no answer has is left out) and
-    ``kind``, a byte: the result (0 NA, 1 false, 2 true) and one bit per text that is null
-    (``4 << i`` for ``TEXTS[i]``).
+    ``answers`` holds, per answer, its texts (the text columns of ``VALIDATION``: ``Enum``
+    columns without nulls; a column no answer has is left out), its counts (if the schema
+    has any) and ``kind``, a byte: the result (0 NA, 1 false, 2 true) and one bit per text
+    that is null (``4 << i`` for ``TEXTS[i]``).
     """
 
     codes: pl.Series
@@ -214,6 +233,9 @@ def _build(state: State) -> Lookup:
             labels = pl.Series(name, texts, dtype=pl.String)
             enum = labels.cast(pl.Enum(labels))
             answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
+    for column in VALIDATION.columns:
+        if column.kind == "count":
+            answers[column.name] = pl.Series(column.name, state.answers[column.name])
     answers["kind"] = pl.Series("kind", kind)
     null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
     null_apart = not bool((hashes[1:] == null).any())
@@ -304,7 +326,7 @@ def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
 
 
 def validate_codes(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
-    """The frame of COLUMNS for a String, Categorical or Enum column of codes of
+    """The frame of ``VALIDATION`` for a String, Categorical or Enum column of codes of
     ``system`` (None: codes without a system, each answered as the value set infers its
     system). Only the categories the rows hold are answered (a Categorical's categories
     may be shared with other columns)."""
@@ -324,19 +346,25 @@ def validate_codes(table: AnswerTable, values: pl.Series, system: str | None) ->
 
 
 def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | None) -> pl.DataFrame:
-    """The polars frame of COLUMNS: row ``i`` gets the answer at ``at[i]`` (``answers`` as
+    """The polars frame of ``VALIDATION``: row ``i`` gets the answer at ``at[i]`` (``answers`` as
     in ``Lookup``). ``system`` given: the same for every row (one Enum value, not repeated
     in memory); else each answer's own. Built in chunks of CHUNK rows, over a few threads
     (the columns are chunked alike)."""
     import polars as pl
 
     kind = pl.col("kind")
-    columns = [pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(COLUMNS[0])]
-    for bit, name in enumerate(TEXTS):
-        if name == COLUMNS[-1] and system is not None:
+    columns = []
+    for column in VALIDATION.columns:
+        name = column.name
+        if column.kind == "result":
+            columns.append(pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(name))
+        elif column.kind == "count":
+            columns.append(pl.lit(answers[name]).gather(pl.col("at")).alias(name))
+        elif system is not None and column.per_system:
             columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
         elif name in answers:
             texts = pl.lit(answers[name]).gather(pl.col("at"))
+            bit = TEXTS.index(name)
             columns.append(pl.when(kind & (4 << bit) == 0).then(texts).alias(name))
         else:  # no answer has a text here
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
@@ -360,8 +388,6 @@ def validate_polars(
     """The answer for polars data with one system (or none given) and no displays; None
     otherwise (then the pandas algorithm answers)."""
     import polars as pl
-
-    from workbench.bulk import check_columns
 
     if isinstance(data, pl.Series):
         if display is not None:

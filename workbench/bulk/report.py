@@ -12,7 +12,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["result", "message", "display", "issue", "system"]
+from workbench.bulk.schema import VALIDATION
+
+COLUMNS = VALIDATION.names
 BY_CODE = [
     "system",
     "code",
@@ -98,30 +100,7 @@ class ValidationSummary:
             for k, v in self.counts.items()
         ]
         failing = by_code if by_code is not None else self.top_invalid
-        failing = failing[failing["issue"].notna() & (failing["issue"] != "missing")]
-        if "result" in failing:
-            failing = failing[~failing["result"].fillna(False).astype(bool)]
-        if issue is not None:
-            failing = failing[failing["issue"] == issue]
-        failing = failing.head(top)
-        codes = [
-            {
-                "code": f"{visible(c)}  ({str(sy).rstrip('/').rsplit('/', 1)[-1]})"
-                if isinstance(sy, str)
-                else str(visible(c)),
-                "rows": int(n),
-                "issue": str(i),
-                "suggestion": (None if "suggestion" not in failing or pd.isna(sg) else str(sg)),
-            }
-            for c, sy, n, i, sg in zip(
-                failing["code"],
-                failing["system"],
-                failing["count"],
-                failing["issue"],
-                failing["suggestion"] if "suggestion" in failing else [None] * len(failing),
-                strict=True,
-            )
-        ]
+        codes = _failing_bars(failing, issue, top)
         palette = {
             "domain": ["valid", "warning", "invalid"],
             "range": ["#2da44e", "#d4a72c", "#e5534b"],
@@ -204,6 +183,34 @@ class ValidationSummary:
         figure.tight_layout()
         plt.close(figure)
         return figure
+
+
+def _failing_bars(failing: pd.DataFrame, issue: str | None, top: int) -> list[dict[str, Any]]:
+    """The bars of the most frequent failing codes (of ``issue`` when given)."""
+    failing = failing[failing["issue"].notna() & (failing["issue"] != "missing")]
+    if "result" in failing:
+        failing = failing[~failing["result"].fillna(False).astype(bool)]
+    if issue is not None:
+        failing = failing[failing["issue"] == issue]
+    failing = failing.head(top)
+    return [
+        {
+            "code": f"{visible(c)}  ({str(sy).rstrip('/').rsplit('/', 1)[-1]})"
+            if isinstance(sy, str)
+            else str(visible(c)),
+            "rows": int(n),
+            "issue": str(i),
+            "suggestion": (None if "suggestion" not in failing or pd.isna(sg) else str(sg)),
+        }
+        for c, sy, n, i, sg in zip(
+            failing["code"],
+            failing["system"],
+            failing["count"],
+            failing["issue"],
+            failing["suggestion"] if "suggestion" in failing else [None] * len(failing),
+            strict=True,
+        )
+    ]
 
 
 def _kind(reason: str) -> str:

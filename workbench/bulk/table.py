@@ -1,9 +1,10 @@
-"""Answers of bulk validation, per distinct value, and the compact result frame.
+"""Answer tables: the answers of bulk work per distinct code, and the result frame.
 
 A value set's answer for a code of one system never changes while the compiled value set is
 cached, so each code is checked once and its answer kept in an ``AnswerTable`` (one per value
 set, ``abstract`` flag and system, and one for codes given without a system, which the
-value set alone infers). A column is then answered by a lookup in that table in
+value set alone infers). Translation keeps one per system for a call, with the columns of
+its own schema (``schema.TRANSLATION``). A column is then answered by a lookup in that table in
 the column's own encoding, with no per-row Python:
 
 * ``object``: rows are grouped by object identity first (an integer hash of the element
@@ -15,16 +16,16 @@ the column's own encoding, with no per-row Python:
 * ``category``: the categories are looked up, the rows take their answer by code.
 
 Codes the table does not have yet are checked (once per distinct code) and added to it. The
-result frame holds each row's position in the answers and builds categorical columns from
-them: every distinct message or display is stored once, and a result that uses most of a
-table's texts takes the table's own cached categories (shared, not copied per call).
+result frame holds each row's position in the answers and, for a categorical schema, builds
+categorical columns from them: every distinct message or display is stored once, and a
+result that uses most of a table's texts takes the table's own cached categories (shared,
+not copied per call).
 """
 
 from __future__ import annotations
 
-import ctypes
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,57 +35,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench import collector
-from workbench.report import COLUMNS
+from workbench.bulk.encoding import Objects, arrow_strings, missing_mask
+from workbench.bulk.schema import Answers, Schema
 
-MISSING_MESSAGE = "No code was given"
 MAX_TABLE = 2_000_000  # answers kept per table; beyond that new codes are answered per call
-Row = tuple[Any, str | None, str | None, str | None, str | None]
 _LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Answers:
-    """Answers for distinct values, as parallel arrays.
-
-    ``result`` is int8: 1 valid, 0 invalid, -1 NA (a missing code).
-    """
-
-    result: np.ndarray
-    message: np.ndarray
-    display: np.ndarray
-    issue: np.ndarray
-    system: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.result)
-
-    @classmethod
-    def of_rows(cls, rows: Sequence[Row]) -> Answers:
-        """From ``(result, message, display, issue, system)`` tuples."""
-        n = len(rows)
-        result = np.empty(n, dtype=np.int8)
-        columns = [np.empty(n, dtype=object) for _ in range(4)]
-        for k, (ok, message, display, issue, system) in enumerate(rows):
-            result[k] = -1 if ok is pd.NA or ok is None else int(bool(ok))
-            columns[0][k], columns[1][k], columns[2][k], columns[3][k] = (
-                message,
-                display,
-                issue,
-                system,
-            )
-        return cls(result, *columns)
-
-    @classmethod
-    def concat(cls, parts: Sequence[Answers]) -> Answers:
-        """One after the other."""
-        if len(parts) == 1:
-            return parts[0]
-        return cls(
-            *(
-                np.concatenate([getattr(p, name) for p in parts])
-                for name in ("result", "message", "display", "issue", "system")
-            )
-        )
 
 
 Answerer = Callable[[np.ndarray], Answers]
@@ -110,7 +65,7 @@ class State:
         key = f"texts:{name}"
         found = self.cache.get(key)
         if found is None:
-            found = self.cache[key] = factorized(getattr(self.answers, name))
+            found = self.cache[key] = factorized(self.answers[name])
         return found
 
     def categories(self, name: str) -> tuple[np.ndarray, pd.Index]:
@@ -146,28 +101,28 @@ class State:
 
 
 class AnswerTable:
-    """The answers of one value set for the codes of one system, each checked once.
+    """The answers (of one value set, or one translation) for the codes of one system,
+    each answered once, with the columns of ``schema``.
 
-    ``answer`` checks distinct codes (an object array of str) and returns their answers.
-    Entry 0 is the answer for a missing code (None, NaN, NA or "").
+    ``answer`` answers distinct codes (an object array of str). Entry 0 is the answer for a
+    missing code (None, NaN, NA or "": ``encoding.is_missing``). ``shipped_whole``: pickled
+    (Dask) with what it has learnt, else a worker starts afresh.
     """
 
-    def __init__(self, system: str | None, answer: Answerer) -> None:
+    def __init__(
+        self, system: str | None, answer: Answerer, schema: Schema, *, shipped_whole: bool = False
+    ) -> None:
         self.system = system
         self.answer = answer
-        missing = Answers(
-            np.array([-1], dtype=np.int8),
-            np.array([MISSING_MESSAGE], dtype=object),
-            np.array([None], dtype=object),
-            np.array(["missing"], dtype=object),
-            np.array([system], dtype=object),
-        )
-        self.state = State(np.array([""], dtype=object), missing)
+        self.schema = schema
+        self.shipped_whole = shipped_whole
+        self.state = State(np.array([""], dtype=object), Answers.missing(schema, system))
 
     def __getstate__(self) -> dict[str, Any]:
-        # shipped (Dask) without what it learnt: a worker starts afresh
-        fresh = AnswerTable(self.system, self.answer)
-        return {"system": self.system, "answer": self.answer, "state": fresh.state}
+        if self.shipped_whole:
+            return {**self.__dict__, "state": State(self.state.codes, self.state.answers)}
+        fresh = AnswerTable(self.system, self.answer, self.schema)
+        return {**self.__dict__, "state": fresh.state}
 
     def extend(self, state: State, codes: np.ndarray) -> tuple[State, int]:
         """Answer new distinct codes; return a state that has them and where they start.
@@ -269,22 +224,6 @@ class AnswerTable:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def arrow_strings(values: pd.Series) -> pa.Array | None:
-    """The Arrow array behind a pandas string column (``str``, ``string[pyarrow]``,
-    ``ArrowDtype`` of strings), without a copy; None for anything else."""
-    dtype = values.dtype
-    arrow_backed = isinstance(dtype, pd.ArrowDtype) or (
-        isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
-    )
-    if not arrow_backed:
-        return None
-    found = pa.array(values.array)
-    kind = found.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
-        return found
-    return None
-
-
 def _filled(found: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """An Arrow int array as int64 numpy, nulls as -1."""
     return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
@@ -292,131 +231,6 @@ def _filled(found: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 def _to_numpy_bool(found: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def missing_mask(values: np.ndarray) -> np.ndarray:
-    """None, NaN, NA and "" (an object array)."""
-    missing = np.asarray(pd.isna(values), dtype=bool)
-    present = ~missing
-    missing[present] = values[present] == ""
-    return missing
-
-
-@dataclass(frozen=True)
-class Objects:
-    """An object column grouped by object identity: each row's group (``ids``) and one
-    value per group (``values``). Equal objects may land in different groups; looking the
-    groups' values up by equality follows. A caller may replace the values by their texts
-    (a number by its code text), group by group."""
-
-    ids: np.ndarray
-    values: np.ndarray
-
-    @classmethod
-    def of(cls, values: np.ndarray) -> Objects:
-        """Group an object array's rows by identity (no element is dereferenced)."""
-        ids, first = _identity_groups(values)
-        return cls(ids, values.take(first))
-
-
-SAMPLE = 16_384  # rows looked at to decide how an object column is encoded
-
-
-def shares_objects(values: np.ndarray) -> bool:
-    """Whether equal values of a (contiguous) object array are mostly one object, so that
-    grouping the rows by identity groups them by value (a column built from a list of
-    codes, most CSV readers). Decided on up to ``SAMPLE`` evenly spread rows: of the rows
-    that repeat a value, at least half repeat an object. False for fresh objects per row
-    (``.str`` methods, ``astype(str)``, ``apply``) and for samples without repeats, where
-    grouping by identity would cost a group per row."""
-    if len(values) <= SAMPLE:
-        return True  # small: either way is cheap
-    part = np.ascontiguousarray(values[:: len(values) // SAMPLE][:SAMPLE])
-    try:
-        repeats = len(part) - len(pd.unique(part))
-    except TypeError:  # unhashable values (Coding dicts): grouping by identity copes
-        return True
-    same_object = len(part) - len(pd.unique(_pointers(part)))
-    return repeats > 0 and 2 * same_object >= repeats
-
-
-def object_strings(values: np.ndarray) -> pa.Array | None:
-    """An object array of strings (missing values: None, NaN, NA) as an Arrow string
-    array; None when it holds anything else (numbers, bytes, dicts)."""
-    try:
-        found = pa.array(values, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return None
-    return found if pa.types.is_string(found.type) or pa.types.is_large_string(found.type) else None
-
-
-def _pointers(values: np.ndarray) -> np.ndarray:
-    """The element addresses of a contiguous object array, read as integers (nothing is
-    dereferenced; the caller keeps ``values`` alive while it uses them)."""
-    address = values.__array_interface__["data"][0]
-    view = memoryview((ctypes.c_size_t * len(values)).from_address(address)).cast("B")
-    return np.frombuffer(view, dtype=np.uintp)
-
-
-def _identity_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Group an object array's rows by object identity: each row's group, and the first row
-    of each group."""
-    if len(values) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    values = np.ascontiguousarray(values)
-    pointers = _pointers(values)
-    # a bounded size hint: the table grows with the distinct objects (the default sizes it
-    # for every row, which costs more than the hashing; 2**17 slots measured fastest for 10
-    # to 500,000 distinct objects in a million rows, 1.6x faster than 1,024 at 100,000)
-    ids, uniques = pd.factorize(pointers, size_hint=min(len(pointers), 1 << 17))
-    first = np.empty(len(uniques), dtype=np.int64)
-    first[ids] = np.arange(len(ids))  # any row of a group: they hold the same object
-    return np.asarray(ids, dtype=np.int64), first
-
-
-UNIFORM_PROBE = 1_024  # rows compared first to tell a column of several values
-
-
-def uniform_value(values: pd.Series) -> str | None:
-    """The single value of a column that holds one non-empty string in every row."""
-    n = len(values)
-    if n == 0:
-        return None
-    dtype = values.dtype
-    if isinstance(dtype, pd.CategoricalDtype):
-        codes = values.cat.codes.to_numpy()
-        if codes.min() < 0 or codes.min() != codes.max():
-            return None
-        found = values.cat.categories[codes[0]]
-        return found if isinstance(found, str) and found != "" else None
-    probe = np.arange(0, n, max(1, n // UNIFORM_PROBE))  # a column of several systems
-    arrow = arrow_strings(values)
-    if arrow is not None:
-        if arrow.null_count:
-            return None
-        first = arrow[0].as_py()
-        if not first:
-            return None
-        scalar = pa.scalar(first, arrow.type)
-        for part in (arrow.take(pa.array(probe)), arrow):  # most often ends at the probe
-            if not pc.all(pc.equal(part, scalar)).as_py():
-                return None
-        return str(first)
-    array = np.ascontiguousarray(np.asarray(values, dtype=object))
-    first = array[0]
-    if not isinstance(first, str) or first == "":
-        return None
-    pointers = _pointers(array)
-    if bool((pointers == pointers[0]).all()):  # one object in every row: no compare needed
-        return first
-    try:  # one string compare per row (a few rows first); NA (not a bool) ends it
-        for part in (array.take(probe), array):
-            same = part == first
-            if same.dtype != bool or not bool(same.all()):
-                return None
-        return str(first)
-    except TypeError:
-        return None
 
 
 # --- the result frame ----------------------------------------------------------------------
@@ -466,38 +280,65 @@ def result_frame(
     system: str | None = None,
     state: State | None = None,
 ) -> pd.DataFrame:
-    """The frame of COLUMNS: row ``i`` gets the answer at ``position[i]``.
+    """The frame of the answers' schema: row ``i`` gets the answer at ``position[i]``.
 
-    ``result`` is a nullable boolean; ``message``, ``display``, ``issue`` and ``system`` are
-    categoricals over the texts the rows use. ``system`` given: every row has that system.
-    ``state`` (whose answers these are) keeps the distinct texts of each column across
-    calls: when the rows use at least half of a column's texts, the result's categories
-    are the state's own (one index shared by every such result, not a copy), else a copy
-    of the texts used.
+    ``result`` is a nullable boolean, a count an int64. Text columns of a categorical
+    schema are categoricals over the texts the rows use (else ``object``). ``system``
+    given: every row has that system in the ``per_system`` column. ``state`` (whose answers
+    these are) keeps the distinct texts of each column across calls: when the rows use at
+    least half of a column's texts, the result's categories are the state's own (one index
+    shared by every such result, not a copy), else a copy of the texts used.
     """
-    n = len(position)
+    schema = answers.schema
+    if not schema.categorical:
+        return plain_frame(answers, position)
     seen = np.zeros(len(answers), dtype=bool)
     seen[position] = True
     used = np.flatnonzero(seen)
-    result = answers.result.take(position)
-    data: dict[str, Any] = {"result": pd.arrays.BooleanArray(result == 1, result < 0)}
-    names = ["message", "display", "issue"] + (["system"] if system is None else [])
-    for name in names:
-        if state is None:
-            ids, values = factorized(getattr(answers, name))
-            texts = text_index(values)
-        else:
-            ids, texts = state.categories(name)
-        keep = _used_texts(ids, len(texts), used)
-        if state is not None and 2 * len(keep) >= len(texts):
-            codes, dtype = state.category_codes(name)
+    data: dict[str, Any] = {}
+    for column in schema.columns:
+        name = column.name
+        if column.kind != "text":
+            data[name] = _column(answers[name], column.kind, position)
+        elif system is not None and column.per_system:
             data[name] = pd.Categorical.from_codes(
-                codes.take(position), dtype=dtype, validate=False
+                np.zeros(len(position), dtype=np.int8),
+                text_index(np.array([system], dtype=object)),
+                validate=False,
             )
         else:
-            data[name] = _categorical(ids, texts, keep, position)
-    if system is not None:
-        data["system"] = pd.Categorical.from_codes(
-            np.zeros(n, dtype=np.int8), text_index(np.array([system], dtype=object)), validate=False
-        )
-    return pd.DataFrame(data, columns=COLUMNS, copy=False)
+            data[name] = _text_column(answers, name, position, used, state)
+    return pd.DataFrame(data, columns=schema.names, copy=False)
+
+
+def _text_column(
+    answers: Answers, name: str, position: np.ndarray, used: np.ndarray, state: State | None
+) -> pd.Categorical:
+    """One text column of ``result_frame`` as a categorical."""
+    if state is None:
+        ids, values = factorized(answers[name])
+        texts = text_index(values)
+    else:
+        ids, texts = state.categories(name)
+    keep = _used_texts(ids, len(texts), used)
+    if state is not None and 2 * len(keep) >= len(texts):
+        codes, dtype = state.category_codes(name)
+        return pd.Categorical.from_codes(codes.take(position), dtype=dtype, validate=False)
+    return _categorical(ids, texts, keep, position)
+
+
+def _column(values: np.ndarray, kind: str, position: np.ndarray) -> Any:
+    """A result or count column: row ``i`` gets ``values[position[i]]``."""
+    taken = values.take(position)
+    if kind == "result":
+        return pd.arrays.BooleanArray(taken == 1, taken < 0)
+    if kind == "text":  # kept as objects (pandas would infer its string dtype)
+        return pd.Series(taken, dtype=object, copy=False)
+    return taken
+
+
+def plain_frame(answers: Answers, position: np.ndarray) -> pd.DataFrame:
+    """The frame of the answers' schema with ``object`` texts: row ``i`` gets the answer at
+    ``position[i]``."""
+    data = {c.name: _column(answers[c.name], c.kind, position) for c in answers.schema.columns}
+    return pd.DataFrame(data, columns=answers.schema.names, copy=False)

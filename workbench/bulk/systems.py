@@ -37,18 +37,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workbench.bulk_table import (
-    AnswerTable,
+from workbench.bulk.encoding import (
     Objects,
-    State,
-    _codes_dtype,
-    _pointers,
+    arrow_ids,
     arrow_strings,
+    column_ids,
     missing_mask,
     object_strings,
-    shares_objects,
+    pointers,
 )
-from workbench.report import COLUMNS
+from workbench.bulk.schema import Answers
+from workbench.bulk.table import AnswerTable, State, _codes_dtype, plain_frame
 
 Tables = Callable[["str | None"], AnswerTable]
 DENSE_FACTOR = 4  # a dense pair bitmap up to this many entries per row (or 2**22 in all)
@@ -94,36 +93,6 @@ class Held:
 
 
 # --- encodings ------------------------------------------------------------------------------
-
-
-def _arrow_ids(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """An Arrow column's dictionary: each row's id (-1 for null) and the distinct values."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    encoded = pc.dictionary_encode(values)
-    ids = np.asarray(pc.fill_null(encoded.indices, -1).to_numpy(), dtype=np.int64)
-    distinct = np.asarray(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    return ids, distinct
-
-
-def column_ids(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's id among the column's distinct values (-1: missing) and those values,
-    in the column's own encoding (equal values may have several ids): category codes,
-    an Arrow dictionary, object identity groups when equal values are mostly one object,
-    else equal values by hashing."""
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        return values.cat.codes.to_numpy(), np.asarray(values.cat.categories, dtype=object)
-    arrow = arrow_strings(values)
-    if arrow is None and pd.api.types.is_object_dtype(values.dtype):
-        array = np.ascontiguousarray(np.asarray(values, dtype=object))
-        if shares_objects(array):
-            grouped = Objects.of(array)
-            return grouped.ids, grouped.values
-        arrow = object_strings(array)  # fresh strings per row: as Arrow strings
-    if arrow is not None:
-        return _arrow_ids(arrow)
-    ids, uniques = pd.factorize(values)
-    return np.asarray(ids, dtype=np.int64), np.asarray(uniques, dtype=object)
 
 
 def system_groups(values: pd.Series) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
@@ -197,7 +166,7 @@ def encode_arrow(
     lost = np.flatnonzero(ids < 0)
     if not len(lost):
         return Encoded(ids, None, state.codes, table, state)
-    rest, distinct = _arrow_ids(values.take(pa.array(lost)))
+    rest, distinct = arrow_ids(values.take(pa.array(lost)))
     known = len(state.codes)
     ids[lost] = np.where(rest >= 0, rest + known, -1)
     return Encoded(ids, None, np.concatenate([state.codes, distinct]), table, state)
@@ -224,7 +193,7 @@ def encode_objects(objects: Objects, table: AnswerTable) -> Encoded:
     state = table.state
     raw = np.full(len(values), -1, dtype=np.int64)
     held: Held | None = state.cache.get("objects")
-    addresses = _pointers(values)
+    addresses = pointers(values)
     rest = np.arange(len(values))
     if held is not None:
         found = held.index.get_indexer(pd.Index(addresses, copy=False))
@@ -412,51 +381,61 @@ def text_union(states: tuple[State, ...], name: str) -> Union:
 def pairs_frame(
     parts: Sequence[tuple[State, np.ndarray]], pair_of: np.ndarray, row_pair: np.ndarray
 ) -> pd.DataFrame:
-    """The frame of COLUMNS: ``parts`` are each group's answer state and the positions of
-    its pairs in it (the pairs in order, group after group); row ``i`` takes pair
-    ``pair_of[row_pair[i]]``.
+    """The frame of the states' schema: ``parts`` are each group's answer state and the
+    positions of its pairs in it (the pairs in order, group after group); row ``i`` takes
+    pair ``pair_of[row_pair[i]]``.
 
-    Text columns are categoricals over the texts of the states' answers (``text_union``,
-    kept across calls): its categories are shared by every such result when the rows use
-    at least half of them, else a copy of the texts used."""
+    Text columns of a categorical schema are categoricals over the texts of the states'
+    answers (``text_union``, kept across calls): its categories are shared by every such
+    result when the rows use at least half of them, else a copy of the texts used."""
+    schema = parts[0][0].answers.schema
+    if not schema.categorical:
+        answers = Answers.concat([state.answers.take(at) for state, at in parts])
+        return plain_frame(answers, pair_of.take(row_pair))
     per_pair = np.concatenate([state.answers.result.take(at) for state, at in parts])
     result = per_pair.take(pair_of).take(row_pair)
     data: dict[str, object] = {"result": pd.arrays.BooleanArray(result == 1, result < 0)}
     states = tuple(state for state, _ in parts)
-    for name in ("message", "display", "issue", "system"):
-        union = text_union(states, name)
-        per_pair = np.concatenate(
-            [codes.take(at) for codes, (_, at) in zip(union.codes, parts, strict=True)]
-        ).take(pair_of)
-        size = len(union.dtype.categories)
-        seen = np.zeros(size + 1, dtype=bool)
-        seen[per_pair.astype(np.int64) + 1] = True
-        keep = np.flatnonzero(seen[1:])
-        if 2 * len(keep) >= size:
-            data[name] = pd.Categorical.from_codes(
-                per_pair.take(row_pair), dtype=union.dtype, validate=False
-            )
-            continue
-        remap = np.full(size + 1, -1, dtype=_codes_dtype(len(keep)))
-        remap[keep + 1] = np.arange(len(keep))
-        dtype = _unique_dtype(union.dtype.categories.take(keep))
-        codes = remap.take(per_pair.astype(np.int64) + 1).take(row_pair)
-        data[name] = pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
-    return pd.DataFrame(data, columns=COLUMNS, copy=False)
+    for name in schema.texts:
+        data[name] = _union_column(text_union(states, name), parts, pair_of, row_pair)
+    return pd.DataFrame(data, columns=schema.names, copy=False)
+
+
+def _union_column(
+    union: Union,
+    parts: Sequence[tuple[State, np.ndarray]],
+    pair_of: np.ndarray,
+    row_pair: np.ndarray,
+) -> pd.Categorical:
+    """One text column of ``pairs_frame``."""
+    per_pair = np.concatenate(
+        [codes.take(at) for codes, (_, at) in zip(union.codes, parts, strict=True)]
+    ).take(pair_of)
+    size = len(union.dtype.categories)
+    seen = np.zeros(size + 1, dtype=bool)
+    seen[per_pair.astype(np.int64) + 1] = True
+    keep = np.flatnonzero(seen[1:])
+    if 2 * len(keep) >= size:
+        return pd.Categorical.from_codes(per_pair.take(row_pair), dtype=union.dtype, validate=False)
+    remap = np.full(size + 1, -1, dtype=_codes_dtype(len(keep)))
+    remap[keep + 1] = np.arange(len(keep))
+    dtype = _unique_dtype(union.dtype.categories.take(keep))
+    codes = remap.take(per_pair.astype(np.int64) + 1).take(row_pair)
+    return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
 
 
 # --- the entry ------------------------------------------------------------------------------
 
 
-def validate_systems(
+def answer_systems(
     tables: Tables,
     codes: pd.Series,
     systems: pd.Series,
     encoded: Objects | pa.Array | None = None,
 ) -> pd.DataFrame:
     """Validate a code column against its system column (no displays); ``tables(system)``
-    gives the answer table of a system (None: codes without a system). The frame of
-    COLUMNS, row for row.
+    gives the answer table of a system (None: codes without a system). The frame of the
+    tables' schema, row for row.
 
     The rows' pairs are first taken in both columns' own encodings (the ids each row
     has), then each such pair is mapped to its (system, code) pair: only distinct pairs,

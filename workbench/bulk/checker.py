@@ -1,0 +1,482 @@
+"""The engine glue of bulk validation: a ``Checker`` answers distinct codes against one
+compiled value set with the semantics of ``validate_code``.
+
+Members of the value set that need no further checks (active, not abstract, no display to
+compare) are answered from a hash index of the expansion; codes of a case-sensitive code
+system outside the expansion go through ``non_members``; every other distinct value goes
+through ``validate_in_valueset``, the function ``validate_code`` uses, so a row's result
+always equals ``validate_code`` on that row. What a checker learns is kept with the
+compiled value set (``Kept``, in the engine's ``memo``) and dropped with it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import repeat
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from workbench.bulk.schema import VALIDATION, Answers
+from workbench.bulk.table import AnswerTable
+from workbench.errors import WorkbenchError
+from workbench.terminology.compose import (
+    NO_MATCH,
+    UNUSABLE_CONTENT,
+    Clause,
+    CompiledValueSet,
+    Match,
+)
+from workbench.terminology.engine import Terminology
+from workbench.terminology.languages import Languages, requested
+from workbench.terminology.provider import CodeSystemProvider
+from workbench.terminology.validation import (
+    CheckOptions,
+    ValidationResult,
+    non_members,
+    validate_in_valueset,
+)
+
+if TYPE_CHECKING:
+    from workbench.bulk.suggest import Suggester
+
+Resolver = Callable[[str, "str | None"], "CodeSystemProvider | None"]
+Versions = Callable[[str], "list[str] | None"]
+MAX_FOREIGN = 64  # systems outside a value set whose answers are kept (per value set)
+Fast = dict[tuple[str, str], "str | None"]
+WHOLE_COLUMNS = {"code", "display", "abstract", "inactive"}  # of a concepts_frame, to be read
+
+
+def _weak(found: CodeSystemProvider | None) -> Callable[[], CodeSystemProvider | None]:
+    """A reference to ``found`` that does not keep it alive (a replaced code system's
+    index is not held by the answers kept for it): called, it gives ``found`` or None."""
+    if found is None:
+        return lambda: None
+    try:
+        return weakref.ref(found)
+    except TypeError:  # an object without weak references: held
+        return lambda: found
+
+
+class CodeSystemTable:
+    """Code system indexes by URL, resolved like the engine resolves them (picklable)."""
+
+    def __init__(self, codesystems: dict[str, CodeSystemProvider]) -> None:
+        self.codesystems = codesystems
+
+    def codesystem(self, url: str, version: str | None = None) -> CodeSystemProvider | None:
+        """The latest version of a code system, as the engine had it."""
+        found = self.codesystems.get(url)
+        if found is None or (version is not None and found.version != version):
+            return None
+        return found
+
+
+class MembershipIndex(CompiledValueSet):
+    """A compiled value set answered from its expansion (a hash index), with the code
+    system indexes it needs (``table``).
+
+    It answers ``contains``/``systems``/``canonical``/``inactive_allowed`` like the
+    compiled value set it was made from, so ``validate_in_valueset`` gives the same answers
+    with it. It is picklable, which is how Dask ships it to its workers.
+    """
+
+    def __init__(self, compiled: CompiledValueSet, table: CodeSystemTable) -> None:
+        super().__init__(compiled.resource, [], [], compiled.dependencies)
+        self.table = table
+        self.codesystems = table.codesystems
+        self._drawn = compiled.systems()
+        self._pins = {s: compiled.pinned_version(s) for s in self._drawn}
+        self._whole = frozenset(s for s in self._drawn if compiled.takes_whole(s))
+        self.members: dict[tuple[str, str], Match] = {
+            key: compiled.contains(*key) for key in compiled.member_index()
+        }
+
+    def systems(self) -> list[str]:
+        """The code systems the value set draws on."""
+        return list(self._drawn)
+
+    def pinned_version(self, system: str) -> str | None:
+        """The version the value set pins for ``system``, if any."""
+        return self._pins.get(system)
+
+    def takes_whole(self, system: str) -> bool:
+        """True when the value set includes the whole of ``system``."""
+        return system in self._whole
+
+    def contains(self, system: str, code: str) -> Match:
+        """Membership from the expansion (for UCUM, a listed unit spelled another way
+        is that unit)."""
+        found = self.members.get((system, code))
+        if found is not None:
+            return found
+        cs = self.codesystems.get(system)
+        if cs is not None and cs.synonymous_codes:
+            listed = cs.equivalent_in(code, [c for s, c in self.members if s == system])
+            if listed is not None:
+                return self.members[(system, listed)]
+        return NO_MATCH
+
+
+@dataclass
+class Kept:
+    """What bulk validation learns about one compiled value set (per ``abstract`` flag),
+    kept with it in the engine's ``memo`` and dropped with it.
+
+    ``fast`` maps plainly valid members (known, active, not abstract unless allowed) to
+    their display; ``members`` is the whole expansion, or None when the value set cannot
+    be expanded; ``fast_by_system`` and ``member_by_system`` are the same per system as
+    hash indexes. ``tables`` keeps the answers per system (only for the value set's own
+    systems, whose changes drop the compiled value set and with it the tables; ``None``:
+    codes without a system); ``foreign`` those of other systems, with a weak reference to
+    the code system they were answered with.
+    """
+
+    fast: Fast = field(default_factory=dict)
+    members: frozenset[tuple[str, str]] | None = None
+    fast_by_system: dict[str, tuple[pd.Index, np.ndarray]] = field(default_factory=dict)
+    member_by_system: dict[str, pd.Index] = field(default_factory=dict)
+    tables: dict[str | None, AnswerTable] = field(default_factory=dict)
+    foreign: dict[str, tuple[Callable[[], CodeSystemProvider | None], AnswerTable]] = field(
+        default_factory=dict
+    )
+
+    @classmethod
+    def of(cls, compiled: CompiledValueSet, abstract: bool) -> Kept:
+        """Its plainly valid members and its expansion (raises WorkbenchError when the
+        value set cannot be expanded): column-wise for whole release code systems."""
+        found = _whole_systems(compiled, abstract)
+        if found is not None:
+            return found
+        return cls(fast_members(compiled, abstract), frozenset(compiled.member_index()))
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (Dask ships a checker) without the answers of systems outside the value
+        set: they hold weak references, and are only a cache."""
+        return {**self.__dict__, "foreign": {}}
+
+
+@dataclass
+class Checker:
+    """Validates distinct codings against one value set.
+
+    ``kept`` holds what it learns (see ``Kept``). Anything that is not a plainly valid
+    member goes through ``validate_in_valueset`` or ``non_members``, the functions
+    ``validate_code`` itself uses.
+    """
+
+    valueset: CompiledValueSet
+    resolve: Resolver
+    abstract: bool
+    kept: Kept = field(default_factory=lambda: Kept(), repr=False)
+    versions: Versions | None = field(default=None, repr=False)
+    languages: Languages | None = field(default=None, repr=False)
+
+    @property
+    def fast(self) -> Fast:
+        """Plainly valid members and their display."""
+        return self.kept.fast
+
+    @property
+    def members(self) -> frozenset[tuple[str, str]] | None:
+        """The whole expansion (None: the value set cannot be expanded)."""
+        return self.kept.members
+
+    @property
+    def tables(self) -> dict[str | None, AnswerTable]:
+        """The answer tables of the value set's own systems (and of codes without one)."""
+        return self.kept.tables
+
+    def check(
+        self, system: str | None, code: str, display: str | None, version: str | None = None
+    ) -> ValidationResult:
+        """Validate one coding, as ``validate_code`` does."""
+        if display is None and system is not None and version is None:
+            key = (system, code)
+            if key in self.fast:
+                return ValidationResult(True, None, self.fast[key], code=code, system=system)
+        return validate_in_valueset(
+            self.valueset,
+            self.resolve,
+            code=code,
+            system=system,
+            version=version,
+            display=display,
+            options=CheckOptions(abstract=self.abstract, languages=self.languages),
+            versions=self.versions,
+        )
+
+    def table(self, system: str | None) -> AnswerTable:
+        """The answers for codes of ``system``, kept across calls. ``None``: codes given
+        without a system, whose system is inferred from the value set alone.
+
+        The answers for a system the value set does not draw on depend on that code system
+        alone (which a change does not drop the compiled value set for): they are kept
+        with the code system index they were answered with, and start afresh when the
+        system resolves to another one (loaded, replaced, or gone); up to
+        ``MAX_FOREIGN`` such systems per value set, any more are answered per call."""
+        tables, foreign = self.kept.tables, self.kept.foreign
+        found = tables.get(system)
+        if found is not None:
+            return found
+        if system is None:
+            return tables.setdefault(None, AnswerTable(None, self.answer_inferred, VALIDATION))
+        fresh = AnswerTable(system, partial(self.answer, system), VALIDATION)
+        if system in set(self.valueset.systems()):
+            return tables.setdefault(system, fresh)
+        cs = self.resolve(system, None)
+        kept = foreign.get(system)
+        if kept is not None and kept[0]() is cs:
+            return kept[1]
+        if kept is not None or len(foreign) < MAX_FOREIGN:
+            foreign[system] = (_weak(cs), fresh)
+        return fresh
+
+    def answer_inferred(self, codes: np.ndarray) -> Answers:
+        """Validate distinct codes given without a system (str, none missing)."""
+        return Answers.of_rows(VALIDATION, [self.check(None, str(code), None) for code in codes])
+
+    def _member_index(self, system: str) -> pd.Index:
+        """The codes of one system that are in the expansion, as a hash index."""
+        found = self.kept.member_by_system.get(system)
+        if found is None:
+            members = self.members or frozenset()
+            found = pd.Index([c for s, c in members if s == system], dtype=object)
+            self.kept.member_by_system[system] = found
+        return found
+
+    def _fast_index(self, system: str) -> tuple[pd.Index, np.ndarray]:
+        found = self.kept.fast_by_system.get(system)
+        if found is None:
+            pairs = [(c, d) for (s, c), d in self.fast.items() if s == system]
+            index = pd.Index([c for c, _ in pairs], dtype=object)
+            shown = np.array([d for _, d in pairs] + [None], dtype=object)
+            found = self.kept.fast_by_system[system] = (index, shown)
+        return found
+
+    def answer(self, system: str, codes: np.ndarray) -> Answers:
+        """Validate distinct codes of one system (str, none missing), without displays."""
+        answers = Answers.blank(VALIDATION, len(codes), system=system)
+        index, shown = self._fast_index(system)
+        position = index.get_indexer(pd.Index(codes, dtype=object, copy=False))
+        hit = position >= 0
+        answers["result"][hit] = 1
+        answers["display"][hit] = shown[position[hit]]
+        rest = np.flatnonzero(~hit)
+        cs = self.resolve(system, None)
+        vs = self.valueset
+        if (
+            cs is not None
+            and cs.case_sensitive
+            and self.members is not None
+            and not cs.synonymous_codes  # UCUM: ml is a listed mL
+        ):
+            members = self._member_index(system)
+            if len(members) == len(index):
+                # every member of this system is plainly valid, so no other code is a member
+                outside = np.ones(len(rest), dtype=bool)
+            else:
+                outside = members.get_indexer(pd.Index(codes[rest], dtype=object)) < 0
+            outside &= ~_expressions(cs, codes[rest])  # checked in full, one by one
+            chosen = rest[outside]
+            context = f"the value set {vs.canonical}"
+            reasons, messages, displays = non_members(
+                context, cs, system, codes[chosen].tolist(), vs.inactive_allowed
+            )
+            answers["issue"][chosen] = reasons
+            answers["message"][chosen] = messages
+            answers["display"][chosen] = displays
+            rest = rest[~outside]
+        answers.put(rest, [self.check(system, str(codes[i]), None) for i in rest])
+        return answers
+
+
+def _expressions(cs: CodeSystemProvider, codes: np.ndarray) -> np.ndarray:
+    """Which codes a compositional provider takes as post-coordinated expressions (all
+    False for any other code system); only codes that are not plain digits are asked."""
+    found = np.zeros(len(codes), dtype=bool)
+    if not cs.expressions or not len(codes):
+        return found
+    text = pd.Series(codes, dtype=object)
+    plain = text.str.isdigit().fillna(True).to_numpy(dtype=bool)
+    for i in np.flatnonzero(~plain):
+        found[i] = cs.is_expression(str(codes[i]))
+    return found
+
+
+def fast_members(compiled: CompiledValueSet, abstract: bool) -> Fast:
+    """Members whose validation is plainly valid: a known, active, not deprecated concept (not
+    abstract unless allowed). Their display is the value set's display, else the concept's."""
+    fast: Fast = {}
+    if compiled.includes and all(_from_a_release(c) for c in compiled.includes):
+        # every member comes from a release store's own concepts (no listed codes, no
+        # imports, no value-set displays): its expansion entry already says it all
+        return {
+            key: e.display
+            for key, e in compiled.member_index().items()
+            if not e.inactive and (abstract or not e.abstract)
+        }
+    for key in compiled.member_index():
+        match = compiled.contains(*key)
+        concept = match.concept
+        if concept is None or concept.inactive or (concept.abstract and not abstract):
+            continue
+        if concept.status == "deprecated":  # valid, with a warning: the full check says it
+            continue
+        fast[key] = match.display or concept.display
+    return fast
+
+
+def _whole_systems(compiled: CompiledValueSet, abstract: bool) -> Kept | None:
+    """``Kept.of`` for a value set that includes whole release code systems (nothing
+    listed, filtered, imported or excluded), read column-wise from their stores'
+    ``concepts_frame`` rather than expanded concept by concept: every concept is a member
+    (an inactive one only when the value set allows them), and a plainly valid one shows
+    its concept's display, as its expansion entry would. None for any other value set."""
+    providers = [c.cs for c in compiled.includes if c.system and _from_a_release(c)]
+    if (
+        compiled.excludes
+        or not compiled.includes
+        or len(providers) < len(compiled.includes)
+        or not all(compiled.takes_whole(str(c.system)) for c in compiled.includes)
+    ):
+        return None
+    kept = Kept()
+    members: set[tuple[str, str]] = set()
+    for cs in providers:
+        assert cs is not None
+        if cs.content in UNUSABLE_CONTENT or not cs.is_complete or not cs.enumerable:
+            return None  # expanding it fails: the engine says why
+        frame = cs.concepts_frame()
+        if frame is None or not set(frame.columns) >= WHOLE_COLUMNS:
+            return None
+        if cs.url in kept.fast_by_system:  # two versions of one system
+            return None
+        codes = frame["code"].to_numpy(dtype=object)
+        inactive = frame["inactive"].to_numpy(dtype=bool)
+        listed = codes if compiled.inactive_allowed else codes[~inactive]
+        plain = ~inactive & (abstract | ~frame["abstract"].to_numpy(dtype=bool))
+        shown = frame["display"].to_numpy(dtype=object)[plain]
+        members.update(zip(repeat(cs.url), listed.tolist()))
+        keys = zip(repeat(cs.url), codes[plain].tolist())
+        kept.fast.update(zip(keys, shown.tolist(), strict=False))
+        kept.member_by_system[cs.url] = pd.Index(listed, dtype=object, copy=False)
+        kept.fast_by_system[cs.url] = (
+            pd.Index(codes[plain], dtype=object, copy=False),
+            np.concatenate([shown, np.array([None], dtype=object)]),
+        )
+    kept.members = frozenset(members)
+    return kept
+
+
+def _from_a_release(clause: Clause) -> bool:
+    """An include whose members are exactly a release provider's filtered concepts."""
+    return (
+        clause.cs is not None
+        and clause.cs.plain_entries
+        and not clause.concepts
+        and not clause.imports
+    )
+
+
+def value_set_languages(compiled: CompiledValueSet) -> Languages | None:
+    """The display languages a value set names itself (its expansion-parameter extension or
+    its ``language``), as ``validate_code`` applies them without a request language."""
+    return requested(None, compiled.resource, None, wildcard=False)
+
+
+# --- made from the engine ----------------------------------------------------------------
+
+
+def make_checker(engine: Terminology, valueset: str | Mapping[str, Any], abstract: bool) -> Checker:
+    """A checker over the engine itself (pandas and polars): what it learns is kept with
+    the compiled value set."""
+    compiled = engine.compiled(valueset)
+    try:
+        kept = engine.memo(compiled, (Kept, abstract), partial(Kept.of, compiled, abstract))
+    except WorkbenchError:  # not expandable: every code goes through the full check
+        kept = Kept()
+    wanted = value_set_languages(compiled)
+    if wanted:  # displays depend on the language: every member goes through the check
+        kept = Kept(members=kept.members, tables=kept.tables, foreign=kept.foreign)
+    return Checker(
+        compiled,
+        engine.codesystem,
+        abstract,
+        kept,
+        versions=engine.codesystem_versions,
+        languages=wanted,
+    )
+
+
+def loaded_codesystems(engine: Terminology) -> dict[str, CodeSystemProvider]:
+    """Every loaded code system (its latest version) by URL: resources and releases."""
+    codesystems: dict[str, CodeSystemProvider] = {}
+    for resource in engine.registry.all("CodeSystem"):
+        url = resource.get("url")
+        if url and url not in codesystems:
+            found = engine.codesystem(url)
+            if found is not None:
+                codesystems[url] = found
+    for provider in engine.providers():  # code systems loaded from release files
+        codesystems.setdefault(provider.url, provider)
+    return codesystems
+
+
+def make_shippable_checker(
+    engine: Terminology, valueset: str | Mapping[str, Any], abstract: bool
+) -> Checker:
+    """A picklable checker (the Dask path): the expansion index and every loaded code system.
+
+    A value set that cannot be expanded is shipped as its compiled compose instead, so
+    its rows get the same answers as on pandas.
+    """
+    compiled = engine.compiled(valueset)
+    table = CodeSystemTable(loaded_codesystems(engine))
+    versions = {url: engine.codesystem_versions(url) for url in table.codesystems}.get
+    wanted = value_set_languages(compiled)
+    try:
+        index = MembershipIndex(compiled, table)
+    except WorkbenchError:
+        # Not expandable (a code system it needs is missing): ship the compose itself, as
+        # validate_code uses it. Its filters are closures, which Dask serialises with
+        # cloudpickle.
+        return Checker(compiled, table.codesystem, abstract, versions=versions, languages=wanted)
+    fast = {} if wanted else fast_members(compiled, abstract)
+    kept = Kept(fast, frozenset(index.members))
+    return Checker(index, table.codesystem, abstract, kept, versions=versions, languages=wanted)
+
+
+def make_suggester(engine: Terminology, valueset: str | Mapping[str, Any]) -> Suggester:
+    """The "did you mean" source for a column report over ``valueset``: its members by code
+    system (when it can be expanded), else whole code systems, and every loaded code system
+    URL with its title (for unknown systems). Nothing is computed before it is asked
+    (rapidfuzz is imported then)."""
+    from workbench.bulk.suggest import Suggester
+
+    def members() -> dict[str, list[tuple[str, str | None]]] | None:
+        found: dict[str, list[tuple[str, str | None]]] = {}
+        try:
+            compiled = engine.compiled(valueset)
+            for (system, code), entry in compiled.member_index().items():
+                found.setdefault(system, []).append((code, entry.display))
+        except WorkbenchError:
+            return None
+        return found
+
+    def titles() -> dict[str, str | None]:
+        found: dict[str, str | None] = {}
+        for resource in engine.registry.all("CodeSystem"):
+            if resource.get("url"):
+                found.setdefault(
+                    str(resource["url"]), resource.get("title") or resource.get("name")
+                )
+        for provider in engine.providers():
+            found.setdefault(provider.url, None)
+        return found
+
+    return Suggester(members, engine.codesystem, titles)

@@ -1,0 +1,55 @@
+"""The one dispatch: which backend answers a column, for validation and translation alike.
+
+Each backend is a module (``polars_backend``, ``dask_backend``, ``pandas_backend``) with
+``handles(data)``, ``validate(job, data)`` and ``translate(job, data)``; the first that
+handles the data answers, pandas being the default. A new dataframe library (Spark) is one
+more such module in ``BACKENDS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from workbench.bulk import dask_backend, pandas_backend, polars_backend
+from workbench.bulk.jobs import Backend, TranslateColumn, ValidateColumn
+from workbench.terminology.engine import Terminology
+from workbench.terminology.service import EngineService
+
+BACKENDS: tuple[Backend, ...] = (polars_backend, dask_backend, pandas_backend)
+
+
+def backend_of(data: Any) -> Backend:
+    """The backend of ``data`` (pandas for anything no other takes: it says what it takes)."""
+    return next((b for b in BACKENDS if b.handles(data)), pandas_backend)
+
+
+def validate_column(
+    engine: Terminology,
+    data: Any,
+    valueset: str | Mapping[str, Any],
+    *,
+    code: str | None = None,
+    system: str | None = None,
+    display: str | None = None,
+    abstract: bool = False,
+    progress: bool = False,
+) -> Any:
+    """``Workbench.validate_column``: see there."""
+    job = ValidateColumn(engine, valueset, code, system, display, abstract, progress)
+    return backend_of(data).validate(job, data)
+
+
+def translate_column(
+    service: EngineService,
+    data: Any,
+    url: str | None,
+    *,
+    code: str | None = None,
+    system: str | None = None,
+    target_system: str | None = None,
+    reverse: bool = False,
+) -> Any:
+    """``Workbench.translate_column``: see there."""
+    job = TranslateColumn(service, url, code, system, target_system, reverse)
+    return backend_of(data).translate(job, data)
