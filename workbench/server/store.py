@@ -74,6 +74,27 @@ def etag_version(header: str) -> str:
     return match.group(1) if match else header.strip()
 
 
+def if_match_holds(header: str, current: Resource | None) -> bool:
+    """Whether an ``If-Match`` header holds (RFC 9110 13.1.1): ``*`` for any current version,
+    else one of its comma-separated ETags names the current version. Without a current
+    version (never created, or deleted) it never holds."""
+    if current is None:
+        return False
+    have = version_of(current)
+    return any(
+        tag.strip() == "*" or etag_version(tag) == have for tag in header.split(",") if tag.strip()
+    )
+
+
+def _check_if_match(if_match: str | None, current: Resource | None) -> None:
+    """Raise VersionConflictError (412) when ``If-Match`` is given and does not hold."""
+    if if_match is not None and not if_match_holds(if_match, current):
+        have = etag(current) if current is not None else "no resource"
+        raise VersionConflictError(
+            f"If-Match {if_match} does not match the current version ({have})"
+        )
+
+
 def _number(version: str) -> int:
     return int(version) if version.isdigit() else 1
 
@@ -258,13 +279,7 @@ class ResourceStore:
             )
         with self._lock:
             current = self._current(rtype, rid)
-            if if_match is not None and (
-                current is None or etag_version(if_match) != version_of(current)
-            ):
-                have = etag(current) if current is not None else "no resource"
-                raise VersionConflictError(
-                    f"If-Match {if_match} does not match the current version ({have})"
-                )
+            _check_if_match(if_match, current)
             stored = self._store(resource, current)
             return stored, current is None
 
@@ -287,14 +302,23 @@ class ResourceStore:
         self.registry.put(resource)
         return resource
 
-    def delete(self, rtype: str, rid: str) -> None:
-        """Delete a resource (404 when it does not exist); the deletion is a new version."""
+    def delete(self, rtype: str, rid: str, if_match: str | None = None) -> bool:
+        """Delete a resource; the deletion is a new version. Return False when it was
+        already deleted (nothing changes, as R4 asks); 404 when it never existed, 412 when
+        ``if_match`` does not hold (``*``: any current version)."""
         self.check_type(rtype)
+        self.check_id(rid)
         with self._lock:
-            current = self.registry.read(rtype, rid)
+            current = self._current(rtype, rid)
+            _check_if_match(if_match, current)
+            if current is None:
+                if self.history.numbers(rtype, rid):
+                    return False  # known, and its latest version is a deletion
+                raise ResourceNotFoundError(f"{rtype}/{rid} not found")
             number = self._next_number(rtype, rid, current)
             self._record(rtype, rid, tombstone(rtype, rid, number, now_instant()), current)
             self.registry.delete(rtype, rid)
+            return True
 
     def search(
         self,
