@@ -35,6 +35,7 @@ from workbench.server.capability import (
 from workbench.server.dispatch import OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
+from workbench.server.journal import JournalSync
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
 from workbench.server.openapi import openapi_document, with_server
@@ -168,7 +169,10 @@ def create_app(
     ]
     free, free_prefix = open_paths(base)
     # Middleware, outermost first: whatever escapes becomes a 500 OperationOutcome (Guard),
-    # then the token, then the format negotiation, then the operation calls on exact paths.
+    # then the token, then the format negotiation, then (with a data folder, which other
+    # processes may write) the writes of other processes, then the operation calls on exact
+    # paths.
+    synced = [] if store.journal is None else [Middleware(JournalSync, journal=store.journal)]
     app = TerminologyApp(
         title=TITLE,
         version=VERSION,
@@ -177,6 +181,7 @@ def create_app(
             Middleware(Guard),
             Middleware(BearerAuth, token=token, open_paths=free, open_prefix=free_prefix),
             Middleware(FormatNegotiation),
+            *synced,
             Middleware(OperationDispatch, answers=operation_routes.exact_paths(base)),
         ],
         exception_handlers=HANDLERS,

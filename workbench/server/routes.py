@@ -277,9 +277,7 @@ class ResourceRoutes:
                 return _resource_response(request, resource, 304, root, body=False)
             return _resource_response(request, _shaped(request, resource), 200, root)
         if request.method == "DELETE":
-            await run_in_threadpool(
-                self.store.delete, rtype, rid, request.headers.get("if-match")
-            )
+            await run_in_threadpool(self.store.delete, rtype, rid, request.headers.get("if-match"))
             return Response(status_code=204)
         self.store.check_type(rtype)
         body = await read_json(request, self.max_body, exact_decimals=True)

@@ -26,6 +26,7 @@ from workbench.errors import (
     InvalidResourceError,
     PreconditionFailedError,
     ResourceNotFoundError,
+    StorageError,
     VersionConflictError,
 )
 from workbench.loading import check_resource
@@ -39,6 +40,7 @@ from workbench.server.history import (
     now_instant,
     tombstone,
 )
+from workbench.server.journal import Journal
 from workbench.service import ServiceHolder, service_of
 from workbench.terminology.hierarchy import hierarchy_cycle
 
@@ -110,9 +112,13 @@ class ResourceStore:
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._lock = threading.Lock()
         self.history: FolderHistory | MemoryHistory
+        self.journal: Journal | None = None
         if self.data_dir is not None:
             self.history = FolderHistory(self.data_dir)
-            self._restore(self.history)
+            self.journal = Journal(self.data_dir, self._apply)
+            with self.journal.exclusive(catch_up=False):
+                self._restore(self.history)
+                self.journal.mark_applied()
         else:
             self.history = MemoryHistory()
 
@@ -132,6 +138,28 @@ class ResourceStore:
             if not version.deleted:
                 self._put_exactly(version.resource)
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write at a time: this process's threads, and with a data folder every process
+        serving it (``journal.py``), the registry first brought up to date."""
+        with self._lock:
+            if self.journal is None:
+                yield
+                return
+            with self.journal.exclusive():
+                yield
+
+    def _apply(self, rtype: str, rid: str, number: int) -> None:
+        """Bring the registry to a version another process wrote (from the journal)."""
+        version = self.history.load(rtype, rid, number)
+        if version is None:
+            return
+        if version.deleted:
+            with contextlib.suppress(ResourceNotFoundError):
+                self.registry.delete(rtype, rid)
+        else:
+            self._put_exactly(version.resource)
+
     def _put_exactly(self, resource: Resource) -> None:
         """Store ``resource`` under its own id; whatever else holds its canonical goes."""
         rtype, url = resource["resourceType"], resource.get("url")
@@ -149,6 +177,12 @@ class ResourceStore:
             served = with_meta(current)
             self.history.save(rtype, rid, Version(_number(version_of(served)), served))
         self.history.save(rtype, rid, version)
+        if self.journal is not None:
+            try:
+                self.journal.append(rtype, rid, version.number)
+            except StorageError:
+                self.history.discard(rtype, rid, version)
+                raise
 
     # --- interactions -----------------------------------------------------------------
 
@@ -245,7 +279,7 @@ class ResourceStore:
         """
         self.check_type(rtype)
         resource = self._checked(rtype, body)
-        with self._lock:
+        with self._writing():
             if if_none_exist is not None:
                 existing = self._conditional_match(rtype, if_none_exist)
                 if existing is not None:
@@ -277,7 +311,7 @@ class ResourceStore:
             raise InvalidRequestError(
                 f"The body's id ({resource.get('id')!r}) does not match the URL's id ({rid!r})"
             )
-        with self._lock:
+        with self._writing():
             current = self._current(rtype, rid)
             _check_if_match(if_match, current)
             stored = self._store(resource, current)
@@ -308,7 +342,7 @@ class ResourceStore:
         ``if_match`` does not hold (``*``: any current version)."""
         self.check_type(rtype)
         self.check_id(rid)
-        with self._lock:
+        with self._writing():
             current = self._current(rtype, rid)
             _check_if_match(if_match, current)
             if current is None:
