@@ -71,6 +71,24 @@ async def read_json(
 
     With ``empty_ok`` an empty body (of any content type) is None.
     """
+    data = await read_body(request, max_bytes, empty_ok=empty_ok)
+    return None if data is None else parse_json(data, exact_decimals=exact_decimals)
+
+
+def parse_json(data: bytes, *, exact_decimals: bool = False) -> Any:
+    """Parse a body read by ``read_body`` (400 ``structure`` when it is not JSON)."""
+    try:
+        return jsonio.loads_body(data, exact_decimals=exact_decimals)
+    except jsonio.BodyError as exc:
+        raise MalformedError(f"The body is not valid JSON: {exc}") from None
+
+
+async def read_body(request: Request, max_bytes: int, *, empty_ok: bool = False) -> bytes | None:
+    """Read a JSON body's bytes, checking the content type and the size limit (not parsed:
+    a large body is parsed off the event loop).
+
+    With ``empty_ok`` an empty body (of any content type) is None.
+    """
     content_type, declared = _body_headers(request.scope["headers"])
     media = content_type.split(";")[0].strip().lower()
     if empty_ok and declared == "0":
@@ -103,7 +121,4 @@ async def read_json(
         return None
     if untyped:
         raise _unsupported(media)
-    try:
-        return jsonio.loads_body(b"".join(chunks), exact_decimals=exact_decimals)
-    except jsonio.BodyError as exc:
-        raise MalformedError(f"The body is not valid JSON: {exc}") from None
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -251,7 +251,11 @@ class ResourceStore:
                 with contextlib.suppress(ResourceNotFoundError):
                     yield self.versions(rtype, rid)
 
-    def _checked(self, rtype: str, body: Any) -> Resource:
+    @staticmethod
+    def checked(rtype: str, body: Any) -> Resource:
+        """The body as the resource to store, once it passed every check of a write (its
+        type, the R4 structure, the terminology rules, no cycle in a hierarchy); else raise.
+        Pure, so it may run in another process (``prechecked`` writes take its result)."""
         if not isinstance(body, dict):
             raise InvalidRequestError(f"The body must be a {rtype} resource (a JSON object)")
         if body.get("resourceType") != rtype:
@@ -270,15 +274,16 @@ class ResourceStore:
         return resource
 
     def create(
-        self, rtype: str, body: Any, if_none_exist: str | None = None
+        self, rtype: str, body: Any, if_none_exist: str | None = None, *, prechecked: bool = False
     ) -> tuple[Resource, bool]:
         """Create a resource with a new server-assigned id; return (resource, created).
 
         With ``if_none_exist`` (a search query string), an existing single match is returned
-        instead (created false); more than one match is a 412.
+        instead (created false); more than one match is a 412. ``prechecked``: ``body`` is
+        what ``checked`` returned.
         """
         self.check_type(rtype)
-        resource = self._checked(rtype, body)
+        resource = body if prechecked else self.checked(rtype, body)
         with self._writing():
             if if_none_exist is not None:
                 existing = self._conditional_match(rtype, if_none_exist)
@@ -301,12 +306,19 @@ class ResourceStore:
         return found[0] if found else None
 
     def update(
-        self, rtype: str, rid: str, body: Any, if_match: str | None = None
+        self,
+        rtype: str,
+        rid: str,
+        body: Any,
+        if_match: str | None = None,
+        *,
+        prechecked: bool = False,
     ) -> tuple[Resource, bool]:
-        """Update (or create) the resource ``rid``; return (resource, created)."""
+        """Update (or create) the resource ``rid``; return (resource, created).
+        ``prechecked``: ``body`` is what ``checked`` returned."""
         self.check_type(rtype)
         self.check_id(rid)
-        resource = self._checked(rtype, body)
+        resource = body if prechecked else self.checked(rtype, body)
         if resource.get("id") != rid:
             raise InvalidRequestError(
                 f"The body's id ({resource.get('id')!r}) does not match the URL's id ({rid!r})"
