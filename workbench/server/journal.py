@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +35,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench import forksafe
 from workbench.errors import StorageError
+
+log = logging.getLogger("workbench.server")
 
 JOURNAL = ".journal"
 LOCK = ".lock"
@@ -114,8 +117,11 @@ class Journal:
         data = os.pread(self._fd, size - self.offset, self.offset)
         whole = data[: data.rfind(b"\n") + 1]  # a line still being written waits
         for line in whole.splitlines():
-            rtype, rid, number = line.decode().split("/")
-            self.apply(rtype, rid, int(number))
+            try:
+                rtype, rid, number = line.decode().split("/")
+                self.apply(rtype, rid, int(number))
+            except Exception:  # one bad line must not stop this process for good
+                log.exception("Journal line %r in %s could not be applied", line, self.folder)
         self.offset += len(whole)
 
 
