@@ -138,15 +138,19 @@ class TerminologyApp(FastAPI):
     (Guard, token, format, other processes' writes, the operation dispatch) without
     FastAPI's and Starlette's outer middleware (error page, telemetry, body limit), which
     these requests never need: their errors are OperationOutcomes from the Guard and the
-    dispatch, and their bodies are limited by the operation's reader."""
+    dispatch, and their bodies are limited by the operation's reader. Middleware added to
+    the app later (``app.add_middleware``) closes the fast lane, so that it sees every
+    request."""
 
     generated: dict[str, Any] | None = None
     fast_lane: ASGIApp | None = None
     fast_paths: frozenset[str] = frozenset()
+    fast_layers = 0  # len(user_middleware) when the fast lane was built
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             self.fast_lane is not None
+            and len(self.user_middleware) == self.fast_layers
             and scope["type"] == "http"
             and scope["method"] in ("GET", "POST")
             and route_path(scope) in self.fast_paths
@@ -225,6 +229,7 @@ def create_app(
     app.generated = with_server(document, base)
     app.fast_lane = fast_lane(middleware, app.router)
     app.fast_paths = frozenset(answers)
+    app.fast_layers = len(app.user_middleware)
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base
