@@ -96,6 +96,8 @@ class Supervisor:
         if pid == 0:  # pragma: no cover - the worker (coverage does not follow it)
             status = 0
             try:
+                for sig in STOP_SIGNALS:  # not the supervisor's, until uvicorn's are in place
+                    signal.signal(sig, signal.SIG_DFL)
                 serve_until_stopped(self.config, [self.sock])
             except BaseException:
                 traceback.print_exc()
