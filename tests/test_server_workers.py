@@ -92,13 +92,25 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, list
         log.close()
 
 
-def one_per_worker(port: int, workers: list[psutil.Process]) -> dict[int, Pinned]:
+@pytest.fixture
+def opened() -> Iterator[list[Pinned]]:
+    """The connections a test opened, closed when it ends (passed or not)."""
+    made: list[Pinned] = []
+    yield made
+    for pinned in made:
+        pinned.close()
+
+
+def one_per_worker(
+    port: int, workers: list[psutil.Process], opened: list[Pinned]
+) -> dict[int, Pinned]:
     """A connection to each worker (new connections until every worker holds one)."""
     found: dict[int, Pinned] = {}
     for _ in range(200):
         pinned = Pinned(port, workers)
         if pinned.worker and pinned.worker not in found:
             found[pinned.worker] = pinned
+            opened.append(pinned)
         else:
             pinned.close()
         if len(found) == len(workers):
@@ -117,9 +129,11 @@ def demo_vs(rid: str, **changes: Any) -> dict[str, Any]:
     return {**body, **changes}
 
 
-def test_read_your_writes_from_any_worker(server: tuple[int, list[psutil.Process]]) -> None:
+def test_read_your_writes_from_any_worker(
+    server: tuple[int, list[psutil.Process]], opened: list[Pinned]
+) -> None:
     port, workers = server
-    a, b = one_per_worker(port, workers).values()
+    a, b = one_per_worker(port, workers, opened).values()
     for n in range(1, 11):
         writer, reader = (a, b) if n % 2 else (b, a)
         status, _, written = writer.request("PUT", "/ValueSet/ryw", demo_vs("ryw", title=f"t{n}"))
@@ -144,16 +158,17 @@ def test_read_your_writes_from_any_worker(server: tuple[int, list[psutil.Process
     assert a.request("GET", f"/ValueSet/{created['id']}")[2] == created
     history = a.request("GET", "/ValueSet/ryw/_history")[2]
     assert [e["response"]["etag"] for e in history["entry"][:2]] == ['W/"13"', 'W/"12"']
-    for pinned in (a, b):
-        pinned.close()
 
 
-def test_if_match_across_workers_loses_no_update(server: tuple[int, list[psutil.Process]]) -> None:
+def test_if_match_across_workers_loses_no_update(
+    server: tuple[int, list[psutil.Process]], opened: list[Pinned]
+) -> None:
     """Racers on both workers increment a counter (read, then PUT with If-Match, again on a
     412): every increment counts once. Then all PUT the same version at once: one wins."""
     port, workers = server
-    pinned = list(one_per_worker(port, workers).values())
+    pinned = list(one_per_worker(port, workers, opened).values())
     pinned += [Pinned(port, workers) for _ in range(RACERS - len(pinned))]
+    opened[:] = pinned
     assert pinned[0].request("PUT", "/ValueSet/race", demo_vs("race", title="0"))[0] in (200, 201)
     conflicts: list[int] = []
     errors: list[BaseException] = []
@@ -206,7 +221,6 @@ def test_if_match_across_workers_loses_no_update(server: tuple[int, list[psutil.
     assert sorted(statuses) == [200] + [412] * (len(pinned) - 1)
     for conn in pinned:
         assert conn.request("GET", "/ValueSet/race")[1]["etag"] == f'W/"{total + 2}"'
-        conn.close()
 
 
 @pytest.mark.parametrize(
