@@ -95,6 +95,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(repeatable; defaults in the README)",
     )
     parser.add_argument(
+        "--no-default-content",
+        action="store_true",
+        help="do not load the shipped valuesets/ folder",
+    )
+    add_workers_option(parser)
+    return parser.parse_args(argv)
+
+
+def add_workers_option(parser: argparse.ArgumentParser) -> None:
+    """``--workers N|auto``."""
+    parser.add_argument(
         "--workers",
         type=worker_count,
         default=1,
@@ -103,12 +114,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "writes reach every process before they are answered, through the --data folder (a "
         "temporary one, removed at exit, when none is given)",
     )
-    parser.add_argument(
-        "--no-default-content",
-        action="store_true",
-        help="do not load the shipped valuesets/ folder",
-    )
-    return parser.parse_args(argv)
 
 
 def serve(args: argparse.Namespace, temporary: list[Path]) -> int:

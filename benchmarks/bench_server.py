@@ -9,14 +9,15 @@ Run from the repository root::
 It needs ``wrk`` on PATH (``make wrk`` installs it; Debian/Ubuntu: ``apt-get install wrk``).
 
 What it measures: uvicorn processes on 127.0.0.1 (free ports), with one worker each (but
-``GET gender x2``), ``access_log`` off, ``log_level`` warning and uvicorn's default loop/http implementations
-(``auto``: uvloop and httptools when installed, else asyncio and h11; the script prints
-which). One serves ``create_app(Workbench loaded with valuesets/ and a synthetic code system
-of --big-concepts concepts)``; the other a raw Starlette app with a GET and a POST endpoint
-returning a small JSON body (the POST one parses its JSON body first): the baseline, under
-the same uvicorn settings. Each scenario gets a warm-up ``wrk`` run, then a measured run of
-``--duration`` seconds at 16 connections (``wrk -t2 -c16 --latency``) over loopback; the
-baseline is measured right before the scenarios it is the baseline of. Scenarios:
+``GET gender x2``), ``access_log`` off, ``log_level`` warning and uvicorn's default
+loop/http implementations (``auto``: uvloop and httptools when installed, else asyncio and
+h11; the script prints which). One serves ``create_app(Workbench loaded with valuesets/ and
+a synthetic code system of --big-concepts concepts)``; the other a raw Starlette app with a
+GET and a POST endpoint returning a small JSON body (the POST one parses its JSON body
+first): the baseline, under the same uvicorn settings. Each scenario gets a warm-up ``wrk``
+run, then a measured run of ``--duration`` seconds at 16 connections (``wrk -t2 -c16
+--latency``) over loopback; the baseline is measured right before the scenarios it is the
+baseline of. Scenarios:
 
 * ``GET raw`` / ``POST raw``: the Starlette endpoints;
 * ``GET gender``: ``ValueSet/$validate-code`` of ``female`` in administrative-gender;
@@ -457,6 +458,25 @@ def mixed(
     return result, expansion, seconds
 
 
+def start_servers(
+    procs: list[subprocess.Popen[bytes]], token: str, concepts: int, wb_port: int, raw_port: int
+) -> tuple[str, str, str]:
+    """Start the workbench (one worker), the same from two workers (without the big system:
+    it only serves GET gender) and the raw app; wait until they answer; return their roots."""
+    x2_port = next(p for p in (free_port() for _ in range(10)) if p not in (wb_port, raw_port))
+    started = [
+        (start(["--serve-workbench", str(wb_port), token, str(concepts), "1"]), wb_port),
+        (start(["--serve-workbench", str(x2_port), token, "1000", "2"]), x2_port),
+        (start(["--serve-trivial", str(raw_port)]), raw_port),
+    ]
+    procs.extend(proc for proc, _ in started)
+    roots = [f"http://{HOST}:{port}" for _, port in started]
+    paths = [f"{BASE}/metadata", f"{BASE}/metadata", "/ping"]
+    for (proc, _), root, path in zip(started, roots, paths, strict=True):
+        wait_ready(proc, root + path, {})
+    return roots[0], roots[1], roots[2]
+
+
 def bench(duration: int, concepts: int) -> int:
     """Start both servers, load every scenario, print the table; return the exit status."""
     wrk = shutil.which("wrk")
@@ -479,21 +499,9 @@ def bench(duration: int, concepts: int) -> int:
     results: dict[str, WrkResult] = {}
     try:
         with tempfile.TemporaryDirectory() as folder:
-            wb_proc = start(["--serve-workbench", str(wb_port), token, str(concepts), "1"])
-            procs.append(wb_proc)
-            # the same workbench from two workers (without the big system: it only serves
-            # GET gender)
-            x2_port = free_port()
-            x2_proc = start(["--serve-workbench", str(x2_port), token, "1000", "2"])
-            procs.append(x2_proc)
-            trivial_proc = start(["--serve-trivial", str(trivial_port)])
-            procs.append(trivial_proc)
-            wb_root = f"http://{HOST}:{wb_port}"
-            trivial_root = f"http://{HOST}:{trivial_port}"
-            x2_root = f"http://{HOST}:{x2_port}"
-            wait_ready(wb_proc, f"{wb_root}{BASE}/metadata", {})
-            wait_ready(x2_proc, f"{x2_root}{BASE}/metadata", {})
-            wait_ready(trivial_proc, f"{trivial_root}/ping", {})
+            wb_root, x2_root, trivial_root = start_servers(
+                procs, token, concepts, wb_port, trivial_port
+            )
             for sc in SCENARIOS:
                 url = (x2_root if sc.workers > 1 else wb_root) + sc.path
                 url = url if sc.workbench else trivial_root + sc.path
