@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
 ARGS ?=
+# processes serving (auto: one per core)
+WORKERS ?= 1
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
@@ -26,8 +28,9 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 #   make serve ARGS="--release SnomedCT_InternationalRF2_PRODUCTION_20250101T120000Z.zip"
 #   make serve ARGS="--release 'path/to/rf2|http://snomed.info/xsct/31000003106/version/20250909'"
 #   make serve ARGS="--release Loinc_2.80.zip --release SnomedCT_….zip"   (LOINC too; repeatable)
+# One process per core, sharing what is loaded: make serve WORKERS=auto (or WORKERS=4)
 serve: $(VENV)/.installed-base
-	$(BIN)/python server.py --host $(HOST) --port $(PORT) --data data $(ARGS)
+	$(BIN)/python server.py --host $(HOST) --port $(PORT) --workers $(WORKERS) --data data $(ARGS)
 
 # The browser test drives Debian's Chromium (Playwright never downloads a browser here).
 chromium:

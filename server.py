@@ -6,10 +6,10 @@ import argparse
 import gc
 import logging
 import os
-import signal
+import shutil
 import sys
+import tempfile
 from pathlib import Path
-from types import FrameType
 
 import uvicorn
 
@@ -19,6 +19,7 @@ from workbench.server import create_app
 from workbench.server.auth import new_token
 from workbench.server.offload import Limits
 from workbench.server.protocol import http_protocol
+from workbench.server.workers import WorkersFailed, serve_workers, worker_count
 
 ROOT = Path(__file__).resolve().parent
 # How long a stop (SIGTERM, SIGINT) waits for requests in flight before cancelling them.
@@ -107,36 +108,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="do not load the shipped valuesets/ folder",
     )
+    add_workers_option(parser)
     return parser.parse_args(argv)
 
 
-def serve_until_stopped(config: uvicorn.Config) -> str | None:
-    """Serve in this (main) thread until SIGTERM or SIGINT; requests in flight are answered
-    first. Return the name of the signal that stopped the server, if one did.
-
-    uvicorn raises the signal again once it has shut down (so the process would die of
-    it, exit status 143 or 130); the handlers installed here take that second delivery,
-    so the process can exit 0, and a stop asked before uvicorn listens is not lost.
-    """
-    server = uvicorn.Server(config)
-    received: list[int] = []
-
-    def stop(sig: int, frame: FrameType | None) -> None:
-        received.append(sig)
-        server.should_exit = True
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        server.run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return signal.Signals(received[0]).name if received else None
+def add_workers_option(parser: argparse.ArgumentParser) -> None:
+    """``--workers N|auto``."""
+    parser.add_argument(
+        "--workers",
+        type=worker_count,
+        default=1,
+        metavar="N",
+        help="serve from N processes sharing what is loaded (auto: one per core; default 1); "
+        "writes reach every process before they are answered, through the --data folder (a "
+        "temporary one, removed at exit, when none is given)",
+    )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Load the content, print how to call the server, and serve until interrupted."""
-    args = parse_args(argv)
+def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
+    """Load the content, print how to call the server, and serve until interrupted (a
+    temporary data folder it makes is added to ``temporary``)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     token = args.token or os.environ.get("WORKBENCH_TOKEN") or new_token()
     wb = Workbench()
@@ -156,7 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         for release in args.release:
             path, _, version = release.partition("|")
             print(wb.load_release(path, version=version or None, cache_dir=args.release_cache))
-        app = create_app(wb.service, token=token, base=args.base, data_dir=args.data, limits=limits)
+        data_dir = args.data
+        if data_dir is None and args.workers > 1:
+            # the workers see each other's writes through a data folder: a passing one
+            data_dir = Path(tempfile.mkdtemp(prefix="workbench-writes-"))
+            temporary.append(data_dir)
+        app = create_app(wb.service, token=token, base=args.base, data_dir=data_dir, limits=limits)
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -170,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Behind the proxy its base path is {args.root_path.rstrip('/')}{app.state.base}")
     print(f"API documentation (OpenAPI, no token needed): {url}/docs")
     print(f"Access token: {token}")
+    if args.workers > 1:
+        print(f"Workers: {args.workers} processes")
     print(
         "Try it:\n  curl -H 'Authorization: Bearer "
         + token
@@ -190,10 +188,24 @@ def main(argv: list[str] | None = None) -> int:
         ws="none",  # no WebSocket upgrade: such a request is answered as plain HTTP
         timeout_graceful_shutdown=GRACEFUL_SECONDS,
     )
-    stopped_by = serve_until_stopped(config)
+    try:
+        stopped_by = serve_workers(config, args.workers)
+    except WorkersFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if stopped_by:
         print(f"Stopped by {stopped_by}; requests in flight were answered.", flush=True)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve as ``serve`` does; remove the temporary data folder it made, if any."""
+    temporary: list[Path] = []
+    try:
+        return serve(parse_args(argv), temporary)
+    finally:
+        for folder in temporary:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

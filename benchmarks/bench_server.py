@@ -8,20 +8,23 @@ Run from the repository root::
 
 It needs ``wrk`` on PATH (``make wrk`` installs it; Debian/Ubuntu: ``apt-get install wrk``).
 
-What it measures: two uvicorn processes on 127.0.0.1 (free ports), each with one worker,
-``access_log`` off, ``log_level`` warning and uvicorn's default loop/http implementations
-(``auto``: uvloop and httptools when installed, else asyncio and h11; the script prints
-which). One serves ``create_app(Workbench loaded with valuesets/ and a synthetic code system
-of --big-concepts concepts)``; the other a raw Starlette app with a GET and a POST endpoint
-returning a small JSON body (the POST one parses its JSON body first): the baseline, under
-the same uvicorn settings. Each scenario gets a warm-up ``wrk`` run, then a measured run of
-``--duration`` seconds at 16 connections (``wrk -t2 -c16 --latency``) over loopback; the
-baseline is measured right before the scenarios it is the baseline of. Scenarios:
+What it measures: uvicorn processes on 127.0.0.1 (free ports), with one worker each (but
+``GET gender x2``), ``access_log`` off, ``log_level`` warning and uvicorn's default
+loop/http implementations (``auto``: uvloop and httptools when installed, else asyncio and
+h11; the script prints which). One serves ``create_app(Workbench loaded with valuesets/ and
+a synthetic code system of --big-concepts concepts)``; the other a raw Starlette app with a
+GET and a POST endpoint returning a small JSON body (the POST one parses its JSON body
+first): the baseline, under the same uvicorn settings. Each scenario gets a warm-up ``wrk``
+run, then a measured run of ``--duration`` seconds at 16 connections (``wrk -t2 -c16
+--latency``) over loopback; the baseline is measured right before the scenarios it is the
+baseline of. Scenarios:
 
 * ``GET raw`` / ``POST raw``: the Starlette endpoints;
 * ``GET gender``: ``ValueSet/$validate-code`` of ``female`` in administrative-gender;
 * ``GET encounter``: ``ValueSet/$validate-code`` of ``AMB`` in v3-ActEncounterCode (an
   ``is-a`` filter over v3 ActCode);
+* ``GET gender x2``: ``GET gender`` from a third server with two workers (``server.py
+  --workers 2``), against ``GET gender`` from the one-worker server (a figure, no target);
 * ``POST gender``: the same as ``GET gender`` as a Parameters body;
 * ``GET lookup``: ``CodeSystem/$lookup`` of ``female``;
 * ``mixed``: ``GET gender`` while one ``POST ValueSet/$expand`` of an inline value set (two
@@ -91,6 +94,7 @@ class Scenario:
     body: bytes | None = None
     baseline: str | None = None
     kind: str = "validate"  # validate (result must be true) | lookup
+    workers: int = 1  # server processes (``server.py --workers``); >1: no target, a figure
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,13 @@ SCENARIOS = (
         workbench=True,
         baseline="GET raw",
         kind="lookup",
+    ),
+    Scenario(
+        "GET gender x2",
+        _validate_path(GENDER_VS, GENDER_CS, "female"),
+        workbench=True,
+        baseline="GET gender",
+        workers=2,
     ),
     Scenario("POST raw", "/ping", workbench=False, body=GENDER_BODY),
     Scenario(
@@ -226,17 +237,31 @@ def big_codesystem(concepts: int) -> dict[str, object]:
     }
 
 
-def serve_workbench(port: int, token: str, concepts: int) -> None:
-    """Child process: serve the workbench loaded with ``valuesets/`` and the big system."""
+def serve_workbench(port: int, token: str, concepts: int, workers: int = 1) -> None:
+    """Child process: serve the workbench loaded with ``valuesets/`` and the big system;
+    with several workers as ``server.py --workers`` does (forked after loading, writes
+    shared through a temporary data folder)."""
     sys.path.insert(0, str(ROOT))
+    import uvicorn
+
     from workbench import Workbench
     from workbench.server import create_app
+    from workbench.server.workers import serve_workers
 
     wb = Workbench()
     wb.load(VALUESETS, progress=False)
     wb.load(big_codesystem(concepts), progress=False)
-    gc.freeze()  # as server.py does once the content is loaded
-    _uvicorn_run(create_app(wb, token=token, base=BASE), port)
+    if workers == 1:
+        gc.freeze()  # as server.py does once the content is loaded
+        _uvicorn_run(create_app(wb, token=token, base=BASE), port)
+        return
+    with tempfile.TemporaryDirectory() as data:
+        app = create_app(wb, token=token, base=BASE, data_dir=data)
+        gc.freeze()
+        config = uvicorn.Config(
+            app, host=HOST, port=port, access_log=False, log_level="warning", lifespan="off"
+        )
+        serve_workers(config, workers)
 
 
 def serve_trivial(port: int) -> None:
@@ -433,6 +458,25 @@ def mixed(
     return result, expansion, seconds
 
 
+def start_servers(
+    procs: list[subprocess.Popen[bytes]], token: str, concepts: int, wb_port: int, raw_port: int
+) -> tuple[str, str, str]:
+    """Start the workbench (one worker), the same from two workers (without the big system:
+    it only serves GET gender) and the raw app; wait until they answer; return their roots."""
+    x2_port = next(p for p in (free_port() for _ in range(10)) if p not in (wb_port, raw_port))
+    started = [
+        (start(["--serve-workbench", str(wb_port), token, str(concepts), "1"]), wb_port),
+        (start(["--serve-workbench", str(x2_port), token, "1000", "2"]), x2_port),
+        (start(["--serve-trivial", str(raw_port)]), raw_port),
+    ]
+    procs.extend(proc for proc, _ in started)
+    roots = [f"http://{HOST}:{port}" for _, port in started]
+    paths = [f"{BASE}/metadata", f"{BASE}/metadata", "/ping"]
+    for (proc, _), root, path in zip(started, roots, paths, strict=True):
+        wait_ready(proc, root + path, {})
+    return roots[0], roots[1], roots[2]
+
+
 def bench(duration: int, concepts: int) -> int:
     """Start both servers, load every scenario, print the table; return the exit status."""
     wrk = shutil.which("wrk")
@@ -455,16 +499,12 @@ def bench(duration: int, concepts: int) -> int:
     results: dict[str, WrkResult] = {}
     try:
         with tempfile.TemporaryDirectory() as folder:
-            wb_proc = start(["--serve-workbench", str(wb_port), token, str(concepts)])
-            procs.append(wb_proc)
-            trivial_proc = start(["--serve-trivial", str(trivial_port)])
-            procs.append(trivial_proc)
-            wb_root = f"http://{HOST}:{wb_port}"
-            trivial_root = f"http://{HOST}:{trivial_port}"
-            wait_ready(wb_proc, f"{wb_root}{BASE}/metadata", {})
-            wait_ready(trivial_proc, f"{trivial_root}/ping", {})
+            wb_root, x2_root, trivial_root = start_servers(
+                procs, token, concepts, wb_port, trivial_port
+            )
             for sc in SCENARIOS:
-                url = (wb_root if sc.workbench else trivial_root) + sc.path
+                url = (x2_root if sc.workers > 1 else wb_root) + sc.path
+                url = url if sc.workbench else trivial_root + sc.path
                 headers = auth if sc.workbench else {}
                 if sc.workbench:
                     check_valid(sc, url, headers)
@@ -486,7 +526,10 @@ def bench(duration: int, concepts: int) -> int:
     for sc in SCENARIOS:
         res = results[sc.name]
         line = f"{sc.name:<14} {res.rps:>10.1f} {res.p50_ms:>9.2f} {res.p99_ms:>9.2f}"
-        if sc.baseline is not None:
+        if sc.workers > 1:
+            ratio = res.rps / results[sc.baseline or ""].rps
+            line += f" {ratio:>7.2f}  ({sc.workers} workers against 1 on {os.cpu_count()} CPUs)"
+        elif sc.baseline is not None:
             ratio = res.rps / results[sc.baseline].rps
             ok = ratio >= RATIO_TARGET and res.p99_ms <= P99_TARGET_MS
             status = status or (0 if ok else 1)
@@ -519,7 +562,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="concepts of the code system the mixed case expands (default 400000, over 5 s)",
     )
     parser.add_argument(
-        "--serve-workbench", nargs=3, metavar=("PORT", "TOKEN", "CONCEPTS"), help=argparse.SUPPRESS
+        "--serve-workbench",
+        nargs=4,
+        metavar=("PORT", "TOKEN", "CONCEPTS", "WORKERS"),
+        help=argparse.SUPPRESS,
     )
     parser.add_argument("--serve-trivial", metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -532,8 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     """Dispatch to a child server role, or run the benchmark."""
     args = parse_args(argv)
     if args.serve_workbench:
-        port, token, concepts = args.serve_workbench
-        serve_workbench(int(port), token, int(concepts))
+        port, token, concepts, workers = args.serve_workbench
+        serve_workbench(int(port), token, int(concepts), int(workers))
         return 0
     if args.serve_trivial:
         serve_trivial(int(args.serve_trivial))

@@ -93,11 +93,11 @@ def without_volatile(valueset: Mapping[str, Any]) -> dict[str, Any]:
 
 def folder_state(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` (relative paths and bytes), hidden temporary files
-    included."""
+    included; the processes' journal and lock file (``server/journal.py``) left out."""
     return {
         p.relative_to(folder).as_posix(): p.read_bytes()
         for p in sorted(folder.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.relative_to(folder).as_posix() not in (".journal", ".lock")
     }
 
 

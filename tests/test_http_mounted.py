@@ -292,3 +292,26 @@ def test_outside_the_fhir_base_is_an_outcome_too(deployment: Deployment) -> None
         response = http.get("/nothing/here")
     assert response.status_code == 404
     assert response.json()["issue"][0]["code"] == "not-found"
+
+
+def test_middleware_added_later_sees_the_operation_calls(shared_wb: Workbench) -> None:
+    """The fast lane skips FastAPI's outer layers, but not middleware a user adds."""
+    app = create_app(shared_wb, token=TOKEN)
+
+    class Stamp:
+        def __init__(self, inner: ASGIApp) -> None:
+            self.inner = inner
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            async def stamped(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    message["headers"] = [*message["headers"], (b"x-stamp", b"1")]
+                await send(message)
+
+            await self.inner(scope, receive, stamped)
+
+    app.add_middleware(Stamp)
+    with serve_app(app) as running, client(running.url) as http:
+        got = http.get("/ValueSet/$validate-code", params=GENDER_Q)
+    assert got.status_code == 200, got.text
+    assert got.headers["x-stamp"] == "1"

@@ -430,6 +430,71 @@ def test_if_match_weak_and_strong(writer: tuple[ServerHandle, httpx.Client], for
     assert_outcome(stale, 412, "conflict", "does not match the current version")
 
 
+DEMO_PATH = "/ValueSet/workbench-demo-all"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "deleted_first", "if_match", "status", "versions"),
+    [
+        # DELETE: before, If-Match was ignored (junk deleted), re-deleting was a 404
+        pytest.param("DELETE", DEMO_PATH, False, None, 204, ["2", "1"], id="delete"),
+        pytest.param("DELETE", DEMO_PATH, False, 'W/"1"', 204, ["2", "1"], id="delete-weak"),
+        pytest.param("DELETE", DEMO_PATH, False, '"1"', 204, ["2", "1"], id="delete-strong"),
+        pytest.param("DELETE", DEMO_PATH, False, "*", 204, ["2", "1"], id="delete-star"),
+        pytest.param("DELETE", DEMO_PATH, False, 'W/"7", W/"1"', 204, ["2", "1"], id="delete-list"),
+        pytest.param("DELETE", DEMO_PATH, False, "junk", 412, ["1"], id="delete-junk"),
+        pytest.param("DELETE", DEMO_PATH, False, 'W/"2"', 412, ["1"], id="delete-stale"),
+        pytest.param("DELETE", DEMO_PATH, True, None, 204, ["2", "1"], id="delete-deleted"),
+        pytest.param("DELETE", DEMO_PATH, True, "*", 412, ["2", "1"], id="delete-deleted-star"),
+        pytest.param("DELETE", "/ValueSet/never-there", False, None, 404, None, id="never-there"),
+        # PUT: before, If-Match: * was a 412
+        pytest.param("PUT", DEMO_PATH, False, "*", 200, ["2", "1"], id="put-star"),
+        pytest.param("PUT", DEMO_PATH, False, 'W/"7", W/"1"', 200, ["2", "1"], id="put-list"),
+        pytest.param("PUT", DEMO_PATH, False, "junk", 412, ["1"], id="put-junk"),
+        pytest.param("PUT", DEMO_PATH, True, "*", 412, ["2", "1"], id="put-deleted-star"),
+        pytest.param("PUT", "/ValueSet/never-there", False, "*", 412, None, id="put-new-star"),
+    ],
+)
+def test_if_match_and_delete(
+    writer: tuple[ServerHandle, httpx.Client],
+    method: str,
+    path: str,
+    deleted_first: bool,
+    if_match: str | None,
+    status: int,
+    versions: list[str] | None,
+) -> None:
+    """If-Match on PUT and DELETE (``*`` = any current version, a list of ETags), and a
+    DELETE of a deleted resource (200/204 and no new version, R4 http.html#delete). A
+    refused write (412, 404) changes nothing."""
+    _, http = writer
+    if deleted_first:
+        assert http.delete(path).status_code == 204
+    before = http.get(path)
+    headers = {} if if_match is None else {"If-Match": if_match}
+    if method == "PUT":
+        body = {**http.get(DEMO_PATH).json(), "id": path.rsplit("/", 1)[1], "title": "changed"}
+        if deleted_first:
+            body = {"resourceType": "ValueSet", "id": "workbench-demo-all", "status": "draft"}
+        response = send(http, "PUT", path, body, **headers)
+    else:
+        response = http.request("DELETE", path, headers=headers)
+    assert response.status_code == status, response.text
+    if status == 412:
+        assert_outcome(response, 412, "conflict", "does not match the current version")
+    if status == 404:
+        assert_outcome(response, 404, "not-found", "not found")
+    if status >= 400:  # refused: the resource and its history as they were
+        after = http.get(path)
+        assert (after.status_code, after.content) == (before.status_code, before.content)
+    history = http.get(f"{path}/_history")
+    if versions is None:
+        assert history.status_code == 404
+    else:
+        found = [e["response"]["etag"] for e in history.json()["entry"]]
+        assert found == [f'W/"{v}"' for v in versions]
+
+
 @pytest.mark.parametrize(
     ("headers", "status"),
     [

@@ -20,6 +20,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench.errors import InvalidRequestError, MethodNotAllowedError, ResourceNotFoundError
 from workbench.operations import OPERATIONS
@@ -35,10 +36,11 @@ from workbench.server.capability import (
 from workbench.server.dispatch import OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
+from workbench.server.journal import JournalSync
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
 from workbench.server.openapi import openapi_document, with_server
-from workbench.server.prefix import public_base
+from workbench.server.prefix import public_base, route_path
 from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
@@ -130,13 +132,45 @@ def conformance_routes(workbench: TerminologyService, base: str) -> list[Route]:
 class TerminologyApp(FastAPI):
     """A FastAPI app whose OpenAPI document is the one generated from the
     OperationDefinitions (``openapi.py``): its routes are plain Starlette routes, which
-    FastAPI's own generator leaves out."""
+    FastAPI's own generator leaves out.
+
+    GET and POST on the exact operation paths take the fast lane: the app's own layers
+    (Guard, token, format, other processes' writes, the operation dispatch) without
+    FastAPI's and Starlette's outer middleware (error page, telemetry, body limit), which
+    these requests never need: their errors are OperationOutcomes from the Guard and the
+    dispatch, and their bodies are limited by the operation's reader. Middleware added to
+    the app later (``app.add_middleware``) closes the fast lane, so that it sees every
+    request."""
 
     generated: dict[str, Any] | None = None
+    fast_lane: ASGIApp | None = None
+    fast_paths: frozenset[str] = frozenset()
+    fast_layers = 0  # len(user_middleware) when the fast lane was built
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            self.fast_lane is not None
+            and len(self.user_middleware) == self.fast_layers
+            and scope["type"] == "http"
+            and scope["method"] in ("GET", "POST")
+            and route_path(scope) in self.fast_paths
+        ):
+            await self.fast_lane(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
     def openapi(self) -> dict[str, Any]:
         """The generated document (servers: the FHIR base), else FastAPI's own."""
         return self.generated if self.generated is not None else super().openapi()
+
+
+def fast_lane(middleware: list[Middleware], inner: ASGIApp) -> ASGIApp:
+    """The app's own middleware around ``inner``, without FastAPI's outer layers."""
+    lane = inner
+    for layer in reversed(middleware):
+        factory, args, kwargs = layer
+        lane = factory(lane, *args, **kwargs)
+    return lane
 
 
 def create_app(
@@ -167,18 +201,24 @@ def create_app(
         *resource_routes(base, store, max_body),
     ]
     free, free_prefix = open_paths(base)
+    answers = operation_routes.exact_paths(base)
     # Middleware, outermost first: whatever escapes becomes a 500 OperationOutcome (Guard),
-    # then the token, then the format negotiation, then the operation calls on exact paths.
+    # then the token, then the format negotiation, then (with a data folder, which other
+    # processes may write) the writes of other processes, then the operation calls on exact
+    # paths.
+    synced = [] if store.journal is None else [Middleware(JournalSync, journal=store.journal)]
+    middleware = [
+        Middleware(Guard),
+        Middleware(BearerAuth, token=token, open_paths=free, open_prefix=free_prefix),
+        Middleware(FormatNegotiation),
+        *synced,
+        Middleware(OperationDispatch, answers=answers),
+    ]
     app = TerminologyApp(
         title=TITLE,
         version=VERSION,
         routes=routes,
-        middleware=[
-            Middleware(Guard),
-            Middleware(BearerAuth, token=token, open_paths=free, open_prefix=free_prefix),
-            Middleware(FormatNegotiation),
-            Middleware(OperationDispatch, answers=operation_routes.exact_paths(base)),
-        ],
+        middleware=middleware,
         exception_handlers=HANDLERS,
         openapi_url=None,  # served under the FHIR base by docs_routes, with the prefix
         docs_url=None,
@@ -187,6 +227,9 @@ def create_app(
         telemetry=NO_TELEMETRY if telemetry is None else telemetry,
     )
     app.generated = with_server(document, base)
+    app.fast_lane = fast_lane(middleware, app.router)
+    app.fast_paths = frozenset(answers)
+    app.fast_layers = len(app.user_middleware)
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base

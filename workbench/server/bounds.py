@@ -19,7 +19,7 @@ from workbench.errors import TooManyResourcesError
 from workbench.operations.codec import parse_parameters
 from workbench.operations.definitions import OperationDef
 from workbench.server.offload import Limits
-from workbench.server.responses import decode_body
+from workbench.server.responses import parse_json
 from workbench.terminology import budget
 
 TX_RESOURCE = "tx-resource"
@@ -30,7 +30,7 @@ def post_inputs(definition: OperationDef, raw: bytes, limits: Limits) -> dict[st
     resources, then read by the codec. Raises MalformedError, TooManyResourcesError, or the
     codec's errors."""
     budget.charge(1 + len(raw) // 1024)
-    body = decode_body(raw)
+    body = parse_json(raw)
     check_inline_resources(body, len(raw), limits)
     return parse_parameters(definition, body)
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
-from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench import jsonio
 from workbench.errors import WorkbenchError
 from workbench.server.prefix import route_path
 
-Answer = Callable[[Request], Awaitable[bytes]]
+Answer = Callable[[Scope, Receive], Awaitable[bytes]]
 _CONTENT_TYPE = (b"content-type", b"application/fhir+json")
 _METHODS = frozenset({"GET", "POST"})
 
@@ -39,7 +38,7 @@ class OperationDispatch:
             await self.app(scope, receive, send)
             return
         try:
-            body = await answer(Request(scope, receive))
+            body = await answer(scope, receive)
             status = 200
         except WorkbenchError as exc:
             body, status = jsonio.dumps(exc.to_outcome()), exc.status

@@ -14,6 +14,13 @@ child of a Jupyter kernel must not write to the kernel's streams), and its sched
 priority is lowered by ``nice``. The call's exception
 comes back as it was raised (a WorkbenchError keeps its status and issue code); an
 unexpected one carries the child's traceback as a note.
+
+The children form a bounded pool: at most ``max_children()`` run at once in one server
+process (by default as many as it has cores; more would only share the same processors), and
+a call waits for a free slot in its worker thread. The caller's limits still hold while it
+waits: the work budget's deadline counts from when the request was queued, so a call that
+waited too long stops at its first step, and the server answers 422 ``too-costly`` at the
+deadline in any case.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import pickle
 import signal
 import stat
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Callable
@@ -32,6 +40,29 @@ from typing import Any, TypeVar
 from workbench.errors import WorkbenchError
 
 T = TypeVar("T")
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_SLOTS = threading.BoundedSemaphore(_cores())
+_SLOT_COUNT = _cores()
+
+
+def max_children() -> int:
+    """How many children may run at once in this process."""
+    return _SLOT_COUNT
+
+
+def set_max_children(count: int) -> None:
+    """Change how many children may run at once (before serving; at least 1)."""
+    global _SLOTS, _SLOT_COUNT
+    _SLOT_COUNT = max(1, count)
+    _SLOTS = threading.BoundedSemaphore(_SLOT_COUNT)
 
 
 def available() -> bool:
@@ -58,8 +89,15 @@ def run_forked(
     Blocks until the child answers, so run it in a worker thread. ``running`` receives the
     child's pid as soon as it exists, and None once it has answered, before it is reaped (so
     a kill on a timeout never reaches a reused pid). ``nice`` lowers the child's scheduling
-    priority by that much (``os.nice``).
+    priority by that much (``os.nice``). Waits for a free slot first (``max_children``).
     """
+    with _SLOTS:
+        return _fork_and_wait(call, running, nice)
+
+
+def _fork_and_wait(
+    call: Callable[[], T], running: Callable[[int | None], None] | None, nice: int
+) -> T:
     read_end, write_end = os.pipe()
     with warnings.catch_warnings():
         # Python 3.12+ warns that forking a threaded process may deadlock the child; the

@@ -60,6 +60,10 @@ class MemoryHistory:
         while len(versions) > self.keep:
             del versions[min(versions)]
 
+    def discard(self, rtype: str, rid: str, version: Version) -> None:
+        """Forget a version just saved whose write was then refused."""
+        self._versions.get((rtype, rid), {}).pop(version.number, None)
+
     def numbers(self, rtype: str, rid: str) -> list[int]:
         """The known version numbers of a resource, oldest first."""
         return sorted(self._versions.get((rtype, rid), {}))
@@ -103,6 +107,12 @@ class FolderHistory:
                 f"The write was not stored: {reason} ({target}); nothing was changed",
                 status=status,
             ) from exc
+
+    def discard(self, rtype: str, rid: str, version: Version) -> None:
+        """Remove a version just saved whose write was then refused."""
+        suffix = ".deleted" if version.deleted else ".json"
+        with contextlib.suppress(OSError):
+            (self._dir(rtype, rid) / f"{version.number}{suffix}").unlink()
 
     def numbers(self, rtype: str, rid: str) -> list[int]:
         """The version numbers on disk, oldest first."""

@@ -71,23 +71,24 @@ async def read_json(
 
     With ``empty_ok`` an empty body (of any content type) is None.
     """
-    raw = await read_body(request, max_bytes, empty_ok=empty_ok)
-    if raw is None:
-        return None
-    return decode_body(raw, exact_decimals=exact_decimals)
+    data = await read_body(request, max_bytes, empty_ok=empty_ok)
+    return None if data is None else parse_json(data, exact_decimals=exact_decimals)
 
 
-def decode_body(raw: bytes, *, exact_decimals: bool = False) -> Any:
-    """A JSON body decoded strictly (``jsonio.loads_body``); MalformedError when it is not."""
+def parse_json(data: bytes, *, exact_decimals: bool = False) -> Any:
+    """Parse a body read by ``read_body`` (400 ``structure`` when it is not JSON)."""
     try:
-        return jsonio.loads_body(raw, exact_decimals=exact_decimals)
+        return jsonio.loads_body(data, exact_decimals=exact_decimals)
     except jsonio.BodyError as exc:
         raise MalformedError(f"The body is not valid JSON: {exc}") from None
 
 
 async def read_body(request: Request, max_bytes: int, *, empty_ok: bool = False) -> bytes | None:
-    """The bytes of a JSON body, checking the content type and the size limit (None for an
-    empty body with ``empty_ok``); decode them with ``decode_body``."""
+    """Read a JSON body's bytes, checking the content type and the size limit (not parsed:
+    a large body is parsed off the event loop).
+
+    With ``empty_ok`` an empty body (of any content type) is None.
+    """
     content_type, declared = _body_headers(request.scope["headers"])
     media = content_type.split(";")[0].strip().lower()
     if empty_ok and declared == "0":

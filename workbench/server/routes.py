@@ -19,22 +19,27 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope
 
 from workbench import jsonio
 from workbench.errors import MethodNotAllowedError, UnknownOperationError
 from workbench.operations import Operation
 from workbench.operations.codec import build_output, parse_query, query_items
 from workbench.registry import TERMINOLOGY_TYPES
+from workbench.server import forked
 from workbench.server import search as fhir_search
 from workbench.server.bounds import post_inputs
 from workbench.server.dispatch import Answer
 from workbench.server.history_pages import instant, many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
 from workbench.server.prefix import public_base
-from workbench.server.responses import FHIR_JSON, fhir, outcome, read_body, read_json
+from workbench.server.responses import FHIR_JSON, fhir, outcome, parse_json, read_body
 from workbench.server.store import ResourceStore, etag, etag_version, version_of
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+# A write body from this size on is parsed and checked in a forked child (``resource_body``).
+LARGE_BODY = 256 * 1024
+WRITE_NICE = 5
 
 
 def _pretty(request: Request) -> bool:
@@ -115,11 +120,12 @@ class OperationRoutes:
                     out.setdefault(f"{base}/{rtype}/${d.code}", partial(self.answer, op, rtype))
         return out
 
-    async def answer(self, op: Operation, rtype: str | None, request: Request) -> bytes:
+    async def answer(
+        self, op: Operation, rtype: str | None, scope: Scope, receive: Receive
+    ) -> bytes:
         """Run ``op`` on the request and return the response body (FHIR JSON); a problem
         raises a WorkbenchError."""
         definition = op.definition
-        scope = request.scope
         limits = self.offloader.limits
         # the query string is read once, straight from the scope (no QueryParams)
         query = query_items(scope["query_string"])
@@ -131,7 +137,7 @@ class OperationRoutes:
                 )
             inputs = parse_query(definition, query)
         else:
-            raw = await read_body(request, self.max_body, empty_ok=True)
+            raw = await read_body(Request(scope, receive), self.max_body, empty_ok=True)
             if raw is None:  # a POST without a body is the operation without inputs
                 inputs = parse_query(definition, query)
             elif len(raw) <= limits.loop_body_bytes:
@@ -157,7 +163,8 @@ class OperationRoutes:
 
     def _endpoint(self, op: Operation, rtype: str | None) -> Endpoint:
         async def endpoint(request: Request) -> Response:
-            return Response(await self.answer(op, rtype, request), media_type=FHIR_JSON)
+            body = await self.answer(op, rtype, request.scope, request.receive)
+            return Response(body, media_type=FHIR_JSON)
 
         return endpoint
 
@@ -247,6 +254,21 @@ class ResourceRoutes:
         self.store = store
         self.max_body = max_body
 
+    async def resource_body(self, rtype: str, request: Request) -> dict[str, Any]:
+        """The body of a create or update, parsed and checked (``ResourceStore.checked``)
+        off the event loop: in a worker thread, or for a large body (an import of a big code
+        system: seconds of checks) in a forked child (``forked.py``), so that it does not
+        hold this process's interpreter lock while cheap requests wait."""
+        data = await read_body(request, self.max_body)
+        assert data is not None  # not empty_ok
+
+        def check() -> dict[str, Any]:
+            return self.store.checked(rtype, parse_json(data, exact_decimals=True))
+
+        if len(data) >= LARGE_BODY and forked.available():
+            return await run_in_threadpool(forked.run_forked, check, nice=WRITE_NICE)
+        return await run_in_threadpool(check)
+
     def root_of(self, request: Request) -> str:
         """The FHIR base URL the client sees (prefix and proxy included)."""
         return public_base(request, self.base)
@@ -263,15 +285,17 @@ class ResourceRoutes:
             )
             return fhir(bundle, pretty=_pretty(request))
         self.store.check_type(rtype)
-        body = await read_json(request, self.max_body, exact_decimals=True)
+        resource = await self.resource_body(rtype, request)
         condition = request.headers.get("if-none-exist")
         if condition is None and any(
             not name.startswith(("_format", "_pretty")) for name in request.query_params
         ):
             # POST {type}?{search}: the criteria in the query, as clients such as fhirpy send
             condition = request.url.query
-        # checks, fsync and index updates of a large body take a while: not on the event loop
-        stored, created = await run_in_threadpool(self.store.create, rtype, body, condition)
+        # fsync and index updates of a large body take a while: not on the event loop
+        stored, created = await run_in_threadpool(
+            partial(self.store.create, rtype, resource, condition, prechecked=True)
+        )
         return _written(request, stored, 201 if created else 200, root)
 
     async def instance(self, request: Request) -> Response:
@@ -287,12 +311,14 @@ class ResourceRoutes:
                 return _resource_response(request, resource, 304, root, body=False)
             return _resource_response(request, _shaped(request, resource), 200, root)
         if request.method == "DELETE":
-            await run_in_threadpool(self.store.delete, rtype, rid)
+            await run_in_threadpool(self.store.delete, rtype, rid, request.headers.get("if-match"))
             return Response(status_code=204)
         self.store.check_type(rtype)
-        body = await read_json(request, self.max_body, exact_decimals=True)
+        self.store.check_id(rid)
+        resource = await self.resource_body(rtype, request)
+        if_match = request.headers.get("if-match")
         stored, created = await run_in_threadpool(
-            self.store.update, rtype, rid, body, request.headers.get("if-match")
+            partial(self.store.update, rtype, rid, resource, if_match, prechecked=True)
         )
         return _written(request, stored, 201 if created else 200, root)
 

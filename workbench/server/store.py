@@ -26,6 +26,7 @@ from workbench.errors import (
     InvalidResourceError,
     PreconditionFailedError,
     ResourceNotFoundError,
+    StorageError,
     VersionConflictError,
 )
 from workbench.loading import check_resource
@@ -39,6 +40,7 @@ from workbench.server.history import (
     now_instant,
     tombstone,
 )
+from workbench.server.journal import Journal
 from workbench.service import ServiceHolder, service_of
 from workbench.terminology.hierarchy import hierarchy_cycle
 
@@ -74,6 +76,27 @@ def etag_version(header: str) -> str:
     return match.group(1) if match else header.strip()
 
 
+def if_match_holds(header: str, current: Resource | None) -> bool:
+    """Whether an ``If-Match`` header holds (RFC 9110 13.1.1): ``*`` for any current version,
+    else one of its comma-separated ETags names the current version. Without a current
+    version (never created, or deleted) it never holds."""
+    if current is None:
+        return False
+    have = version_of(current)
+    return any(
+        tag.strip() == "*" or etag_version(tag) == have for tag in header.split(",") if tag.strip()
+    )
+
+
+def _check_if_match(if_match: str | None, current: Resource | None) -> None:
+    """Raise VersionConflictError (412) when ``If-Match`` is given and does not hold."""
+    if if_match is not None and not if_match_holds(if_match, current):
+        have = etag(current) if current is not None else "no resource"
+        raise VersionConflictError(
+            f"If-Match {if_match} does not match the current version ({have})"
+        )
+
+
 def _number(version: str) -> int:
     return int(version) if version.isdigit() else 1
 
@@ -89,9 +112,13 @@ class ResourceStore:
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._lock = threading.Lock()
         self.history: FolderHistory | MemoryHistory
+        self.journal: Journal | None = None
         if self.data_dir is not None:
             self.history = FolderHistory(self.data_dir)
-            self._restore(self.history)
+            self.journal = Journal(self.data_dir, self._apply)
+            with self.journal.exclusive(catch_up=False):
+                self._restore(self.history)
+                self.journal.mark_applied()
         else:
             self.history = MemoryHistory()
 
@@ -111,6 +138,28 @@ class ResourceStore:
             if not version.deleted:
                 self._put_exactly(version.resource)
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write at a time: this process's threads, and with a data folder every process
+        serving it (``journal.py``), the registry first brought up to date."""
+        with self._lock:
+            if self.journal is None:
+                yield
+                return
+            with self.journal.exclusive():
+                yield
+
+    def _apply(self, rtype: str, rid: str, number: int) -> None:
+        """Bring the registry to a version another process wrote (from the journal)."""
+        version = self.history.load(rtype, rid, number)
+        if version is None:
+            return
+        if version.deleted:
+            with contextlib.suppress(ResourceNotFoundError):
+                self.registry.delete(rtype, rid)
+        else:
+            self._put_exactly(version.resource)
+
     def _put_exactly(self, resource: Resource) -> None:
         """Store ``resource`` under its own id; whatever else holds its canonical goes."""
         rtype, url = resource["resourceType"], resource.get("url")
@@ -128,6 +177,12 @@ class ResourceStore:
             served = with_meta(current)
             self.history.save(rtype, rid, Version(_number(version_of(served)), served))
         self.history.save(rtype, rid, version)
+        if self.journal is not None:
+            try:
+                self.journal.append(rtype, rid, version.number)
+            except StorageError:
+                self.history.discard(rtype, rid, version)
+                raise
 
     # --- interactions -----------------------------------------------------------------
 
@@ -196,7 +251,11 @@ class ResourceStore:
                 with contextlib.suppress(ResourceNotFoundError):
                     yield self.versions(rtype, rid)
 
-    def _checked(self, rtype: str, body: Any) -> Resource:
+    @staticmethod
+    def checked(rtype: str, body: Any) -> Resource:
+        """The body as the resource to store, once it passed every check of a write (its
+        type, the R4 structure, the terminology rules, no cycle in a hierarchy); else raise.
+        Pure, so it may run in another process (``prechecked`` writes take its result)."""
         if not isinstance(body, dict):
             raise InvalidRequestError(f"The body must be a {rtype} resource (a JSON object)")
         if body.get("resourceType") != rtype:
@@ -215,16 +274,17 @@ class ResourceStore:
         return resource
 
     def create(
-        self, rtype: str, body: Any, if_none_exist: str | None = None
+        self, rtype: str, body: Any, if_none_exist: str | None = None, *, prechecked: bool = False
     ) -> tuple[Resource, bool]:
         """Create a resource with a new server-assigned id; return (resource, created).
 
         With ``if_none_exist`` (a search query string), an existing single match is returned
-        instead (created false); more than one match is a 412.
+        instead (created false); more than one match is a 412. ``prechecked``: ``body`` is
+        what ``checked`` returned.
         """
         self.check_type(rtype)
-        resource = self._checked(rtype, body)
-        with self._lock:
+        resource = body if prechecked else self.checked(rtype, body)
+        with self._writing():
             if if_none_exist is not None:
                 existing = self._conditional_match(rtype, if_none_exist)
                 if existing is not None:
@@ -246,25 +306,26 @@ class ResourceStore:
         return found[0] if found else None
 
     def update(
-        self, rtype: str, rid: str, body: Any, if_match: str | None = None
+        self,
+        rtype: str,
+        rid: str,
+        body: Any,
+        if_match: str | None = None,
+        *,
+        prechecked: bool = False,
     ) -> tuple[Resource, bool]:
-        """Update (or create) the resource ``rid``; return (resource, created)."""
+        """Update (or create) the resource ``rid``; return (resource, created).
+        ``prechecked``: ``body`` is what ``checked`` returned."""
         self.check_type(rtype)
         self.check_id(rid)
-        resource = self._checked(rtype, body)
+        resource = body if prechecked else self.checked(rtype, body)
         if resource.get("id") != rid:
             raise InvalidRequestError(
                 f"The body's id ({resource.get('id')!r}) does not match the URL's id ({rid!r})"
             )
-        with self._lock:
+        with self._writing():
             current = self._current(rtype, rid)
-            if if_match is not None and (
-                current is None or etag_version(if_match) != version_of(current)
-            ):
-                have = etag(current) if current is not None else "no resource"
-                raise VersionConflictError(
-                    f"If-Match {if_match} does not match the current version ({have})"
-                )
+            _check_if_match(if_match, current)
             stored = self._store(resource, current)
             return stored, current is None
 
@@ -287,14 +348,23 @@ class ResourceStore:
         self.registry.put(resource)
         return resource
 
-    def delete(self, rtype: str, rid: str) -> None:
-        """Delete a resource (404 when it does not exist); the deletion is a new version."""
+    def delete(self, rtype: str, rid: str, if_match: str | None = None) -> bool:
+        """Delete a resource; the deletion is a new version. Return False when it was
+        already deleted (nothing changes, as R4 asks); 404 when it never existed, 412 when
+        ``if_match`` does not hold (``*``: any current version)."""
         self.check_type(rtype)
-        with self._lock:
-            current = self.registry.read(rtype, rid)
+        self.check_id(rid)
+        with self._writing():
+            current = self._current(rtype, rid)
+            _check_if_match(if_match, current)
+            if current is None:
+                if self.history.numbers(rtype, rid):
+                    return False  # known, and its latest version is a deletion
+                raise ResourceNotFoundError(f"{rtype}/{rid} not found")
             number = self._next_number(rtype, rid, current)
             self._record(rtype, rid, tombstone(rtype, rid, number, now_instant()), current)
             self.registry.delete(rtype, rid)
+            return True
 
     def search(
         self,
