@@ -383,3 +383,33 @@ def test_a1_a_property_filter_matches_only_concepts_with_that_value(
                 },
             )
             assert outputs(checked.json())["result"] is (probe in members), (code, probe)
+
+
+@pytest.mark.parametrize("form", ["coding", "codeableConcept"])
+def test_a5_a_coding_without_a_system_is_no_member(
+    wb: Workbench, http: httpx.Client, form: str
+) -> None:
+    """a5: never inferred for a Coding (only code + inferSystem is): not-in-vs at the code,
+    invalid-data at the coding."""
+    valueset = {"resourceType": "ValueSet", "compose": {"include": [{"system": CS}]}}
+    coding = {"code": "red"}
+    if form == "coding":
+        result = wb.validate_code(valueset, coding=coding)
+        value: dict[str, Any] = {"valueCoding": coding}
+        at = "Coding"
+    else:
+        result = wb.validate_code(valueset, codeable_concept={"coding": [coding]})
+        value = {"valueCodeableConcept": {"coding": [coding]}}
+        at = "CodeableConcept.coding[0]"
+    body = {
+        "resourceType": "Parameters",
+        "parameter": [{"name": "valueSet", "resource": valueset}, {"name": form, **value}],
+    }
+    answer = http.post("/ValueSet/$validate-code", json=body).json()
+    assert answer == result.to_parameters()
+    assert outputs(answer)["result"] is False
+    found = issues_of(answer)
+    code_issue = "not-in-vs" if form == "coding" else "this-code-not-in-vs"
+    severity = "error" if form == "coding" else "information"
+    assert (severity, "code-invalid", code_issue, f"{at}.code") in found
+    assert ("warning", "invalid", "invalid-data", at) in found

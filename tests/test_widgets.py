@@ -293,13 +293,16 @@ VALIDATOR_CASES = [
         [
             Step("valueset", ALL, 0),
             Step("code", "nope"),
-            Step("coding", '{"code": "office", "display": "Bogus"}'),
+            Step("coding", '{"system": "' + DEMO + '", "code": "office", "display": "Bogus"}'),
         ],
         Shown(
             False,
             "invalid-display",
             "Office visit",
-            kwargs={"abstract": False, "coding": {"code": "office", "display": "Bogus"}},
+            kwargs={
+                "abstract": False,
+                "coding": {"system": DEMO, "code": "office", "display": "Bogus"},
+            },
             **INVALID,
         ),
         id="coding-json-wins-over-code",

@@ -34,7 +34,7 @@ from workbench.bulk.schema import MISSING_MESSAGE, VALIDATION, Answers
 from workbench.bulk.systems import answer_systems
 from workbench.bulk.table import AnswerTable, result_frame
 from workbench.errors import InvalidRequestError
-from workbench.terminology.validation import ValidationResult, combine_codings
+from workbench.terminology.validation import ValidationResult, combine_codings, without_system
 
 if TYPE_CHECKING:
     from workbench.bulk.checker import Checker
@@ -211,6 +211,8 @@ def _validate_structured(checker: Checker, values: pd.Series) -> pd.DataFrame:
                 memo[key] = ValidationResult(
                     False, MISSING_MESSAGE, None, code, system, issue="missing"
                 )
+            elif is_missing(system):  # a Coding without a system: never inferred
+                memo[key] = without_system(checker.valueset, str(code))
             else:
                 memo[key] = checker.check(system, str(code), display, version)
         return memo[key]

@@ -26,6 +26,7 @@ from workbench.terminology.validation import (
     status_checks,
     validate_in_codesystem,
     validate_in_valueset,
+    without_system,
 )
 
 # Remembers what depends on the value set alone while it stays compiled: (key, factory).
@@ -60,7 +61,13 @@ class Validating(Resolution):
 
         opts = self._check_options(req, resource, per_valueset)
 
-        def one(parts: Mapping[str, str | None], path: str) -> ValidationResult:
+        def one(
+            parts: Mapping[str, str | None], path: str, coding: bool = True
+        ) -> ValidationResult:
+            if coding and parts.get("code") and not parts.get("system"):
+                # a Coding without a system means nothing: never inferred (a5)
+                compiled = first or self.compiled(valueset, req.valueset_version, policy)
+                return located(without_system(compiled, str(parts["code"])), path)
             used = policy
             wanted, of = parts.get("version"), parts.get("system")
             if wanted and of and of not in policy.force:
@@ -101,7 +108,7 @@ class Validating(Resolution):
                 "version": req.version,
                 "display": req.display,
             }
-            result = one(given, "")
+            result = one(given, "", coding=False)
         return self._with_status_notes(result, resource, first, per_valueset)
 
     def _check_options(

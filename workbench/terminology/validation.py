@@ -242,6 +242,24 @@ def _refusal(
     return None
 
 
+NO_SYSTEM = (
+    "Coding has no system. A code with no system has no defined meaning, and it cannot be "
+    "validated. A system should be provided"
+)
+
+
+def without_system(vs: CompiledValueSet, code: str) -> ValidationResult:
+    """A Coding with a code and no system: not a member of any value set (its system is
+    never inferred; only a plain ``code`` with ``inferSystem`` is)."""
+    return failure(
+        "not-in-vs",
+        f"The provided code '#{code}' was not found in the value set '{vs.canonical}'",
+        code=code,
+        system=None,
+        extra=[Issue("warning", "invalid-data", NO_SYSTEM, "unknown-system", "")],
+    )
+
+
 def _infer_system(vs: CompiledValueSet, code: str) -> str | ValidationResult:
     """The system of a code given without one: the value set's only system, else the one
     system of the value set that has the code (``inferSystem``)."""
