@@ -8,7 +8,7 @@ The hierarchy comes from nested ``concept`` arrays and from the ``parent``, ``ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from workbench import collector, forksafe
@@ -198,7 +198,7 @@ class CodeSystemIndex(CodeSystemProvider):
         """Return every ancestor of ``code`` (not the code itself); memoised."""
         found = self._ancestors.get(code)
         if found is None:
-            found = self._closure(code, "parents")
+            found = self._closure(code, _parents_of)
             with self._lock:
                 self._ancestors[code] = found
         return found
@@ -207,17 +207,18 @@ class CodeSystemIndex(CodeSystemProvider):
         """Return every descendant of ``code`` (not the code itself); memoised."""
         found = self._descendants.get(code)
         if found is None:
-            found = self._closure(code, "children")
+            found = self._closure(code, _children_of)
             with self._lock:
                 self._descendants[code] = found
         return found
 
-    def _closure(self, code: str, direction: str) -> frozenset[str]:
+    def _closure(self, code: str, step: Callable[[Concept], list[str]]) -> frozenset[str]:
+        """Every code reached from ``code`` by ``step`` (its parents, or its children)."""
         start = self.concepts.get(code)
         if start is None:
             return frozenset()
         seen: set[str] = set()
-        todo = list(getattr(start, direction))
+        todo = list(step(start))
         while todo:
             current = todo.pop()
             if current in seen:
@@ -225,7 +226,7 @@ class CodeSystemIndex(CodeSystemProvider):
             seen.add(current)
             concept = self.concepts.get(current)
             if concept is not None:
-                todo.extend(getattr(concept, direction))
+                todo.extend(step(concept))
         seen.discard(code)
         return frozenset(seen)
 
@@ -255,6 +256,16 @@ class CodeSystemIndex(CodeSystemProvider):
         found = [self.concepts[c] for c in codes if c in self.concepts]
         found.sort(key=lambda c: c.order)
         return found
+
+
+def _parents_of(concept: Concept) -> list[str]:
+    """The step up the hierarchy."""
+    return concept.parents
+
+
+def _children_of(concept: Concept) -> list[str]:
+    """The step down the hierarchy."""
+    return concept.children
 
 
 def _deprecated(raw: Mapping[str, Any]) -> bool:
