@@ -14,6 +14,7 @@ import pandas as pd
 
 from workbench import collector, frames, loading, packages
 from workbench.calls import TerminologyCalls, hinting
+from workbench.errors import WorkbenchError
 from workbench.registry import Registry
 from workbench.releases import kinds
 from workbench.resources import Resource
@@ -191,8 +192,25 @@ class Workbench(TerminologyCalls):
         return frames.conceptmaps_frame(self.registry.all("ConceptMap"))
 
     def mappings(self, url: str, version: str | None = None) -> pd.DataFrame:
-        """One row per source code -> target code of the ConceptMap ``url`` (latest version)."""
-        return frames.mappings_frame(select_maps(self.conceptmaps_for(url), url, version)[0])
+        """One row per source code -> target code of the ConceptMap ``url`` (latest version).
+
+        ``source_display`` and ``target_display`` come from the loaded code systems (as
+        ``translate`` shows a target), else from the map itself."""
+        resource = select_maps(self.conceptmaps_for(url), url, version)[0]
+        return frames.fill_displays(frames.mappings_frame(resource), self._displays)
+
+    def _displays(self, system: str, codes: list[str]) -> list[str | None]:
+        """The displays of ``codes`` in the loaded code system ``system`` (its latest
+        version; None for an unknown code, all None for a system that is not loaded)."""
+        try:
+            found = self.terminology.require_codesystem(system, None)
+        except WorkbenchError:
+            return [None] * len(codes)
+        described = found.describe(codes)
+        if described is not None:
+            return list(described[2])
+        concepts = (found.get(code) for code in codes)
+        return [c.display if c is not None else None for c in concepts]
 
     def conceptmaps_for(self, url: str | None = None) -> list[Resource]:
         """The loaded ConceptMaps, with the implicit one ``url`` names when it is not stored
