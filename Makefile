@@ -37,9 +37,9 @@ chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "Installing Debian's chromium for the browser test"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	  else \
-	    echo "Chromium is missing: install it with 'sudo apt-get install chromium' (Debian/Ubuntu)"; \
+	    echo "Chromium is missing: install it with 'sudo apt-get install --no-install-recommends chromium'"; \
 	    echo "or point CHROMIUM=/path/to/chromium at one; the browser test fails without it."; \
 	  fi; \
 	fi
@@ -48,9 +48,9 @@ wrk:
 	@if ! command -v wrk >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "Installing Debian's wrk for the server benchmark"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null; \
 	  else \
-	    echo "wrk is missing: install it with 'sudo apt-get install wrk' (Debian/Ubuntu);"; \
+	    echo "wrk is missing: install it with 'sudo apt-get install --no-install-recommends wrk';"; \
 	    echo "the server benchmark needs it."; \
 	  fi; \
 	fi
@@ -73,8 +73,9 @@ bench: $(VENV)/.installed-test wrk
 	$(BIN)/python benchmarks/bench_bulk.py
 	$(BIN)/python benchmarks/bench_server.py
 
+# Jupyter refuses to run as root unless told: --allow-root only when root (as in a container).
 lab: $(VENV)/.installed-test
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $$(if [ "$$(id -u)" = 0 ]; then echo --allow-root; fi)
 
 # Re-execute the notebooks in place (what nbval then compares), without storing widget state:
 # widgets are rebuilt when a notebook runs, and their state would keep data and tokens.

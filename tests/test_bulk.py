@@ -31,7 +31,6 @@ from workbench import (
     ValidationSummary,
     ValueSetNotFoundError,
     Workbench,
-    current,
 )
 from workbench.bulk import checker, pandas_backend
 from workbench.bulk import encoding as bulk_encoding
@@ -1288,90 +1287,6 @@ def test_plot(default_wb: Workbench) -> None:
     assert any(label.startswith("bogus") for label in labels)
     limited = summary.plot(top=2)
     assert len(limited.axes[0].patches) == 2
-
-
-# --- the accessor only delegates ------------------------------------------------------------
-
-
-def _recording(
-    monkeypatch: pytest.MonkeyPatch,
-) -> list[tuple[Any, tuple[Any, ...], dict[str, Any]]]:
-    calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
-    original = Workbench.validate_column
-
-    def record(self: Workbench, *args: Any, **kwargs: Any) -> Any:
-        calls.append((self, args, kwargs))
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(Workbench, "validate_column", record)
-    return calls
-
-
-def test_frame_accessor_delegates(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
-    data = pd.DataFrame(
-        {
-            "dx_code": ["office", "bogus", None, "in-person"],
-            "dx_system": [DEMO] * 4,
-            "dx_display": ["Praxisbesuch", None, None, "x"],
-        },
-        index=list("wxyz"),
-    )
-    direct = wb.validate_column(
-        data, ALL, code="dx_code", system="dx_system", display="dx_display", abstract=True
-    )
-    calls = _recording(monkeypatch)
-    assert current() is wb
-    via = data.fhir.validate(
-        ALL, code="dx_code", system="dx_system", display="dx_display", abstract=True
-    )
-    assert len(calls) == 1
-    self, args, kwargs = calls[0]
-    assert self is wb
-    assert args[0] is data
-    assert args[1] == ALL
-    assert kwargs == {
-        "code": "dx_code",
-        "system": "dx_system",
-        "display": "dx_display",
-        "abstract": True,
-    }
-    pd.testing.assert_frame_equal(pd.DataFrame(via), pd.DataFrame(direct))
-    assert type(via) is type(direct)
-
-
-def test_frame_accessor_explicit_workbench(
-    default_wb: Workbench, wb: Workbench, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    data = pd.DataFrame({"c": ["office", "nope"]})
-    calls = _recording(monkeypatch)
-    via = data.fhir.validate(ALL, code="c", workbench=default_wb)
-    assert calls[0][0] is default_wb
-    assert calls[0][2] == {"code": "c", "system": None, "display": None, "abstract": False}
-    direct = default_wb.validate_column(data, ALL, code="c")
-    pd.testing.assert_frame_equal(pd.DataFrame(via), pd.DataFrame(direct))
-
-
-@pytest.mark.parametrize(
-    "system", [pytest.param(DEMO, id="system-uri"), pytest.param(None, id="system-inferred")]
-)
-def test_series_accessor_delegates(
-    wb: Workbench, monkeypatch: pytest.MonkeyPatch, system: str | None
-) -> None:
-    data = pd.DataFrame({"dx_code": ["office", "bogus", None, "remote", "group"]})
-    column = data["dx_code"]
-    direct = wb.validate_column(column, ALL, system=system)
-    calls = _recording(monkeypatch)
-    via = column.fhir.validate(ALL, system=system)
-    assert len(calls) == 1
-    self, args, kwargs = calls[0]
-    assert self is wb
-    assert args[0] is column
-    assert args[1] == ALL
-    assert kwargs == {"system": system, "abstract": False}
-    pd.testing.assert_frame_equal(pd.DataFrame(via), pd.DataFrame(direct))
-    via_abstract = column.fhir.validate(ALL, system=system, abstract=True, workbench=wb)
-    assert calls[1][2] == {"system": system, "abstract": True}
-    assert via_abstract["result"].tolist()[3] is True
 
 
 # --- abstract=True --------------------------------------------------------------------------

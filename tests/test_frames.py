@@ -330,3 +330,62 @@ def test_codesystem_from_frame_missing_column(kwargs: dict[str, Any], missing: l
     assert info.value.args[0] == (
         f"Columns {missing} are not in the frame; it has ['code', 'display']"
     )
+
+
+# --- mappings: displays from the loaded code systems ----------------------------------------
+
+_CS = "http://ex/cs"
+_OTHER = "http://ex/not-loaded"
+
+
+@pytest.mark.parametrize(
+    ("target_system", "map_display", "expected"),
+    [
+        pytest.param(_CS, None, "Alpha", id="filled-from-the-code-system"),
+        pytest.param(_CS, "the map's own", "Alpha", id="the-code-system-first-as-translate"),
+        pytest.param(_OTHER, "the map's own", "the map's own", id="system-not-loaded"),
+        pytest.param(_OTHER, None, None, id="nothing-to-show"),
+    ],
+)
+def test_mappings_take_displays_from_loaded_code_systems(
+    target_system: str, map_display: str | None, expected: str | None
+) -> None:
+    wb = Workbench()
+    wb.load(
+        [
+            {
+                "resourceType": "CodeSystem",
+                "url": _CS,
+                "content": "complete",
+                "concept": [{"code": "a", "display": "Alpha"}, {"code": "s", "display": "Source"}],
+            },
+            {
+                "resourceType": "ConceptMap",
+                "url": "http://ex/cm",
+                "group": [
+                    {
+                        "source": _CS,
+                        "target": target_system,
+                        "element": [
+                            {
+                                "code": "s",
+                                "target": [
+                                    {
+                                        "code": "a",
+                                        "equivalence": "equal",
+                                        **({"display": map_display} if map_display else {}),
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        ],
+        progress=False,
+    )
+    row = wb.mappings("http://ex/cm").iloc[0]
+    assert row["target_display"] == expected
+    assert row["source_display"] == "Source"
+    translated = wb.translate("s", system=_CS, url="http://ex/cm").match_list[0]
+    assert translated.display == expected

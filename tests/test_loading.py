@@ -211,7 +211,8 @@ def test_summary_repr(tmp_path: Path) -> None:
     summary = Workbench().load(collection(tmp_path), progress=False)
     path = str(tmp_path / "bundle.json")
     assert repr(summary) == (
-        f"<LoadSummary {path}: 1 ValueSets, 1 CodeSystems from 1 files; 1 other resources skipped>"
+        f"<LoadSummary {path}: 1 ValueSet, 1 CodeSystem, 0 ConceptMaps from 1 file; "
+        "1 other resource skipped (1 Patient)>"
     )
     assert summary == LoadSummary(
         source=path,
@@ -220,7 +221,7 @@ def test_summary_repr(tmp_path: Path) -> None:
         codesystems=(f"{CS_URL}|1.0.0",),
         skipped={"Patient": 1},
     )
-    assert "Skipped: Patient: 1." in summary._repr_html_()
+    assert "<br>1 other resource skipped (1 Patient).</p>" in summary._repr_html_()
 
 
 def bad_file(content: Any) -> Callable[[Path], tuple[Path, str]]:

@@ -174,3 +174,51 @@ def test_new_maps_appear_in_the_list(package_dirs: dict[str, Path]) -> None:
     assert explorer.select.options == ()
     wb.load({**MAIN, "id": "main", "status": "active"})
     assert [v for _l, v in explorer.select.options] == [MAIN["url"]]
+
+
+def test_the_table_shows_the_displays_translate_shows(package_dirs: dict[str, Path]) -> None:
+    """Before: target_display was empty in every row, while translate filled it."""
+    folder = package_dirs[EXAMPLES[0]] / "package"
+    mwb = Workbench()
+    mwb.load(VALUESETS, progress=False)
+    mwb.load(folder / "CodeSystem-v2-0001.json", progress=False)  # the map's target system
+    mwb.load(folder / "ConceptMap-cm-administrative-gender-v2.json", progress=False)
+    explorer = MapExplorer(mwb, debounce=0)
+    explorer.show(GENDER_V2)
+    rows = mwb.mappings(GENDER_V2)
+    assert rows["target_display"].notna().all() and rows["source_display"].notna().all()
+    table = text_of(explorer.table.value)
+    for source, code, display in zip(
+        rows["source_code"], rows["target_code"], rows["target_display"], strict=True
+    ):
+        shown = {
+            (m.code, m.display)
+            for m in mwb.translate(source, system=GENDER, url=GENDER_V2).match_list
+        }
+        assert (code, display) in shown
+        assert display in table
+
+
+LONG = "The concept map says a great deal about this code. " * 12
+
+
+@pytest.mark.parametrize(
+    ("text", "folded"), [("Short message.", False), (LONG, True)], ids=["short", "long"]
+)
+def test_long_messages_wrap_and_expand(
+    mwb: Workbench, monkeypatch: pytest.MonkeyPatch, text: str, folded: bool
+) -> None:
+    from workbench.errors import InvalidRequestError
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise InvalidRequestError(text)
+
+    explorer = MapExplorer(mwb, debounce=0)
+    explorer.show(GENDER_V2)
+    monkeypatch.setattr(mwb, "translate", refuse)
+    explorer.code.value = "male"
+    out = explorer.output.value
+    assert "white-space:normal" in out and "overflow-wrap:anywhere" in out
+    assert ("<details" in out) is folded
+    assert text_of(out).replace("… (show all) …", "") == text.strip()
+    assert "white-space:normal" in explorer.table.value

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
+import weakref
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,11 @@ def test_readme_has_python_blocks() -> None:
     assert all(re.search(r"cluster|cloud", reason) for _, reason in skipped), skipped
 
 
-def test_readme_blocks_run_in_order(workspace: Path) -> None:
+def test_readme_blocks_run_in_order(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a fresh interpreter: the other tests' Workbenches are not there."""
+    import workbench.workbench
+
+    monkeypatch.setattr(workbench.workbench, "_LIVE", weakref.WeakValueDictionary())
     namespace: dict[str, Any] = {"__name__": "readme"}
     ran = 0
     for line, code, skip in blocks():

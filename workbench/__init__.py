@@ -25,9 +25,10 @@ from workbench.errors import (
 from workbench.frames import CodeSystem, codesystem_from_frame
 from workbench.loading import LoadSummary
 from workbench.notebook import accessor as _accessor  # noqa: F401  (registers .fhir)
+from workbench.selection import WorkbenchChoiceError, current, use
 from workbench.terminology.expansion import Expansion
 from workbench.terminology.validation import Issue, ValidationResult
-from workbench.workbench import Workbench, current
+from workbench.workbench import Workbench
 
 __all__ = [
     "CodeSystem",
@@ -50,7 +51,9 @@ __all__ = [
     "ValidationSummary",
     "ValueSetNotFoundError",
     "Workbench",
+    "WorkbenchChoiceError",
     "WorkbenchError",
     "codesystem_from_frame",
     "current",
+    "use",
 ]

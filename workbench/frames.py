@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pandas as pd
@@ -313,3 +313,31 @@ def mappings_frame(resource: Resource) -> pd.DataFrame:
                     ]
                 )
     return pd.DataFrame(rows, columns=cols)
+
+
+#: ``(system, codes) -> their displays`` (None for a code or system that is not loaded).
+DisplayLookup = Callable[[str, list[str]], list[str | None]]
+
+
+def fill_displays(frame: pd.DataFrame, displays: DisplayLookup) -> pd.DataFrame:
+    """``source_display`` and ``target_display`` of a mappings frame from the loaded code
+    systems (each distinct system and code looked up once), else the map's own display: as
+    ``$translate`` shows a target."""
+    out = frame.copy()
+    for side in ("source", "target"):
+        systems, codes = out[f"{side}_system"], out[f"{side}_code"]
+        found: dict[tuple[str, str], str | None] = {}
+        for system in systems.dropna().unique():
+            wanted = sorted({str(c) for c in codes[systems == system].dropna()})
+            if wanted:
+                shown = displays(system, wanted)
+                found.update(zip(((system, c) for c in wanted), shown, strict=True))
+        looked = [
+            found.get((s, str(c))) if isinstance(s, str) and isinstance(c, str) else None
+            for s, c in zip(systems, codes, strict=True)
+        ]
+        own = out[f"{side}_display"]
+        out[f"{side}_display"] = [
+            new if new is not None else old for new, old in zip(looked, own, strict=True)
+        ]
+    return out

@@ -2,7 +2,8 @@
 
 ``read_source`` parses everything first and returns the resources; nothing reaches the
 registry until the whole source has been read and checked, so a bad file leaves nothing
-half-loaded. Only ValueSets and CodeSystems are kept; other resource types are counted.
+half-loaded. Only ValueSets, CodeSystems and ConceptMaps are kept; other resource types are
+counted.
 """
 
 from __future__ import annotations
@@ -31,29 +32,60 @@ _SKIP_NAMES = {"package.json", ".index.json", "package-lock.json"}
 
 @dataclass(frozen=True)
 class LoadSummary:
-    """What one ``load`` call read: counts per kept type, skipped types, files read."""
+    """What one ``load`` call read: the terminology resources kept (their canonicals), the
+    other resource types counted, files read, and the FHIR package it was (when it was one).
+
+    It shows as one line of counts of the terminology resources and one line for the rest.
+    """
 
     source: str
     files: int
     valuesets: tuple[str, ...] = ()
     codesystems: tuple[str, ...] = ()
     skipped: Mapping[str, int] = field(default_factory=dict)
+    conceptmaps: tuple[str, ...] = ()
+    package: str | None = None
+
+    def counts(self) -> str:
+        """``1,327 ValueSets, 1,063 CodeSystems, 42 ConceptMaps``."""
+        return ", ".join(
+            counted(len(found), kind)
+            for found, kind in (
+                (self.valuesets, "ValueSet"),
+                (self.codesystems, "CodeSystem"),
+                (self.conceptmaps, "ConceptMap"),
+            )
+        )
+
+    def rest(self) -> str:
+        """The other resources in one line: how many, of the three commonest types."""
+        total = sum(self.skipped.values())
+        if not total:
+            return "no other resources"
+        common = sorted(self.skipped.items(), key=lambda item: (-item[1], item[0]))
+        shown = ", ".join(f"{n:,} {kind}" for kind, n in common[:3])
+        more = len(common) - 3
+        return f"{counted(total, 'other resource')} skipped ({shown}" + (
+            f" and {counted(more, 'more type')})" if more > 0 else ")"
+        )
 
     def __repr__(self) -> str:
-        skipped = sum(self.skipped.values())
         return (
-            f"<LoadSummary {self.source}: {len(self.valuesets)} ValueSets, "
-            f"{len(self.codesystems)} CodeSystems from {self.files} files; "
-            f"{skipped} other resources skipped>"
+            f"<LoadSummary {self.source}: {self.counts()} from {counted(self.files, 'file')}; "
+            f"{self.rest()}>"
         )
 
     def _repr_html_(self) -> str:
-        skipped = ", ".join(f"{k}: {v}" for k, v in sorted(self.skipped.items())) or "none"
+        rest = html.escape(self.rest())
         return (
-            f"<p>Loaded <code>{html.escape(self.source)}</code>: "
-            f"<b>{len(self.valuesets)}</b> ValueSets, <b>{len(self.codesystems)}</b> "
-            f"CodeSystems from {self.files} files. Skipped: {html.escape(skipped)}.</p>"
+            f"<p>Loaded <code>{html.escape(self.source)}</code>: {html.escape(self.counts())} "
+            f"from {counted(self.files, 'file')}.<br>{rest[:1].upper() + rest[1:]}.</p>"
         )
+
+
+def counted(n: int, kind: str) -> str:
+    """``1 file``, ``5,306 files``."""
+    return f"{n:,} {kind}{'' if n == 1 else 's'}"
 
 
 def parse_json(data: bytes | str, origin: str, *, exact_decimals: bool = False) -> Any:
@@ -206,6 +238,7 @@ def read_source(
     """
     reader = _Reader(exact_decimals)
     label: str
+    package: str | None = None
     if isinstance(source, Mapping):
         label = str(source.get("resourceType", "resource"))
         reader.document(dict(source), "<resource>")
@@ -215,7 +248,7 @@ def read_source(
             reader.document(item, f"<resource {i}>")
     elif isinstance(source, str | os.PathLike):
         label = os.fspath(source)
-        _read_path(reader, label, cache_dir, progress)
+        package = _read_path(reader, label, cache_dir, progress)
     else:
         raise LoadError(
             f"Cannot load {type(source).__name__}: give a path, a package "
@@ -227,6 +260,8 @@ def read_source(
         valuesets=_distinct(r for r in reader.kept if r["resourceType"] == "ValueSet"),
         codesystems=_distinct(r for r in reader.kept if r["resourceType"] == "CodeSystem"),
         skipped=dict(reader.skipped),
+        conceptmaps=_distinct(r for r in reader.kept if r["resourceType"] == "ConceptMap"),
+        package=package,
     )
     return reader.kept, summary
 
@@ -236,7 +271,11 @@ def _distinct(resources: Iterable[Resource]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(canonical_of(r) or str(r.get("id")) for r in resources))
 
 
-def _read_path(reader: _Reader, text: str, cache_dir: Path | None, progress: bool | None) -> None:
+def _read_path(
+    reader: _Reader, text: str, cache_dir: Path | None, progress: bool | None
+) -> str | None:
+    """Read a file or folder; return the FHIR package it is (``name#version``, or the
+    tarball's name), else None."""
     path = Path(text).expanduser()
     if not path.exists():
         if "#" in text:
@@ -256,11 +295,28 @@ def _read_path(reader: _Reader, text: str, cache_dir: Path | None, progress: boo
             path.name == "package" and (path / "package.json").is_file()
         ):
             files = packages.package_files(path)
-        else:
-            files = _json_files(path)
-        _read_files(reader, files, progress, path.name)
+            _read_files(reader, files, progress, path.name)
+            return _package_id(path)
+        _read_files(reader, _json_files(path), progress, path.name)
     elif path.name.endswith((".tgz", ".tar.gz")):
         for name, data in packages.iter_tar_package_members(path):
             reader.raw(data, f"{path}:{name}")
+        return path.name
     else:
         _read_files(reader, [path], False, path.name)
+    return None
+
+
+def _package_id(folder: Path) -> str:
+    """``name#version`` from a package folder's ``package.json`` (the folder's name when the
+    manifest does not say)."""
+    manifest = folder / "package" / "package.json"
+    if not manifest.is_file():
+        manifest = folder / "package.json"
+    try:
+        data = jsonio.loads(manifest.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return folder.name
+    if isinstance(data, Mapping) and data.get("name") and data.get("version"):
+        return f"{data['name']}#{data['version']}"
+    return folder.name

@@ -3,6 +3,8 @@ and delegates to them; the server, the widgets and the pandas accessor all use t
 
 from __future__ import annotations
 
+import itertools
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -12,9 +14,7 @@ import pandas as pd
 
 from workbench import bulk, collector, frames, loading, packages
 from workbench.calls import TerminologyCalls, hinting
-from workbench.errors import (
-    InvalidRequestError,
-)
+from workbench.errors import WorkbenchError
 from workbench.registry import Registry
 from workbench.releases import kinds
 from workbench.resources import Resource
@@ -32,21 +32,18 @@ if TYPE_CHECKING:
     from workbench.server.embedded import ServerHandle
 
 
-_CURRENT: list[weakref.ReferenceType[Workbench]] = []
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
+_LIVE: weakref.WeakValueDictionary[int, Workbench] = weakref.WeakValueDictionary()
+_SERIALS = itertools.count(1)
+_LOCK = threading.Lock()
 
-def current() -> Workbench:
-    """The Workbench created last in this process (what the ``.fhir`` accessor uses).
 
-    Raises InvalidRequestError when there is none.
-    """
-    found = _CURRENT[0]() if _CURRENT else None
-    if found is None:
-        raise InvalidRequestError(
-            "No Workbench exists yet: create one with Workbench() or pass workbench=..."
-        )
-    return found
+def live() -> list[Workbench]:
+    """The Workbenches that exist now, oldest first (each is tracked with a weak reference
+    when it is made); ``workbench.selection`` picks among them."""
+    with _LOCK:
+        return [wb for _, wb in sorted(_LIVE.items())]
 
 
 class Workbench(TerminologyCalls):
@@ -72,12 +69,32 @@ class Workbench(TerminologyCalls):
             self.terminology.add_provider(kind.provider())
         self.service = EngineService(self.registry, self.terminology)
         self.package_cache = Path(package_cache) if package_cache is not None else None
-        _CURRENT[:] = [weakref.ref(self)]
+        #: The FHIR packages loaded (``name#version``), in the order they were loaded.
+        self.loaded_packages: list[str] = []
+        with _LOCK:
+            #: Its number in this process (``#1``, ``#2``…), shown by ``repr``.
+            self.serial = next(_SERIALS)
+            _LIVE[self.serial] = self
 
     def __repr__(self) -> str:
-        vs = len(self.registry.all("ValueSet"))
-        cs = len(self.registry.all("CodeSystem"))
-        return f"<Workbench: {vs} ValueSets, {cs} CodeSystems>"
+        """Everything it holds, counted: ``<Workbench #2: 1 package (hl7.fhir.r4.examples#4.0.1),
+        1,327 ValueSets, 1,063 CodeSystems, 12 ConceptMaps; terminologies: SNOMED CT <version>,
+        LOINC 2.80, UCUM 2.2>`` (terminologies: every provider, the release files loaded and
+        the built-in ones)."""
+        counts = [
+            loading.counted(len(self.registry.all(kind)), kind)
+            for kind in ("ValueSet", "CodeSystem", "ConceptMap")
+        ]
+        if self.loaded_packages:
+            n = len(self.loaded_packages)
+            shown = ", ".join(self.loaded_packages[:3]) + (", …" if n > 3 else "")
+            counts.insert(0, f"{loading.counted(n, 'package')} ({shown})")
+        releases = [
+            f"{p.resource.get('title') or p.url} {p.version or '(no version)'}"
+            for p in self.terminology.providers()
+        ]
+        held = ", ".join(counts) + (f"; terminologies: {', '.join(releases)}" if releases else "")
+        return f"<Workbench #{self.serial}: {held}>"
 
     def _repr_html_(self) -> str:
         """What is loaded: resources per type (and how many canonicals have several
@@ -103,6 +120,8 @@ class Workbench(TerminologyCalls):
                 source, cache_dir=self.package_cache, progress=progress
             )
             self.registry.add_many(resources)
+        if summary.package is not None and summary.package not in self.loaded_packages:
+            self.loaded_packages.append(summary.package)
         return summary
 
     def install_package(
@@ -173,8 +192,25 @@ class Workbench(TerminologyCalls):
         return frames.conceptmaps_frame(self.registry.all("ConceptMap"))
 
     def mappings(self, url: str, version: str | None = None) -> pd.DataFrame:
-        """One row per source code -> target code of the ConceptMap ``url`` (latest version)."""
-        return frames.mappings_frame(select_maps(self.conceptmaps_for(url), url, version)[0])
+        """One row per source code -> target code of the ConceptMap ``url`` (latest version).
+
+        ``source_display`` and ``target_display`` come from the loaded code systems (as
+        ``translate`` shows a target), else from the map itself."""
+        resource = select_maps(self.conceptmaps_for(url), url, version)[0]
+        return frames.fill_displays(frames.mappings_frame(resource), self._displays)
+
+    def _displays(self, system: str, codes: list[str]) -> list[str | None]:
+        """The displays of ``codes`` in the loaded code system ``system`` (its latest
+        version; None for an unknown code, all None for a system that is not loaded)."""
+        try:
+            found = self.terminology.require_codesystem(system, None)
+        except WorkbenchError:
+            return [None] * len(codes)
+        described = found.describe(codes)
+        if described is not None:
+            return list(described[2])
+        concepts = (found.get(code) for code in codes)
+        return [c.display if c is not None else None for c in concepts]
 
     def conceptmaps_for(self, url: str | None = None) -> list[Resource]:
         """The loaded ConceptMaps, with the implicit one ``url`` names when it is not stored

@@ -1,17 +1,43 @@
 """The ``.fhir`` pandas accessor: ``df.fhir.validate(...)`` and ``s.fhir.validate(...)``.
 
-It only delegates to ``Workbench.validate_column``. Without ``workbench=...`` it uses the
-Workbench created last (``workbench.current()``).
+It only delegates to ``Workbench.validate_column`` / ``translate_column``. The Workbench is
+the one given (``workbench=wb``), else the one chosen with ``workbench.use(wb)``, else the
+only one that exists; with several and none chosen the call raises an error naming them
+(``workbench.selection``). An error from the call names the Workbench it used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import pandas as pd
 
-from workbench.workbench import Workbench, current
+from workbench.selection import current
+from workbench.workbench import Workbench
+
+_T = TypeVar("_T")
+
+
+def _resolve(workbench: Workbench | None) -> Workbench:
+    """The Workbench given, else the chosen one, else the only one."""
+    if workbench is None:
+        return current()
+    if not isinstance(workbench, Workbench):
+        raise TypeError(f"workbench= takes a Workbench, not {type(workbench).__name__}")
+    return workbench
+
+
+def _on(wb: Workbench, call: Callable[[], _T]) -> _T:
+    """Run ``call``; an error it raises gets a note naming ``wb`` and what it holds."""
+    try:
+        return call()
+    except Exception as exc:
+        note = f"(this .fhir call used {wb!r})"
+        notes = exc.__dict__.setdefault("__notes__", [])  # add_note, also on Python 3.10
+        if isinstance(notes, list) and note not in notes:
+            notes.append(note)
+        raise
 
 
 @pd.api.extensions.register_dataframe_accessor("fhir")
@@ -32,9 +58,12 @@ class FHIRFrameAccessor:
         workbench: Workbench | None = None,
     ) -> Any:
         """Validate the column ``code`` (with ``system``/``display`` columns or constants)."""
-        wb = workbench or current()
-        return wb.validate_column(
-            self._frame, valueset, code=code, system=system, display=display, abstract=abstract
+        wb = _resolve(workbench)
+        return _on(
+            wb,
+            lambda: wb.validate_column(
+                self._frame, valueset, code=code, system=system, display=display, abstract=abstract
+            ),
         )
 
     def translate(
@@ -47,9 +76,12 @@ class FHIRFrameAccessor:
         workbench: Workbench | None = None,
     ) -> pd.DataFrame:
         """Translate the column ``code`` through the ConceptMap ``url``."""
-        wb = workbench or current()
-        return wb.translate_column(
-            self._frame, url, code=code, system=system, target_system=target_system
+        wb = _resolve(workbench)
+        return _on(
+            wb,
+            lambda: wb.translate_column(
+                self._frame, url, code=code, system=system, target_system=target_system
+            ),
         )
 
 
@@ -69,8 +101,10 @@ class FHIRSeriesAccessor:
         workbench: Workbench | None = None,
     ) -> Any:
         """Validate this Series of codes (or Codings, or CodeableConcepts)."""
-        wb = workbench or current()
-        return wb.validate_column(self._series, valueset, system=system, abstract=abstract)
+        wb = _resolve(workbench)
+        return _on(
+            wb, lambda: wb.validate_column(self._series, valueset, system=system, abstract=abstract)
+        )
 
     def translate(
         self,
@@ -81,5 +115,10 @@ class FHIRSeriesAccessor:
         workbench: Workbench | None = None,
     ) -> pd.DataFrame:
         """Translate this Series of codes through the ConceptMap ``url``."""
-        wb = workbench or current()
-        return wb.translate_column(self._series, url, system=system, target_system=target_system)
+        wb = _resolve(workbench)
+        return _on(
+            wb,
+            lambda: wb.translate_column(
+                self._series, url, system=system, target_system=target_system
+            ),
+        )

@@ -218,9 +218,9 @@ def _as_report(
         return result
     if isinstance(result, (pd.DataFrame, pd.Series)):
         if valueset is not None:
-            from workbench.workbench import current
+            from workbench.selection import current
 
-            wb = workbench or current()
+            wb = workbench if workbench is not None else current()
             validated = wb.validate_column(
                 result, valueset, code=code, system=system, display=display
             )

@@ -72,11 +72,11 @@ class MapExplorer(w.VBox):
         self.search = w.Text(placeholder="search url, name or title", description="Find")
         self.select = w.Select(options=[], rows=6, layout=wide)
         self.metadata = w.HTML()
-        self.table = w.HTML()
+        self.table = w.HTML(layout=wide)
         self.code = w.Text(placeholder="type a code", description="Code", continuous_update=True)
         self.system = w.Text(placeholder="system URI (optional)", description="System", layout=wide)
         self.reverse = w.Checkbox(description="reverse (target → source)", value=False)
-        self.output = w.HTML()
+        self.output = w.HTML(layout=wide)
         self.debouncer = Debouncer(debounce, self._translate)
         super().__init__(
             [
@@ -154,7 +154,7 @@ class MapExplorer(w.VBox):
             rows = self.wb.mappings(url, version or None)
         except (StopIteration, WorkbenchError) as exc:
             text = exc.text if isinstance(exc, WorkbenchError) else f"ConceptMap {canonical}"
-            self.table.value = views.message(text)
+            self.table.value = views.long_text(text, views.RED)
             return
         more = f", the first {self.limit} shown" if len(rows) > self.limit else ""
         self.metadata.value = (
@@ -163,7 +163,7 @@ class MapExplorer(w.VBox):
         shown = rows[
             ["source_code", "source_display", "equivalence", "target_code", "target_display"]
         ]
-        self.table.value = views.frame_table(shown, self.limit)
+        self.table.value = views.wrapped(views.frame_table(shown, self.limit))
         self.debouncer()
 
     def _translate(self) -> None:
@@ -183,7 +183,7 @@ class MapExplorer(w.VBox):
                 reverse=self.reverse.value,
             )
         except WorkbenchError as exc:
-            self.output.value = views.message(exc.text)
+            self.output.value = views.long_text(exc.text, views.RED)
             return
         self.output.value = translation_html(self.translation)
 
@@ -197,8 +197,8 @@ def translation_html(t: Translation) -> str:
         f"<b style='color:{colour}'>{word}</b>"
     ]
     if t.message:
-        parts.append(f"<div>{views.esc(t.message)}</div>")
+        parts.append(views.long_text(t.message))
     parts.append("</div>")
     if t.match_list:
-        parts.append(views.frame_table(t.matches))
+        parts.append(views.wrapped(views.frame_table(t.matches)))
     return "".join(parts)

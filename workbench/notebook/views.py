@@ -30,6 +30,27 @@ def message(text: str, colour: str = RED) -> str:
     return f"<div style='color:{colour};padding:4px 0'>{esc(text)}</div>"
 
 
+#: Lets text wrap inside a widget (ipywidgets' HTML keeps a line from wrapping by default).
+WRAP = "white-space:normal;overflow-wrap:anywhere"
+
+
+def long_text(text: str, colour: str | None = None, fold: int = 240) -> str:
+    """A message that wraps; past ``fold`` characters the rest is folded away under a
+    ``<details>`` that expands on a click (nothing is cut off)."""
+    style = f"{WRAP};padding:4px 0" + (f";color:{colour}" if colour else "")
+    if len(text) <= fold:
+        return f"<div style='{style}'>{esc(text)}</div>"
+    return (
+        f"<details style='{style}'><summary>{esc(text[:fold])}… <i>(show all)</i></summary>"
+        f"…{esc(text[fold:])}</details>"
+    )
+
+
+def wrapped(fragment: str) -> str:
+    """An HTML fragment (a table) whose text wraps."""
+    return f"<div style='{WRAP}'>{fragment}</div>"
+
+
 def compose_lines(resource: Mapping[str, Any]) -> list[str]:
     """A readable summary of ``ValueSet.compose``: one line per include/exclude."""
     compose = resource.get("compose") or {}

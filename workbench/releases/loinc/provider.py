@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import UnsupportedFilterError
+from workbench.releases.check_digits import loinc_kind, loinc_problem
 from workbench.releases.loinc.store import CODING_PROPERTIES, FSN, KINDS, LOINC, Store
 from workbench.releases.mask_provider import ConceptsByCode, MaskProvider
 from workbench.releases.masks import MaskFilter
@@ -178,6 +179,23 @@ class LoincProvider(MaskProvider):
     def _replacement(self, concept: Concept) -> str:
         targets = concept.properties.get("MAP_TO", [])
         return "; ".join(f"MAP_TO {t['code']} |{t['display']}|" for t in targets)
+
+    def why_unknown(self, code: str) -> str | None:
+        """Why a code is none of this release's: not a LOINC code (a LOINC number with a
+        wrong mod 10 check digit, or another shape), or a well-formed code this release does
+        not have. None for a code it has, or one with surrounding whitespace (the engine
+        says that)."""
+        if not isinstance(code, str) or code != code.strip() or self.get(code) is not None:
+            return None
+        problem = loinc_problem(code)
+        if problem is not None:
+            return problem
+        kind = loinc_kind(code)
+        checked = " (its mod 10 check digit is right)" if kind == "term" else ""
+        return (
+            f"a well-formed LOINC {'number' if kind == 'term' else kind + ' code'}{checked} "
+            "that this release does not have; it may come from another release"
+        )
 
     def inactive_note(self, code: str) -> str:
         """What replaces a deprecated or discouraged term (its MAP_TO), or empty."""

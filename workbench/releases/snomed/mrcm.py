@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from workbench.errors import WorkbenchError
+from workbench.releases.check_digits import sctid_problem
 from workbench.releases.snomed import ecl, scg
 from workbench.releases.snomed.ecl_eval import Evaluator
 from workbench.releases.snomed.store import SCT, Store
@@ -116,7 +117,8 @@ def _check(sct: Release, expression: scg.Expression, problems: list[str]) -> Non
     for concept in expression.concepts():
         row = sct.row(str(concept))
         if row < 0:
-            problems.append(f"The concept {concept} is not in {SCT} version {sct.version}")
+            why = sctid_problem(str(concept)) or "a well-formed concept id this release lacks"
+            problems.append(f"The concept {concept} is not in {SCT} version {sct.version} ({why})")
         elif not sct.is_active(row):
             extra = sct.replacements(row)
             problems.append(

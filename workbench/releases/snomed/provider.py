@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workbench.releases.check_digits import sctid_namespace, sctid_problem
 from workbench.releases.masks import MaskFilter
 from workbench.releases.snomed import maps, scg
 from workbench.releases.snomed.codesystem import SCT, SnomedCT
@@ -196,6 +197,27 @@ class SnomedProvider(CodeSystemProvider):
         else:
             shown = self.sct.store.column("display", safe)
         return known, inactive, [s if k else None for s, k in zip(shown, known, strict=True)]
+
+    def why_unknown(self, code: str) -> str | None:
+        """Why a code is no concept of this release: not an SCTID (with the rule it breaks:
+        digits, length, Verhoeff check digit, partition), or a well-formed concept id this
+        release does not have. None for a concept it has, or a code with surrounding
+        whitespace (the engine says that)."""
+        if not isinstance(code, str) or code != code.strip() or code in self:
+            return None
+        problem = sctid_problem(code)
+        if problem is not None:
+            return problem
+        namespace = sctid_namespace(code)
+        origin = (
+            f"it is a concept of the extension with namespace {namespace}"
+            if namespace
+            else "it may come from another release or edition"
+        )
+        return (
+            "a well-formed SNOMED CT concept id (its Verhoeff check digit is right) that "
+            f"this release does not have; {origin}"
+        )
 
     # --- filters --------------------------------------------------------------------------
 
