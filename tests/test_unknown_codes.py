@@ -120,3 +120,17 @@ def test_http_malformed_expression(http: httpx.Client) -> None:
     params = {"url": ECL_VS, "code": "22298006 : 363698007 = ", "system": SCT}
     response = http.get("/ValueSet/$validate-code", params=params)
     assert_outcome(response, 400, "invalid", "does not parse at the end of the text")
+
+
+@pytest.mark.parametrize(("system", "code", "reason"), CASES)
+def test_a_long_column_says_why_as_validate_code_does(
+    wb: Workbench, system: str, code: str, reason: str
+) -> None:
+    """Columns of 256 codes or more answer non-members column-wise from the store
+    (``describe``); unknown codes still say why, in the very words of validate_code."""
+    filler = [f"{9000000 + i}" for i in range(300)]  # unknown plain ids: the long path
+    codes = pd.Series([code, *filler])
+    frame = wb.validate_column(codes, _valueset(system), system=system)
+    single = wb.validate_code(_valueset(system), code=code, system=system)
+    assert frame["message"].iloc[0] == single.message
+    assert reason in str(frame["message"].iloc[0])

@@ -388,25 +388,13 @@ def non_members(
     displays: list[str | None] = []
     described = cs.describe(codes) if len(codes) >= 256 else None
     if described is not None:
-        return _non_members_at_once(described, where, label, system, codes, inactive_allowed)
+        return _non_members_at_once(cs, described, where, label, system, codes, inactive_allowed)
     concepts = cs.concepts
-    grammarless = cs.compositional and not cs.expressions
     for code in codes:
         concept = concepts.get(code) or (None if cs.case_sensitive else cs.get(code))
         if concept is None:
-            text = f"Unknown code '{code}' in the CodeSystem '{label}'"
-            detail = _why_unknown(cs, code)
-            if detail:
-                text += f": {detail}"
-            elif code != code.strip():
-                text += " (the code has leading or trailing whitespace)"
-            if grammarless and not detail:
-                text += (
-                    " (the code system is compositional, but this server does not know its "
-                    "grammar, so an expression cannot be checked)"
-                )
             reasons.append("unknown-code")
-            messages.append(text)
+            messages.append(_unknown(cs, label, code))
             displays.append(None)
         elif concept.inactive and not inactive_allowed:
             reasons.append("inactive")
@@ -421,7 +409,24 @@ def non_members(
     return reasons, messages, displays
 
 
+def _unknown(cs: CodeSystemProvider, label: str, code: str) -> str:
+    """The message of a code the code system does not have, with why when it can tell."""
+    text = f"Unknown code '{code}' in the CodeSystem '{label}'"
+    detail = _why_unknown(cs, code)
+    if detail:
+        return f"{text}: {detail}"
+    if code != code.strip():
+        text += " (the code has leading or trailing whitespace)"
+    if cs.compositional and not cs.expressions:
+        text += (
+            " (the code system is compositional, but this server does not know its "
+            "grammar, so an expression cannot be checked)"
+        )
+    return text
+
+
 def _non_members_at_once(
+    cs: CodeSystemProvider,
     described: Described,
     where: str,
     label: str,
@@ -430,18 +435,17 @@ def _non_members_at_once(
     inactive_allowed: bool,
 ) -> tuple[list[str], list[str], list[str | None]]:
     """``non_members`` for a code system that answers for many codes at once (a release
-    store): the same reasons and messages, built column-wise."""
+    store): the same reasons and messages, built column-wise (only the unknown codes one
+    by one, for why they are unknown)."""
     known, inactive, shown = described
     stale = inactive & known & (not inactive_allowed)
     reasons = np.where(known, np.where(stale, "inactive", "not-in-vs"), "unknown-code")
     outside = f" is not in {where}"
     excluded = f" is inactive, and {where} excludes inactive codes"
-    unknown = f"' in the CodeSystem '{label}'"
-    padded = " (the code has leading or trailing whitespace)"
     messages = [
         (f"The code {system}#{code}{excluded if old else outside}")
         if found
-        else (f"Unknown code '{code}{unknown}" + (padded if code != code.strip() else ""))
+        else _unknown(cs, label, code)
         for code, found, old in zip(codes, known.tolist(), stale.tolist(), strict=True)
     ]
     return reasons.astype(object).tolist(), messages, list(shown)
