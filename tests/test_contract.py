@@ -247,9 +247,9 @@ CASES = [
         _german,
     ),
     Case(
-        "CodeSystem validate-code",
+        "CodeSystem validate-code displayLanguage",
         "cs-validate",
-        lambda k: {"url": k.system, "code": k.code, "abstract": True},
+        lambda k: {"url": k.system, "code": k.code, "abstract": True, "displayLanguage": "de"},
         _valid,
     ),
     Case(

@@ -5,7 +5,7 @@ frames straight from the store's columns."""
 
 from __future__ import annotations
 
-from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from functools import cached_property
 from typing import Any
 
@@ -16,6 +16,7 @@ from workbench import collector
 from workbench.releases.icd10cm import tabular
 from workbench.releases.icd10cm.store import Store
 from workbench.terminology.codesystem import CodeSystemIndex, Concept
+from workbench.terminology.provider import Described
 
 SYSTEM = tabular.SYSTEM
 INCLUSION_USE = {
@@ -52,7 +53,13 @@ class Icd10cmProvider(CodeSystemIndex):
         super().__init__(header)
         self.content = "complete"  # the provider knows every code (the resource lists none)
         # the concepts, made from the store's rows when first asked for
-        self.concepts = _Concepts(store)  # type: ignore[assignment]
+        self._table = _Concepts(store)
+        self.concepts = self._table  # type: ignore[assignment]
+
+    def describe(self, codes: Sequence[str]) -> Described:
+        """Known, inactive (never: a tabular list has no inactive codes) and display of many
+        codes at once, from the store's columns (bulk validation of its non-members)."""
+        return self._table.describe(codes)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled as its store (its folder) and version (reopened on unpickling)."""
@@ -148,6 +155,14 @@ class _Concepts(Mapping[str, Concept]):
     def _rows(self) -> dict[str, int]:
         """Row by code (from the code column's list, not read twice)."""
         return {code: row for row, code in enumerate(self._columns["code"])}
+
+    def describe(self, codes: Sequence[str]) -> Described:
+        """Known, inactive and display of many codes (``CodeSystemProvider.describe``)."""
+        rows, displays = self._rows, self._columns["display"]
+        found = [rows.get(c, -1) if isinstance(c, str) else -1 for c in codes]
+        known = np.fromiter((r >= 0 for r in found), dtype=bool, count=len(found))
+        shown = [displays[r] if r >= 0 else None for r in found]
+        return known, np.zeros(len(found), dtype=bool), shown
 
     def _make(self, row: int, children: list[str] | None = None) -> Concept:
         cols = self._columns
