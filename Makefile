@@ -10,7 +10,7 @@ WORKERS ?= 1
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
-.PHONY: serve test lint typecheck unit chromium wrk bench lab notebooks clean
+.PHONY: serve test lint typecheck unit chromium java wrk bench lab notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,19 @@ chromium:
 	  fi; \
 	fi
 
+# The Spark tests start a local Spark session, which needs a Java runtime (17 or later).
+java:
+	@if [ -z "$$JAVA_HOME" ] && ! command -v java >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's headless Java runtime for the Spark tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends default-jre-headless >/dev/null; \
+	  else \
+	    echo "java is missing: install it with 'sudo apt-get install default-jre-headless'"; \
+	    echo "(Debian/Ubuntu) or set JAVA_HOME to a Java 17+ runtime; the Spark tests fail without it."; \
+	  fi; \
+	fi
+
 wrk:
 	@if ! command -v wrk >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -62,11 +75,11 @@ lint: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
-unit: $(VENV)/.installed-test chromium
+unit: $(VENV)/.installed-test chromium java
 	$(BIN)/python -m pytest workbench tests notebooks \
 	  --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-test: lint typecheck unit
+test: java lint typecheck unit
 
 bench: $(VENV)/.installed-test wrk
 	$(BIN)/python benchmarks/bench_engine.py

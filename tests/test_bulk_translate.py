@@ -113,3 +113,34 @@ def test_reverse_finds_the_source_codes(mwb: Workbench) -> None:
     out = mwb.translate_column(pd.Series(["x", "y"]), MAIN["url"], system=B, reverse=True)
     assert out["target_system"].tolist() == [A, A]
     assert out["target_code"].tolist() == ["1", "2"]
+
+
+@pytest.mark.parametrize("backend", ["pandas", "dask", "polars"])
+def test_reverse_with_a_system_column_agrees_with_translate(mwb: Workbench, backend: str) -> None:
+    """``reverse=True`` with a system column (targets, sources, none, missing codes), on
+    each backend: every row as ``wb.translate(reverse=True)`` on that row."""
+    codes = ["x", "y", "x", "1", "w", None, "", "y", "zz"]
+    systems = [B, B, A, A, B, B, None, None, B]
+    data = pd.DataFrame({"c": codes, "s": systems}, dtype=object)
+    if backend == "dask":
+        import dask.dataframe as dd
+
+        out = mwb.translate_column(
+            dd.from_pandas(data, npartitions=2), MAIN["url"], code="c", system="s", reverse=True
+        ).compute()
+    elif backend == "polars":
+        frame = polars.DataFrame(
+            {"c": codes, "s": systems}, schema={"c": polars.String, "s": polars.String}
+        )
+        out = mwb.translate_column(frame, MAIN["url"], code="c", system="s", reverse=True)
+        out = out.to_pandas()
+    else:
+        out = mwb.translate_column(data, MAIN["url"], code="c", system="s", reverse=True)
+    assert list(out.columns) == list(COLUMNS)
+    for i, (c, s) in enumerate(zip(codes, systems, strict=True)):
+        row = tuple(None if v is pd.NA or v != v else v for v in out.iloc[i])
+        if not c:
+            assert row == (None, None, None, None, None, 0, None)
+        else:
+            expected = strongest(mwb.translate(c, system=s, url=MAIN["url"], reverse=True))
+            assert row == tuple(None if v != v else v for v in expected), (c, s)

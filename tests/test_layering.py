@@ -14,9 +14,14 @@ import pytest
 @pytest.mark.parametrize(
     ("module", "forbidden"),
     [
-        pytest.param("workbench", ("fastapi", "starlette", "uvicorn", "ipywidgets"), id="package"),
-        pytest.param("workbench.terminology.engine", ("fastapi", "ipywidgets"), id="engine"),
-        pytest.param("workbench.bulk", ("fastapi", "ipywidgets", "dask"), id="bulk"),
+        pytest.param(
+            "workbench", ("fastapi", "starlette", "uvicorn", "ipywidgets", "pyspark"), id="package"
+        ),
+        pytest.param(
+            "workbench.terminology.engine", ("fastapi", "ipywidgets", "pyspark"), id="engine"
+        ),
+        pytest.param("workbench.bulk", ("fastapi", "ipywidgets", "dask", "pyspark"), id="bulk"),
+        pytest.param("workbench.spark", ("pyspark",), id="spark-helpers"),
         pytest.param("workbench.operations", ("fastapi", "uvicorn", "ipywidgets"), id="operations"),
     ],
 )

@@ -278,7 +278,9 @@ class Workbench(TerminologyCalls):
         that is not a column is the system of every row) or Series, a dask DataFrame or
         Series (a lazy result; the distinct codes are gathered once, translated on the
         client and the answers shipped to the workers once) or a polars DataFrame or
-        Series (a polars result). Work is done once per distinct (system, code); a row
+        Series (a polars result) or a Spark DataFrame (a lazy Spark result; the distinct
+        pairs are collected and translated on the driver at the call, the answers
+        broadcast). Work is done once per distinct (system, code); a row
         holds the strongest match and ``matches`` counts them; a missing code gives
         ``result`` NA. ``reverse=True`` maps target codes back to their source codes (as
         ``$translate`` with ``reverse``). Raises ConceptMapNotFoundError for an unknown
@@ -354,7 +356,9 @@ class Workbench(TerminologyCalls):
         ``.failure_cases``; missing codes give result NA and the issue ``missing``. A dask
         DataFrame or Series gives a lazy dask DataFrame (``progress=True`` shows Dask's
         progress bar while it computes). A polars DataFrame or Series gives a polars
-        DataFrame of the same columns.
+        DataFrame of the same columns; a Spark DataFrame a lazy Spark DataFrame of them
+        (the distinct values are collected and answered on the driver at the call, one
+        Spark job; the answers are joined back by a broadcast join).
 
         >>> wb = Workbench()
         >>> _ = wb.load({"resourceType": "CodeSystem", "url": "http://x", "content":

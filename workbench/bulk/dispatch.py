@@ -1,9 +1,9 @@
 """The one dispatch: which backend answers a column, for validation and translation alike.
 
-Each backend is a module (``polars_backend``, ``dask_backend``, ``pandas_backend``) with
-``handles(data)``, ``validate(job, data)`` and ``translate(job, data)``; the first that
-handles the data answers, pandas being the default. A new dataframe library (Spark) is one
-more such module in ``BACKENDS``.
+Each backend is a module (``polars_backend``, ``dask_backend``, ``spark_backend``,
+``pandas_backend``) with ``handles(data)``, ``validate(job, data)`` and
+``translate(job, data)``; the first that handles the data answers, pandas being the
+default. A new dataframe library is one more such module in ``BACKENDS``.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from workbench.bulk import dask_backend, pandas_backend, polars_backend
+from workbench.bulk import dask_backend, pandas_backend, polars_backend, spark_backend
 from workbench.bulk.jobs import Backend, TranslateColumn, ValidateColumn
 from workbench.terminology.engine import Terminology
 from workbench.terminology.service import EngineService
 
-BACKENDS: tuple[Backend, ...] = (polars_backend, dask_backend, pandas_backend)
+BACKENDS: tuple[Backend, ...] = (polars_backend, dask_backend, spark_backend, pandas_backend)
 
 
 def backend_of(data: Any) -> Backend:

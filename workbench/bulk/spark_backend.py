@@ -1,0 +1,318 @@
+"""The Spark backend: the same semantics on a ``pyspark.sql.DataFrame``, lazily, in the JVM.
+
+No Python runs per row, and no terminology server is involved. The distinct values a
+row's answer depends on (its code, or Coding struct; its system column; its display
+column) are gathered on the driver, as Arrow, by one Spark job (``distinct``): the only
+eager step. Each distinct value is answered there by the pandas backend, with the very
+answer tables and rules of a pandas column (``encoding.is_missing`` included), so every row
+gets what pandas gives for it. The answers become a small DataFrame that is joined to the
+rows by a broadcast hash join on those values (null-safe: a null key finds the missing
+answer): the answers are shipped to the executors once, and the join runs in generated JVM
+code (measured against ``mapInArrow``, which moves every row through Python, in
+``benchmarks/bench_spark.py``).
+
+A column of the wrong type (an array, a map, binary, a struct that is neither a Coding nor
+a CodeableConcept, a date) is refused with its name before any job runs; so is a value set
+or a ConceptMap that does not exist. pyspark is imported here only, when a Spark DataFrame
+is given.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pyarrow as pa
+
+from workbench.bulk.pandas_backend import check_columns, translate_pandas, validate_pandas
+from workbench.bulk.schema import TRANSLATION, VALIDATION, Schema
+from workbench.errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType, StructType
+
+    from workbench.bulk.jobs import TranslateColumn, ValidateColumn
+
+CODING_FIELDS = frozenset({"system", "version", "code", "display", "userSelected"})
+ANSWER = "__workbench_answer"  # the struct column the answers are joined in as
+KEY = "__workbench_key_"  # the answers' key columns (then their number)
+
+
+def handles(data: Any) -> bool:
+    """Whether ``data`` is a Spark DataFrame (classic or Connect; pyspark is not imported
+    when it is not in use)."""
+    sql = sys.modules.get("pyspark.sql")
+    return sql is not None and isinstance(data, sql.DataFrame)
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The input columns a row's answer depends on, and how to read them on the driver:
+    ``code`` (a column name), ``system`` (a column name, else the system of every row or
+    None), ``display`` (a column name or None); ``structured``: the code column holds
+    Coding or CodeableConcept structs."""
+
+    code: str
+    system: str | None
+    system_column: bool
+    display: str | None
+    structured: bool
+
+    @property
+    def columns(self) -> list[str]:
+        """The key columns, code first."""
+        found = [self.code]
+        if self.system_column and self.system is not None:
+            found.append(self.system)
+        if self.display is not None:
+            found.append(self.display)
+        return found
+
+
+def validate(job: ValidateColumn, data: DataFrame) -> DataFrame:
+    """``validate_column`` of a Spark DataFrame: a lazy DataFrame of ``VALIDATION``
+    (``result`` boolean, null for a missing code; the texts strings), one row per input
+    row in its order. Eager: the value set is compiled, and the distinct (system, code,
+    display) values are collected and answered on the driver (one Spark job)."""
+    return with_validation(job, data).select(f"{ANSWER}.*")
+
+
+def translate(job: TranslateColumn, data: DataFrame) -> DataFrame:
+    """``translate_column`` of a Spark DataFrame: a lazy DataFrame of ``TRANSLATION``, one
+    row per input row in its order. Eager: the maps are chosen, and the distinct (system,
+    code) values are collected and translated on the driver (one Spark job)."""
+    return with_translation(job, data).select(f"{ANSWER}.*")
+
+
+def with_validation(job: ValidateColumn, data: DataFrame, into: str = ANSWER) -> DataFrame:
+    """``data`` with one more column, ``into``: a struct of the ``VALIDATION`` columns."""
+    checker = job.checker()  # an unknown value set fails here, before any job
+    keys = validation_keys(data, job.code, job.system, job.display)
+
+    def answer(local: pd.DataFrame) -> pd.DataFrame:
+        return validate_pandas(
+            checker,
+            local,
+            code=keys.code,
+            system=keys.system,
+            display=keys.display,
+        )
+
+    return _joined(data, keys, VALIDATION, answer, into)
+
+
+def with_translation(job: TranslateColumn, data: DataFrame, into: str = ANSWER) -> DataFrame:
+    """``data`` with one more column, ``into``: a struct of the ``TRANSLATION`` columns."""
+    translator = job.translator()  # an unknown map fails here, before any job
+    keys = translation_keys(data, job.code, job.system)
+
+    def answer(local: pd.DataFrame) -> pd.DataFrame:
+        if keys.structured:  # a Coding's code and system
+            codings = local[keys.code]
+            local = pd.DataFrame(
+                {
+                    "code": [_field(c, "code") for c in codings],
+                    "system": [_field(c, "system") for c in codings],
+                },
+                dtype=object,
+            )
+            return translate_pandas(translator.table, local, code="code", system="system")
+        return translate_pandas(translator.table, local, code=keys.code, system=keys.system)
+
+    return _joined(data, keys, TRANSLATION, answer, into)
+
+
+# --- the columns ----------------------------------------------------------------------------
+
+
+def validation_keys(
+    data: DataFrame, code: str | None, system: str | None, display: str | None
+) -> Keys:
+    """The key columns of a validation, their types checked (no job runs)."""
+    columns = list(data.columns)
+    check_columns(columns, code=code, system=system, display=display)
+    assert code is not None
+    types = {f.name: f.dataType for f in data.schema.fields}
+    structured = _code_type(code, types[code])
+    system_column = system is not None and system in columns
+    for name in (system if system_column else None, display):
+        if name is not None:
+            _text_type(name, types[name])
+    return Keys(code, system, system_column, display, structured)
+
+
+def translation_keys(data: DataFrame, code: str | None, system: str | None) -> Keys:
+    """The key columns of a translation, their types checked (no job runs). A Coding
+    struct gives its code and system (then ``system`` must not be given)."""
+    columns = list(data.columns)
+    if code is None or code not in columns:
+        raise InvalidRequestError(f"code must name a column of the frame, not {code!r}")
+    types = {f.name: f.dataType for f in data.schema.fields}
+    structured = _code_type(code, types[code], codeable=False)
+    system_column = system is not None and system in columns
+    if structured and system is not None:
+        raise InvalidRequestError(
+            f"The code column {code!r} holds Codings, which name their system: "
+            f"leave system=... out (it is {system!r})"
+        )
+    if system_column:
+        assert system is not None
+        _text_type(system, types[system])
+    return Keys(code, system, system_column, None, structured)
+
+
+def _code_type(name: str, kind: DataType, *, codeable: bool = True) -> bool:
+    """Whether the code column ``name`` holds structs (Codings, CodeableConcepts when
+    ``codeable``); raises InvalidRequestError for a type no code can be read from."""
+    from pyspark.sql.types import StructType
+
+    if isinstance(kind, StructType):
+        names = set(kind.fieldNames())
+        if "code" in names and names <= CODING_FIELDS:
+            _text_type(f"{name}.code", kind["code"].dataType)
+            return True
+        if codeable and "coding" in names and _codings(kind):
+            return True
+        what = "Coding" + (" or CodeableConcept" if codeable else "")
+        raise InvalidRequestError(
+            f"The column {name!r} is a struct of {sorted(names)}, not a {what} "
+            f"(a Coding has the fields {sorted(CODING_FIELDS)}"
+            + (
+                ", a CodeableConcept 'coding' (an array of Codings) and 'text')"
+                if codeable
+                else ")"
+            )
+        )
+    _text_type(name, kind)
+    return False
+
+
+def _codings(kind: StructType) -> bool:
+    """Whether a struct is a CodeableConcept: ``coding`` an array of Coding structs."""
+    from pyspark.sql.types import ArrayType, StructType
+
+    coding = kind["coding"].dataType
+    if not isinstance(coding, ArrayType) or not isinstance(coding.elementType, StructType):
+        return False
+    names = set(coding.elementType.fieldNames())
+    return (
+        set(kind.fieldNames()) <= {"coding", "text"} and "code" in names and names <= CODING_FIELDS
+    )
+
+
+def _text_type(name: str, kind: DataType) -> None:
+    """Raise InvalidRequestError unless a column of ``kind`` holds codes or texts: strings,
+    numbers (read as the text the user had: ``1`` and ``1.0`` are ``"1"``), booleans or
+    nothing but nulls."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BooleanType,
+        CharType,
+        NullType,
+        NumericType,
+        StringType,
+        VarcharType,
+    )
+
+    if isinstance(kind, StringType | CharType | VarcharType | NumericType | BooleanType | NullType):
+        return
+    hint = ""
+    if isinstance(kind, ArrayType):
+        hint = " (one code per row: explode the array first, pyspark.sql.functions.explode)"
+    raise InvalidRequestError(
+        f"The column {name!r} is of type {kind.simpleString()}: a code, system or display "
+        f"column holds strings or numbers{hint}"
+    )
+
+
+def _field(value: Any, name: str) -> Any:
+    """A field of a collected struct (a dict; None for a null struct)."""
+    return value.get(name) if isinstance(value, dict) else None
+
+
+# --- the answers, joined --------------------------------------------------------------------
+
+
+def _local(distinct: pa.Table, keys: Keys) -> pd.DataFrame:
+    """The collected distinct keys as pandas, as a pandas column holds them: structs as
+    dicts (lists as lists), strings and numbers as Arrow gives them to pandas."""
+    data: dict[str, Any] = {}
+    for name, column in zip(keys.columns, distinct.columns, strict=True):
+        if name == keys.code and keys.structured:
+            data[name] = pd.Series(column.to_pylist(), dtype=object)
+        else:
+            data[name] = column.to_pandas()
+    return pd.DataFrame(data)
+
+
+def _answer_arrow(frame: pd.DataFrame, schema: Schema) -> pa.StructArray:
+    """A result frame of ``schema`` as one Arrow struct (booleans, strings, int64)."""
+    kinds = {"result": pa.bool_(), "text": pa.string(), "count": pa.int64()}
+    arrays = []
+    for column in schema.columns:
+        values = frame[column.name]
+        if column.kind == "result":
+            array = pa.array(values.astype(object).where(values.notna(), None), pa.bool_())
+        elif column.kind == "text":
+            array = pa.array(values.astype(object).where(values.notna(), None), pa.string())
+        else:
+            array = pa.array(values.to_numpy(), kinds["count"])
+        arrays.append(array)
+    return pa.StructArray.from_arrays(arrays, names=schema.names)
+
+
+def spark_schema(schema: Schema) -> StructType:
+    """The Spark type of a result of ``schema``: ``result`` boolean, texts strings, counts
+    longs (all nullable)."""
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    kinds = {"result": BooleanType(), "text": StringType(), "count": LongType()}
+    return StructType([StructField(c.name, kinds[c.kind], True) for c in schema.columns])
+
+
+def _joined(
+    data: DataFrame,
+    keys: Keys,
+    schema: Schema,
+    answer: Callable[[pd.DataFrame], pd.DataFrame],
+    into: str,
+) -> DataFrame:
+    """``data`` with the answers of its distinct keys, ``answer(local)`` on the driver,
+    joined in as the struct column ``into`` (a broadcast hash join, null-safe)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    if into in data.columns:
+        raise InvalidRequestError(f"The data has a column {into!r} already")
+    columns = [_col(name) for name in keys.columns]
+    distinct = data.select(*columns).distinct().toArrow()  # the one eager job
+    frame = answer(_local(distinct, keys))
+    names = [f"{KEY}{k}" for k in range(len(columns))]
+    table = pa.Table.from_arrays(
+        [*distinct.columns, _answer_arrow(frame, schema)], names=[*names, into]
+    )
+    types = {f.name: f.dataType for f in data.schema.fields}
+    fields = [StructField(n, types[k], True) for n, k in zip(names, keys.columns, strict=True)]
+    struct = StructType([*fields, StructField(into, spark_schema(schema), True)])
+    answers = data.sparkSession.createDataFrame(table, schema=struct)
+    on = _all_equal([c.eqNullSafe(F.col(n)) for c, n in zip(columns, names, strict=True)])
+    joined = data.join(F.broadcast(answers), on=on, how="left")
+    return joined.select(*[_col(c) for c in data.columns], F.col(into))
+
+
+def _all_equal(conditions: Sequence[Column]) -> Column:
+    found = conditions[0]
+    for more in conditions[1:]:
+        found = found & more
+    return found
+
+
+def _col(name: str) -> Column:
+    """The column called ``name`` (dots and backticks in it taken literally)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
