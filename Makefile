@@ -52,7 +52,7 @@ java:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	      apt-get install -y -qq --no-install-recommends default-jre-headless >/dev/null; \
 	  else \
-	    echo "java is missing: install it with 'sudo apt-get install default-jre-headless'"; \
+	    echo "java is missing: install it with 'sudo apt-get install --no-install-recommends default-jre-headless'"; \
 	    echo "(Debian/Ubuntu) or set JAVA_HOME to a Java 17+ runtime; the Spark tests fail without it."; \
 	  fi; \
 	fi
