@@ -15,7 +15,7 @@ from workbench.errors import (
     UnsupportedFilterError,
 )
 from workbench.releases.snomed.codesystem import SnomedCT
-from workbench.releases.snomed.loader import load
+from workbench.releases.snomed.loader import KIND
 
 SCT = "http://snomed.info/sct"
 
@@ -23,7 +23,7 @@ SCT = "http://snomed.info/sct"
 @pytest.fixture(scope="module")
 def sct(tmp_path_factory: pytest.TempPathFactory) -> SnomedCT:
     root = tmp_path_factory.mktemp("cs")
-    cs, _ = opened(load(snomed_rf2.write(root / "rel"), root / "cache"))
+    cs, _ = opened(KIND.load(snomed_rf2.write(root / "rel"), root / "cache"))
     return cs
 
 

@@ -13,7 +13,7 @@ from snomed_rf2 import opened
 from workbench.errors import ExpressionSyntaxError
 from workbench.releases.snomed import ecl, scg
 from workbench.releases.snomed.codesystem import SnomedCT
-from workbench.releases.snomed.loader import load
+from workbench.releases.snomed.loader import KIND
 
 FINDINGS = {"404684003", "64572001", "49601007", "56265001", "22298006", "57054005"} | {
     "195967001",
@@ -24,7 +24,7 @@ FINDINGS = {"404684003", "64572001", "49601007", "56265001", "22298006", "570540
 @pytest.fixture(scope="module")
 def sct(tmp_path_factory: pytest.TempPathFactory) -> SnomedCT:
     root = tmp_path_factory.mktemp("ecl")
-    cs, _ = opened(load(snomed_rf2.write(root / "rel"), root / "cache"))
+    cs, _ = opened(KIND.load(snomed_rf2.write(root / "rel"), root / "cache"))
     return cs
 
 

@@ -15,7 +15,7 @@ from workbench.errors import InvalidRequestError, ReleaseFormatError
 from workbench.releases.closure import Closure
 from workbench.releases.snomed import rf2
 from workbench.releases.snomed.codesystem import SnomedCT
-from workbench.releases.snomed.loader import detect, load
+from workbench.releases.snomed.loader import KIND
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def sct(release: Path, tmp_path_factory: pytest.TempPathFactory) -> SnomedCT:
-    cs, built = opened(load(release, tmp_path_factory.mktemp("cache")))
+    cs, built = opened(KIND.load(release, tmp_path_factory.mktemp("cache")))
     assert built
     return cs
 
@@ -47,11 +47,11 @@ def test_files_are_found_by_kind(release: Path) -> None:
 
 
 def test_import_then_reopen_from_the_cache(release: Path, tmp_path: Path) -> None:
-    first, built = opened(load(release, tmp_path))
+    first, built = opened(KIND.load(release, tmp_path))
     assert built and len(first) == len(snomed_rf2.CONCEPTS)
     stores = [p.name for p in tmp_path.iterdir()]
     assert len(stores) == 1 and stores[0].startswith("snomed-")
-    again, built = opened(load(release, tmp_path))
+    again, built = opened(KIND.load(release, tmp_path))
     assert not built
     assert again.store.path == first.store.path
     assert again.lookup("22298006").display == "Myocardial infarction"
@@ -59,8 +59,8 @@ def test_import_then_reopen_from_the_cache(release: Path, tmp_path: Path) -> Non
 
 def test_zip_and_folder_give_the_same_release(tmp_path: Path, sct: SnomedCT) -> None:
     archive = snomed_rf2.write(tmp_path / "z", as_zip=True)
-    assert detect(archive)
-    zipped, _ = opened(load(archive, tmp_path / "cache"))
+    assert KIND.detect(archive)
+    zipped, _ = opened(KIND.load(archive, tmp_path / "cache"))
     assert zipped.version == sct.version
     assert zipped.concepts_frame().equals(sct.concepts_frame())
 
@@ -72,10 +72,10 @@ def test_version_from_the_module_dependency_refset(sct: SnomedCT) -> None:
 
 def test_version_override_and_its_check(release: Path, tmp_path: Path) -> None:
     xsct = "http://snomed.info/xsct/31000003106/version/20250909"
-    cs, _ = opened(load(release, tmp_path, version=xsct))
+    cs, _ = opened(KIND.load(release, tmp_path, version=xsct))
     assert cs.version == xsct
     with pytest.raises(InvalidRequestError, match="not a SNOMED CT version URI"):
-        load(release, tmp_path, version="20250131")
+        KIND.load(release, tmp_path, version="20250131")
 
 
 def test_closure_of_a_polyhierarchy() -> None:
@@ -159,7 +159,7 @@ def test_a_broken_file_names_the_file_and_line(
     release = snomed_rf2.write(tmp_path / "rel", edit=edit)
     cache = tmp_path / "cache"
     with pytest.raises(ReleaseFormatError, match=message) as caught:
-        load(release, cache)
+        KIND.load(release, cache)
     assert file_part in str(caught.value.file)
     assert caught.value.line == line
     assert f"line {line}" in str(caught.value)
@@ -170,17 +170,17 @@ def test_a_duplicate_concept_is_refused(tmp_path: Path) -> None:
     row = "138875005\t20250131\t1\t900000000000207008\t900000000000074008\r\n"
     release = snomed_rf2.write(tmp_path / "rel", edit={CONCEPT_PATH: HEADER + row + row})
     with pytest.raises(ReleaseFormatError, match="138875005 appears twice"):
-        load(release, tmp_path / "cache")
+        KIND.load(release, tmp_path / "cache")
     assert not any((tmp_path / "cache").iterdir())
 
 
 def test_not_a_release(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello")
-    assert not detect(tmp_path)
+    assert not KIND.detect(tmp_path)
     with pytest.raises(ReleaseFormatError, match=r"no sct2_Concept_…Snapshot… file"):
-        load(tmp_path, tmp_path / "cache")
+        KIND.load(tmp_path, tmp_path / "cache")
     with pytest.raises(ReleaseFormatError, match="no such file or folder"):
-        load(tmp_path / "missing", tmp_path / "cache")
+        KIND.load(tmp_path / "missing", tmp_path / "cache")
 
 
 def test_a_truncated_zip(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ def test_a_truncated_zip(tmp_path: Path) -> None:
     data = archive.read_bytes()
     archive.write_bytes(data[: len(data) // 2])
     with pytest.raises(ReleaseFormatError, match=r"truncated|damaged"):
-        load(archive, tmp_path / "cache")
+        KIND.load(archive, tmp_path / "cache")
     assert not (tmp_path / "cache").exists()
 
 
@@ -196,14 +196,14 @@ def test_a_failed_import_leaves_the_cache_as_it_was(
     release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    good, _ = opened(load(release, cache))
+    good, _ = opened(KIND.load(release, cache))
     before = sorted(p.name for p in cache.iterdir())
     broken = snomed_rf2.write(
         tmp_path / "broken",
         edit={CONCEPT_PATH: HEADER + "1\t2\r\n"},
     )
     with pytest.raises(ReleaseFormatError):
-        load(broken, cache)
+        KIND.load(broken, cache)
     assert sorted(p.name for p in cache.iterdir()) == before
     assert good.lookup("57054005").display == "Acute myocardial infarction"
     # an import interrupted half-way leaves no store behind either
@@ -218,7 +218,7 @@ def test_a_failed_import_leaves_the_cache_as_it_was(
         f.write("999999001\t20250131\t1\t900000000000207008\t900000000000074008\r\n")
     monkeypatch.setattr(importer, "_displays", boom)
     with pytest.raises(KeyboardInterrupt):
-        load(other, cache)
+        KIND.load(other, cache)
     assert sorted(p.name for p in cache.iterdir()) == before
     assert os.listdir(cache) == before
 
@@ -249,17 +249,17 @@ def test_other_refsets_keep_their_extra_columns_as_text(tmp_path: Path) -> None:
             + row
         },
     )
-    cs, _ = opened(load(release, tmp_path / "cache"))
+    cs, _ = opened(KIND.load(release, tmp_path / "cache"))
     assert {str(cs.store.ids[r]) for r in np.flatnonzero(cs.evaluate("^ 447562003"))} == {
         "22298006"
     }
 
 
 def test_a_damaged_store_is_imported_again(release: Path, tmp_path: Path) -> None:
-    first, _ = opened(load(release, tmp_path))
+    first, _ = opened(KIND.load(release, tmp_path))
     (first.store.path / "up.npy").unlink()
-    again, built = opened(load(release, tmp_path))
+    again, built = opened(KIND.load(release, tmp_path))
     assert built and again.lookup("57054005").display == "Acute myocardial infarction"
     (again.store.path / "concepts.arrow").write_bytes(b"not arrow")
-    third, built = opened(load(release, tmp_path))
+    third, built = opened(KIND.load(release, tmp_path))
     assert built and third.subsumes("404684003", "57054005") == "subsumes"

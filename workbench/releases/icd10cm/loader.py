@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.releases.icd10cm import store, tabular
-from workbench.releases.kinds import Claim, Loaded, Progress, ReleaseKind
+from workbench.releases.kinds import Progress, ReleaseKind
 from workbench.terminology.provider import CodeSystemProvider
 
 
@@ -51,22 +51,3 @@ class Icd10cmKind(ReleaseKind[Path]):
 
 
 KIND = Icd10cmKind()
-
-
-def detect(path: str | Path) -> bool:
-    """True when ``path`` holds an ICD-10-CM tabular XML."""
-    return KIND.detect(Path(path))
-
-
-def load(
-    path: str | Path,
-    cache_dir: str | Path,
-    *,
-    version: str | None = None,
-    progress: Progress | None = None,
-    claim: Claim | None = None,
-) -> Loaded:
-    """Import (unless cached) and open a release (``ReleaseKind.load``). Raises
-    ReleaseFormatError for anything that is not a well-formed tabular XML; the cache is left
-    as it was."""
-    return KIND.load(path, cache_dir, version=version, progress=progress, claim=claim)

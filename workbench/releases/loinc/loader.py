@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.releases import archive
-from workbench.releases.kinds import Claim, Loaded, Progress, ReleaseKind
+from workbench.releases.kinds import Progress, ReleaseKind
 from workbench.releases.loinc import files
 from workbench.releases.loinc.store import LOINC, Store
 from workbench.terminology.provider import CodeSystemProvider
@@ -51,22 +51,3 @@ class LoincKind(ReleaseKind[list[archive.ReleaseFile]]):
 
 
 KIND = LoincKind()
-
-
-def detect(path: str | Path) -> bool:
-    """True when ``path`` (a folder or zip) holds ``LoincTable/Loinc.csv``."""
-    return KIND.detect(Path(path))
-
-
-def load(
-    path: str | Path,
-    cache_dir: str | Path,
-    *,
-    version: str | None = None,
-    progress: Progress | None = None,
-    claim: Claim | None = None,
-) -> Loaded:
-    """Import (unless cached) and open a release (``ReleaseKind.load``). Raises
-    ReleaseFormatError for anything that is not a well-formed LOINC release; the cache is
-    left as it was."""
-    return KIND.load(path, cache_dir, version=version, progress=progress, claim=claim)

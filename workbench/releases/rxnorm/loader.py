@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.releases import archive
-from workbench.releases.kinds import Claim, Loaded, Progress, ReleaseKind
+from workbench.releases.kinds import Progress, ReleaseKind
 from workbench.releases.rxnorm import rrf
 from workbench.releases.rxnorm.store import RXNORM, Store, build
 from workbench.terminology.provider import CodeSystemProvider
@@ -51,22 +51,3 @@ class RxNormKind(ReleaseKind[rrf.Release]):
 
 
 KIND = RxNormKind()
-
-
-def detect(path: str | Path) -> bool:
-    """True when ``path`` (a folder or zip) holds RXNCONSO.RRF."""
-    return KIND.detect(Path(path))
-
-
-def load(
-    path: str | Path,
-    cache_dir: str | Path,
-    *,
-    version: str | None = None,
-    progress: Progress | None = None,
-    claim: Claim | None = None,
-) -> Loaded:
-    """Import (unless cached) and open a release (``ReleaseKind.load``). Raises
-    ReleaseFormatError for anything that is not a complete, well-formed RxNorm release
-    (naming the file and line); the cache is left as it was."""
-    return KIND.load(path, cache_dir, version=version, progress=progress, claim=claim)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.releases import archive
-from workbench.releases.kinds import Claim, Loaded, Progress, ReleaseKind
+from workbench.releases.kinds import Progress, ReleaseKind
 from workbench.releases.snomed import rf2
 from workbench.releases.snomed.store import SCT, Store
 from workbench.terminology.provider import CodeSystemProvider
@@ -59,22 +59,3 @@ class SnomedKind(ReleaseKind[list[archive.ReleaseFile]]):
 
 
 KIND = SnomedKind()
-
-
-def detect(path: str | Path) -> bool:
-    """True when ``path`` (a folder or zip) holds an RF2 Snapshot concept file."""
-    return KIND.detect(Path(path))
-
-
-def load(
-    path: str | Path,
-    cache_dir: str | Path,
-    *,
-    version: str | None = None,
-    progress: Progress | None = None,
-    claim: Claim | None = None,
-) -> Loaded:
-    """Import (unless cached) and open a release (``ReleaseKind.load``); ``provider.sct``
-    is the opened ``SnomedCT``. Raises ReleaseFormatError for anything that is not a
-    complete, well-formed RF2 Snapshot; the cache is left as it was."""
-    return KIND.load(path, cache_dir, version=version, progress=progress, claim=claim)
