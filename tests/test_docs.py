@@ -64,3 +64,13 @@ def test_guides_have_examples() -> None:
     assert guides
     bare = [p.name for p in guides if not any(not s for _, _, s in doc_blocks.blocks(p))]
     assert not bare, bare
+
+
+def test_benchmarks_page_names_every_script() -> None:
+    """Each benchmark script has its figures (or says it has none) on the benchmarks page,
+    and every script the page names exists."""
+    text = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"benchmarks/(\w+\.py)", text))
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("bench_*.py")}
+    assert scripts <= named, sorted(scripts - named)
+    assert all((ROOT / "benchmarks" / name).is_file() for name in named), named
