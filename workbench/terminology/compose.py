@@ -165,6 +165,12 @@ class Clause:
             out: list[Entry] = []
             for code, listed in self.concepts.items():
                 concept = cs.get(code)
+                if concept is None and cs.is_expression(code):
+                    # a listed post-coordinated expression: as listed, with its terms
+                    shown = cs.expression_display(code)
+                    if shown is not None:
+                        out.append(Entry(system, cs.version, code, shown, False, False))
+                    continue
                 if concept is None:
                     if not cs.is_complete and not _rejects(cs, code):
                         out.append(
