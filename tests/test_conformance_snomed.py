@@ -328,6 +328,18 @@ def test_f4_expanding_enumerated_expressions_http(http: httpx.Client) -> None:
     assert body["expansion"]["total"] == 3
 
 
+def test_f4_exclude_post_coordinated_leaves_expressions_out_http(http: httpx.Client) -> None:
+    body = http.post(
+        "/ValueSet/$expand",
+        json=params(
+            ("valueSet", {"resource": _enumerated(*LISTED)}),
+            ("excludePostCoordinated", {"valueBoolean": True}),
+        ),
+    ).json()
+    assert [c["code"] for c in body["expansion"]["contains"]] == ["22298006"]
+    assert body["expansion"]["total"] == 1
+
+
 # --- f7: an implicit value set whose root does not exist ---------------------------------------
 
 MISSING_ROOTS = [

@@ -456,3 +456,10 @@ class InvalidValueSetError(WorkbenchError):
     status = 400
     msg_id = "WB-VS-406"
     tx = "vs-invalid"
+
+    def to_outcome(self) -> dict[str, Any]:
+        """The OperationOutcome, with the element as both ``expression`` and ``location``."""
+        found = super().to_outcome()
+        if self.expression:
+            found["issue"][0]["location"] = list(self.expression)
+        return found
