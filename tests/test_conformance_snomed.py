@@ -177,7 +177,7 @@ def test_f1_expression_display_http(
     assert bool(values(body, "message")) is not result
 
 
-def test_f1_expression_display_http_coding_and_lookup(http: httpx.Client) -> None:
+def test_f1_expression_display_http_coding_codeable_concept_and_lookup(http: httpx.Client) -> None:
     coding = {"system": SCT, "code": EXPRESSION}
     body = http.post(
         "/CodeSystem/$validate-code", json=params(("coding", {"valueCoding": coding}))
@@ -186,6 +186,17 @@ def test_f1_expression_display_http_coding_and_lookup(http: httpx.Client) -> Non
     assert _issues(body) == [("information", "informational", "process-note", ["Coding.code"])]
     looked = http.get("/CodeSystem/$lookup", params={"system": SCT, "code": EXPRESSION})
     assert values(looked.json(), "display") == [SHOWN]
+    concept = {"valueCodeableConcept": {"coding": [coding]}}
+    body = http.post("/CodeSystem/$validate-code", json=params(("codeableConcept", concept))).json()
+    assert values(body, "display") == [SHOWN]
+    assert _issues(body) == [
+        ("information", "informational", "process-note", ["CodeableConcept.coding[0].code"])
+    ]
+    body = http.post(
+        "/ValueSet/$validate-code",
+        json=params(("url", {"valueUri": _ecl("< 64572001")}), ("codeableConcept", concept)),
+    ).json()
+    assert (values(body, "result"), values(body, "display")) == ([True], [SHOWN])
 
 
 # --- f2: membership of expressions -------------------------------------------------------------
@@ -373,6 +384,13 @@ def test_f7_implicit_value_set_without_its_root_http(
 def test_f7_existing_roots_still_work(wb: Workbench) -> None:
     assert wb.validate_code(f"{SCT}?fhir_vs=isa/56265001", code="22298006", system=SCT).result
     assert wb.validate_code(f"{SCT}?fhir_vs=refset/723264001", code="80891009", system=SCT)
+
+
+@pytest.mark.parametrize("edition", [snomed_rf2.VERSION, f"{SCT}/{snomed_rf2.CORE}"])
+def test_f7_with_this_release_s_edition(wb: Workbench, edition: str) -> None:
+    with pytest.raises(ImplicitValueSetNotFoundError):
+        wb.expand(f"{edition}?fhir_vs=isa/999999001")
+    assert wb.expand(f"{edition}?fhir_vs=isa/56265001").total == 3
 
 
 # --- f8: ECL naming an unknown concept -----------------------------------------------------------

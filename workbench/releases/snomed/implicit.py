@@ -28,6 +28,8 @@ class Release(Protocol):
     def store(self) -> Store: ...
     @property
     def evaluate(self) -> Evaluator: ...
+    @property
+    def version(self) -> str: ...
     def row(self, code: str) -> int: ...
 
 
@@ -95,7 +97,11 @@ def valueset(sct: Release, url: str) -> dict[str, Any] | None:
 
 
 def _check_root(sct: Release, url: str, which: str, arg: str) -> None:
-    """Raise ImplicitValueSetNotFoundError when an ``isa`` or ``refset`` root is missing."""
+    """Raise ImplicitValueSetNotFoundError when an ``isa`` or ``refset`` root is missing
+    (from this release: a URL naming another edition is left to that edition)."""
+    edition = url.partition("?")[0]
+    if edition != SCT and not sct.version.startswith(edition):
+        return
     if which == "isa" and sct.row(arg.strip()) < 0:
         raise ImplicitValueSetNotFoundError(
             url, f"the concept {arg!r} is not in this SNOMED CT release"
