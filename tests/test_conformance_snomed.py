@@ -267,15 +267,16 @@ def test_f2_expression_membership_http(
 
 LOOKED_UP = "56265001 |Heart disease| : 116676008 = 55641003"
 LOOKED_UP_SHOWN = "56265001|Heart disease|:116676008|Associated morphology|=55641003|Infarct|"
-#: the focus concept's properties (56265001), then the expression's own refinement
+#: the focus concept's properties (56265001), then the expression's own refinement, as
+#: (code, value, description, code-display)
 LOOKED_UP_PROPERTIES = [
-    ("inactive", False),
-    ("moduleId", snomed_rf2.CORE),
-    ("effectiveTime", snomed_rf2.TIME),
-    ("parent", "49601007"),
-    ("child", "22298006"),
-    ("363698007", "80891009"),
-    ("116676008", "55641003"),
+    ("inactive", False, None, None),
+    ("moduleId", snomed_rf2.CORE, None, None),
+    ("effectiveTime", snomed_rf2.TIME, None, None),
+    ("parent", "49601007", "Disorder of cardiovascular system", None),
+    ("child", "22298006", "Myocardial infarction", None),
+    ("363698007", "80891009", "Heart structure", "Finding site"),
+    ("116676008", "55641003", "Infarct", "Associated morphology"),
 ]
 
 
@@ -285,7 +286,9 @@ def test_f3_lookup_of_an_expression(wb: Workbench) -> None:
     assert found.designations == (
         {"language": "en-US", "use": PREFERRED_FOR_LANGUAGE, "value": LOOKED_UP_SHOWN},
     )
-    assert list(found.properties) == LOOKED_UP_PROPERTIES
+    assert [
+        (name, v.value, v.description, v.code_display) for name, v in found.typed_properties
+    ] == LOOKED_UP_PROPERTIES
     assert [name for name, _ in wb.lookup(SCT, LOOKED_UP, properties=["parent"]).properties] == [
         "parent"
     ]
@@ -305,12 +308,38 @@ def test_f3_lookup_of_an_expression_http(http: httpx.Client) -> None:
             {"name": "value", "valueString": LOOKED_UP_SHOWN},
         ]
     ]
-    props = [
-        (p["part"][0]["valueCode"], next(v for k, v in p["part"][1].items() if k != "name"))
+    props = []
+    for p in body["parameter"]:
+        if p["name"] == "property":
+            parts = {part["name"]: part for part in p["part"]}
+            value = next(v for k, v in parts["value"].items() if k != "name")
+            props.append(
+                (
+                    parts["code"]["valueCode"],
+                    value,
+                    parts.get("description", {}).get("valueString"),
+                    parts.get("code-display", {}).get("valueString"),
+                )
+            )
+    assert props == LOOKED_UP_PROPERTIES
+
+
+def test_f3_concept_properties_carry_their_terms_http(http: httpx.Client) -> None:
+    """The same parts for a concept: the value's term, and the attribute's (code-display)."""
+    body = http.get("/CodeSystem/$lookup", params={"system": SCT, "code": "22298006"}).json()
+    parts = [
+        {part["name"]: part for part in p["part"]}
         for p in body["parameter"]
         if p["name"] == "property"
     ]
-    assert props == LOOKED_UP_PROPERTIES
+    parent = next(p for p in parts if p["code"]["valueCode"] == "parent")
+    assert parent["description"]["valueString"] == "Heart disease"
+    site = next(p for p in parts if p["code"]["valueCode"] == "363698007")
+    assert (site["value"]["valueCode"], site["code-display"]["valueString"]) == (
+        "80891009",
+        "Finding site",
+    )
+    assert site["description"]["valueString"] == "Heart structure"
 
 
 # --- f4: expanding enumerated expressions -------------------------------------------------------

@@ -65,7 +65,9 @@ def lookup_expression(
     for attribute in expression.attributes():
         name = str(attribute.name)
         if want(name):
-            props.append((name, _expression_value(sct, attribute.value, display_language)))
+            value = _expression_value(sct, attribute.value, display_language)
+            named = sct.display(sct.row(name), display_language)
+            props.append((name, value._replace(code_display=named)))
     return LookupResult(
         name=sct.name,
         version=sct.version,
@@ -131,7 +133,8 @@ def _expression_value(sct: Release, found: Any, language: str | None) -> TypedVa
     if isinstance(found, bool):
         return TypedValue("valueBoolean", found)
     if isinstance(found, int):
-        return TypedValue("valueCode", str(found))
+        shown = sct.display(sct.row(str(found)), language)
+        return TypedValue("valueCode", str(found), shown)
     if isinstance(found, float):
         if found.is_integer():
             return TypedValue("valueInteger", int(found))
