@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import pandas as pd
 import pytest
 import snomed_rf2
 from http_support import assert_outcome, params, served_fixtures, values
@@ -261,6 +262,24 @@ def test_f2_expression_membership_http(
     assert values(body, "result") == [result]
     if not result:
         assert _issues(body) == [("error", "code-invalid", "not-in-vs", ["Coding.code"])]
+
+
+def test_f2_bulk_validation_agrees(wb: Workbench) -> None:
+    """A column of expressions against value sets that list them, or their focus only."""
+    codes = [case[2] for case in MEMBERSHIP] + [REFINED_ELSEWHERE, "64572001", "22298006"]
+    column = pd.Series(codes * 2)
+    for valueset in (
+        _enumerated("64572001 : 363698007 = 80891009", "22298006"),
+        _ecl("<! 64572001"),
+    ):
+        report = wb.validate_column(column, valueset, system=SCT)
+        for code, row in zip(column, report.itertuples(), strict=True):
+            single = (
+                wb.validate_code(valueset, code=code, system=SCT)
+                if isinstance(valueset, str)
+                else wb.validate_code(valueset=valueset, code=code, system=SCT)
+            )
+            assert bool(row.result) is single.result, code
 
 
 # --- f3: $lookup of an expression ---------------------------------------------------------------
