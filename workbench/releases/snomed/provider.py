@@ -10,6 +10,7 @@ Python objects only when a call needs them. Post-coordinated expressions are val
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import WorkbenchError
+from workbench.releases import grammar
 from workbench.releases.check_digits import sctid_namespace, sctid_problem
 from workbench.releases.masks import MaskFilter
 from workbench.releases.snomed import maps, scg
@@ -69,6 +71,9 @@ class SnomedProvider(CodeSystemProvider):
         self.concepts = ConceptTable(sct, self.get)
         self._made: dict[str, SnomedConcept] = {}  # the concepts touched so far
         self._maps: dict[str, dict[str, Any] | None] = {}  # implicit ConceptMaps built
+        # an expression is checked for its validation, then for its display: once (per
+        # grammar limits, which a check applies)
+        self._check = lru_cache(maxsize=4096)(lambda code, _limits: sct.check_expression(code))
         self.resource: dict[str, Any] = {
             "resourceType": "CodeSystem",
             "url": SCT,
@@ -324,7 +329,7 @@ class SnomedProvider(CodeSystemProvider):
         """Check a post-coordinated expression: (valid, message, focus concept codes).
 
         Raises ExpressionSyntaxError when it does not parse."""
-        checked = self.sct.check_expression(code)
+        checked = self._check(code, grammar.configured().scg)
         focus = [str(c) for c in checked.expression.focus]
         if checked.ok:
             return True, None, focus
@@ -333,7 +338,7 @@ class SnomedProvider(CodeSystemProvider):
     def expression_display(self, code: str) -> str | None:
         """The normalised expression with every concept's preferred term
         (``expressions.with_terms``), or None when it is not valid in this release."""
-        checked = self.sct.check_expression(code)
+        checked = self._check(code, grammar.configured().scg)
         return with_terms(self.sct, checked.expression) if checked.ok else None
 
     def expression_member(self, vs: Any, code: str) -> bool | None:
