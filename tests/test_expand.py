@@ -299,9 +299,9 @@ VERSIONS = [
             id="system-pinned-other",
         ),
         pytest.param(
-            valueset(None, {"system": VER, "version": "1.2"}),
+            valueset(None, {"system": VER, "version": "1.2.x"}),
             [("1.2.0", "a", "A 1.2"), ("1.2.0", "c", "C")],
-            id="system-pinned-partial",
+            id="system-pinned-pattern",
         ),
         pytest.param(
             valueset(None, {"valueSet": [VS + "imp|1.0.0"]}),
@@ -510,21 +510,21 @@ FRAGMENT = "http://example.org/fhir/CodeSystem/fragment"
             [],
             VS + "nope",
             ValueSetNotFoundError,
-            f"ValueSet {VS}nope not found",
+            f"A definition for the value set '{VS}nope' could not be found",
             id="unknown-valueset",
         ),
         pytest.param(
             [],
             VS + "polygons|9.9",
             ValueSetNotFoundError,
-            f"ValueSet {VS}polygons|9.9 not found",
+            f"A definition for the value set '{VS}polygons|9.9' could not be found",
             id="unknown-valueset-version",
         ),
         pytest.param(
             [],
             valueset(None, {"valueSet": [VS + "nope"]}),
             ValueSetNotFoundError,
-            f"ValueSet {VS}nope not found",
+            f"A definition for the value set '{VS}nope' could not be found",
             id="unknown-import",
         ),
         pytest.param(
@@ -545,8 +545,17 @@ FRAGMENT = "http://example.org/fhir/CodeSystem/fragment"
             [],
             valueset(None, {"system": SHAPE, "version": "9.9"}),
             CodeSystemNotFoundError,
-            f"CodeSystem {SHAPE}|9.9 not found",
+            f"A definition for CodeSystem '{SHAPE}' version '9.9' could not be found, so the "
+            "value set cannot be expanded. Valid versions: 1.0.0",
             id="unknown-system-version",
+        ),
+        pytest.param(
+            [],
+            valueset(None, {"system": SHAPE, "version": "1"}),
+            CodeSystemNotFoundError,
+            f"A definition for CodeSystem '{SHAPE}' version '1' could not be found, so the "
+            "value set cannot be expanded. Valid versions: 1.0.0",
+            id="a-partial-version-is-no-prefix",
         ),
         pytest.param(
             [

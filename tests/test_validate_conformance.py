@@ -220,14 +220,21 @@ MATRIX = [
         display="A 2.0.0",
     ),
     case(
-        "nn-check-fails-on-latest",
+        "nn-check-selects-for-the-versionless-include",
         "nn",
         params={"check-system-version": f"{S}|1.x"},
+        used="1.2.0",
+        display="A 1.2.0",
+    ),
+    case(
+        "10-check-fails-on-the-pinned-version",
+        "10",
+        params={"check-system-version": f"{S}|2.x"},
         result=False,
-        used="2.0.0",
+        used="1.0.0",
         reason="version",
         tx=(("error", "version-error", "Coding.version"),),
-        message=f"The version '2.0.0' is not allowed for system '{S}': required to be '1.x' "
+        message=f"The version '1.0.0' is not allowed for system '{S}': required to be '2.x' "
         "by a version-check parameter",
     ),
     case(

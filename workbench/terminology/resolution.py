@@ -28,7 +28,7 @@ from workbench.terminology.expansion import (
     DEFAULT_MAX_EXPANSION,
 )
 from workbench.terminology.provider import CodeSystemProvider
-from workbench.terminology.versions import NO_POLICY, VersionPolicy
+from workbench.terminology.versions import NO_POLICY, VersionPolicy, is_pattern
 
 T = TypeVar("T")
 
@@ -168,6 +168,32 @@ class Resolution:
             raise CodeSystemNotFoundError(url, version)
         return found
 
+    def codesystem_versions(self, url: str) -> list[str]:
+        """Every loaded version of a code system (release providers and resources)."""
+        found = [str(p.version) for p in self._providers.get(url, ()) if p.version]
+        return found + [v for v in self.registry.versions("CodeSystem", url) if v]
+
+    def include_codesystem(
+        self, url: str, pinned: str | None, policy: VersionPolicy = NO_POLICY
+    ) -> CodeSystemProvider | None:
+        """The code system version an include uses (``versions``: forced, pinned, the
+        default, the latest match of ``check-system-version``, the latest), or None when
+        that version is not loaded. A version the include or a parameter names must be an
+        exact version or a pattern: ``1`` is no prefix of ``1.0.0`` (b1)."""
+        wanted = policy.resolve(url, pinned)
+        if wanted is None:
+            checked = policy.check.get(url)
+            found = self.codesystem(url, checked) if checked else None
+            return found or self.codesystem(url)
+        if is_pattern(wanted):
+            return self.codesystem(url, wanted)
+        for provider in self._providers.get(url, ()):
+            if provider.version == wanted or provider.accepts_version(wanted):
+                return provider
+        if wanted not in self.registry.versions("CodeSystem", url):
+            return None
+        return self.codesystem(url, wanted)
+
     def valueset_resource(self, url: str, version: str | None = None) -> Resource:
         """Return a stored ValueSet by canonical, or raise ValueSetNotFoundError."""
         if version is None:
@@ -274,8 +300,7 @@ class Resolution:
             cs = None
             if system:
                 deps.add(("CodeSystem", str(system)))
-                wanted = policy.resolve(str(system), raw.get("version"))
-                cs = self.codesystem(str(system), wanted)
+                cs = self.include_codesystem(str(system), raw.get("version"), policy)
             imports = []
             for url, version in import_refs(raw):
                 budget.charge(1)
