@@ -302,6 +302,7 @@ class CompiledValueSet:
         self._systems: list[str] | None = None
         self._pinned: dict[str, str | None] = {}
         self._multi: dict[str, bool] = {}
+        self._scopes: list[tuple[Clause, bool]] | None = None
         #: ``versionsMatch`` (a ``valueset-expansion-parameter``): True merges the versions
         #: of a code into one entry; False scopes every versioned exclude to its version.
         flag = expansion_parameter(resource, "versionsMatch")
@@ -385,8 +386,11 @@ class CompiledValueSet:
         return exclude.used_version in self._versions_of(exclude.system)
 
     def _excluded(self, system: str, version: str | None, code: str) -> bool:
-        for clause in self.excludes:
-            if self._scoped(clause) and clause.used_version != version:
+        """True when an exclude takes the code of ``version``."""
+        if self._scopes is None:
+            self._scopes = [(c, self._scoped(c)) for c in self.excludes]
+        for clause, scoped in self._scopes:
+            if scoped and clause.used_version != version:
                 continue
             if clause.match(system, code).found:
                 return True

@@ -178,21 +178,22 @@ class Resolution:
     ) -> CodeSystemProvider | None:
         """The code system version an include uses (``versions``: forced, pinned, the
         default, the latest match of ``check-system-version``, the latest), or None when
-        that version is not loaded. A version the include or a parameter names must be an
-        exact version or a pattern: ``1`` is no prefix of ``1.0.0`` (b1)."""
-        wanted = policy.resolve(url, pinned)
-        if wanted is None:
-            checked = policy.check.get(url)
-            found = self.codesystem(url, checked) if checked else None
-            return found or self.codesystem(url)
-        if is_pattern(wanted):
+        that version is not loaded. The version an include names must be an exact version
+        or a pattern: ``1`` is no prefix of ``1.0.0`` (b1)."""
+        forced = policy.force.get(url)
+        if forced is not None or pinned is None:
+            wanted = forced or policy.defaults.get(url)
+            if wanted is None and url in policy.check:
+                return self.codesystem(url, policy.check[url]) or self.codesystem(url)
             return self.codesystem(url, wanted)
+        if is_pattern(pinned):
+            return self.codesystem(url, pinned)
         for provider in self._providers.get(url, ()):
-            if provider.version == wanted or provider.accepts_version(wanted):
+            if provider.version == pinned or provider.accepts_version(pinned):
                 return provider
-        if wanted not in self.registry.versions("CodeSystem", url):
+        if pinned not in self.registry.versions("CodeSystem", url):
             return None
-        return self.codesystem(url, wanted)
+        return self.codesystem(url, pinned)
 
     def valueset_resource(self, url: str, version: str | None = None) -> Resource:
         """Return a stored ValueSet by canonical, or raise ValueSetNotFoundError."""
