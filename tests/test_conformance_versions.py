@@ -119,7 +119,9 @@ _PY = {
 
 # --- $validate-code ------------------------------------------------------------------------
 
-Issue = tuple[str, str, str, str | None]  # severity, issue code, tx-issue-type, element
+# severity, issue code, tx-issue-type, element; listed in tx.fhir.org's order (by severity,
+# then issue code), while ``message`` joins the error texts in the order they were found
+Issue = tuple[str, str, str, str | None]
 
 
 @dataclass(frozen=True)
@@ -239,7 +241,7 @@ CHECKS = [
         result=False,
         out_version="1.0.0",
         out_display="A 1.0.0",
-        issues=(NOT_FOUND, VS_INVALID),
+        issues=(VS_INVALID, NOT_FOUND),
         caused_by=f"{S}|1",
         message=f"{unknown('1')}; {differs('1', '1.0.0')}",
     ),
@@ -280,7 +282,7 @@ CHECKS = [
             result=False,
             out_version="1.0.0",
             out_display="A 1.0.0",
-            issues=(NOT_FOUND, VS_INVALID),
+            issues=(VS_INVALID, NOT_FOUND),
             caused_by=f"{S}|2.4.0",
             message=f"{unknown('2.4.0')}; "
             + differs("1.0.x", "2.4.0", " resulting from the version ''"),
@@ -328,6 +330,8 @@ CHECKS = [
         out_version="1.0.0",
         out_display="A 1.0.0",
         issues=(VERSION_ERROR, VS_INVALID),
+        message=f"{differs('1.0.0', '2.0.0')}; The version '1.0.0' is not allowed for system "
+        f"'{S}': required to be '2.x' by a version-check parameter",
     ),
     # b4: a forced version does not hide an unknown coding version
     row(
@@ -338,7 +342,7 @@ CHECKS = [
         result=False,
         out_version="1.0.0",
         out_display="A 1.0.0",
-        issues=(NOT_FOUND, VS_INVALID),
+        issues=(VS_INVALID, NOT_FOUND),
         caused_by=f"{S}|2.4.0",
         message=f"{unknown('2.4.0')}; "
         + differs("1.0.x", "2.4.0", " resulting from the version '1.0.0'"),
@@ -351,7 +355,7 @@ CHECKS = [
         result=False,
         out_version="1.0.0",
         out_display="A 1.0.0",
-        issues=(NOT_FOUND, VS_INVALID),
+        issues=(VS_INVALID, NOT_FOUND),
         caused_by=f"{S}|2.4.0",
     ),
     row(

@@ -181,7 +181,8 @@ MATRIX = [
         result=False,
         used="1.0.0",
         reason="unknown-system",
-        tx=(("error", "not-found", "Coding.system"), ("error", "vs-invalid", "Coding.version")),
+        # tx.fhir.org's order: by severity, then issue code (invalid before not-found)
+        tx=(("error", "vs-invalid", "Coding.version"), ("error", "not-found", "Coding.system")),
         unknown=(f"{S}|9.9",),
     ),
     case("1x-none-latest-match", "1x", used="1.2.0", display="A 1.2.0"),

@@ -10,6 +10,7 @@ forced one, the one the include names, the ``system-version`` default or the lat
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from workbench.terminology.compose import CompiledValueSet
@@ -82,15 +83,17 @@ def unknown_include_version(
             )
         )
     shown, display = _shown(codesystem, system, code, version or _default_of(opts, system))
-    return failure(
-        "unknown-system",
-        text,
-        code=code,
-        system=system,
-        version=shown,
-        display=display,
-        extra=extra,
-        unknown=[f"{system}|{missing}"],
+    return _in_tx_order(
+        failure(
+            "unknown-system",
+            text,
+            code=code,
+            system=system,
+            version=shown,
+            display=display,
+            extra=extra,
+            unknown=[f"{system}|{missing}"],
+        )
     )
 
 
@@ -122,16 +125,18 @@ def coding_version(
     checked = opts.check_versions.get(system)
     if checked is not None and shown is not None and not matches(checked, shown):
         # b3: the version the include uses breaks the check, besides the mismatch
-        return failure(
-            "version",
-            version_error(system, shown, checked),
-            code=code,
-            system=system,
-            version=shown,
-            display=display,
-            tx="version-error",
-            element="version",
-            extra=[Issue("error", "vs-invalid", text, "version", "version")],
+        refused = version_error(system, shown, checked)
+        return _in_tx_order(
+            failure(
+                "version",
+                text,
+                code=code,
+                system=system,
+                version=shown,
+                display=display,
+                tx="vs-invalid",
+                extra=[Issue("error", "version-error", refused, "version", "version")],
+            )
         )
     return failure(
         "version",
@@ -184,13 +189,26 @@ def _unknown_version(
             f"different to the one in the value ('{version}')"
         )
         extra.append(Issue(severity, "vs-invalid", text, "version", "version"))
-    return failure(
-        "unknown-system",
-        _not_found_text(system, version, versions),
-        code=code,
-        system=system,
-        version=shown,
-        display=display,
-        extra=extra,
-        unknown=[f"{system}|{version}"],
+    return _in_tx_order(
+        failure(
+            "unknown-system",
+            _not_found_text(system, version, versions),
+            code=code,
+            system=system,
+            version=shown,
+            display=display,
+            extra=extra,
+            unknown=[f"{system}|{version}"],
+        )
     )
+
+
+_SEVERITY = {"fatal": 0, "error": 1, "warning": 2, "information": 3}
+
+
+def _in_tx_order(result: ValidationResult) -> ValidationResult:
+    """The issues in the order tx.fhir.org lists them (by severity, then issue type:
+    ``exception`` < ``invalid`` < ``not-found``); ``message`` keeps the order they were
+    found in."""
+    ordered = sorted(result.issues, key=lambda i: (_SEVERITY.get(i.severity, 4), i.type))
+    return dataclasses.replace(result, issues=tuple(ordered))
