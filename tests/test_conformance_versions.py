@@ -733,7 +733,7 @@ def test_c2_membership_follows_the_scoped_exclude(
 def test_e1_expand_an_unknown_value_set_is_not_found(
     wb: Workbench, http: httpx.Client, target: str, query: dict[str, str], label: str
 ) -> None:
-    text = re.escape(f"A definition for the value set '{label}' could not be found")
+    text = re.escape(f"A definition for the value Set '{label}' could not be found")
     refused(wb, http, target, query, 404, "not-found", "not-found", text)
 
 

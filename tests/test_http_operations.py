@@ -756,7 +756,7 @@ ALL_P = ("url", {"valueUri": DEMO_ALL})
 MISSING_P = ("url", {"valueUri": MISSING_VS})
 MALE = {"system": GENDER_CS, "code": "male"}
 NOT_FOUND = exactly(f"ValueSet {MISSING_VS} not found")
-EXPAND_NOT_FOUND = exactly(f"A definition for the value set '{MISSING_VS}' could not be found")
+EXPAND_NOT_FOUND = exactly(f"A definition for the value Set '{MISSING_VS}' could not be found")
 
 
 def get(

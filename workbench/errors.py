@@ -165,7 +165,7 @@ class ValueSetDefinitionNotFoundError(ValueSetNotFoundError):
     tx = "not-found"
 
     def __init__(self, url: str) -> None:
-        WorkbenchError.__init__(self, f"A definition for the value set '{url}' could not be found")
+        WorkbenchError.__init__(self, f"A definition for the value Set '{url}' could not be found")
         self.url = url
 
 
