@@ -27,6 +27,7 @@ V = "http://example.org/conformance/versions/vs-"
 TX = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
 VALUE_SET_PARAMETER = "http://hl7.org/fhir/tools/StructureDefinition/valueset-expansion-parameter"
 KNOWN = "1.0.0 or 1.2.0 or 2.0.0"
+NONE = "http://example.org/conformance/no-such-system"
 
 
 def codesystem(version: str, codes: str) -> dict[str, Any]:
@@ -94,6 +95,7 @@ RESOURCES = [
         extension=versions_match(False),
     ),
     valueset("imports-nn", {"valueSet": [V + "nn"]}),
+    valueset("unknown-system", {"system": NONE}),
 ]
 
 
@@ -757,3 +759,13 @@ def test_e1_validate_code_keeps_the_operation_api_answer(
         "invalid",
         f"ValueSet {V}missing not found",
     )
+
+
+def test_e1_expand_an_unknown_code_system_is_not_found(wb: Workbench, http: httpx.Client) -> None:
+    """Beside e1's list: a code system that is not loaded at all is the same not-found shape
+    (tx.fhir.org's UNKNOWN_CODESYSTEM_EXP text)."""
+    text = re.escape(
+        f"A definition for CodeSystem '{NONE}' could not be found, so the value set cannot be "
+        "expanded"
+    )
+    refused(wb, http, V + "unknown-system", {}, 404, "not-found", "not-found", text)

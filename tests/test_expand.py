@@ -531,14 +531,16 @@ FRAGMENT = "http://example.org/fhir/CodeSystem/fragment"
             [],
             valueset(None, isa("x", system="http://nope")),
             CodeSystemNotFoundError,
-            "CodeSystem http://nope not found",
+            "A definition for CodeSystem 'http://nope' could not be found, so the value set "
+            "cannot be expanded",
             id="filter-on-unknown-system",
         ),
         pytest.param(
             [],
             valueset(None, {"system": "http://nope"}),
             CodeSystemNotFoundError,
-            "CodeSystem http://nope not found",
+            "A definition for CodeSystem 'http://nope' could not be found, so the value set "
+            "cannot be expanded",
             id="whole-unknown-system",
         ),
         pytest.param(
@@ -629,7 +631,10 @@ def test_cache_sees_deleted_resources() -> None:
     wb.registry.delete("CodeSystem", colour_id)
     with pytest.raises(CodeSystemNotFoundError) as info:
         wb.expand(VS + "colours")
-    assert str(info.value) == f"CodeSystem {COLOUR} not found"
+    assert str(info.value) == (
+        f"A definition for CodeSystem '{COLOUR}' could not be found, so the value set cannot be "
+        "expanded"
+    )
     vs_id = next(r["id"] for r in wb.registry.all("ValueSet") if r["url"] == VS + "colours")
     wb.registry.delete("ValueSet", vs_id)
     with pytest.raises(ValueSetNotFoundError):

@@ -186,19 +186,18 @@ class CodeSystemNotFoundError(WorkbenchError):
         self.version = version
 
 
-class CodeSystemVersionNotFoundError(CodeSystemNotFoundError):
-    """A value set being expanded names a version of a code system that is not loaded,
-    though other versions are (404 ``not-found``)."""
+class ExpandCodeSystemNotFoundError(CodeSystemNotFoundError):
+    """A code system whose codes a value set being expanded needs is not loaded, or not in
+    the version the value set names (the loaded ones are listed): 404 ``not-found`` with
+    tx.fhir.org's text."""
 
     status = 404
     msg_id = "WB-EXP-CS-404"
     tx = "not-found"
 
-    def __init__(self, url: str, version: str, known: list[str]) -> None:
-        text = (
-            f"A definition for CodeSystem '{url}' version '{version}' could not be found, so "
-            "the value set cannot be expanded"
-        )
+    def __init__(self, url: str, version: str | None = None, known: list[str] | None = None):
+        label = f"CodeSystem '{url}' version '{version}'" if version else f"CodeSystem '{url}'"
+        text = f"A definition for {label} could not be found, so the value set cannot be expanded"
         if known:
             text += ". Valid versions: " + " or ".join(known)
         WorkbenchError.__init__(self, text)

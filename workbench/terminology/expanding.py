@@ -8,7 +8,8 @@ from contextlib import nullcontext
 from typing import Any
 
 from workbench.errors import (
-    CodeSystemVersionNotFoundError,
+    CodeSystemNotFoundError,
+    ExpandCodeSystemNotFoundError,
     InvalidRequestError,
     ValueSetDefinitionNotFoundError,
     ValueSetNotFoundError,
@@ -49,7 +50,12 @@ class Expanding(Resolution):
         if asked:
             self.require_supplements(asked, f"the expansion of {compiled.canonical}")
         self._check_include_versions(compiled, req)
-        entries: Sequence[Entry] = compiled.entries()
+        try:
+            entries: Sequence[Entry] = compiled.entries()
+        except ExpandCodeSystemNotFoundError:
+            raise
+        except CodeSystemNotFoundError as exc:  # as tx.fhir.org says it (UNKNOWN_CODESYSTEM_EXP)
+            raise ExpandCodeSystemNotFoundError(exc.url, exc.version) from exc
         params = echoed_parameters(req)
         if req.filter:
             entries = self._text_filtered(compiled, req.filter, entries)
@@ -94,14 +100,14 @@ class Expanding(Resolution):
         )
 
     def _check_include_versions(self, compiled: CompiledValueSet, req: ExpandRequest) -> None:
-        """Raise CodeSystemVersionNotFoundError (404 not-found) when an include or exclude
+        """Raise ExpandCodeSystemNotFoundError (404 not-found) when an include or exclude
         names a version of a code system that is not loaded while others are (b1, e1);
         before the version check, which it wins over."""
         for system, pinned in compiled.unloaded_versions():
             wanted = req.policy.resolve(system, pinned)
             known = self.codesystem_versions(system) if wanted else []
             if known:
-                raise CodeSystemVersionNotFoundError(system, str(wanted), known)
+                raise ExpandCodeSystemNotFoundError(system, str(wanted), known)
 
     def _fragments(self, used: Sequence[tuple[str, str | None]]) -> list[str]:
         """The ``url|version`` of each code system used that is only a fragment."""
