@@ -109,10 +109,6 @@ class MembershipIndex(CompiledValueSet):
         """The version each include of ``system`` names (None for one that names none)."""
         return list(self._pins.get(system, ()))
 
-    def unloaded_versions(self) -> list[tuple[str, str | None]]:
-        """The includes whose code system version is not loaded, as the engine had them."""
-        return list(self._unloaded)
-
     def takes_whole(self, system: str) -> bool:
         """True when the value set includes the whole of ``system``."""
         return system in self._whole

@@ -303,6 +303,7 @@ class CompiledValueSet:
         self._pinned: dict[str, str | None] = {}
         self._multi: dict[str, bool] = {}
         self._scopes: list[tuple[Clause, bool]] | None = None
+        self._unloaded: list[tuple[str, str | None]] | None = None
         #: ``versionsMatch`` (a ``valueset-expansion-parameter``): True merges the versions
         #: of a code into one entry; False scopes every versioned exclude to its version.
         flag = expansion_parameter(resource, "versionsMatch")
@@ -358,12 +359,14 @@ class CompiledValueSet:
     def unloaded_versions(self) -> list[tuple[str, str | None]]:
         """``(system, version)`` of each include or exclude, here or in an imported value
         set, whose code system is not loaded in the version it names (or at all)."""
-        found = []
-        for vs in (self, *self.imported()):
-            for clause in (*vs.includes, *vs.excludes):
-                if clause.system is not None and clause.cs is None:
-                    found.append((clause.system, clause.version))
-        return found
+        if self._unloaded is None:
+            self._unloaded = [
+                (clause.system, clause.version)
+                for vs in (self, *self.imported())
+                for clause in (*vs.includes, *vs.excludes)
+                if clause.system is not None and clause.cs is None
+            ]
+        return self._unloaded
 
     def _versions_of(self, system: str) -> set[str | None]:
         return {c.used_version for c in self.includes if c.system == system}
@@ -427,16 +430,28 @@ class CompiledValueSet:
     def _contains(self, system: str, code: str, version: str | None) -> Match:
         budget.charge(len(self.includes) + len(self.excludes))
         several = self._several(system)
+        if not several:  # the usual case: the first include that takes the code
+            for clause in self.includes:
+                found = clause.match(system, code)
+                if found.found:
+                    break
+            else:
+                return NO_MATCH
+            if self.excludes:
+                used = found.cs.version if found.cs is not None else clause.used_version
+                if self._excluded(system, used, code):
+                    return NO_MATCH
+            if not self.inactive_allowed and found.concept is not None and found.concept.inactive:
+                return NO_MATCH
+            return found
         candidates: list[tuple[str | None, Match]] = []
         for clause in self.includes:
-            if several and version is not None and not clause.takes_version(version):
+            if version is not None and not clause.takes_version(version):
                 continue
             found = clause.match(system, code)
             if found.found:
                 used = found.cs.version if found.cs is not None else clause.used_version
                 candidates.append((used, found))
-                if not several:
-                    break
         for used, found in _newest_first(candidates):
             if self.excludes and self._excluded(system, used, code):
                 continue

@@ -76,7 +76,7 @@ def validate_in_valueset(
     forced = opts.force_versions.get(system)
     pinned = vs.pinned_version(system)
     refused = None
-    if forced is None:
+    if forced is None and vs.unloaded_versions():
         refused = unknown_include_version(
             vs, codesystem, versions, opts, code=code, system=system, version=version
         )

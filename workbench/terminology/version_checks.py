@@ -64,10 +64,8 @@ def unknown_include_version(
     result=false, not-found at the system and the canonical as x-caused-by-unknown-system;
     vs-invalid at the version when the coding names another one. Neither the default nor
     the check parameter rescues it."""
-    if versions is None or not versions(system):
-        return None
     missing = next((v for s, v in vs.unloaded_versions() if s == system and v), None)
-    if missing is None:
+    if missing is None or versions is None or not versions(system):
         return None
     text = _not_found_text(system, missing, versions)
     extra = []
