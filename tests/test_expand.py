@@ -299,9 +299,9 @@ VERSIONS = [
             id="system-pinned-other",
         ),
         pytest.param(
-            valueset(None, {"system": VER, "version": "1.2"}),
+            valueset(None, {"system": VER, "version": "1.2.x"}),
             [("1.2.0", "a", "A 1.2"), ("1.2.0", "c", "C")],
-            id="system-pinned-partial",
+            id="system-pinned-pattern",
         ),
         pytest.param(
             valueset(None, {"valueSet": [VS + "imp|1.0.0"]}),
@@ -510,43 +510,54 @@ FRAGMENT = "http://example.org/fhir/CodeSystem/fragment"
             [],
             VS + "nope",
             ValueSetNotFoundError,
-            f"ValueSet {VS}nope not found",
+            f"A definition for the value Set '{VS}nope' could not be found",
             id="unknown-valueset",
         ),
         pytest.param(
             [],
             VS + "polygons|9.9",
             ValueSetNotFoundError,
-            f"ValueSet {VS}polygons|9.9 not found",
+            f"A definition for the value Set '{VS}polygons|9.9' could not be found",
             id="unknown-valueset-version",
         ),
         pytest.param(
             [],
             valueset(None, {"valueSet": [VS + "nope"]}),
             ValueSetNotFoundError,
-            f"ValueSet {VS}nope not found",
+            f"A definition for the value Set '{VS}nope' could not be found",
             id="unknown-import",
         ),
         pytest.param(
             [],
             valueset(None, isa("x", system="http://nope")),
             CodeSystemNotFoundError,
-            "CodeSystem http://nope not found",
+            "A definition for CodeSystem 'http://nope' could not be found, so the value set "
+            "cannot be expanded",
             id="filter-on-unknown-system",
         ),
         pytest.param(
             [],
             valueset(None, {"system": "http://nope"}),
             CodeSystemNotFoundError,
-            "CodeSystem http://nope not found",
+            "A definition for CodeSystem 'http://nope' could not be found, so the value set "
+            "cannot be expanded",
             id="whole-unknown-system",
         ),
         pytest.param(
             [],
             valueset(None, {"system": SHAPE, "version": "9.9"}),
             CodeSystemNotFoundError,
-            f"CodeSystem {SHAPE}|9.9 not found",
+            f"A definition for CodeSystem '{SHAPE}' version '9.9' could not be found, so the "
+            "value set cannot be expanded. Valid versions: 1.0.0",
             id="unknown-system-version",
+        ),
+        pytest.param(
+            [],
+            valueset(None, {"system": SHAPE, "version": "1"}),
+            CodeSystemNotFoundError,
+            f"A definition for CodeSystem '{SHAPE}' version '1' could not be found, so the "
+            "value set cannot be expanded. Valid versions: 1.0.0",
+            id="a-partial-version-is-no-prefix",
         ),
         pytest.param(
             [
@@ -620,7 +631,10 @@ def test_cache_sees_deleted_resources() -> None:
     wb.registry.delete("CodeSystem", colour_id)
     with pytest.raises(CodeSystemNotFoundError) as info:
         wb.expand(VS + "colours")
-    assert str(info.value) == f"CodeSystem {COLOUR} not found"
+    assert str(info.value) == (
+        f"A definition for CodeSystem '{COLOUR}' could not be found, so the value set cannot be "
+        "expanded"
+    )
     vs_id = next(r["id"] for r in wb.registry.all("ValueSet") if r["url"] == VS + "colours")
     wb.registry.delete("ValueSet", vs_id)
     with pytest.raises(ValueSetNotFoundError):

@@ -136,11 +136,24 @@ def test_versions_and_echo(
 
 
 def test_check_system_version_refuses_another_version(ewb: Workbench, http: httpx.Client) -> None:
-    text = r"'2\.0\.0' of the code system '.*' is not allowed: required to be '1\.x'"
+    """A pinned include whose version the check does not allow (a versionless include takes
+    the check's latest match instead: test_conformance_versions, b2)."""
+    text = r"The version '2\.0\.0' is not allowed for system '.*': required to be '1\.x'"
+    pinned = {
+        "resourceType": "ValueSet",
+        "compose": {"include": [{"system": S, "version": "2.0.0"}]},
+    }
     with pytest.raises(VersionCheckError, match=text):
-        ewb.expand(VS, check_system_version=f"{S}|1.x")
-    response = http.get("/ValueSet/$expand", params={"url": VS, "check-system-version": f"{S}|1.x"})
-    assert_outcome(response, 422, "business-rule", text)
+        ewb.expand(pinned, check_system_version=f"{S}|1.x")
+    body = params(
+        ("valueSet", {"resource": pinned}), ("check-system-version", {"valueUri": f"{S}|1.x"})
+    )
+    response = http.post("/ValueSet/$expand", json=body)
+    outcome = assert_outcome(response, 422, "exception", text)
+    assert outcome["issue"][0]["details"]["coding"][0] == {
+        "system": "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type",
+        "code": "version-error",
+    }
 
 
 def test_definition_and_properties(ewb: Workbench, http: httpx.Client) -> None:

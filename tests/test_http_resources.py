@@ -346,7 +346,8 @@ def test_delete(served: tuple[Workbench, ServerHandle, httpx.Client]) -> None:
     with pytest.raises(ResourceNotFoundError):
         wb.registry.read("ValueSet", "workbench-demo-all")
     answer = http.get("/ValueSet/$expand", params={"url": DEMO_ALL})
-    assert_outcome(answer, 400, "invalid", exactly(f"ValueSet {DEMO_ALL} not found"))
+    text = f"A definition for the value Set '{DEMO_ALL}' could not be found"
+    assert_outcome(answer, 404, "not-found", exactly(text))  # issue 22, e1
     assert http.get("/ValueSet", params={"url": DEMO_ALL}).json()["total"] == 0
 
 

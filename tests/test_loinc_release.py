@@ -326,7 +326,7 @@ def test_unsupported_filters(wb: Workbench, prop: str, op: str, value: str, text
 def test_an_unknown_answer_list_value_set_is_not_found(wb: Workbench) -> None:
     with pytest.raises(WorkbenchError, match="LL0000-0") as caught:
         wb.expand(f"{LOINC}/vs/LL0000-0")
-    assert caught.value.status == 400
+    assert (caught.value.status, caught.value.code) == (404, "not-found")  # issue 22, e1
 
 
 @pytest.mark.parametrize(

@@ -181,7 +181,8 @@ MATRIX = [
         result=False,
         used="1.0.0",
         reason="unknown-system",
-        tx=(("error", "not-found", "Coding.system"), ("error", "vs-invalid", "Coding.version")),
+        # tx.fhir.org's order: by severity, then issue code (invalid before not-found)
+        tx=(("error", "vs-invalid", "Coding.version"), ("error", "not-found", "Coding.system")),
         unknown=(f"{S}|9.9",),
     ),
     case("1x-none-latest-match", "1x", used="1.2.0", display="A 1.2.0"),
@@ -220,14 +221,21 @@ MATRIX = [
         display="A 2.0.0",
     ),
     case(
-        "nn-check-fails-on-latest",
+        "nn-check-selects-for-the-versionless-include",
         "nn",
         params={"check-system-version": f"{S}|1.x"},
+        used="1.2.0",
+        display="A 1.2.0",
+    ),
+    case(
+        "10-check-fails-on-the-pinned-version",
+        "10",
+        params={"check-system-version": f"{S}|2.x"},
         result=False,
-        used="2.0.0",
+        used="1.0.0",
         reason="version",
         tx=(("error", "version-error", "Coding.version"),),
-        message=f"The version '2.0.0' is not allowed for system '{S}': required to be '1.x' "
+        message=f"The version '1.0.0' is not allowed for system '{S}': required to be '2.x' "
         "by a version-check parameter",
     ),
     case(

@@ -153,6 +153,22 @@ class ValueSetNotFoundError(WorkbenchError):
         self.url = url
 
 
+class ValueSetDefinitionNotFoundError(ValueSetNotFoundError):
+    """A value set that $expand needs cannot be found: the one asked for (by ``url``, with
+    ``valueSetVersion``) or one it imports (a ``default-valueset-version`` pin that does not
+    resolve). 404 ``not-found``, as tx.fhir.org answers; ``$validate-code`` keeps the
+    operation API's 400 ``invalid`` (``ValueSetNotFoundError``)."""
+
+    code = "not-found"
+    status = 404
+    msg_id = "WB-EXP-VS-404"
+    tx = "not-found"
+
+    def __init__(self, url: str) -> None:
+        WorkbenchError.__init__(self, f"A definition for the value Set '{url}' could not be found")
+        self.url = url
+
+
 class CodeSystemNotFoundError(WorkbenchError):
     """A code system whose codes are needed is not loaded."""
 
@@ -166,6 +182,25 @@ class CodeSystemNotFoundError(WorkbenchError):
         if context:
             text += f" ({context})"
         super().__init__(text)
+        self.url = url
+        self.version = version
+
+
+class ExpandCodeSystemNotFoundError(CodeSystemNotFoundError):
+    """A code system whose codes a value set being expanded needs is not loaded, or not in
+    the version the value set names (the loaded ones are listed): 404 ``not-found`` with
+    tx.fhir.org's text."""
+
+    status = 404
+    msg_id = "WB-EXP-CS-404"
+    tx = "not-found"
+
+    def __init__(self, url: str, version: str | None = None, known: list[str] | None = None):
+        label = f"CodeSystem '{url}' version '{version}'" if version else f"CodeSystem '{url}'"
+        text = f"A definition for {label} could not be found, so the value set cannot be expanded"
+        if known:
+            text += ". Valid versions: " + " or ".join(known)
+        WorkbenchError.__init__(self, text)
         self.url = url
         self.version = version
 
@@ -376,11 +411,12 @@ class GrammarLimitError(WorkbenchError):
 
 class VersionCheckError(WorkbenchError):
     """A code system version that a ``check-system-version`` parameter does not allow was
-    used to expand a value set."""
+    used to expand a value set (error/exception, tx ``version-error``)."""
 
-    code = "business-rule"
+    code = "exception"
     status = 422
     msg_id = "WB-EXP-009"
+    tx = "version-error"
 
 
 class SupplementNotFoundError(WorkbenchError):

@@ -90,7 +90,8 @@ class MembershipIndex(CompiledValueSet):
         self.table = table
         self.codesystems = table.codesystems
         self._drawn = compiled.systems()
-        self._pins = {s: compiled.pinned_version(s) for s in self._drawn}
+        self._pins = {s: compiled.pinned_versions(s) for s in self._drawn}
+        self._unloaded = compiled.unloaded_versions()
         self._whole = frozenset(s for s in self._drawn if compiled.takes_whole(s))
         self.members: dict[tuple[str, str], Match] = {
             key: compiled.contains(*key) for key in compiled.member_index()
@@ -102,15 +103,19 @@ class MembershipIndex(CompiledValueSet):
 
     def pinned_version(self, system: str) -> str | None:
         """The version the value set pins for ``system``, if any."""
-        return self._pins.get(system)
+        return next((v for v in self._pins.get(system, ()) if v), None)
+
+    def pinned_versions(self, system: str) -> list[str | None]:
+        """The version each include of ``system`` names (None for one that names none)."""
+        return list(self._pins.get(system, ()))
 
     def takes_whole(self, system: str) -> bool:
         """True when the value set includes the whole of ``system``."""
         return system in self._whole
 
-    def contains(self, system: str, code: str) -> Match:
+    def contains(self, system: str, code: str, version: str | None = None) -> Match:
         """Membership from the expansion (for UCUM, a listed unit spelled another way
-        is that unit)."""
+        is that unit); one entry per code, whatever ``version`` the coding names."""
         found = self.members.get((system, code))
         if found is not None:
             return found

@@ -29,11 +29,12 @@ from workbench.errors import (
     InvalidResourceError,
     InvalidValueSetError,
 )
-from workbench.resources import Resource, canonical_of, split_canonical
+from workbench.resources import Resource, canonical_of, semver_key, split_canonical
 from workbench.terminology import budget
 from workbench.terminology.concepts import CodeFilter, Concept, Entry
 from workbench.terminology.filters import compile_filter
 from workbench.terminology.provider import CodeSystemProvider
+from workbench.terminology.versions import names
 
 
 class Match(NamedTuple):
@@ -77,6 +78,17 @@ class Clause:
             [_compile_filter(cs, f) for f in raw.get("filter", ()) or ()] if cs is not None else []
         )
         self.has_filters = bool(raw.get("filter"))
+
+    @property
+    def used_version(self) -> str | None:
+        """The code system version this clause draws on (the one loaded, else the one it
+        names)."""
+        return self.cs.version if self.cs is not None else self.version
+
+    def takes_version(self, version: str) -> bool:
+        """True when a coding of ``version`` can be a member through this clause (a clause
+        that names no version, or names this one or a pattern it matches)."""
+        return self.version is None or self.system is None or names(self.version, version)
 
     def _missing(self) -> CodeSystemNotFoundError:
         return CodeSystemNotFoundError(str(self.system), self.version)
@@ -296,9 +308,16 @@ class CompiledValueSet:
         self._keys: dict[tuple[str, str], Entry] | None = None
         self._systems: list[str] | None = None
         self._pinned: dict[str, str | None] = {}
+        self._multi: dict[str, bool] = {}
+        self._scopes: list[tuple[Clause, bool]] | None = None
+        self._unloaded: list[tuple[str, str | None]] | None = None
+        #: ``versionsMatch`` (a ``valueset-expansion-parameter``): True merges the versions
+        #: of a code into one entry; False scopes every versioned exclude to its version.
+        flag = expansion_parameter(resource, "versionsMatch")
+        self.versions_match: bool | None = None if flag is None else str(flag).lower() == "true"
         # Answers remembered when the value set imports others: a code checked along many
         # import paths is then decided once per value set, not once per path.
-        self._answers: dict[tuple[str, str], Match] | None = (
+        self._answers: dict[tuple[str, str, str | None], Match] | None = (
             {} if any(c.imports for c in (*includes, *excludes)) else None
         )
 
@@ -333,6 +352,60 @@ class CompiledValueSet:
         self._pinned[system] = found
         return found
 
+    def pinned_versions(self, system: str) -> list[str | None]:
+        """The version each include of ``system`` names (None for one that names none),
+        imported value sets included."""
+        found: list[str | None] = []
+        for clause in self.includes:
+            if clause.system == system:
+                found.append(clause.version)
+            for imported in clause.imports if clause.system in (None, system) else ():
+                found += imported.pinned_versions(system)
+        return found
+
+    def unloaded_versions(self) -> list[tuple[str, str | None]]:
+        """``(system, version)`` of each include or exclude, here or in an imported value
+        set, whose code system is not loaded in the version it names (or at all)."""
+        if self._unloaded is None:
+            self._unloaded = [
+                (clause.system, clause.version)
+                for vs in (self, *self.imported())
+                for clause in (*vs.includes, *vs.excludes)
+                if clause.system is not None and clause.cs is None
+            ]
+        return self._unloaded
+
+    def _versions_of(self, system: str) -> set[str | None]:
+        return {c.used_version for c in self.includes if c.system == system}
+
+    def _several(self, system: str) -> bool:
+        """True when the includes draw on more than one version of ``system``."""
+        found = self._multi.get(system)
+        if found is None:
+            found = self._multi[system] = len(self._versions_of(system)) > 1
+        return found
+
+    def _scoped(self, exclude: Clause) -> bool:
+        """True when a versioned exclude removes codes of its own version only: that
+        version is one the includes use (or ``versionsMatch`` is false); otherwise it
+        removes the codes it has from every version (c2)."""
+        if not exclude.version or exclude.system is None:
+            return False
+        if self.versions_match is False:
+            return True
+        return exclude.used_version in self._versions_of(exclude.system)
+
+    def _excluded(self, system: str, version: str | None, code: str) -> bool:
+        """True when an exclude takes the code of ``version``."""
+        if self._scopes is None:
+            self._scopes = [(c, self._scoped(c)) for c in self.excludes]
+        for clause, scoped in self._scopes:
+            if scoped and clause.used_version != version:
+                continue
+            if clause.match(system, code).found:
+                return True
+        return False
+
     def takes_whole(self, system: str) -> bool:
         """True when an include takes the whole of ``system`` (no concept list, no filter)."""
         return any(
@@ -340,38 +413,59 @@ class CompiledValueSet:
             for c in self.includes
         )
 
-    def contains(self, system: str, code: str) -> Match:
+    def contains(self, system: str, code: str, version: str | None = None) -> Match:
         """Is the code in the value set? With the value set's display override and the
         concept (from the code system version the matching include uses).
 
         Decided from the compose, without expanding: hierarchy filters use precomputed
-        member sets. Inactive codes count only when the compose allows them.
+        member sets. Inactive codes count only when the compose allows them. When the
+        includes draw on several versions of the system, a coding's ``version`` is looked
+        up in the includes of that version only, and a code without one in the newest
+        version that has it (a4).
         """
         answers = self._answers
         if answers is None:
-            return self._contains(system, code)
-        found = answers.get((system, code))
+            return self._contains(system, code, version)
+        found = answers.get((system, code, version))
         if found is None:
-            found = self._contains(system, code)
+            found = self._contains(system, code, version)
             if len(answers) >= MAX_REMEMBERED:
                 answers.clear()
-            answers[(system, code)] = found
+            answers[(system, code, version)] = found
         return found
 
-    def _contains(self, system: str, code: str) -> Match:
+    def _contains(self, system: str, code: str, version: str | None) -> Match:
         budget.charge(len(self.includes) + len(self.excludes))
+        several = self._several(system)
+        if not several:  # the usual case: the first include that takes the code
+            for clause in self.includes:
+                found = clause.match(system, code)
+                if found.found:
+                    break
+            else:
+                return NO_MATCH
+            if self.excludes:
+                used = found.cs.version if found.cs is not None else clause.used_version
+                if self._excluded(system, used, code):
+                    return NO_MATCH
+            if not self.inactive_allowed and found.concept is not None and found.concept.inactive:
+                return NO_MATCH
+            return found
+        candidates: list[tuple[str | None, Match]] = []
         for clause in self.includes:
+            if version is not None and not clause.takes_version(version):
+                continue
             found = clause.match(system, code)
             if found.found:
-                break
-        else:
-            return NO_MATCH
-        for clause in self.excludes:
-            if clause.match(system, code).found:
-                return NO_MATCH
-        if not self.inactive_allowed and found.concept is not None and found.concept.inactive:
-            return NO_MATCH
-        return found
+                used = found.cs.version if found.cs is not None else clause.used_version
+                candidates.append((used, found))
+        for used, found in _newest_first(candidates):
+            if self.excludes and self._excluded(system, used, code):
+                continue
+            if not self.inactive_allowed and found.concept is not None and found.concept.inactive:
+                continue
+            return found
+        return NO_MATCH
 
     def entries(self) -> list[Entry]:
         """Return the whole expansion (every code, in compose order, without duplicates)."""
@@ -381,14 +475,18 @@ class CompiledValueSet:
         return self._entries
 
     def _expanded(self) -> list[Entry]:
-        seen: dict[tuple[str, str], Entry] = {}
+        """One entry per (system, version, code); one per (system, code) when
+        ``versionsMatch`` is true (c1)."""
+        seen: dict[tuple[str, str | None, str], Entry] = {}
+        merged = self.versions_match is True
         for clause in self.includes:
             for entry in clause.entries():
-                seen.setdefault((entry.system, entry.code), entry)
+                version = None if merged else entry.version
+                seen.setdefault((entry.system, version, entry.code), entry)
         if self.excludes:
             budget.charge(len(seen) * len(self.excludes))
-            for key in list(seen):
-                if any(c.match(*key).found for c in self.excludes):
+            for key, entry in list(seen.items()):
+                if self._excluded(entry.system, entry.version, entry.code):
                     del seen[key]
         entries = list(seen.values())
         if not self.inactive_allowed:
@@ -435,6 +533,40 @@ def _compile_filter(cs: CodeSystemProvider, raw: Mapping[str, Any]) -> CodeFilte
     (``filters``: the hierarchy, properties, display)."""
     own = cs.compile_filter(raw)
     return own if own is not None else compile_filter(cs, raw)
+
+
+def _newest_first(
+    candidates: list[tuple[str | None, Match]],
+) -> list[tuple[str | None, Match]]:
+    """Matches in several versions, the newest version first (when they all sort as
+    semantic versions; else in compose order)."""
+    if len(candidates) < 2:
+        return candidates
+    keys = [semver_key(v) if v else None for v, _ in candidates]
+    if any(k is None for k in keys):
+        return candidates
+    order = sorted(range(len(candidates)), key=lambda i: keys[i], reverse=True)  # type: ignore[arg-type,return-value]
+    return [candidates[i] for i in order]
+
+
+EXPANSION_PARAMETER = "http://hl7.org/fhir/tools/StructureDefinition/valueset-expansion-parameter"
+
+
+def expansion_parameter(resource: Mapping[str, Any], name: str) -> Any:
+    """The value of a ``valueset-expansion-parameter`` extension called ``name`` on the
+    ValueSet or its compose, or None."""
+    compose = resource.get("compose") or {}
+    for ext in [*(resource.get("extension") or ()), *(compose.get("extension") or ())]:
+        if not isinstance(ext, Mapping) or ext.get("url") != EXPANSION_PARAMETER:
+            continue
+        parts = {
+            str(p.get("url")): next((v for k, v in p.items() if k.startswith("value")), None)
+            for p in ext.get("extension", ()) or ()
+            if isinstance(p, Mapping)
+        }
+        if parts.get("name") == name:
+            return parts.get("value")
+    return None
 
 
 def import_refs(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:

@@ -22,7 +22,8 @@ class CheckOptions:
     ``abstract``: abstract (notSelectable) codes are valid choices. ``lenient_display``: a
     wrong display is a warning, not an error. ``membership_only``: only membership counts
     (no display, abstract or status checks). ``active_only``: inactive codes are not valid.
-    ``check_versions``: ``system -> version pattern`` a used version must match. The
+    ``check_versions``: ``system -> version pattern`` a used version must match;
+    ``force_versions`` and ``default_versions`` (``system-version``) the others. The
     switches are read from the $validate-code inputs their ``param`` names.
     """
 
@@ -32,6 +33,7 @@ class CheckOptions:
     active_only: bool = param("activeOnly", False)
     check_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    default_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     languages: Languages | None = None
 
 

@@ -8,7 +8,11 @@ from contextlib import nullcontext
 from typing import Any
 
 from workbench.errors import (
+    CodeSystemNotFoundError,
+    ExpandCodeSystemNotFoundError,
     InvalidRequestError,
+    ValueSetDefinitionNotFoundError,
+    ValueSetNotFoundError,
     VersionCheckError,
 )
 from workbench.terminology import budget, languages, supplements
@@ -22,6 +26,7 @@ from workbench.terminology.expansion import (
 from workbench.terminology.requests import ExpandRequest
 from workbench.terminology.resolution import Resolution
 from workbench.terminology.textindex import TextIndex
+from workbench.terminology.version_checks import version_error
 from workbench.terminology.versions import matches as version_matches
 
 
@@ -35,11 +40,22 @@ class Expanding(Resolution):
         if req.count is not None and req.count < 0:
             raise InvalidRequestError(f"count must be 0 or more, not {req.count}")
         policy = req.policy
-        compiled = self.compiled(req.valueset, req.version, policy)
+        try:
+            compiled = self.compiled(req.valueset, req.version, policy)
+        except ValueSetDefinitionNotFoundError:
+            raise
+        except ValueSetNotFoundError as exc:  # e1: not-found, as tx.fhir.org answers
+            raise ValueSetDefinitionNotFoundError(exc.url) from exc
         asked = [*req.use_supplements, *supplements.valueset_supplements(compiled.resource)]
         if asked:
             self.require_supplements(asked, f"the expansion of {compiled.canonical}")
-        entries: Sequence[Entry] = compiled.entries()
+        self._check_include_versions(compiled, req)
+        try:
+            entries: Sequence[Entry] = compiled.entries()
+        except ExpandCodeSystemNotFoundError:
+            raise
+        except CodeSystemNotFoundError as exc:  # as tx.fhir.org says it (UNKNOWN_CODESYSTEM_EXP)
+            raise ExpandCodeSystemNotFoundError(exc.url, exc.version) from exc
         params = echoed_parameters(req)
         if req.filter:
             entries = self._text_filtered(compiled, req.filter, entries)
@@ -61,11 +77,8 @@ class Expanding(Resolution):
         used = sorted({(e.system, e.version) for e in entries if e.system})
         for system, checked in policy.check.items():
             wrong = [v for s, v in used if s == system and v and not version_matches(checked, v)]
-            if wrong:
-                raise VersionCheckError(
-                    f"The version '{wrong[0]}' of the code system '{system}' is not allowed: "
-                    f"required to be '{checked}' by the check-system-version parameter"
-                )
+            if wrong:  # b3
+                raise VersionCheckError(version_error(system, wrong[0], checked))
         params += [("used-codesystem", f"{s}|{v}" if v else s) for s, v in used]
         fragments = self._fragments(used)
         params += [("used-fragment", f) for f in fragments]
@@ -85,6 +98,16 @@ class Expanding(Resolution):
             else self.max_expansion,
             unclosed=tuple(f"based on a fragment of the code system {f}" for f in fragments),
         )
+
+    def _check_include_versions(self, compiled: CompiledValueSet, req: ExpandRequest) -> None:
+        """Raise ExpandCodeSystemNotFoundError (404 not-found) when an include or exclude
+        names a version of a code system that is not loaded while others are (b1, e1);
+        before the version check, which it wins over."""
+        for system, pinned in compiled.unloaded_versions():
+            wanted = req.policy.resolve(system, pinned)
+            known = self.codesystem_versions(system) if wanted else []
+            if known:
+                raise ExpandCodeSystemNotFoundError(system, str(wanted), known)
 
     def _fragments(self, used: Sequence[tuple[str, str | None]]) -> list[str]:
         """The ``url|version`` of each code system used that is only a fragment."""

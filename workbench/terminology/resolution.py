@@ -33,7 +33,7 @@ from workbench.terminology.expansion import (
     DEFAULT_MAX_EXPANSION,
 )
 from workbench.terminology.provider import CodeSystemProvider
-from workbench.terminology.versions import NO_POLICY, VersionPolicy
+from workbench.terminology.versions import NO_POLICY, VersionPolicy, is_pattern
 
 T = TypeVar("T")
 
@@ -173,6 +173,33 @@ class Resolution:
             raise CodeSystemNotFoundError(url, version)
         return found
 
+    def codesystem_versions(self, url: str) -> list[str]:
+        """Every loaded version of a code system (release providers and resources)."""
+        found = [str(p.version) for p in self._providers.get(url, ()) if p.version]
+        return found + [v for v in self.registry.versions("CodeSystem", url) if v]
+
+    def include_codesystem(
+        self, url: str, pinned: str | None, policy: VersionPolicy = NO_POLICY
+    ) -> CodeSystemProvider | None:
+        """The code system version an include uses (``versions``: forced, pinned, the
+        default, the latest match of ``check-system-version``, the latest), or None when
+        that version is not loaded. The version an include names must be an exact version
+        or a pattern: ``1`` is no prefix of ``1.0.0`` (b1)."""
+        forced = policy.force.get(url)
+        if forced is not None or pinned is None:
+            wanted = forced or policy.defaults.get(url)
+            if wanted is None and url in policy.check:
+                return self.codesystem(url, policy.check[url]) or self.codesystem(url)
+            return self.codesystem(url, wanted)
+        if is_pattern(pinned):
+            return self.codesystem(url, pinned)
+        for provider in self._providers.get(url, ()):
+            if provider.version == pinned or provider.accepts_version(pinned):
+                return provider
+        if pinned not in self.registry.versions("CodeSystem", url):
+            return None
+        return self.codesystem(url, pinned)
+
     def valueset_resource(self, url: str, version: str | None = None) -> Resource:
         """Return a stored ValueSet by canonical, or raise ValueSetNotFoundError."""
         if version is None:
@@ -280,8 +307,7 @@ class Resolution:
             cs = None
             if system:
                 deps.add(("CodeSystem", str(system)))
-                wanted = policy.resolve(str(system), raw.get("version"))
-                cs = self.codesystem(str(system), wanted)
+                cs = self.include_codesystem(str(system), raw.get("version"), policy)
             imports = []
             for url, version in import_refs(raw):
                 budget.charge(1)

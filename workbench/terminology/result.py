@@ -71,7 +71,7 @@ _OO_TYPE = {
     "not-found": "not-found",
     "cannot-infer": "not-found",
     "vs-invalid": "invalid",
-    "version-error": "invalid",
+    "version-error": "exception",
     "process-note": "informational",
 }
 # The element of the validated input each reason is about ("" is the whole coding).

@@ -118,9 +118,12 @@ class Validating(Resolution):
         check or force, the wanted display languages. Raises SupplementNotFoundError for a
         supplement the request or the value set asks for that is not loaded."""
         opts, policy = req.options, req.policy
-        if policy.check or policy.force or opts.check_versions or opts.force_versions:
+        if policy or opts.check_versions or opts.force_versions or opts.default_versions:
             opts = dataclasses.replace(
-                opts, check_versions={**policy.check}, force_versions={**policy.force}
+                opts,
+                check_versions={**policy.check},
+                force_versions={**policy.force},
+                default_versions={**policy.defaults},
             )
         asked = [
             *req.use_supplements,
@@ -172,11 +175,6 @@ class Validating(Resolution):
         if cs is None or not cs.resource:
             return ()
         return tuple(status_checks([cs.resource]))
-
-    def codesystem_versions(self, url: str) -> list[str]:
-        """Every loaded version of a code system (release providers and resources)."""
-        found = [str(p.version) for p in self._providers.get(url, ()) if p.version]
-        return found + [v for v in self.registry.versions("CodeSystem", url) if v]
 
     def validate_in_codesystem(
         self,

@@ -24,6 +24,11 @@ from workbench.terminology.languages import Languages
 from workbench.terminology.provider import CodeSystemProvider, Described
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
+from workbench.terminology.version_checks import (
+    coding_version,
+    unknown_include_version,
+    version_error,
+)
 from workbench.terminology.versions import matches as version_matches
 
 __all__ = [
@@ -70,10 +75,17 @@ def validate_in_valueset(
         system = inferred
     forced = opts.force_versions.get(system)
     pinned = vs.pinned_version(system)
-    if version is not None and forced is None:
-        refused = _coding_version(vs, codesystem, versions, code, system, version, pinned)
-        if refused is not None:
-            return refused
+    refused = None
+    if forced is None and vs.unloaded_versions():
+        refused = unknown_include_version(
+            vs, codesystem, versions, opts, code=code, system=system, version=version
+        )
+    if refused is None and version is not None:
+        refused = coding_version(
+            vs, codesystem, versions, opts, code=code, system=system, version=version
+        )
+    if refused is not None:
+        return refused
     where = f"the value set {vs.canonical}"
     found = _locate(vs, codesystem, code, system, version, forced, where)
     if isinstance(found, ValidationResult):
@@ -107,37 +119,6 @@ class _Located(NamedTuple):
     concept: Concept | None
 
 
-def _coding_version(
-    vs: CompiledValueSet,
-    codesystem: Callable[[str, str | None], CodeSystemProvider | None],
-    versions: Callable[[str], list[str] | None] | None,
-    code: str,
-    system: str,
-    version: str,
-    pinned: str | None,
-) -> ValidationResult | None:
-    """A coding's own version that is unknown, or differs from the one the include pins."""
-    if codesystem(system, version) is None:
-        return _unknown_version(vs, codesystem, versions, code, system, version, pinned)
-    if pinned is None or version_matches(pinned, version):
-        return None
-    used = codesystem(system, pinned)
-    text = (
-        f"The code system '{system}' version '{pinned}' in the ValueSet include is "
-        f"different to the one in the value ('{version}')"
-    )
-    shown = used.get(code) if used is not None else None
-    return failure(
-        "version",
-        text,
-        code=code,
-        system=system,
-        version=used.version if used is not None else pinned,
-        display=shown.display if shown is not None else None,
-        tx="vs-invalid",
-    )
-
-
 def _locate(
     vs: CompiledValueSet,
     codesystem: Callable[[str, str | None], CodeSystemProvider | None],
@@ -150,7 +131,7 @@ def _locate(
     """Membership of the coding, and the concept of the code system version it is checked
     against (the coding's own version, else the value set's, else a forced one)."""
     try:
-        match = vs.contains(system, code)
+        match = vs.contains(system, code, version if forced is None else None)
     except CodeSystemNotFoundError as exc:
         label = f"{system}|{exc.version}" if exc.version else system
         return failure(
@@ -227,8 +208,7 @@ def _refusal(
     if checked is not None and used is not None and not version_matches(checked, used):
         return failure(
             "version",
-            f"The version '{used}' is not allowed for system '{system}': required to be "
-            f"'{checked}' by a version-check parameter",
+            version_error(system, used, checked),
             code=code,
             system=system,
             version=used,
@@ -285,50 +265,6 @@ def _infer_system(vs: CompiledValueSet, code: str) -> str | ValidationResult:
         system=None,
         tx="cannot-infer",
         element="code",
-    )
-
-
-def _unknown_version(
-    vs: CompiledValueSet,
-    codesystem: Callable[[str, str | None], CodeSystemProvider | None],
-    versions: Callable[[str], list[str] | None] | None,
-    code: str,
-    system: str,
-    version: str,
-    pinned: str | None,
-) -> ValidationResult:
-    known = [v for v in ((versions(system) if versions is not None else None) or []) if v]
-    text = (
-        f"A definition for CodeSystem '{system}' version '{version}' could not be found, "
-        "so the code cannot be validated"
-    )
-    if known:
-        text += ". Valid versions: " + " or ".join(known)
-    used = codesystem(system, pinned)
-    extra: list[Issue] = []
-    if used is not None:
-        qualifier = "" if pinned else " for the versionless include"
-        severity = "error" if pinned else "warning"
-        extra.append(
-            Issue(
-                severity,
-                "vs-invalid",
-                f"The code system '{system}' version '{used.version}'{qualifier} in the ValueSet "
-                f"include is different to the one in the value ('{version}')",
-                "version",
-                "version",
-            )
-        )
-    concept = used.get(code) if used is not None else None
-    return failure(
-        "unknown-system",
-        text,
-        code=code,
-        system=system,
-        version=used.version if used is not None else None,
-        display=concept.display if concept is not None else None,
-        extra=extra,
-        unknown=[f"{system}|{version}"],
     )
 
 

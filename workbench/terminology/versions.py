@@ -1,8 +1,10 @@
 """Code system versions in requests: patterns, and which version a request resolves to.
 
-A version in a request or in ``compose.include.version`` is an exact version (``1.2.0``), a
-partial one that FHIR allows (``1.2`` matches ``1.2.x``), or a wildcard pattern (``1.x``,
-``1.2.x``, ``1.x.x``; ``*`` for any). A pattern picks the latest matching version.
+A version in a request is an exact version (``1.2.0``), a partial one (``1.2`` matches
+``1.2.x``), or a wildcard pattern (``1.x``, ``1.2.x``, ``1.x.x``; ``*`` for any). A pattern
+picks the latest matching version. A ``compose.include.version`` is stricter (``names``): an
+exact version or a pattern, never a prefix (``1`` is an unknown version when 1.0.0 and
+1.2.0 exist).
 
 Which version of a code system a request uses (the tx-ecosystem rules), first match wins:
 
@@ -10,9 +12,11 @@ Which version of a code system a request uses (the tx-ecosystem rules), first ma
 2. the version the input itself carries (``Coding.version``, ``systemVersion``/``version``);
 3. the version the value set's ``compose.include.version`` pins;
 4. ``system-version`` for that system (a default for includes that pin nothing);
-5. the latest version loaded.
+5. ``check-system-version`` for that system (its latest match, for includes that pin
+   nothing when no default is given);
+6. the latest version loaded.
 
-``check-system-version`` does not choose: a version that does not match it is an error.
+Whatever was chosen, a version that does not match ``check-system-version`` is an error.
 """
 
 from __future__ import annotations
@@ -69,6 +73,16 @@ def matches(wanted: str, version: str) -> bool:
         fixed = parts[: parts.index("x")]
         return version.split(".")[: len(fixed)] == fixed
     return version.startswith(wanted + ".")
+
+
+def names(wanted: str, version: str) -> bool:
+    """True when ``wanted`` as a ``compose.include.version`` names ``version``: the same
+    version, or a wildcard pattern it matches (never a prefix).
+
+    >>> names("1.0.x", "1.0.0"), names("1", "1.0.0"), names("1.0.0", "1.0.0")
+    (True, False, True)
+    """
+    return wanted == version or (is_pattern(wanted) and matches(wanted, version))
 
 
 def select(wanted: str, versions: Iterable[str], newest: Any) -> str | None:
