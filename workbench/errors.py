@@ -467,13 +467,11 @@ class PreconditionFailedError(WorkbenchError):
 # --- value set definitions (issue 22: f7, f8, e3) --------------------------------------
 
 
-class ImplicitValueSetNotFoundError(ValueSetNotFoundError):
+class ImplicitValueSetNotFoundError(ValueSetDefinitionNotFoundError):
     """An implicit value set whose definition does not exist: SNOMED CT's
     ``?fhir_vs=isa/{id}`` with an unknown concept, ``?fhir_vs=refset/{id}`` with a concept
-    that is no reference set (4xx ``not-found``, as tx.fhir.org answers)."""
+    that is no reference set (404 ``not-found`` in every operation, as tx.fhir.org answers)."""
 
-    code = "not-found"
-    tx = "not-found"
     msg_id = "WB-VS-405"
 
     def __init__(self, url: str, why: str) -> None:
