@@ -19,6 +19,7 @@ Versions, for example: the latest version is used unless the call asks for anoth
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -209,7 +210,7 @@ class TerminologyCalls:
             raise InvalidRequestError(
                 "Give something to validate: code, coding or codeable_concept"
             )
-        return self.service.validate(
+        found = self.service.validate(
             ValidateRequest(
                 valueset=_target(valueset, url),
                 valueset_version=valueset_version,
@@ -237,6 +238,34 @@ class TerminologyCalls:
                 tx_resources=tuple(tx_resources or ()),
             )
         )
+        target = _target(valueset, url) if url is None else url
+        if isinstance(target, str) and valueset_version and "|" not in target:
+            target = f"{target}|{valueset_version}"
+        return self._suggested(found, target, system, tx_resources)
+
+    def _suggested(
+        self,
+        result: ValidationResult,
+        valueset: str | Mapping[str, Any],
+        system: str | None,
+        tx_resources: Sequence[Mapping[str, Any]] | None,
+    ) -> ValidationResult:
+        """``result`` with its ``suggestion`` (the code probably meant) when it failed for a
+        code a suggestion can help with; the message stays as the operation gives it."""
+        from workbench.bulk.suggest import ISSUES
+
+        if result.result or result.issue not in (*ISSUES, "unknown-system") or not result.code:
+            return result
+        from workbench.bulk.checker import make_suggester
+
+        engine = self.engine(tx_resources)
+        if tx_resources or not isinstance(valueset, str):
+            suggester = make_suggester(engine, valueset)
+        else:
+            compiled = engine.compiled(valueset)
+            suggester = engine.memo(compiled, "suggester", lambda: make_suggester(engine, valueset))
+        found = suggester(result.system or system, result.code, result.issue)
+        return result if found is None else dataclasses.replace(result, suggestion=found)
 
     def validate_in_codesystem(
         self,
