@@ -56,7 +56,7 @@ class Fixed:
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k} {v:,}" for k, v in self.fixed.items() if v) or "nothing"
         failing = self.report.failure_cases
-        still = failing["issue"].value_counts()
+        still = failing["issue"].astype(object).value_counts()
         rest = ", ".join(f"{k} {v:,}" for k, v in still.items()) or "none"
         return (
             f"<Fixed {self.rows_fixed:,} of {len(self.report):,} rows ({kinds}); "

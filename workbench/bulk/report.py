@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
@@ -91,7 +91,7 @@ class ValidationSummary:
         codes = _failing_bars(failing, issue, top)
         palette = {
             "domain": ["valid", "warning", "invalid"],
-            "range": ["#2da44e", "#d4a72c", "#e5534b"],
+            "range": [BAR_COLOURS[k] for k in ("valid", "warning", "invalid")],
         }
 
         def x_axis(values: list[int]) -> dict[str, Any]:
@@ -146,31 +146,58 @@ class ValidationSummary:
         )
 
     def plot(self, top: int = 10) -> Any:
-        """A matplotlib figure: bars of the top invalid codes and of the counts per reason."""
+        """A matplotlib figure: bars of the top invalid codes and of the counts per reason,
+        drawn for both JupyterLab themes: a transparent background, text and axes in a
+        grey that reads on white and on black, the bars in the colours of ``chart`` (the
+        Vega-Lite chart, which JupyterLab draws in its own theme). Codes are labelled with
+        their odd whitespace visible (``␣male``)."""
         import matplotlib.pyplot as plt
 
-        figure, (left, right) = plt.subplots(
-            1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [3, 2]}
-        )
-        shown = self.top_invalid.head(top).iloc[::-1]
-        labels = [
-            f"{c}  ({s.rsplit('/', 1)[-1]})" if isinstance(s, str) else f"{c}"
-            for c, s in zip(shown["code"], shown["system"], strict=True)
-        ]
-        left.barh(labels, shown["count"], color="#cf222e")
-        left.set_title("Most frequent invalid codes")
-        left.set_xlabel("rows")
-        counts = self.counts.iloc[::-1]
-        colours = [
-            "#1a7f37" if k == "valid" else "#9a6700" if k == "inactive" else "#cf222e"
-            for k in counts.index
-        ]
-        right.barh([str(k) for k in counts.index], counts.to_numpy(), color=colours)
-        right.set_title("Rows per reason")
-        right.set_xlabel("rows")
-        figure.tight_layout()
+        with plt.rc_context(cast(Any, PLOT_STYLE)):  # its keys typed as Literals
+            figure, (left, right) = plt.subplots(
+                1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [3, 2]}
+            )
+            shown = self.top_invalid.head(top).iloc[::-1]
+            labels = [
+                f"{visible(c)}  ({s.rsplit('/', 1)[-1]})" if isinstance(s, str) else f"{visible(c)}"
+                for c, s in zip(shown["code"], shown["system"], strict=True)
+            ]
+            left.barh(labels, shown["count"], color=BAR_COLOURS["invalid"])
+            left.set_title("Most frequent invalid codes")
+            left.set_xlabel("rows")
+            counts = self.counts.iloc[::-1]
+            colours = [BAR_COLOURS[_kind(str(k))] for k in counts.index]
+            right.barh([str(k) for k in counts.index], counts.to_numpy(), color=colours)
+            right.set_title("Rows per reason")
+            right.set_xlabel("rows")
+            figure.patch.set_alpha(0.0)
+            for axes in (left, right):
+                axes.set_facecolor("none")
+            figure.tight_layout()
         plt.close(figure)
         return figure
+
+
+#: Bar colours shared by ``chart`` (Vega-Lite) and ``plot`` (matplotlib): mid-tones that
+#: read on a light and on a dark background.
+BAR_COLOURS = {"valid": "#2da44e", "warning": "#d4a72c", "invalid": "#e5534b"}
+#: A grey for text, ticks and axes that reads on JupyterLab's light and dark themes.
+NEUTRAL = "#8b949e"
+#: The matplotlib style of ``plot``: transparent, neutral grey text and frame.
+PLOT_STYLE: dict[str, Any] = {
+    "figure.facecolor": "none",
+    "axes.facecolor": "none",
+    "savefig.facecolor": "none",
+    "savefig.transparent": True,
+    "text.color": NEUTRAL,
+    "axes.labelcolor": NEUTRAL,
+    "axes.edgecolor": NEUTRAL,
+    "axes.titlecolor": NEUTRAL,
+    "xtick.color": NEUTRAL,
+    "ytick.color": NEUTRAL,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 
 
 def _failing_bars(failing: pd.DataFrame, issue: str | None, top: int) -> list[dict[str, Any]]:

@@ -192,8 +192,10 @@ class ColumnReport(w.VBox):
             + (f" ({views.esc(self.issue.value)})" if self.issue.value != ALL else "")
             + ", most frequent first"
         )
-        self.codes.update(self._codes_shown())
-        self.table.update(self._rows_shown())
+        # itables drops columnDefs on update unless they are given again
+        self.codes.update(self._codes_shown(), columnDefs=column_defs(SHOWN_COLUMNS))
+        rows_shown = self._rows_shown()
+        self.table.update(rows_shown, columnDefs=column_defs(["", *map(str, rows_shown.columns)]))
         self.rows_caption.value = f"<div>{len(self.shown):,} rows</div>"
         issue = None if self.issue.value == ALL else str(self.issue.value)
         self.chart_spec = self.summary.chart(top=self.top, issue=issue, by_code=self.by_code)
