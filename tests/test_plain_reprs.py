@@ -219,3 +219,13 @@ def test_column_report_shows_the_suggested_display_next_to_the_code(
     table = report.by_code.set_index("code")
     assert table.loc["Female", "suggested_display"] == "Female"
     assert pd.isna(table.loc["Female", "display"])  # the failing code itself has none
+
+
+def test_failure_cases_print_and_show_their_codes_with_marks(default_wb: Workbench) -> None:
+    report = default_wb.validate_column(pd.Series([" male", "x\t", "male"] * 40), GENDER)
+    failures = report.failure_cases
+    assert "␣male" in repr(failures[["code", "issue"]]) and "x⇥" in repr(failures)
+    html = failures._repr_html_() or ""
+    assert "␣male" in html and "x⇥" in html and "80 rows" in html  # pandas' own dimensions
+    assert failures["code"].tolist()[:2] == [" male", "x\t"]
+    assert "␣male" in repr(failures.head(2))  # slices keep the marks

@@ -52,12 +52,17 @@ def _cell(value: Any) -> str:
     return "NaN" if isinstance(value, float) and value != value else str(value)
 
 
+def frame_formatters(frame: Any, columns: tuple[str, ...]) -> dict[str, Any]:
+    """pandas ``formatters`` that show the text of ``columns`` with the marks (only the rows
+    printed are formatted)."""
+    return {column: _cell for column in columns if column in frame.columns}
+
+
 def frame_text(frame: Any, columns: tuple[str, ...], *args: Any, **kwargs: Any) -> Any:
     """``DataFrame.to_string(...)`` of a pandas frame with the text of ``columns`` shown with
     its odd whitespace made visible (only the rows printed are formatted; the data itself is
     not changed). Written to ``buf`` when one is given (then None)."""
     import pandas as pd
 
-    marked = {column: _cell for column in columns if column in frame.columns}
-    formatters = {**marked, **(kwargs.pop("formatters", None) or {})}
+    formatters = {**frame_formatters(frame, columns), **(kwargs.pop("formatters", None) or {})}
     return pd.DataFrame.to_string(frame, *args, formatters=formatters or None, **kwargs)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.bulk.schema import VALIDATION
-from workbench.marks import frame_html, frame_text, visible
+from workbench.marks import frame_formatters, frame_html, frame_text, visible
 
 if TYPE_CHECKING:
     from workbench.bulk.fix import Fixed
@@ -234,6 +234,32 @@ def _kind(reason: str) -> str:
     return "warning" if reason == "inactive" else "invalid"
 
 
+class MarkedFrame(pd.DataFrame):
+    """A frame of codes (``failure_cases``) whose plain text and HTML show the odd
+    whitespace of its code, display and suggestion columns (``␣male``), as pandas otherwise
+    shows a frame; the data keeps the codes exactly."""
+
+    @property
+    def _constructor(self) -> type[MarkedFrame]:
+        return MarkedFrame
+
+    def to_string(self, *args: Any, **kwargs: Any) -> Any:
+        """As ``DataFrame.to_string`` (and so ``repr``), with the marks."""
+        return plain_text(self, *args, **kwargs)
+
+    def _repr_html_(self) -> str | None:
+        return str(
+            pd.DataFrame.to_html(
+                self,
+                formatters=frame_formatters(self, MARKED),
+                max_rows=pd.get_option("display.max_rows"),
+                max_cols=pd.get_option("display.max_columns"),
+                show_dimensions=pd.get_option("display.show_dimensions"),
+                notebook=True,
+            )
+        )
+
+
 class ValidationFrame(pd.DataFrame):
     """A column validation: one row per input row, with the columns result, message,
     display, issue and system, aligned to the input's index.
@@ -266,10 +292,11 @@ class ValidationFrame(pd.DataFrame):
         return all(column in self.columns for column in COLUMNS)
 
     @property
-    def failure_cases(self) -> pd.DataFrame:
-        """The failing rows (result false, or missing), with the failing code first."""
+    def failure_cases(self) -> MarkedFrame:
+        """The failing rows (result false, or missing), with the failing code first
+        (printed and shown with its odd whitespace visible; the data is exact)."""
         failing = ~self["result"].fillna(False).astype(bool)
-        frame = pd.DataFrame(self[failing], copy=False)
+        frame = MarkedFrame(pd.DataFrame(self[failing], copy=False), copy=False)
         codes = self._checked_codes()[failing.to_numpy()].to_numpy(dtype=object)
         frame.insert(0, "code", pd.Series(codes, index=frame.index, dtype=object))
         return frame

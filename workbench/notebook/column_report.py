@@ -179,7 +179,7 @@ class ColumnReport(w.VBox):
         if self.issue.value != ALL:
             failures = failures[failures["issue"] == self.issue.value]
         self.shown = failures
-        shown = failures.astype(object)
+        shown = pd.DataFrame(failures).astype(object)  # a plain frame for itables
         shown["code"] = shown["code"].map(visible)
         return shown.where(shown.notna(), "")
 
