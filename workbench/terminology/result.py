@@ -150,9 +150,12 @@ class Suggestion(NamedTuple):
     why it is suggested and, for a ConceptMap match, the target ``system``, the ``map``
     (``url|version``) and its ``equivalence``.
 
+    >>> Suggestion("E11.9", "Type 2 diabetes", "dotted/undotted variant")
+    Suggestion(code='E11.9', display='Type 2 diabetes', why='dotted/undotted variant')
     >>> Suggestion("female", "Female", "ConceptMap match (equal)", "http://g", "http://m", "equal")
-    ... # doctest: +ELLIPSIS
-    Suggestion(code='female', display='Female', why='ConceptMap match (equal)', system=...)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Suggestion(code='female', display='Female', why='ConceptMap match (equal)', system='http://g',
+        map='http://m', equivalence='equal')
     """
 
     code: str
@@ -161,6 +164,11 @@ class Suggestion(NamedTuple):
     system: str | None = None
     map: str | None = None
     equivalence: str | None = None
+
+    def __repr__(self) -> str:
+        """The fields that are set (a map match names its system, map and equivalence)."""
+        shown = [f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)]
+        return f"Suggestion({', '.join(shown[:3] if self.map is None else shown)})"
 
     def text(self) -> str:
         """``did you mean 'E11.9' (Type 2 diabetes)?``, codes with odd whitespace visible."""
@@ -199,7 +207,8 @@ class ValidationResult:
 
     def __repr__(self) -> str:
         """The fields that are set, codes and displays with odd whitespace made visible
-        (``code='␣male'``), the suggestion last; the data itself stays exact.
+        (``code='␣male'``), the suggestion last (``issues`` are in the message, each in
+        ``.issues``); the data itself stays exact.
 
         >>> ValidationResult(False, "Unknown code", None, code=" male", system="http://g",
         ...     issue="unknown-code", suggestion=Suggestion("male", "Male", "without the "
@@ -215,6 +224,11 @@ class ValidationResult:
                 parts.append(f"{name}={shown!r}")
         if self.inactive:
             parts.append("inactive=True")
+        for name in ("status", "normalized_code"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name}={visible(getattr(self, name))!r}")
+        if self.unknown_systems:
+            parts.append(f"unknown_systems={self.unknown_systems!r}")
         found = self.suggestion
         if found is not None:
             display = f"{found.display}; " if found.display else ""
