@@ -233,3 +233,15 @@ def test_the_code_validator_shows_the_results_suggestion(wb: Workbench) -> None:
     assert "Did you mean <code>female</code> (Female)?" in validator.output.value
     assert f"ConceptMap {V2_MAP} (equal)" in validator.output.value
     assert validator.code.value == "F"  # never applied
+
+
+def test_a_grammar_gives_no_suggestion_and_no_error(wb: Workbench) -> None:
+    ucum = {
+        "resourceType": "ValueSet",
+        "compose": {"include": [{"system": "http://unitsofmeasure.org"}]},
+    }
+    found = wb.validate_code(ucum, code="mgg", system="http://unitsofmeasure.org")
+    assert found.result is False and found.issue == "unknown-code"
+    assert found.suggestion is None
+    report = wb.validate_column(pd.Series(["mg", "mgg"]), ucum, system="http://unitsofmeasure.org")
+    assert report.by_code().set_index("code").loc["mgg", "suggestion"] is None

@@ -29,6 +29,7 @@ from workbench.errors import (
     CodeSystemNotFoundError,
     InvalidRequestError,
     ValueSetNotFoundError,
+    WorkbenchError,
 )
 from workbench.registry import Registry
 from workbench.terminology.engine import Terminology
@@ -259,12 +260,17 @@ class TerminologyCalls:
         from workbench.bulk.checker import make_suggester
 
         engine = self.engine(tx_resources)
-        if tx_resources or not isinstance(valueset, str):
-            suggester = make_suggester(engine, valueset)
-        else:
-            compiled = engine.compiled(valueset)
-            suggester = engine.memo(compiled, "suggester", lambda: make_suggester(engine, valueset))
-        found = suggester(result.system or system, result.code, result.issue)
+        try:
+            if tx_resources or not isinstance(valueset, str):
+                suggester = make_suggester(engine, valueset)
+            else:
+                compiled = engine.compiled(valueset)
+                suggester = engine.memo(
+                    compiled, "suggester", lambda: make_suggester(engine, valueset)
+                )
+            found = suggester(result.system or system, result.code, result.issue)
+        except WorkbenchError:  # a hint that cannot be had is no hint; the result stands
+            return result
         return result if found is None else dataclasses.replace(result, suggestion=found)
 
     def validate_in_codesystem(

@@ -262,7 +262,8 @@ class Suggester:
                 found = CodeIndex(members[system], opaque=opaque)
             else:
                 cs = self._codesystem(system)
-                if cs is not None and len(cs) <= self.largest:
+                # a grammar (UCUM) cannot be listed: no codes to suggest from
+                if cs is not None and cs.enumerable and len(cs) <= self.largest:
                     found = CodeIndex(((str(c.code), c.display) for c in cs), opaque=opaque)
             self._indexes[system] = found
         return self._indexes[system]
