@@ -146,11 +146,14 @@ def fix_report(
     _check_data(report, source, revalidate)
     codes = report._checked_codes()
     systems = report["system"].astype(object)
-    distinct = report.by_code(failures_only=True, suggest=False)
-    changes: list[tuple[Any, Any, str, str, Suggestion, frozenset[str]]] = []
-    for system, code, issue in zip(
-        distinct["system"], distinct["code"], distinct["issue"], strict=True
-    ):
+    ids, first = report.groups()
+    failing = ~report["result"].fillna(False).astype(bool).to_numpy()[first]
+    issues = report["issue"].astype(object).to_numpy()[first]
+    changes: list[Change] = []
+    of_group = np.full(len(first), -1, dtype=np.int64)
+    for group in np.flatnonzero(failing):
+        row = int(first[group])
+        system, code, issue = systems.iat[row], codes.iat[row], issues[group]
         if issue not in (*ISSUES, "unknown-system") or not isinstance(code, str):
             continue
         found = suggester(system, code, issue)
@@ -159,8 +162,24 @@ def fix_report(
             continue
         if found.system not in (None, system) and revalidate.system is None:
             continue  # another system, and no system column to say so
-        changes.append((system, code, issue, found.code, found, need))
-    return _apply(report, source, revalidate, codes, systems, changes)
+        of_group[group] = len(changes)
+        changes.append(Change(system, found, need))
+    return _apply(report, source, revalidate, codes, systems, of_group[ids], changes)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one distinct failing (system, code) becomes: the suggestion applied, and the
+    kinds it needs."""
+
+    system: Any
+    found: Suggestion
+    kinds: frozenset[str]
+
+    @property
+    def kind(self) -> str:
+        """The kinds, joined (``case+whitespace``)."""
+        return "+".join(sorted(self.kinds))
 
 
 def _check_data(report: Any, source: pd.Series | pd.DataFrame, revalidate: Any) -> None:
@@ -201,39 +220,31 @@ def _apply(
     revalidate: Any,
     codes: pd.Series,
     systems: pd.Series,
-    changes: list[tuple[Any, Any, str, str, Suggestion, frozenset[str]]],
+    which: np.ndarray,
+    changes: list[Change],
 ) -> Fixed:
-    """The fixed copy, its audit and its new validation."""
-    keys = pd.MultiIndex.from_arrays(
-        [
-            systems.to_numpy(dtype=object),
-            codes.to_numpy(dtype=object),
-            report["issue"].astype(object),
-        ]
-    )
-    wanted = pd.MultiIndex.from_tuples([c[:3] for c in changes], names=None) if changes else None
-    which = wanted.get_indexer(keys) if wanted is not None else np.full(len(report), -1)
+    """The fixed copy, its audit and its new validation (``which``: each row's change, or
+    -1)."""
     rows = np.flatnonzero(which >= 0)
     chosen = which[rows]
-    fixed = source.copy(deep=True)
     column = revalidate.code if isinstance(source, pd.DataFrame) else None
+    after = np.array([c.found.code for c in changes], dtype=object).take(chosen)
     before = codes.to_numpy(dtype=object)[rows]
-    after = np.array([changes[i][3] for i in chosen], dtype=object)
+    fixed = _with(source.copy(deep=True), column, rows, after)
     audits = [_audit(report.index[rows], column or source.name, before, after, chosen, changes)]
-    fixed = _with(fixed, column, rows, after)
     if revalidate.system is not None:
-        new_systems = np.array(
-            [changes[i][4].system or changes[i][0] for i in chosen], dtype=object
-        )
-        moved = new_systems != systems.to_numpy(dtype=object)[rows]
+        targets = np.array([c.found.system or c.system for c in changes], dtype=object)
+        old = systems.to_numpy(dtype=object)[rows]
+        new = targets.take(chosen) if len(changes) else old
+        moved = new != old
         if moved.any():
-            fixed = _with(fixed, revalidate.system, rows[moved], new_systems[moved])
+            fixed = _with(fixed, revalidate.system, rows[moved], new[moved])
             audits.append(
                 _audit(
                     report.index[rows[moved]],
                     revalidate.system,
-                    systems.to_numpy(dtype=object)[rows[moved]],
-                    new_systems[moved],
+                    old[moved],
+                    new[moved],
                     chosen[moved],
                     changes,
                 )
@@ -242,7 +253,7 @@ def _apply(
     again = revalidate.run(fixed)
     counts = pd.Series(0, index=list(KINDS), dtype=np.int64, name="rows")
     for i, n in zip(*np.unique(chosen, return_counts=True), strict=True):
-        for kind in changes[int(i)][5]:
+        for kind in changes[int(i)].kinds:
             counts[kind] += int(n)
     remaining = again.by_code(failures_only=True, suggest_limit=50)
     return Fixed(fixed, audit, again, counts, remaining, len(rows))
@@ -254,18 +265,22 @@ def _audit(
     before: np.ndarray,
     after: np.ndarray,
     chosen: np.ndarray,
-    changes: list[tuple[Any, Any, str, str, Suggestion, frozenset[str]]],
-) -> pd.DataFrame:
-    """One audit row per cell changed."""
+    changes: list[Change],
+) -> Audit:
+    """One audit row per cell changed (the per-change texts taken, not built per row)."""
+
+    def per_row(values: list[Any]) -> np.ndarray:
+        return np.array(values, dtype=object).take(chosen) if len(changes) else chosen
+
     return Audit(
         {
-            "row": rows.to_numpy(dtype=object) if len(rows) else np.array([], dtype=object),
-            "column": [column] * len(rows),
+            "row": rows.to_numpy(dtype=object),
+            "column": np.full(len(rows), column, dtype=object),
             "before": before,
             "after": after,
-            "kind": ["+".join(sorted(changes[i][5])) for i in chosen],
-            "why": [changes[i][4].why for i in chosen],
-            "map": [changes[i][4].map for i in chosen],
+            "kind": per_row([c.kind for c in changes]),
+            "why": per_row([c.found.why for c in changes]),
+            "map": per_row([c.found.map for c in changes]),
         },
         columns=AUDIT,
     )

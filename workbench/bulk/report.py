@@ -327,6 +327,18 @@ class ValidationFrame(pd.DataFrame):
         valid = int(self["result"].fillna(False).astype(bool).sum())
         return ValidationSummary(len(self), valid, counts, top_invalid)
 
+    def groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows grouped by (system, code, issue), with no Python per row: each row's
+        group id, and the first row of each group (``by_code`` and ``fix`` answer per
+        group)."""
+        combined = np.zeros(len(self), dtype=np.int64)
+        for column in (self["system"], self._checked_codes(), self["issue"]):
+            part = _factor(column)
+            combined = combined * (int(part.max(initial=-1)) + 2) + part + 1
+        ids = np.asarray(pd.factorize(combined)[0], dtype=np.int64)
+        _, first = np.unique(ids, return_index=True)
+        return ids, first
+
     def by_code(
         self, *, failures_only: bool = False, suggest: bool = True, suggest_limit: int = 1000
     ) -> CodeTable:
@@ -340,12 +352,7 @@ class ValidationFrame(pd.DataFrame):
         if not self._is_complete():
             raise ValueError("by_code needs a complete validate_column result")
         codes = self._checked_codes()
-        combined = np.zeros(len(self), dtype=np.int64)
-        for column in (self["system"], codes, self["issue"]):
-            part = _factor(column)
-            combined = combined * (int(part.max(initial=-1)) + 2) + part + 1
-        ids_array = np.asarray(pd.factorize(combined)[0], dtype=np.int64)
-        _, first = np.unique(ids_array, return_index=True)
+        ids_array, first = self.groups()
         counts = np.bincount(ids_array, minlength=len(first))
 
         def at_first(column: pd.Series) -> np.ndarray:
