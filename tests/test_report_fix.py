@@ -258,3 +258,13 @@ def test_the_kinds_a_suggestion_needs(
     need = needed_kinds(before, found)
     assert (None if need is None else set(need)) == kinds
     assert need is None or need <= set(KINDS)
+
+
+def test_fixed_html_shows_the_changes_and_what_remains(fix_wb: Workbench) -> None:
+    fixed = fix_wb.validate_column(GENDERS, GENDER).fix()
+    html = fixed._repr_html_()
+    assert "Fixed 4 of 8 rows (whitespace 3, case 2)" in html
+    assert "<td>␣male</td>" in html  # the changes, whitespace visible
+    assert html.count("<td>␣male</td>") == 1  # distinct changes, not one per row
+    assert "Still failing" in html and "<td>femal</td>" in html
+    assert "␣male" in fixed.audit._repr_html_()

@@ -239,15 +239,13 @@ class TerminologyCalls:
                 tx_resources=tuple(tx_resources or ()),
             )
         )
-        target = _target(valueset, url) if url is None else url
-        if isinstance(target, str) and valueset_version and "|" not in target:
-            target = f"{target}|{valueset_version}"
-        return self._suggested(found, target, system, tx_resources)
+        return self._suggested(found, url or valueset, valueset_version, system, tx_resources)
 
     def _suggested(
         self,
         result: ValidationResult,
-        valueset: str | Mapping[str, Any],
+        valueset: str | Mapping[str, Any] | None,
+        valueset_version: str | None,
         system: str | None,
         tx_resources: Sequence[Mapping[str, Any]] | None,
     ) -> ValidationResult:
@@ -257,6 +255,10 @@ class TerminologyCalls:
 
         if result.result or result.issue not in (*ISSUES, "unknown-system") or not result.code:
             return result
+        if valueset is None:
+            return result
+        if isinstance(valueset, str) and valueset_version and "|" not in valueset:
+            valueset = f"{valueset}|{valueset_version}"
         from workbench.bulk.checker import make_suggester
 
         engine = self.engine(tx_resources)
