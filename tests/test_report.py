@@ -61,6 +61,7 @@ BY_CODE_COLUMNS = [
     "message",
     "display",
     "suggestion",
+    "suggested_display",
 ]
 
 

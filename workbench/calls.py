@@ -19,6 +19,7 @@ Versions, for example: the latest version is used unless the call asks for anoth
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +29,7 @@ from workbench.errors import (
     CodeSystemNotFoundError,
     InvalidRequestError,
     ValueSetNotFoundError,
+    WorkbenchError,
 )
 from workbench.registry import Registry
 from workbench.terminology.engine import Terminology
@@ -210,7 +212,7 @@ class TerminologyCalls:
             raise InvalidRequestError(
                 "Give something to validate: code, coding or codeable_concept"
             )
-        return self.service.validate(
+        found = self.service.validate(
             ValidateRequest(
                 valueset=_target(valueset, url),
                 valueset_version=valueset_version,
@@ -238,6 +240,41 @@ class TerminologyCalls:
                 tx_resources=tuple(tx_resources or ()),
             )
         )
+        return self._suggested(found, url or valueset, valueset_version, system, tx_resources)
+
+    def _suggested(
+        self,
+        result: ValidationResult,
+        valueset: str | Mapping[str, Any] | None,
+        valueset_version: str | None,
+        system: str | None,
+        tx_resources: Sequence[Mapping[str, Any]] | None,
+    ) -> ValidationResult:
+        """``result`` with its ``suggestion`` (the code probably meant) when it failed for a
+        code a suggestion can help with; the message stays as the operation gives it."""
+        from workbench.bulk.suggest import ISSUES
+
+        if result.result or result.issue not in (*ISSUES, "unknown-system") or not result.code:
+            return result
+        if valueset is None:
+            return result
+        if isinstance(valueset, str) and valueset_version and "|" not in valueset:
+            valueset = f"{valueset}|{valueset_version}"
+        from workbench.bulk.checker import make_suggester
+
+        engine = self.engine(tx_resources)
+        try:
+            if tx_resources or not isinstance(valueset, str):
+                suggester = make_suggester(engine, valueset)
+            else:
+                compiled = engine.compiled(valueset)
+                suggester = engine.memo(
+                    compiled, "suggester", lambda: make_suggester(engine, valueset)
+                )
+            found = suggester(result.system or system, result.code, result.issue)
+        except WorkbenchError:  # a hint that cannot be had is no hint; the result stands
+            return result
+        return result if found is None else dataclasses.replace(result, suggestion=found)
 
     def validate_in_codesystem(
         self,

@@ -42,7 +42,7 @@ from workbench.terminology.validation import (
 )
 
 if TYPE_CHECKING:
-    from workbench.bulk.suggest import Suggester
+    from workbench.bulk.suggest import Mapper, Suggester
 
 Resolver = Callable[[str, "str | None"], "CodeSystemProvider | None"]
 Versions = Callable[[str], "list[str] | None"]
@@ -484,4 +484,46 @@ def make_suggester(engine: Terminology, valueset: str | Mapping[str, Any]) -> Su
             found.setdefault(provider.url, None)
         return found
 
-    return Suggester(members, engine.codesystem, titles)
+    def opaque(system: str) -> bool:
+        found = engine.codesystem(system)
+        return found is not None and found.opaque_codes
+
+    return Suggester(members, engine.codesystem, titles, mapped=map_matches(engine), opaque=opaque)
+
+
+def map_matches(engine: Terminology) -> Mapper:
+    """``mapped(system, code)`` over the loaded ConceptMaps whose groups start or end in
+    ``system``: their matches for ``code``, forwards and (a map read backwards) in reverse,
+    each ``(equivalence, system, code, display, map)``; target displays from the loaded code
+    systems, as ``$translate`` shows them."""
+    from workbench.terminology.conceptmap import translate
+
+    by_system: dict[str, list[Any]] = {}
+
+    def display_of(system: str, code: str) -> str | None:
+        found = engine.codesystem(system)
+        concept = found.get(code) if found is not None else None
+        return concept.display if concept is not None else None
+
+    def mapped(system: str, code: str) -> list[tuple[str, str, str, str | None, str]]:
+        if system not in by_system:
+            by_system[system] = [
+                cm
+                for cm in engine.registry.all("ConceptMap")
+                if any(system in (g.get("source"), g.get("target")) for g in cm.get("group", []))
+            ]
+        matches = []
+        for reverse in (False, True):
+            if not by_system[system]:
+                break
+            found = translate(
+                by_system[system], code=code, system=system, reverse=reverse, display_of=display_of
+            )
+            matches += [
+                (m.equivalence, m.system, m.code, m.display, m.source)
+                for m in found.match_list
+                if m.system and m.code
+            ]
+        return matches
+
+    return mapped

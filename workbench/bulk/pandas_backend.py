@@ -12,6 +12,7 @@ its own schema (``schema.TRANSLATION``).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from workbench.bulk.encoding import (
     missing_mask,
     uniform_value,
 )
-from workbench.bulk.report import ValidationFrame, to_report
+from workbench.bulk.report import Revalidate, ValidationFrame, to_report
 from workbench.bulk.schema import MISSING_MESSAGE, VALIDATION, Answers
 from workbench.bulk.systems import answer_systems
 from workbench.bulk.table import AnswerTable, result_frame
@@ -60,7 +61,10 @@ def validate(job: ValidateColumn, data: Any) -> ValidationFrame:
         checker, data, code=job.code, system=job.system, display=job.display, texts=texts
     )
     return to_report(
-        frame, checked_codes(texts[0] if texts is not None else codes), suggester=job.suggester()
+        frame,
+        checked_codes(texts[0] if texts is not None else codes),
+        suggester=job.suggester(),
+        revalidate=Revalidate(data, job.code, job.system, partial(validate, job)),
     )
 
 

@@ -4,15 +4,18 @@ their outcome and suggestion (``by_code``), failure cases, charts and exports.""
 from __future__ import annotations
 
 import io
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
 
 from workbench.bulk.schema import VALIDATION
+from workbench.marks import frame_formatters, frame_html, frame_text, visible
+
+if TYPE_CHECKING:
+    from workbench.bulk.fix import Fixed
 
 COLUMNS = VALIDATION.names
 BY_CODE = [
@@ -25,28 +28,13 @@ BY_CODE = [
     "message",
     "display",
     "suggestion",
+    "suggested_display",
 ]
 EXPORTS = {
     "csv": "text/csv",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     "parquet": "application/vnd.apache.parquet",
 }
-
-_MARKS = {"\t": "⇥", "\n": "↵", "\r": "␍", "\u00a0": "⍽", "\u200b": "␣", "\ufeff": "␣"}
-_ODD = re.compile(r"^ +| +$| {2,}|[^\S ]|[\u200b\ufeff]")
-
-
-def visible(value: Any) -> Any:
-    """A code with its odd whitespace made visible, for showing (never for checking):
-    leading, trailing and doubled spaces become ``␣``, a tab ``⇥``, a newline ``↵``, a
-    no-break space ``⍽``. Anything that is not a string is returned as it is.
-
-    >>> visible(" male"), visible("E11.9 "), visible("a  b"), visible("a" + chr(9) + "b")
-    ('␣male', 'E11.9␣', 'a␣␣b', 'a⇥b')
-    """
-    if not isinstance(value, str):
-        return value
-    return _ODD.sub(lambda m: "".join(_MARKS.get(ch, "␣") for ch in m.group()), value)
 
 
 def theme_colours() -> dict[str, str]:
@@ -103,7 +91,7 @@ class ValidationSummary:
         codes = _failing_bars(failing, issue, top)
         palette = {
             "domain": ["valid", "warning", "invalid"],
-            "range": ["#2da44e", "#d4a72c", "#e5534b"],
+            "range": [BAR_COLOURS[k] for k in ("valid", "warning", "invalid")],
         }
 
         def x_axis(values: list[int]) -> dict[str, Any]:
@@ -154,35 +142,62 @@ class ValidationSummary:
         return (
             f"ValidationSummary({self.valid:,} of {self.rows:,} valid)\n"
             f"{self.counts.to_string()}\n\nMost frequent invalid codes:\n"
-            f"{self.top_invalid.to_string(index=False)}"
+            f"{plain_text(self.top_invalid, index=False)}"
         )
 
     def plot(self, top: int = 10) -> Any:
-        """A matplotlib figure: bars of the top invalid codes and of the counts per reason."""
+        """A matplotlib figure: bars of the top invalid codes and of the counts per reason,
+        drawn for both JupyterLab themes: a transparent background, text and axes in a
+        grey that reads on white and on black, the bars in the colours of ``chart`` (the
+        Vega-Lite chart, which JupyterLab draws in its own theme). Codes are labelled with
+        their odd whitespace visible (``␣male``)."""
         import matplotlib.pyplot as plt
 
-        figure, (left, right) = plt.subplots(
-            1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [3, 2]}
-        )
-        shown = self.top_invalid.head(top).iloc[::-1]
-        labels = [
-            f"{c}  ({s.rsplit('/', 1)[-1]})" if isinstance(s, str) else f"{c}"
-            for c, s in zip(shown["code"], shown["system"], strict=True)
-        ]
-        left.barh(labels, shown["count"], color="#cf222e")
-        left.set_title("Most frequent invalid codes")
-        left.set_xlabel("rows")
-        counts = self.counts.iloc[::-1]
-        colours = [
-            "#1a7f37" if k == "valid" else "#9a6700" if k == "inactive" else "#cf222e"
-            for k in counts.index
-        ]
-        right.barh([str(k) for k in counts.index], counts.to_numpy(), color=colours)
-        right.set_title("Rows per reason")
-        right.set_xlabel("rows")
-        figure.tight_layout()
+        with plt.rc_context(cast(Any, PLOT_STYLE)):  # its keys typed as Literals
+            figure, (left, right) = plt.subplots(
+                1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [3, 2]}
+            )
+            shown = self.top_invalid.head(top).iloc[::-1]
+            labels = [
+                f"{visible(c)}  ({s.rsplit('/', 1)[-1]})" if isinstance(s, str) else f"{visible(c)}"
+                for c, s in zip(shown["code"], shown["system"], strict=True)
+            ]
+            left.barh(labels, shown["count"], color=BAR_COLOURS["invalid"])
+            left.set_title("Most frequent invalid codes")
+            left.set_xlabel("rows")
+            counts = self.counts.iloc[::-1]
+            colours = [BAR_COLOURS[_kind(str(k))] for k in counts.index]
+            right.barh([str(k) for k in counts.index], counts.to_numpy(), color=colours)
+            right.set_title("Rows per reason")
+            right.set_xlabel("rows")
+            figure.patch.set_alpha(0.0)
+            for axes in (left, right):
+                axes.set_facecolor("none")
+            figure.tight_layout()
         plt.close(figure)
         return figure
+
+
+#: Bar colours shared by ``chart`` (Vega-Lite) and ``plot`` (matplotlib): mid-tones that
+#: read on a light and on a dark background.
+BAR_COLOURS = {"valid": "#2da44e", "warning": "#d4a72c", "invalid": "#e5534b"}
+#: A grey for text, ticks and axes that reads on JupyterLab's light and dark themes.
+NEUTRAL = "#8b949e"
+#: The matplotlib style of ``plot``: transparent, neutral grey text and frame.
+PLOT_STYLE: dict[str, Any] = {
+    "figure.facecolor": "none",
+    "axes.facecolor": "none",
+    "savefig.facecolor": "none",
+    "savefig.transparent": True,
+    "text.color": NEUTRAL,
+    "axes.labelcolor": NEUTRAL,
+    "axes.edgecolor": NEUTRAL,
+    "axes.titlecolor": NEUTRAL,
+    "xtick.color": NEUTRAL,
+    "ytick.color": NEUTRAL,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 
 
 def _failing_bars(failing: pd.DataFrame, issue: str | None, top: int) -> list[dict[str, Any]]:
@@ -219,6 +234,32 @@ def _kind(reason: str) -> str:
     return "warning" if reason == "inactive" else "invalid"
 
 
+class MarkedFrame(pd.DataFrame):
+    """A frame of codes (``failure_cases``) whose plain text and HTML show the odd
+    whitespace of its code, display and suggestion columns (``␣male``), as pandas otherwise
+    shows a frame; the data keeps the codes exactly."""
+
+    @property
+    def _constructor(self) -> type[MarkedFrame]:
+        return MarkedFrame
+
+    def to_string(self, *args: Any, **kwargs: Any) -> Any:
+        """As ``DataFrame.to_string`` (and so ``repr``), with the marks."""
+        return plain_text(self, *args, **kwargs)
+
+    def _repr_html_(self) -> str | None:
+        return str(
+            pd.DataFrame.to_html(
+                self,
+                formatters=frame_formatters(self, MARKED),
+                max_rows=pd.get_option("display.max_rows"),
+                max_cols=pd.get_option("display.max_columns"),
+                show_dimensions=pd.get_option("display.show_dimensions"),
+                notebook=True,
+            )
+        )
+
+
 class ValidationFrame(pd.DataFrame):
     """A column validation: one row per input row, with the columns result, message,
     display, issue and system, aligned to the input's index.
@@ -227,9 +268,10 @@ class ValidationFrame(pd.DataFrame):
     ``.failure_cases`` keeps only the failing rows (with the code that failed).
     """
 
-    _metadata: ClassVar[list[str]] = ["codes", "suggester"]
+    _metadata: ClassVar[list[str]] = ["codes", "suggester", "revalidate"]
     codes: pd.Series
     suggester: Callable[[str | None, Any, str | None], Any] | None
+    revalidate: Any
 
     @property
     def _constructor(self) -> type[ValidationFrame]:
@@ -250,10 +292,11 @@ class ValidationFrame(pd.DataFrame):
         return all(column in self.columns for column in COLUMNS)
 
     @property
-    def failure_cases(self) -> pd.DataFrame:
-        """The failing rows (result false, or missing), with the failing code first."""
+    def failure_cases(self) -> MarkedFrame:
+        """The failing rows (result false, or missing), with the failing code first
+        (printed and shown with its odd whitespace visible; the data is exact)."""
         failing = ~self["result"].fillna(False).astype(bool)
-        frame = pd.DataFrame(self[failing], copy=False)
+        frame = MarkedFrame(pd.DataFrame(self[failing], copy=False), copy=False)
         codes = self._checked_codes()[failing.to_numpy()].to_numpy(dtype=object)
         frame.insert(0, "code", pd.Series(codes, index=frame.index, dtype=object))
         return frame
@@ -284,24 +327,32 @@ class ValidationFrame(pd.DataFrame):
         valid = int(self["result"].fillna(False).astype(bool).sum())
         return ValidationSummary(len(self), valid, counts, top_invalid)
 
+    def groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows grouped by (system, code, issue), with no Python per row: each row's
+        group id, and the first row of each group (``by_code`` and ``fix`` answer per
+        group)."""
+        combined = np.zeros(len(self), dtype=np.int64)
+        for column in (self["system"], self._checked_codes(), self["issue"]):
+            part = _factor(column)
+            combined = combined * (int(part.max(initial=-1)) + 2) + part + 1
+        ids = np.asarray(pd.factorize(combined)[0], dtype=np.int64)
+        _, first = np.unique(ids, return_index=True)
+        return ids, first
+
     def by_code(
         self, *, failures_only: bool = False, suggest: bool = True, suggest_limit: int = 1000
     ) -> CodeTable:
         """One row per distinct (system, code) and outcome: ``count`` rows, their ``share``
-        of all rows, ``result``, ``issue``, ``message``, ``display`` and ``suggestion`` (the
+        of all rows, ``result``, ``issue``, ``message``, ``display``, ``suggestion`` (the
         code that was probably meant, also said in the message as "did you mean …?"; never
-        applied). Sorted by count, most frequent first. ``failures_only`` keeps the failing
-        codes; suggestions are looked for the ``suggest_limit`` most frequent failing codes.
+        applied: see ``fix``) and ``suggested_display``, the suggestion's display. Sorted
+        by count, most frequent first. ``failures_only`` keeps the failing codes;
+        suggestions are looked for the ``suggest_limit`` most frequent failing codes.
         """
         if not self._is_complete():
             raise ValueError("by_code needs a complete validate_column result")
         codes = self._checked_codes()
-        combined = np.zeros(len(self), dtype=np.int64)
-        for column in (self["system"], codes, self["issue"]):
-            part = _factor(column)
-            combined = combined * (int(part.max(initial=-1)) + 2) + part + 1
-        ids_array = np.asarray(pd.factorize(combined)[0], dtype=np.int64)
-        _, first = np.unique(ids_array, return_index=True)
+        ids_array, first = self.groups()
         counts = np.bincount(ids_array, minlength=len(first))
 
         def at_first(column: pd.Series) -> np.ndarray:
@@ -318,6 +369,7 @@ class ValidationFrame(pd.DataFrame):
                 "message": at_first(self["message"]),
                 "display": at_first(self["display"]),
                 "suggestion": np.full(len(first), None, dtype=object),
+                "suggested_display": np.full(len(first), None, dtype=object),
             }
         )
         rows = rows.sort_values(
@@ -331,15 +383,41 @@ class ValidationFrame(pd.DataFrame):
         if suggest and suggester is not None:
             messages = rows["message"].to_numpy(dtype=object).copy()
             suggestions = rows["suggestion"].to_numpy(dtype=object).copy()
+            displays = rows["suggested_display"].to_numpy(dtype=object).copy()
             for i in np.flatnonzero(failing.to_numpy())[:suggest_limit]:
                 found = suggester(rows.at[i, "system"], rows.at[i, "code"], rows.at[i, "issue"])
                 if found is not None:
-                    suggestions[i] = found.code
+                    suggestions[i], displays[i] = found.code, found.display
                     text = found.text()
                     messages[i] = f"{messages[i]}; {text}" if messages[i] else text.capitalize()
             rows["suggestion"] = suggestions
+            rows["suggested_display"] = displays
             rows["message"] = messages
         return CodeTable(rows[BY_CODE])
+
+    def fix(
+        self,
+        data: pd.Series | pd.DataFrame | None = None,
+        *,
+        kinds: Sequence[str] | str = ("whitespace", "case", "dotted", "map"),
+    ) -> Fixed:
+        """Apply the safe suggestions of the ``kinds`` asked for and validate again.
+
+        ``kinds``: ``whitespace`` (surrounding or doubled whitespace removed), ``case`` (a
+        case variant), ``dotted`` (``E119`` ↔ ``E11.9``), ``map`` (a loaded ConceptMap's
+        target at ``equal``/``equivalent`` strength; with a system column, its system too).
+        An edit-distance guess is never applied. ``data`` is what was validated (by default
+        the very data given to ``validate_column``); it is never changed in place.
+
+        Returns a ``Fixed``: ``.data`` (a fixed copy, same index), ``.audit`` (row, column,
+        before, after, kind, why, map: one row per cell changed), ``.report`` (the new
+        validation), ``.fixed`` (rows per kind) and ``.remaining`` (codes still failing).
+        Raises InvalidRequestError for an unknown kind, or data whose index differs from
+        the report's.
+        """
+        from workbench.bulk.fix import fix_report
+
+        return fix_report(self, data, kinds)
 
     def export(self, fmt: str = "csv", *, what: str = "by_code") -> bytes:
         """The distinct codes (``what="by_code"``) or the failing rows (``"failures"``) as
@@ -353,6 +431,11 @@ class ValidationFrame(pd.DataFrame):
         when given); a log scale when the counts span more than two decades."""
         codes = self.by_code(failures_only=True, suggest_limit=top)
         return self.summary().chart(top=top, issue=issue, by_code=codes)
+
+    def to_string(self, *args: Any, **kwargs: Any) -> Any:
+        """As ``DataFrame.to_string`` (and so ``repr`` and ``print``), with the displays'
+        odd whitespace made visible as in the HTML; the data keeps them exactly."""
+        return plain_text(self, *args, **kwargs)
 
     def _repr_html_(self) -> str | None:
         table = _frame_html(pd.DataFrame(self).head(20))
@@ -388,6 +471,12 @@ class CodeTable(pd.DataFrame):
         """This table as ``csv``, ``xlsx`` or ``parquet`` bytes."""
         return export_frame(pd.DataFrame(self), fmt)
 
+    def to_string(self, *args: Any, **kwargs: Any) -> Any:
+        """As ``DataFrame.to_string`` (and so ``repr`` and ``print``), with the codes,
+        displays and suggestions' odd whitespace made visible as in the HTML (``␣male``);
+        the data keeps them exactly."""
+        return plain_text(self, *args, **kwargs)
+
     def _repr_html_(self) -> str | None:
         shown = pd.DataFrame(self).head(50).copy()
         if "share" in shown:
@@ -396,13 +485,19 @@ class CodeTable(pd.DataFrame):
         return _frame_html(shown) + more
 
 
+#: The columns whose text is shown with odd whitespace made visible (HTML and plain text).
+MARKED = ("code", "display", "suggestion", "suggested_display")
+
+
 def _frame_html(frame: pd.DataFrame) -> str:
     """A frame's HTML with codes and displays shown faithfully (odd whitespace visible)."""
-    shown = frame.astype(object)
-    for column in ("code", "display", "suggestion"):
-        if column in shown:
-            shown[column] = shown[column].map(visible)
-    return str(shown.where(shown.notna(), "").to_html(escape=True, index=False))
+    return frame_html(frame, MARKED)
+
+
+def plain_text(frame: pd.DataFrame, *args: Any, **kwargs: Any) -> Any:
+    """``frame.to_string(...)`` with odd whitespace made visible in its code, display and
+    suggestion columns, as in the HTML (the data itself is not changed)."""
+    return frame_text(frame, MARKED, *args, **kwargs)
 
 
 def export_frame(frame: pd.DataFrame, fmt: str) -> bytes:
@@ -439,13 +534,41 @@ def log_scale(counts: Any) -> bool:
     return bool(values) and max(values) > 100 * min(values)
 
 
+class Revalidate:
+    """What a report needs to fix its data: the data it validated (``source``), the code and
+    system columns, and ``run``, which validates data of the same shape the same way. A
+    pickled report keeps none of it (it holds the engine): it unpickles without ``fix``."""
+
+    def __init__(
+        self,
+        source: pd.Series | pd.DataFrame,
+        code: str | None,
+        system: str | None,
+        run: Callable[[Any], ValidationFrame],
+    ) -> None:
+        self.source = source
+        self.code = code
+        self.system = system if isinstance(source, pd.DataFrame) and system in source else None
+        self.run = run
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_nothing, ())
+
+
+def _nothing() -> None:
+    return None
+
+
 def to_report(
     frame: pd.DataFrame,
     codes: pd.Series,
     suggester: Callable[[str | None, Any, str | None], Any] | None = None,
+    revalidate: Revalidate | None = None,
 ) -> ValidationFrame:
-    """Wrap a result frame, the codes it checked, and where suggestions come from."""
+    """Wrap a result frame, the codes it checked, where suggestions come from, and how to
+    validate fixed data again (``fix``)."""
     report = ValidationFrame(frame, copy=False)
     report.codes = codes
     report.suggester = suggester
+    report.revalidate = revalidate
     return report

@@ -1,11 +1,17 @@
 """Suggestions ("did you mean …?"): likely intended codes and canonical URLs for ones that failed.
 
-Suggestions are hints shown next to a failure; nothing is ever corrected silently. For a
-code the candidates are, in this order: the code without surrounding (or doubled inner)
-whitespace, a case variant (in a case-sensitive code system, where case matters), a
-dotted/undotted variant (ICD style ``E119`` ↔ ``E11.9``), a code whose display is the text
-given, then the nearest code by edit distance and the nearest display (``rapidfuzz``).
-For an unknown value set or code system URL, the nearest loaded URLs and titles.
+Suggestions are hints shown next to a failure; nothing is ever corrected silently (only
+``ValidationFrame.fix`` applies the safe kinds, when asked). For a code the candidates are,
+in this order: a match of a loaded ConceptMap from the code's system to one of the value
+set's systems (either direction, the strongest equivalence first), the code without
+surrounding (or doubled inner) whitespace, a case variant (in a case-sensitive code system,
+where case matters), a dotted/undotted variant (ICD style ``E119`` ↔ ``E11.9``), a code
+whose display is the text given, then the nearest code by edit distance and the nearest
+display (``rapidfuzz``). Codes that are identifiers with check digits and no lexical
+meaning (SNOMED CT concept ids, LOINC numbers: ``CodeSystemProvider.opaque_codes``) get no
+edit-distance guess (a code two digits away is another concept), only the exact variants
+and a display typed as a code. For an unknown value set or code system URL, the nearest
+loaded URLs and titles.
 
 >>> index = CodeIndex([("E11.9", "Type 2 diabetes"), ("female", "Female")])
 >>> index.suggest("E119")
@@ -18,31 +24,34 @@ Suggestion(code='E11.9', display='Type 2 diabetes', why='dotted/undotted variant
 'nearest code'
 >>> index.suggest("zzz") is None
 True
+>>> sctids = CodeIndex([("28698006", "Torsion of liver lobe")], opaque=True)
+>>> sctids.suggest("22298006") is None, sctids.suggest("torsion of liver lobe").why
+(True, 'the code with this display')
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from rapidfuzz import fuzz, process, utils
 from rapidfuzz.distance import Levenshtein
 
+from workbench.terminology.result import Suggestion
+
+__all__ = ["CodeIndex", "Suggester", "Suggestion", "nearest_urls", "url_hint"]
+
 ISSUES = frozenset({"unknown-code", "not-in-vs"})
-
-
-class Suggestion(NamedTuple):
-    """A code that was probably meant, its display, and why it is suggested."""
-
-    code: str
-    display: str | None
-    why: str
-
-    def text(self) -> str:
-        """``did you mean 'E11.9' (Type 2 diabetes)?``"""
-        shown = f" ({self.display})" if self.display else ""
-        return f"did you mean '{self.code}'{shown}? ({self.why})"
+#: Why a suggestion is made, for each kind ``ValidationFrame.fix`` may apply.
+WHITESPACE = "without the surrounding whitespace"
+CASE = "case variant"
+DOTTED = "dotted/undotted variant"
+#: Map matches strong enough to apply: the target means the same as the source.
+SAFE_EQUIVALENCES = ("equal", "equivalent")
+#: Equivalences in the order a map match is preferred (strongest first); ``unmatched`` and
+#: ``disjoint`` are never suggested.
+_STRENGTH = ("equal", "equivalent", "wider", "subsumes", "narrower", "specializes", "inexact")
 
 
 def _squeeze(text: str) -> str:
@@ -57,7 +66,9 @@ class CodeIndex:
     """The codes (and displays) one suggestion is chosen from: a value set's members of one
     code system, or a whole code system."""
 
-    def __init__(self, entries: Iterable[tuple[str, str | None]]) -> None:
+    def __init__(self, entries: Iterable[tuple[str, str | None]], *, opaque: bool = False) -> None:
+        #: Codes are identifiers without lexical meaning: no nearest-code guess.
+        self.opaque = opaque
         self.displays: dict[str, str | None] = {}
         for code, display in entries:
             self.displays.setdefault(code, display)
@@ -102,16 +113,24 @@ class CodeIndex:
             return None
         squeezed = _squeeze(code)
         if squeezed != code and squeezed in self.displays:
-            return self._found(squeezed, "without the surrounding whitespace")
+            return self._found(squeezed, WHITESPACE)
         cased = self.by_case.get(squeezed.casefold())
         if cased is not None and cased != code:
-            return self._found(cased, "case variant")
+            return self._found(cased, CASE)
         dotted = self.by_dots.get(_undotted(squeezed))
         if dotted is not None and dotted != code:
-            return self._found(dotted, "dotted/undotted variant")
+            return self._found(dotted, DOTTED)
         named = self.by_display.get(squeezed.casefold())
         if named is not None:
             return self._found(named, "the code with this display")
+        if not self.opaque:
+            found = self._nearest_code(code, squeezed)
+            if found is not None:
+                return found
+        return self._nearest_display(squeezed)
+
+    def _nearest_code(self, code: str, squeezed: str) -> Suggestion | None:
+        """A more specific code (dotted notation), else the nearest code by edit distance."""
         specific = self.more_specific(squeezed)
         if specific is not None:
             return self._found(specific, "a more specific code")
@@ -121,6 +140,10 @@ class CodeIndex:
         )
         if near is not None and near[0] != code and str(near[0])[:1] == squeezed[:1]:
             return self._found(str(near[0]), "nearest code")
+        return None
+
+    def _nearest_display(self, squeezed: str) -> Suggestion | None:
+        """The code whose display is closest to text typed as a code."""
         if len(squeezed) >= 4 and any(ch.isalpha() for ch in squeezed):
             text = process.extractOne(
                 squeezed,
@@ -185,12 +208,19 @@ def index_of(entries: Iterable[Any]) -> CodeIndex:
     return CodeIndex((str(e.code), getattr(e, "display", None)) for e in entries)
 
 
+#: ``mapped(system, code)``: the matches of the loaded ConceptMaps for one code, each
+#: ``(equivalence, target system, target code, target display, map url|version)``.
+Mapper = Callable[[str, str], Sequence[tuple[str, str, str, str | None, str]]]
+
+
 class Suggester:
-    """Suggestions for the failing codes of one value set: a CodeIndex per code system over
+    """Suggestions for the failing codes of one value set: first a loaded ConceptMap's match
+    into one of the value set's systems (``mapped``), then a CodeIndex per code system over
     the value set's members (``members()``: its expansion by system, None when it cannot be
     expanded), else over the whole code system (``codesystem(url)``); ``codesystems()``
-    maps each loaded code system URL to its title, for unknown systems. Each is asked on
-    first need only."""
+    maps each loaded code system URL to its title, for unknown systems; ``opaque(url)``
+    says a system's codes have check digits and no lexical meaning (no edit-distance
+    guesses). Each is asked on first need only."""
 
     def __init__(
         self,
@@ -198,11 +228,15 @@ class Suggester:
         codesystem: Callable[[str], Any],
         codesystems: Callable[[], Mapping[str, str | None]],
         *,
+        mapped: Mapper | None = None,
+        opaque: Callable[[str], bool] | None = None,
         largest: int = 500_000,
     ) -> None:
         self._members_of = members
         self._codesystem = codesystem
         self._codesystems_of = codesystems
+        self._mapped = mapped
+        self._opaque = opaque
         self.largest = largest
         self._members: Mapping[str, Sequence[tuple[str, str | None]]] | bool | None = False
         self._titles: Mapping[str, str | None] | None = None
@@ -212,19 +246,25 @@ class Suggester:
         """A pickled report keeps no engine objects: it unpickles without suggestions."""
         return (_no_suggestions, ())
 
+    def members(self) -> Mapping[str, Sequence[tuple[str, str | None]]] | None:
+        """The value set's members by system (None when it cannot be expanded)."""
+        if self._members is False:
+            self._members = self._members_of()
+        return self._members if isinstance(self._members, Mapping) else None
+
     def index(self, system: str) -> CodeIndex | None:
         """The candidate codes of ``system`` (None when there are none to offer)."""
         if system not in self._indexes:
-            if self._members is False:
-                self._members = self._members_of()
-            members = self._members if isinstance(self._members, Mapping) else None
+            members = self.members()
+            opaque = self._opaque is not None and self._opaque(system)
             found: CodeIndex | None = None
             if members is not None and members.get(system):
-                found = CodeIndex(members[system])
+                found = CodeIndex(members[system], opaque=opaque)
             else:
                 cs = self._codesystem(system)
-                if cs is not None and len(cs) <= self.largest:
-                    found = index_of(cs)
+                # a grammar (UCUM) cannot be listed: no codes to suggest from
+                if cs is not None and cs.enumerable and len(cs) <= self.largest:
+                    found = CodeIndex(((str(c.code), c.display) for c in cs), opaque=opaque)
             self._indexes[system] = found
         return self._indexes[system]
 
@@ -237,12 +277,36 @@ class Suggester:
             return None
         return Suggestion(near[0], self._titles.get(near[0]), "nearest code system")
 
+    def mapped(self, system: str, code: str) -> Suggestion | None:
+        """The strongest match of a loaded ConceptMap from ``system`` into the value set
+        (a member of it when its members are known), or None."""
+        if self._mapped is None:
+            return None
+        members = self.members()
+        wanted = None if members is None else {s: {c for c, _ in m} for s, m in members.items()}
+        best: tuple[int, Suggestion] | None = None
+        for equivalence, target_system, target, display, source in self._mapped(system, code):
+            if equivalence not in _STRENGTH or (target_system, target) == (system, code):
+                continue
+            if wanted is not None and target not in wanted.get(target_system, ()):
+                continue
+            rank = _STRENGTH.index(equivalence)
+            if best is None or rank < best[0]:
+                why = f"ConceptMap {source.split('|', 1)[0]} ({equivalence})"
+                found = Suggestion(target, display, why, target_system, source, equivalence)
+                best = (rank, found)
+        return None if best is None else best[1]
+
     def __call__(self, system: str | None, code: Any, issue: str | None) -> Suggestion | None:
         """A suggestion for one failing (system, code) with its issue, or None."""
         if issue == "unknown-system" and system:
-            return self.system(system)
+            mapped = self.mapped(system, code) if isinstance(code, str) and code else None
+            return mapped or self.system(system)
         if issue not in ISSUES or not isinstance(code, str) or not system:
             return None
+        mapped = self.mapped(system, code)
+        if mapped is not None:
+            return mapped
         index = self.index(system)
         return None if index is None else index.suggest(code)
 

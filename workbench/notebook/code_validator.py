@@ -40,7 +40,6 @@ class CodeValidator(w.VBox):
         self.suggestion: Any = None
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
-        self._suggesters: dict[str, Any] = {}
         wide = w.Layout(width="98%")
         self.picker = ValueSetPicker(wb, value=valueset, description="Value set")
         self.valueset = self.picker.value_widget
@@ -174,20 +173,9 @@ class CodeValidator(w.VBox):
         except WorkbenchError as exc:
             self.output.value = views.message(_with_hint(self.wb, exc))
             return
-        self.suggestion = self._suggest(self.result)
+        # the code probably meant, as Workbench.validate_code found it (never applied)
+        self.suggestion = self.result.suggestion
         self.output.value = views.result_html(self.result, self.suggestion)
-
-    def _suggest(self, result: ValidationResult) -> Any:
-        """A likely intended code for a failing one (never applied)."""
-        if result.result or result.issue not in ("unknown-code", "not-in-vs", "unknown-system"):
-            return None
-        from workbench.bulk.checker import make_suggester
-
-        url = str(self.valueset.value)
-        if url not in self._suggesters:
-            self._suggesters[url] = make_suggester(self.wb.terminology, url)
-        system = result.system or (self.system.value.strip() or None)
-        return self._suggesters[url](system, result.code, result.issue)
 
 
 def _with_hint(wb: Workbench, exc: WorkbenchError) -> str:

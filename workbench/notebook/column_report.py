@@ -26,6 +26,7 @@ SHOWN_COLUMNS = [
     "share",
     "issue",
     "suggestion",
+    "suggested_display",
     "display",
     "message",
     "result",
@@ -35,10 +36,25 @@ TABLE_OPTIONS: dict[str, Any] = {
     "pageLength": 10,
     "lengthMenu": [10, 25, 50, 100],
     "buttons": ["pageLength", "copyHtml5", "csvHtml5", "excelHtml5"],
-    "classes": "display compact nowrap",
+    # no "nowrap": long messages wrap (columnDefs below keep codes and numbers on one line)
+    "classes": "display compact",
     "showIndex": False,
     "maxBytes": "256KB",
+    "autoWidth": False,
 }
+#: The width a wrapping message column takes in the tables.
+MESSAGE_WIDTH = "28em"
+
+
+def column_defs(columns: list[str]) -> list[dict[str, Any]]:
+    """DataTables column settings: the message column wraps within ``MESSAGE_WIDTH``, the
+    other columns stay on one line (a code never breaks)."""
+    wraps = [i for i, c in enumerate(columns) if c == "message"]
+    rest = [i for i, c in enumerate(columns) if c != "message"]
+    return [
+        {"targets": wraps, "width": MESSAGE_WIDTH, "className": "dt-body-left"},
+        {"targets": rest, "className": "dt-nowrap"},
+    ]
 
 
 class ColumnReport(w.VBox):
@@ -79,10 +95,18 @@ class ColumnReport(w.VBox):
         self.issue = w.Dropdown(options=[ALL, *reasons], description="Reason")
         self.show_valid = w.Checkbox(value=False, description="show valid codes too")
         self.codes_caption = w.HTML()
-        self.codes = ITable(self._codes_shown(), **TABLE_OPTIONS)
+        self.codes = ITable(
+            self._codes_shown(), **TABLE_OPTIONS, columnDefs=column_defs(SHOWN_COLUMNS)
+        )
         self.chart = w.Output()
         self.rows_caption = w.HTML()
-        self.table = ITable(self._rows_shown(), **{**TABLE_OPTIONS, "showIndex": True})
+        rows_shown = self._rows_shown()
+        self.table = ITable(
+            rows_shown,
+            **{**TABLE_OPTIONS, "showIndex": True},
+            # with the index shown, DataTables counts it as the first column
+            columnDefs=column_defs(["", *map(str, rows_shown.columns)]),
+        )
         self.export_format = w.Dropdown(options=FORMATS, value="csv", description="Export")
         self.export_what = w.ToggleButtons(options=WHAT, value="by_code")
         self.export_button = w.Button(description="Download", icon="download")
@@ -145,7 +169,7 @@ class ColumnReport(w.VBox):
 
     def _codes_shown(self) -> pd.DataFrame:
         shown = self._selected_codes().astype(object)
-        for column in ("code", "suggestion", "display"):
+        for column in ("code", "suggestion", "suggested_display", "display"):
             shown[column] = shown[column].map(visible)
         shown["share"] = [f"{v:.1%}" for v in self._selected_codes()["share"]]
         return shown.where(shown.notna(), "")[SHOWN_COLUMNS]
@@ -155,7 +179,7 @@ class ColumnReport(w.VBox):
         if self.issue.value != ALL:
             failures = failures[failures["issue"] == self.issue.value]
         self.shown = failures
-        shown = failures.astype(object)
+        shown = pd.DataFrame(failures).astype(object)  # a plain frame for itables
         shown["code"] = shown["code"].map(visible)
         return shown.where(shown.notna(), "")
 
@@ -168,8 +192,10 @@ class ColumnReport(w.VBox):
             + (f" ({views.esc(self.issue.value)})" if self.issue.value != ALL else "")
             + ", most frequent first"
         )
-        self.codes.update(self._codes_shown())
-        self.table.update(self._rows_shown())
+        # itables drops columnDefs on update unless they are given again
+        self.codes.update(self._codes_shown(), columnDefs=column_defs(SHOWN_COLUMNS))
+        rows_shown = self._rows_shown()
+        self.table.update(rows_shown, columnDefs=column_defs(["", *map(str, rows_shown.columns)]))
         self.rows_caption.value = f"<div>{len(self.shown):,} rows</div>"
         issue = None if self.issue.value == ALL else str(self.issue.value)
         self.chart_spec = self.summary.chart(top=self.top, issue=issue, by_code=self.by_code)

@@ -144,7 +144,9 @@ def code_html(code: Any) -> str:
 
 def result_html(result: Any, suggestion: Any = None) -> str:
     """A validation result, coloured: green valid, amber valid with a warning, red invalid;
-    with "did you mean …?" when a ``suggestion`` (a workbench.bulk.suggest.Suggestion) is given."""
+    with "did you mean …?" for its ``suggestion`` (``result.suggestion`` unless another
+    ``Suggestion`` is given)."""
+    suggestion = result.suggestion if suggestion is None else suggestion
     if result.result:
         colour, word = (AMBER, "valid, with a warning") if result.issues else (GREEN, "valid")
     else:
@@ -159,7 +161,7 @@ def result_html(result: Any, suggestion: Any = None) -> str:
     if result.display:
         parts.append(f"<div>display: <b>{esc(result.display)}</b></div>")
     if result.message:
-        parts.append(f"<div>{esc(result.message)}</div>")
+        parts.append(f"<div style='{WRAP}'>{esc(result.message)}</div>")
     if suggestion is not None:
         shown = f" ({esc(suggestion.display)})" if suggestion.display else ""
         parts.append(

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pandas as pd
 
+#: Code systems whose codes are identifiers with check digits (``opaque_codes``).
+OPAQUE_CODE_SYSTEMS = frozenset({"http://snomed.info/sct", "http://loinc.org"})
+
 #: What ``describe`` answers for many codes: known, inactive, display (bulk validation).
 Described = tuple["npt.NDArray[np.bool_]", "npt.NDArray[np.bool_]", list[str | None]]
 
@@ -123,6 +126,14 @@ class CodeSystemProvider(ABC):
         """The language of the code system's own displays (``CodeSystem.language``)."""
         found = self.resource.get("language")
         return str(found) if found else None
+
+    @property
+    def opaque_codes(self) -> bool:
+        """Its codes are identifiers with check digits and no lexical meaning (SNOMED CT
+        concept ids, LOINC numbers): a code a few edits away is another concept, never a
+        likely typo, so suggestions make no edit-distance guess. By the system's URL, so a
+        FHIR CodeSystem fragment of SNOMED CT or LOINC answers as the release does."""
+        return self.url in OPAQUE_CODE_SYSTEMS
 
     @property
     def compositional(self) -> bool:

@@ -32,7 +32,9 @@ import html
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+from workbench.marks import visible
 
 REASONS = (
     "not-in-vs",
@@ -143,6 +145,37 @@ class Issue:
         return found
 
 
+class Suggestion(NamedTuple):
+    """A code that was probably meant (never applied by itself): the code, its display,
+    why it is suggested and, for a ConceptMap match, the target ``system``, the ``map``
+    (``url|version``) and its ``equivalence``.
+
+    >>> Suggestion("E11.9", "Type 2 diabetes", "dotted/undotted variant")
+    Suggestion(code='E11.9', display='Type 2 diabetes', why='dotted/undotted variant')
+    >>> Suggestion("female", "Female", "ConceptMap match (equal)", "http://g", "http://m", "equal")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Suggestion(code='female', display='Female', why='ConceptMap match (equal)', system='http://g',
+        map='http://m', equivalence='equal')
+    """
+
+    code: str
+    display: str | None
+    why: str
+    system: str | None = None
+    map: str | None = None
+    equivalence: str | None = None
+
+    def __repr__(self) -> str:
+        """The fields that are set (a map match names its system, map and equivalence)."""
+        shown = [f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)]
+        return f"Suggestion({', '.join(shown[:3] if self.map is None else shown)})"
+
+    def text(self) -> str:
+        """``did you mean 'E11.9' (Type 2 diabetes)?``, codes with odd whitespace visible."""
+        shown = f" ({self.display})" if self.display else ""
+        return f"did you mean '{visible(self.code)}'{shown}? ({self.why})"
+
+
 @dataclass(frozen=True, slots=True)
 class ValidationResult:
     """The answer of ``validate_code``: result, message, the valid display, and the issues.
@@ -164,9 +197,43 @@ class ValidationResult:
     status: str | None = None
     unknown_systems: tuple[str, ...] = ()
     normalized_code: str | None = None
+    #: The code that was probably meant, for a failing code (Python only: the FHIR
+    #: ``message`` and the operations' outputs never carry it). ``Workbench.validate_code``
+    #: fills it; nothing is ever applied.
+    suggestion: Suggestion | None = None
 
     def __bool__(self) -> bool:
         return self.result
+
+    def __repr__(self) -> str:
+        """The fields that are set, codes and displays with odd whitespace made visible
+        (``code='␣male'``), the suggestion last (``issues`` are in the message, each in
+        ``.issues``); the data itself stays exact.
+
+        >>> ValidationResult(False, "Unknown code", None, code=" male", system="http://g",
+        ...     issue="unknown-code", suggestion=Suggestion("male", "Male", "without the "
+        ...     "surrounding whitespace"))  # doctest: +NORMALIZE_WHITESPACE
+        ValidationResult(result=False, code='␣male', system='http://g', issue='unknown-code',
+            message='Unknown code', suggestion='male' (Male; without the surrounding whitespace))
+        """
+        parts = [f"result={self.result}"]
+        for name in ("code", "system", "version", "display", "issue", "message"):
+            value = getattr(self, name)
+            if value is not None:
+                shown = visible(value) if name in ("code", "display") else value
+                parts.append(f"{name}={shown!r}")
+        if self.inactive:
+            parts.append("inactive=True")
+        for name in ("status", "normalized_code"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name}={visible(getattr(self, name))!r}")
+        if self.unknown_systems:
+            parts.append(f"unknown_systems={self.unknown_systems!r}")
+        found = self.suggestion
+        if found is not None:
+            display = f"{found.display}; " if found.display else ""
+            parts.append(f"suggestion={visible(found.code)!r} ({display}{found.why})")
+        return f"ValidationResult({', '.join(parts)})"
 
     @property
     def reason(self) -> str | None:
@@ -230,17 +297,27 @@ class ValidationResult:
         if self.result and self.issues:
             colour, word = "var(--jp-warn-color1, #9a6700)", "valid, with a warning"
         rows = "".join(
-            f"<tr><th style='text-align:left'>{k}</th><td>{html.escape(str(v))}</td></tr>"
+            f"<tr><th style='text-align:left'>{k}</th>"
+            f"<td>{html.escape(str(visible(v) if k in ('code', 'display') else v))}</td></tr>"
             for k, v in (
                 ("system", self.system),
                 ("code", self.code),
                 ("display", self.display),
                 ("issue", self.issue),
                 ("message", self.message),
+                ("did you mean", _suggested(self.suggestion)),
             )
             if v is not None
         )
         return f"<div><b style='color:{colour}'>&#9679; {word}</b><table>{rows}</table></div>"
+
+
+def _suggested(found: Suggestion | None) -> str | None:
+    """A suggestion as one line of the HTML table (None when there is none)."""
+    if found is None:
+        return None
+    display = f" ({found.display})" if found.display else ""
+    return f"{visible(found.code)}{display}: {found.why}"
 
 
 _OUTPUT_TYPES = {

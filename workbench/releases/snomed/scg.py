@@ -64,8 +64,25 @@ _EXPRESSION_HINT = re.compile(r"[:+{=]|\s|\|")
 
 
 def looks_like_expression(code: str) -> bool:
-    """True when a code is a post-coordinated expression rather than a bare concept id."""
-    return isinstance(code, str) and bool(_EXPRESSION_HINT.search(code.strip()))
+    """True when a code is a post-coordinated expression rather than a bare concept id: it
+    has an expression's punctuation or spaces, and starts as the grammar's expressions do,
+    with a concept id or a definition status (``===``, ``<<<``). Text such as a display
+    typed as a code (``Myocardial infarction``) is an unknown code, not a malformed
+    expression.
+
+    >>> looks_like_expression("22298006 : 363698007 = 80891009"), looks_like_expression("22298006")
+    (True, False)
+    >>> looks_like_expression("Myocardial infarction"), looks_like_expression("=== 64572001")
+    (False, True)
+    """
+    if not isinstance(code, str):
+        return False
+    text = code.strip()
+    return bool(_EXPRESSION_HINT.search(text)) and text[:1] in _EXPRESSION_START
+
+
+#: What an expression starts with: a concept id's first digit or a definition status.
+_EXPRESSION_START = frozenset("0123456789=<")
 
 
 @dataclass(frozen=True)
