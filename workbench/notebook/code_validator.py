@@ -174,6 +174,10 @@ class CodeValidator(w.VBox):
         except WorkbenchError as exc:
             self.output.value = views.message(_with_hint(self.wb, exc))
             return
+        if self.result.issue == "unknown-valueset":  # an import that is not loaded
+            said = _with_hint(self.wb, ValueSetNotFoundError(""), str(self.result.message))
+            self.output.value = views.message(said)
+            return
         self.suggestion = self._suggest(self.result)
         self.output.value = views.result_html(self.result, self.suggestion)
 
@@ -190,9 +194,9 @@ class CodeValidator(w.VBox):
         return self._suggesters[url](system, result.code, result.issue)
 
 
-def _with_hint(wb: Workbench, exc: WorkbenchError) -> str:
-    """An engine error's text, with "Did you mean …?" for an unknown value set or code
-    system URL."""
+def _with_hint(wb: Workbench, exc: WorkbenchError, text: str | None = None) -> str:
+    """An engine error's text (or ``text``), with "Did you mean …?" for an unknown value
+    set or code system URL."""
     from workbench.bulk.suggest import url_hint
 
     hint = None
@@ -202,15 +206,16 @@ def _with_hint(wb: Workbench, exc: WorkbenchError) -> str:
             for vs in wb.registry.all("ValueSet")
             if vs.get("url")
         }
-        hint = url_hint(getattr(exc, "url", "") or _quoted_url(exc.text), known)
+        hint = url_hint(getattr(exc, "url", "") or _quoted_url(text or exc.text), known)
     elif isinstance(exc, CodeSystemNotFoundError):
         known = {
             str(cs["url"]): cs.get("title") or cs.get("name")
             for cs in wb.registry.all("CodeSystem")
             if cs.get("url")
         }
-        hint = url_hint(getattr(exc, "url", "") or _quoted_url(exc.text), known)
-    return f"{exc.text}. {hint}" if hint else exc.text
+        hint = url_hint(getattr(exc, "url", "") or _quoted_url(text or exc.text), known)
+    said = text or exc.text
+    return f"{said}. {hint}" if hint else said
 
 
 def _quoted_url(text: str) -> str:
