@@ -26,6 +26,7 @@ BASE = "http://example.org/issues/"
 CS = BASE + "cs"
 CS2 = BASE + "cs2"
 CSV = BASE + "versioned"
+SUPPLEMENT = BASE + "cs-fr"
 VS = BASE + "vs/"
 NOWHERE = BASE + "nowhere"
 
@@ -149,6 +150,25 @@ RESOURCES = [
             "include": [{"system": CS}],
         },
     ),
+    {
+        "resourceType": "CodeSystem",
+        "url": SUPPLEMENT,
+        "version": "1",
+        "status": "active",
+        "content": "supplement",
+        "supplements": f"{CS}|1",
+        "concept": [{"code": "a", "designation": [{"language": "fr", "value": "Alpha (fr)"}]}],
+    },
+    _valueset(
+        "supplemented",
+        {"include": [{"system": CS}]},
+        extension=[
+            {
+                "url": "http://hl7.org/fhir/StructureDefinition/valueset-supplement",
+                "valueCanonical": SUPPLEMENT,
+            }
+        ],
+    ),
     _valueset("pinned", {"include": [{"system": CSV, "version": "1"}]}),
     _valueset("versionless", {"include": [{"system": CSV}]}),
 ]
@@ -175,6 +195,7 @@ INPUTS = {
     "active_only": ("activeOnly", "valueBoolean"),
     "membership_only": ("valueset-membership-only", "valueBoolean"),
     "display_language": ("displayLanguage", "valueCode"),
+    "use_supplements": ("useSupplement", "valueCanonical"),
 }
 
 
@@ -226,7 +247,7 @@ def ask(
         entries.append(("codeableConcept", {"valueCodeableConcept": concept}))
     for name, value in options.items():
         wire, key = INPUTS[name]
-        entries.append((wire, {key: value}))
+        entries += [(wire, {key: v}) for v in (value if isinstance(value, list) else [value])]
     result: ValidationResult = wb.validate_code(valueset, **kwargs)
     response = http.post("/ValueSet/$validate-code", json=params(*entries))
     assert response.status_code == 200, response.text
@@ -343,6 +364,25 @@ def test_a6_contained_value_sets_are_resolved_and_intersected(
     assert found["message"] == f"The code {CS}#old is inactive (status 'retired'); review its use"
     # b is in #c1 only: the intersection leaves it out
     assert outputs(ask(wb, http, INLINE, form, {"system": CS, "code": "b"}))["result"] is False
+
+
+# --- a7: supplements in scope ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a7_a_supplement_display_counts_only_in_scope(
+    wb: Workbench, http: httpx.Client, form: str
+) -> None:
+    """A display only a supplement defines is wrong unless the value set
+    (valueset-supplement) or the request (useSupplement) brings the supplement in."""
+    coding = {"system": CS, "code": "a", "display": "Alpha (fr)"}
+    body = ask(wb, http, VS + "all", form, coding)
+    assert (outputs(body)["result"], outputs(body)["display"]) == (False, "Alpha")
+    assert issues_of(body) == expect(form, [("error", "invalid", "invalid-display", "@.display")])
+    asked = ask(wb, http, VS + "all", form, coding, use_supplements=[SUPPLEMENT])
+    assert outputs(asked)["result"] is True and issues_of(asked) == []
+    brought = ask(wb, http, VS + "supplemented", form, coding)
+    assert outputs(brought)["result"] is True and issues_of(brought) == []
 
 
 # --- a8: a compose-level displayLanguage -------------------------------------------------

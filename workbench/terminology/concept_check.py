@@ -35,6 +35,8 @@ class CheckOptions:
     check_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     languages: Languages | None = None
+    #: the supplements in scope (useSupplement, valueset-supplement); None: every one
+    supplements: frozenset[str] | None = None
 
 
 def display_problem(

@@ -136,6 +136,8 @@ class Validating(Resolution):
         ]
         if asked:
             self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
+        # only the supplements the request or the value set bring in count for displays (a7)
+        opts = dataclasses.replace(opts, supplements=frozenset(asked))
         if req.display_language or req.accept_language:
             wanted = languages.requested(
                 req.display_language, resource, req.accept_language, wildcard=False

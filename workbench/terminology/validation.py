@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.resources import canonical_of
+from workbench.terminology import supplements
 from workbench.terminology.codings import coding_parts, combine_codings, located
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.concept_check import CheckOptions, check_concept
@@ -99,6 +100,8 @@ def validate_in_valueset(
     if refused is not None:
         return refused
     cs, concept = found.cs, found.concept
+    if opts.supplements is not None and cs is not None and concept is not None:
+        concept = _without_other_supplements(cs, concept, opts.supplements)
     result = check_concept(
         concept,
         found.override,
@@ -122,6 +125,18 @@ def validate_in_valueset(
         extra = Issue("warning", "code-comment", text, "deprecated", "code")
         return dataclasses.replace(result, issues=(*result.issues, extra))
     return result
+
+
+def _without_other_supplements(
+    cs: CodeSystemProvider, concept: Concept, wanted: frozenset[str]
+) -> Concept:
+    """The concept without the designations of supplements that are not in scope (a7)."""
+    added = cs.supplement_designations(concept.code)
+    other = [d for canonical, d in added if not supplements.in_scope(canonical, wanted)]
+    if not other:
+        return concept
+    kept = [d for d in concept.designations if not any(d is o for o in other)]
+    return dataclasses.replace(concept, designations=kept)
 
 
 def _where(vs: CompiledValueSet) -> str:
