@@ -56,6 +56,7 @@ CONCEPTS = [
         "display": "Alpha",
         "designation": [
             {"language": "de", "value": "Alfa"},
+            {"language": "en", "value": "The Alpha"},  # an alternate English designation
             {
                 "language": "en",
                 "value": "Old Alpha",
@@ -402,6 +403,25 @@ def test_a8_compose_expansion_parameter_sets_the_display_language(
     assert outputs(ask(wb, http, VS + "all", form, {"system": CS, "code": "a", "display": "Alfa"}))[
         "result"
     ]
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("display", ["Alpha", "The Alpha"], ids=["preferred", "alternate"])
+def test_a8_no_display_in_the_language_the_default_language_is_valid(
+    wb: Workbench, http: httpx.Client, form: str, display: str
+) -> None:
+    """No French display: the default language's display, or (debatable, followed here as
+    FHIRsmith's code does) one of its other designations, is valid with an information
+    issue that is also the message; the preferred display is reported."""
+    coding = {"system": CS, "code": "a", "display": display}
+    body = ask(wb, http, VS + "all", form, coding, display_language="fr")
+    found = outputs(body)
+    assert (found["result"], found["display"]) == (True, "Alpha")
+    assert issues_of(body) == expect(
+        form, [("information", "invalid", "invalid-display", "@.display")]
+    )
+    assert found["message"] == found["issues"]["issue"][0]["details"]["text"]
+    assert "no display for" in found["message"] and "'fr'" in found["message"]
 
 
 # --- a11: an import that cannot be found --------------------------------------------------

@@ -232,7 +232,7 @@ CASES = [
                 "coding": [{"system": DEMO, "code": "nope"}, {"system": DEMO, "code": "phone"}]
             }
         },
-        (False, None, "Telephone consultation", "phone", DEMO, "1.0.0"),
+        (False, "unknown-code", "Telephone consultation", "phone", DEMO, "1.0.0"),
         f"Unknown code 'nope' in the CodeSystem '{DEMO}|1.0.0'",
         (("error", "invalid-code"), ("information", "this-code-not-in-vs")),
         id="codeable-concept-unknown-code-beside-a-valid-one",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.terminology.concepts import STANDARDS_STATUS, Concept
-from workbench.terminology.languages import Languages, display_in, valid_in
+from workbench.terminology.languages import Languages, display_in, same_language, valid_in
 from workbench.terminology.params import param
 from workbench.terminology.result import Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
@@ -277,7 +277,9 @@ def _language_issues(
     if display in in_language or opts.membership_only:
         return []
     where = _fmt(system, concept.code)
-    if not in_language and display == concept.display:
+    if not in_language and display in _default_language_texts(concept, language):
+        # no display in the wanted languages: the default language's display or one of its
+        # other designations is valid, said as information (a8, the last one debatable)
         text = (
             f"There is no display for {where} in the requested language(s) '{wanted.text}'; "
             f"'{display}' is valid for the code system's default language"
@@ -295,6 +297,18 @@ def _language_issues(
         text += ", which have no display for it"
     severity = "warning" if opts.lenient_display else "error"
     return [Issue(severity, "invalid-display", text, "invalid-display", "display")]
+
+
+def _default_language_texts(concept: Concept, language: str | None) -> list[str]:
+    """The concept's display and its designations in the code system's language (or in
+    none): the texts valid for the default language."""
+    texts = [concept.display] if concept.display else []
+    for d in concept.designations:
+        tagged = d.get("language")
+        default = not tagged or bool(language and same_language(language, tagged))
+        if d.get("value") and default and standards_status(d) not in ("deprecated", "withdrawn"):
+            texts.append(str(d["value"]))
+    return texts
 
 
 def _deprecated(concept: Concept) -> bool:
