@@ -78,7 +78,7 @@ def _one_valid(
             message += f" ({best.message})"
         message += f"; {notes}"
     others = tuple(
-        i if i.severity == "error" and i.code == "invalid-code" else _as_note(i, errors=True)
+        i if i.severity == "error" and i.reason == "unknown-code" else _as_note(i, errors=True)
         for r in placed
         if r is not best
         for i in r.issues
