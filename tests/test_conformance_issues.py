@@ -1,4 +1,4 @@
-"""$validate-code semantics and the issues of its OperationOutcome (issue 22: a2, a3, a6,
+"""$validate-code semantics and the issues of its OperationOutcome (issue 22: a2, a3, a6, a7,
 a8, a11, d1-d6), each rule asked in Python and over HTTP (the real server on loopback), for
 the code, Coding and CodeableConcept forms where the rule applies, with this file's own
 small code systems and value sets.
