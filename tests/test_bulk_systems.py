@@ -156,10 +156,11 @@ def reference(wb: Workbench, code: Any, system: Any) -> tuple[Any, ...]:
     """``validate_code`` on one row (a missing code: result NA, issue missing)."""
     system = None if is_missing(system) else system
     if is_missing(code):
-        found = wb.validate_code(VS, code="", system=system)
+        found = wb.validate_code(VS, code="", system=system, abstract=False)
         assert found.issue == "missing"
         return (None, found.message, found.display, found.issue, found.system)
-    found = wb.validate_code(VS, code=code, system=system)
+    # validate_column refuses abstract codes unless abstract=True: asked the same way
+    found = wb.validate_code(VS, code=code, system=system, abstract=False)
     return (found.result, found.message, found.display, found.issue, found.system)
 
 

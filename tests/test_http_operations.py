@@ -149,14 +149,9 @@ VS_CASES = {
     "other-system": VSCase(
         "administrative-gender", GENDER_VS, DEMO_CS, "office", False, "Office visit", "not in"
     ),
-    "abstract-refused": VSCase(
-        "workbench-demo-all",
-        DEMO_ALL,
-        DEMO_CS,
-        "in-person",
-        False,
-        "In-person visit",
-        "abstract",
+    # abstract left out: an abstract code the value set includes is taken (issue 22, a2)
+    "abstract-taken-by-default": VSCase(
+        "workbench-demo-all", DEMO_ALL, DEMO_CS, "in-person", True, "In-person visit"
     ),
     "abstract-false": VSCase(
         "workbench-demo-all",
@@ -242,7 +237,7 @@ def vs_request(case: VSCase, form: str, level: str) -> tuple[str, str, Any, Any]
 
 def vs_python(wb: Workbench, case: VSCase, form: str) -> dict[str, Any]:
     """The same question asked in Python."""
-    abstract = bool(case.abstract)
+    abstract = case.abstract  # None: left out, as over HTTP
     if form == "POST-coding":
         result = wb.validate_code(case.url, coding=_coding(case), abstract=abstract)
     elif form == "POST-cc":

@@ -90,8 +90,9 @@ def test_loaded_and_listed(wb: Workbench) -> None:
     [
         (ALL, "A00.0", True, "Cholera due to Vibrio cholerae 01, biovar cholerae"),
         (ALL, "A00.7", False, None),
-        (ALL, "1", False, None),
-        (ALL, "A00-A09", False, None),
+        # chapters and blocks are abstract: members, taken unless abstract=false (issue 22, a2)
+        (ALL, "1", True, None),
+        (ALL, "A00-A09", True, None),
         (
             ALL,
             "S52.521A",
@@ -192,8 +193,9 @@ def test_validate_column_equals_validate_code_on_every_row(
 
 @pytest.mark.parametrize("grouper", ["1", "A00-A09"])
 def test_grouper_valid_only_when_abstract_allowed(wb: Workbench, grouper: str) -> None:
-    assert not wb.validate_code(ALL, code=grouper, system=ICD).result
+    assert not wb.validate_code(ALL, code=grouper, system=ICD, abstract=False).result
     assert wb.validate_code(ALL, code=grouper, system=ICD, abstract=True).result
+    assert wb.validate_code(ALL, code=grouper, system=ICD).result  # left out: taken (a2)
 
 
 # --- the store -----------------------------------------------------------------------------

@@ -128,6 +128,14 @@ CASES = [
     ),
     pytest.param(
         valueset_validate_code.OPERATION,
+        {"url": VS, "code": "a", "system": CS, "abstract": "false"},
+        [],
+        None,
+        lambda wb: wb.validate_code(VS, code="a", system=CS, abstract=False),
+        id="validate-code-abstract-false",
+    ),
+    pytest.param(
+        valueset_validate_code.OPERATION,
         {
             "url": VS,
             "valueSetVersion": "2",
@@ -344,6 +352,9 @@ def test_a_bundle_is_read_from_its_own_inputs() -> None:
     assert req.options == CheckOptions(lenient_display=True)
     assert req.policy == VersionPolicy(defaults={CS: "1.x"})
     assert ValidateRequest(valueset=VS).options == CheckOptions()
+    # abstract left out is None on the wire and in Python alike: abstract codes are taken
+    # (tx.fhir.org); only abstract=false refuses them (issue 22, a2)
+    assert ValidateRequest(valueset=VS).options.abstract is None
 
 
 def test_requests_are_frozen() -> None:

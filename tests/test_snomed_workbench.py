@@ -421,9 +421,10 @@ def test_an_inactive_description_as_display_is_valid_with_a_warning(wb: Workbenc
     found = wb.validate_in_codesystem(SCT, "4147007", display="Tumour mass")
     assert found.result
     assert "'Tumour mass' for http://snomed.info/sct#4147007 is no longer current" in str(
-        found.message
+        found.issues[0].text
     )
     assert [i.code for i in found.issues] == ["display-comment"]
+    assert found.message is None  # a display comment is said in the issues only (issue 22)
     wrong = wb.validate_in_codesystem(SCT, "4147007", display="Tumor")
     assert not wrong.result and wrong.issue == "invalid-display"
 

@@ -77,8 +77,13 @@ def test_designations_and_properties_come_from_the_matching_supplement(swb: Work
     found = swb.lookup(BASE, "one")
     assert {"language": "de", "value": "Eins"} in found.designations
     assert ("weight", 2) in found.properties
-    result = swb.validate_code(VS, code="one", system=BASE, display="Eins", display_language="de")
+    # $validate-code takes a supplement's displays only when it is in scope (issue 22, a7)
+    result = swb.validate_code(
+        VS, code="one", system=BASE, display="Eins", display_language="de", use_supplements=[DE]
+    )
     assert (result.result, result.display) == (True, "Eins")
+    result = swb.validate_code(VS, code="one", system=BASE, display="Eins", display_language="de")
+    assert (result.result, result.display, result.issue) == (False, "One", "invalid-display")
 
 
 def test_a_supplement_is_not_a_code_system(swb: Workbench) -> None:

@@ -98,7 +98,11 @@ def test_contained_value_sets_by_reference(twb: Workbench) -> None:
     assert [e.code for e in twb.expand(outer).entries] == ["a", "b"]
     broken = {**outer, "compose": {"include": [{"valueSet": ["#missing"]}]}}
     with pytest.raises(ValueSetNotFoundError, match="#missing"):
-        twb.validate_code(valueset=broken, code="a", system=CS)
+        twb.expand(broken)
+    # $validate-code: the import cannot be evaluated, so the code is not valid (issue 22, a11)
+    result = twb.validate_code(valueset=broken, code="a", system=CS)
+    assert (result.result, result.issue) == (False, "unknown-valueset")
+    assert "'#missing' could not be found (no contained ValueSet" in str(result.message)
 
 
 BAD = [
@@ -221,4 +225,10 @@ def test_unresolved_contained_reference_over_http(http: httpx.Client) -> None:
         ("code", {"valueCode": "a"}),
     )
     response = http.post("/ValueSet/$validate-code", json=body)
-    assert_outcome(response, 400, "invalid", r"ValueSet #missing \(no contained ValueSet")
+    assert response.status_code == 200, response.text  # result=false (issue 22, a11)
+    issue = response.json()["parameter"][-1]["resource"]["issue"][0]
+    shape = (issue["severity"], issue["code"], "expression" in issue)
+    assert shape == ("error", "not-found", False)
+    expanded = http.post("/ValueSet/$expand", json=params(("valueSet", {"resource": broken})))
+    assert 400 <= expanded.status_code < 500
+    assert "#missing (no contained ValueSet" in expanded.json()["issue"][0]["details"]["text"]

@@ -235,10 +235,11 @@ def test_validate_against_a_value_set_that_lists_units(
 
 def test_an_invalid_unit_says_where_it_fails(wb: Workbench) -> None:
     found = wb.validate_code(valueset=LISTED, code="mmHg", system=UCUM)
-    assert found.message == (
+    assert found.issues[0].text == (
         f"Unknown code 'mmHg' in the CodeSystem '{UCUM}|2.2': 'mmHg' is not a valid UCUM "
         "unit: unexpected character 'H' at position 3"
     )
+    assert found.message == f"{found.issues[0].text}; {found.issues[1].text}"  # + not-in-vs
 
 
 def test_display_is_the_code_or_its_print_name(wb: Workbench) -> None:

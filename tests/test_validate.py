@@ -63,7 +63,7 @@ CASES = [
         {"code": "video", "system": DEMO, "display": "Video call"},
         (True, None, "Video call", "video", DEMO, "1.0.0"),
         None,
-        (),
+        (("information", "status-check"),),  # the demo code system is experimental
         id="value-set-display",
     ),
     pytest.param(
@@ -81,7 +81,7 @@ CASES = [
         (False, "invalid-display", "Video call", "video", DEMO, "1.0.0"),
         f"Wrong display 'Video' for {ONE}video. Valid display is one of 4 choices: "
         "'Video call', 'Video consultation', 'Videosprechstunde', 'Téléconsultation vidéo'",
-        (("error", "invalid-display"),),
+        (("error", "invalid-display"), ("information", "status-check")),
         id="wrong-display-with-override",
     ),
     pytest.param(
@@ -102,11 +102,12 @@ CASES = [
     ),
     pytest.param(
         ALL,
-        {"code": "remote", "system": DEMO},
+        {"code": "remote", "system": DEMO, "abstract": False},
         (False, "abstract", "Remote visit", "remote", DEMO, "1.0.0"),
         f"The code {ONE}remote is abstract, and abstract codes are not allowed here "
-        "(set abstract=true to allow them)",
-        (("error", "code-rule"),),
+        f"(set abstract=true to allow them); The code {ONE}remote is not in the value set "
+        f"{ALL}|1.0.0",
+        (("error", "code-rule"), ("error", "not-in-vs")),
         id="abstract",
     ),
     pytest.param(
@@ -116,6 +117,14 @@ CASES = [
         None,
         (),
         id="abstract-allowed",
+    ),
+    pytest.param(
+        ALL,
+        {"code": "remote", "system": DEMO},
+        (True, None, "Remote visit", "remote", DEMO, "1.0.0"),
+        None,
+        (),
+        id="abstract-taken-when-not-refused",
     ),
     pytest.param(
         ALL,
@@ -129,16 +138,23 @@ CASES = [
         ACTIVE,
         {"code": "group", "system": DEMO},
         (False, "inactive", "Group visit", "group", DEMO, "1.0.0"),
-        f"The code {ONE}group is inactive, and the value set {VS}active excludes inactive codes",
-        (("error", "not-in-vs"),),
+        f"The code {ONE}group is valid but not active, and the value set {VS}active excludes "
+        f"inactive codes; The code {ONE}group is not in the value set {VS}active",
+        (
+            ("error", "code-rule"),
+            ("error", "not-in-vs"),
+            ("warning", "code-comment"),
+            ("information", "status-check"),
+        ),
         id="inactive-excluded",
     ),
     pytest.param(
         ALL,
         {"code": "nope", "system": DEMO},
         (False, "unknown-code", None, "nope", DEMO, "1.0.0"),
-        f"Unknown code 'nope' in the CodeSystem '{DEMO}|1.0.0'",
-        (("error", "invalid-code"),),
+        f"Unknown code 'nope' in the CodeSystem '{DEMO}|1.0.0'; The code {ONE}nope is not in "
+        f"the value set {ALL}|1.0.0",
+        (("error", "invalid-code"), ("error", "not-in-vs")),
         id="unknown-code",
     ),
     pytest.param(
@@ -146,8 +162,8 @@ CASES = [
         {"code": "video", "system": "http://nope"},
         (False, "unknown-system", None, "video", "http://nope", None),
         "A definition for CodeSystem 'http://nope' could not be found, so the code 'video' "
-        "cannot be validated",
-        (("error", "not-found"),),
+        f"cannot be validated; The code http://nope#video is not in the value set {ALL}|1.0.0",
+        (("error", "not-found"), ("error", "not-in-vs")),
         id="unknown-system",
     ),
     pytest.param(
@@ -163,7 +179,7 @@ CASES = [
         {"code": "video"},
         (True, None, "Video consultation", "video", DEMO, "1.0.0"),
         None,
-        (),
+        (("information", "status-check"),),
         id="system-inferred-from-the-one-system-with-the-code",
     ),
     pytest.param(
@@ -171,8 +187,9 @@ CASES = [
         {"code": "nope"},
         (False, "unknown-system", None, "nope", None, None),
         f"The code 'nope' has no system, and it cannot be inferred: the value set {VS}two "
-        f"draws on 2 code systems ({DEMO}, {GENDER})",
-        (("error", "cannot-infer"),),
+        f"draws on 2 code systems ({DEMO}, {GENDER}); The code 'nope' is not in the value set "
+        f"{VS}two",
+        (("error", "cannot-infer"), ("error", "not-in-vs")),
         id="system-not-inferable",
     ),
     pytest.param(
@@ -215,11 +232,10 @@ CASES = [
                 "coding": [{"system": DEMO, "code": "nope"}, {"system": DEMO, "code": "phone"}]
             }
         },
-        (True, None, "Telephone consultation", "phone", DEMO, "1.0.0"),
-        f"Coding 2 ({ONE}phone) is valid; coding 1 ({ONE}nope): Unknown code 'nope' in the "
-        f"CodeSystem '{DEMO}|1.0.0'",
-        (("information", "invalid-code"),),
-        id="codeable-concept-one-valid",
+        (False, "unknown-code", "Telephone consultation", "phone", DEMO, "1.0.0"),
+        f"Unknown code 'nope' in the CodeSystem '{DEMO}|1.0.0'",
+        (("error", "invalid-code"), ("information", "this-code-not-in-vs")),
+        id="codeable-concept-unknown-code-beside-a-valid-one",
     ),
     pytest.param(
         ALL,
@@ -233,9 +249,17 @@ CASES = [
         },
         (False, "unknown-code", None, "nope", DEMO, "1.0.0"),
         f"None of the 2 codings is valid: coding 1 ({ONE}nope): Unknown code 'nope' in the "
-        f"CodeSystem '{DEMO}|1.0.0'; coding 2 (http://nope#phone): A definition for CodeSystem "
-        "'http://nope' could not be found, so the code 'phone' cannot be validated",
-        (("error", "not-in-vs"), ("error", "invalid-code"), ("error", "not-found")),
+        f"CodeSystem '{DEMO}|1.0.0'; The code {ONE}nope is not in the value set {ALL}|1.0.0; "
+        "coding 2 (http://nope#phone): A definition for CodeSystem 'http://nope' could not be "
+        "found, so the code 'phone' cannot be validated; The code http://nope#phone is not in "
+        f"the value set {ALL}|1.0.0",
+        (
+            ("error", "not-in-vs"),
+            ("error", "invalid-code"),
+            ("information", "this-code-not-in-vs"),
+            ("error", "not-found"),
+            ("information", "this-code-not-in-vs"),
+        ),
         id="codeable-concept-none-valid",
     ),
     pytest.param(
@@ -246,15 +270,21 @@ CASES = [
                     {"system": DEMO, "code": "video", "display": "Video"},
                     {"system": DEMO, "code": "remote"},
                 ]
-            }
+            },
+            "abstract": False,
         },
         (False, "invalid-display", "Video consultation", "video", DEMO, "1.0.0"),
         f"None of the 2 codings is valid: coding 1 ({ONE}video): Wrong display 'Video' for "
         f"{ONE}video. Valid display is one of 3 choices: 'Video consultation', "
         "'Videosprechstunde', 'Téléconsultation vidéo'; coding 2 "
         f"({ONE}remote): The code {ONE}remote is abstract, and abstract codes are not allowed "
-        "here (set abstract=true to allow them)",
-        (("error", "not-in-vs"), ("error", "invalid-display"), ("error", "code-rule")),
+        f"here (set abstract=true to allow them); The code {ONE}remote is not in the value set "
+        f"{ALL}|1.0.0",
+        (
+            ("error", "invalid-display"),
+            ("error", "code-rule"),
+            ("information", "this-code-not-in-vs"),
+        ),
         id="codeable-concept-display-and-abstract",
     ),
 ]
@@ -296,11 +326,6 @@ def test_validate_by_url_argument(default_wb: Workbench) -> None:
     [
         pytest.param(VS + "nope", f"ValueSet {VS}nope not found", id="url"),
         pytest.param(f"{ALL}|9.9.9", f"ValueSet {ALL}|9.9.9 not found", id="url-version"),
-        pytest.param(
-            {"resourceType": "ValueSet", "compose": {"include": [{"valueSet": [VS + "nope"]}]}},
-            f"ValueSet {VS}nope not found",
-            id="import",
-        ),
     ],
 )
 def test_unknown_value_set(
@@ -336,7 +361,8 @@ def test_unknown_value_set(
                     {"name": "result", "valueBoolean": False},
                     {
                         "name": "message",
-                        "valueString": f"Unknown code 'nope' in the CodeSystem '{DEMO}|1.0.0'",
+                        "valueString": f"Unknown code 'nope' in the CodeSystem '{DEMO}|1.0.0'; "
+                        f"The code {ONE}nope is not in the value set {ALL}|1.0.0",
                     },
                     {"name": "code", "valueCode": "nope"},
                     {"name": "system", "valueUri": DEMO},
@@ -356,7 +382,18 @@ def test_unknown_value_set(
                                     },
                                     "location": ["code"],
                                     "expression": ["code"],
-                                }
+                                },
+                                {
+                                    "severity": "error",
+                                    "code": "code-invalid",
+                                    "details": {
+                                        "coding": [{"system": TX, "code": "not-in-vs"}],
+                                        "text": f"The code {ONE}nope is not in the value set "
+                                        f"{ALL}|1.0.0",
+                                    },
+                                    "location": ["code"],
+                                    "expression": ["code"],
+                                },
                             ],
                         },
                     },

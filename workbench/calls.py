@@ -172,7 +172,7 @@ class TerminologyCalls:
         display: str | None = None,
         coding: Mapping[str, Any] | None = None,
         codeable_concept: Mapping[str, Any] | None = None,
-        abstract: bool = False,
+        abstract: bool | None = None,
         valueset_version: str | None = None,
         system_version: str | Sequence[str] | None = None,
         force_system_version: str | Sequence[str] | None = None,
@@ -201,7 +201,9 @@ class TerminologyCalls:
         ``force_system_version`` and ``check_system_version`` take ``"system|version"``
         strings (one or a list; patterns such as ``1.x``); ``default_valueset_version`` takes
         ``"url|version"``. Switches:
-        ``lenient_display``, ``membership_only``, ``active_only``. ``tx_resources`` are
+        ``lenient_display``, ``membership_only``, ``active_only``; ``abstract=False``
+        refuses abstract codes the value set includes (None, the default, takes them, as
+        the HTTP ``abstract`` left out does). ``tx_resources`` are
         CodeSystems and ValueSets for this call only (``tx-resource``).
         ``display_language`` (a weighted list such as ``"de, *;q=0"``; else the value set's
         expansion-parameter extension, ``accept_language``, then ``ValueSet.language``) gives

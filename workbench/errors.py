@@ -169,6 +169,18 @@ class ValueSetDefinitionNotFoundError(ValueSetNotFoundError):
         self.url = url
 
 
+class ImportedValueSetNotFoundError(ValueSetNotFoundError):
+    """A value set that another one imports (``compose.include.valueSet``) cannot be found.
+    $expand fails as for any unknown value set; $validate-code answers result=false with a
+    ``not-found`` issue (the value set asked for exists, it cannot be evaluated)."""
+
+    def __init__(self, url: str, importer: str, detail: str = "") -> None:
+        super().__init__(f"{url} ({detail})" if detail else url)
+        self.reference = url
+        self.importer = importer
+        self.detail = detail
+
+
 class CodeSystemNotFoundError(WorkbenchError):
     """A code system whose codes are needed is not loaded."""
 

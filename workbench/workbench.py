@@ -351,8 +351,10 @@ class Workbench(TerminologyCalls):
         ``data`` is a Series of codes (or of Coding / CodeableConcept dicts), or a DataFrame
         with ``code`` naming the code column. ``system`` is a column name or one system URI;
         when omitted and the value set draws on one system, that one is used. ``display``
-        names a column of displays to check. Returns a ValidationFrame aligned to the input
-        (result, message, display, issue, system) with ``.summary()`` and
+        names a column of displays to check. Abstract codes are refused unless
+        ``abstract=True`` (validate_code takes them unless abstract=False: pass
+        ``abstract=False`` there for the same answers). Returns a ValidationFrame aligned to
+        the input (result, message, display, issue, system) with ``.summary()`` and
         ``.failure_cases``; missing codes give result NA and the issue ``missing``. A dask
         DataFrame or Series gives a lazy dask DataFrame (``progress=True`` shows Dask's
         progress bar while it computes). A polars DataFrame or Series gives a polars

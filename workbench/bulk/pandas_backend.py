@@ -222,6 +222,7 @@ def _validate_structured(checker: Checker, values: pd.Series) -> pd.DataFrame:
         return memo[key]
 
     rows: list[Any] = []
+    where = f"the value set '{checker.valueset.canonical}'"  # as validate_code names it
     for value in values:
         codings = None
         if isinstance(value, Mapping):
@@ -229,7 +230,8 @@ def _validate_structured(checker: Checker, values: pd.Series) -> pd.DataFrame:
         if not codings:
             rows.append(VALIDATION.missing_row())
             continue
-        rows.append(combine_codings([one(c) for c in codings]))
+        concept = isinstance(value, Mapping) and "coding" in value
+        rows.append(combine_codings([one(c) for c in codings], where if concept else None))
     return result_frame(Answers.of_rows(VALIDATION, rows), np.arange(len(rows), dtype=np.int64))
 
 

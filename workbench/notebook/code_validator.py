@@ -173,14 +173,18 @@ class CodeValidator(w.VBox):
         except WorkbenchError as exc:
             self.output.value = views.message(_with_hint(self.wb, exc))
             return
+        if self.result.issue == "unknown-valueset":  # an import that is not loaded
+            said = _with_hint(self.wb, ValueSetNotFoundError(""), str(self.result.message))
+            self.output.value = views.message(said)
+            return
         # the code probably meant, as Workbench.validate_code found it (never applied)
         self.suggestion = self.result.suggestion
         self.output.value = views.result_html(self.result, self.suggestion)
 
 
-def _with_hint(wb: Workbench, exc: WorkbenchError) -> str:
-    """An engine error's text, with "Did you mean …?" for an unknown value set or code
-    system URL."""
+def _with_hint(wb: Workbench, exc: WorkbenchError, text: str | None = None) -> str:
+    """An engine error's text (or ``text``), with "Did you mean …?" for an unknown value
+    set or code system URL."""
     from workbench.bulk.suggest import url_hint
 
     hint = None
@@ -190,15 +194,16 @@ def _with_hint(wb: Workbench, exc: WorkbenchError) -> str:
             for vs in wb.registry.all("ValueSet")
             if vs.get("url")
         }
-        hint = url_hint(getattr(exc, "url", "") or _quoted_url(exc.text), known)
+        hint = url_hint(getattr(exc, "url", "") or _quoted_url(text or exc.text), known)
     elif isinstance(exc, CodeSystemNotFoundError):
         known = {
             str(cs["url"]): cs.get("title") or cs.get("name")
             for cs in wb.registry.all("CodeSystem")
             if cs.get("url")
         }
-        hint = url_hint(getattr(exc, "url", "") or _quoted_url(exc.text), known)
-    return f"{exc.text}. {hint}" if hint else exc.text
+        hint = url_hint(getattr(exc, "url", "") or _quoted_url(text or exc.text), known)
+    said = text or exc.text
+    return f"{said}. {hint}" if hint else said
 
 
 def _quoted_url(text: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from workbench import collector, forksafe
 from workbench.errors import InvalidResourceError
-from workbench.resources import Resource
+from workbench.resources import Resource, canonical_of
 from workbench.terminology.concepts import (
     CONCEPT_PROPERTIES,
     STANDARDS_STATUS,
@@ -62,6 +62,8 @@ class CodeSystemIndex(CodeSystemProvider):
             role = uri[len(CONCEPT_PROPERTIES) :] if uri.startswith(CONCEPT_PROPERTIES) else code
             self._role[code] = role
         self.concepts: dict[str, Concept] = {}
+        # code -> (supplement canonical, designation) for what supplements added
+        self._from_supplements: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self._folded: dict[str, str] | None = None
         self._ancestors: dict[str, frozenset[str]] = {}
         self._descendants: dict[str, frozenset[str]] = {}
@@ -134,6 +136,7 @@ class CodeSystemIndex(CodeSystemProvider):
             code = str(prop.get("code", ""))
             self.property_types.setdefault(code, str(prop.get("type", "string")))
             self._role.setdefault(code, code)
+        canonical = canonical_of(supplement)
         stack = list(supplement.get("concept", ()) or ())
         while stack:
             raw = stack.pop()
@@ -141,7 +144,11 @@ class CodeSystemIndex(CodeSystemProvider):
             concept = self.concepts.get(str(raw.get("code", "")))
             if concept is None:
                 continue
-            concept.designations.extend(raw.get("designation", ()) or ())
+            added = list(raw.get("designation", ()) or ())
+            concept.designations.extend(added)
+            self._from_supplements.setdefault(concept.code, []).extend(
+                (canonical, d) for d in added
+            )
             for prop in raw.get("property", ()) or ():
                 name = str(prop.get("code", ""))
                 key, value = typed_property_value(prop)
@@ -161,6 +168,11 @@ class CodeSystemIndex(CodeSystemProvider):
         self._lock = forksafe.lock()
 
     # --- queries ----------------------------------------------------------------------
+
+    def supplement_designations(self, code: str) -> Sequence[tuple[str, Mapping[str, Any]]]:
+        """The designations supplements added to a concept, with each supplement's
+        canonical."""
+        return self._from_supplements.get(code, ())
 
     def role_of(self, property_code: str) -> str:
         """Return the concept-properties role of a property code (``parent``, ``status``…)."""

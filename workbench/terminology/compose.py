@@ -46,6 +46,8 @@ class Match(NamedTuple):
     cs: CodeSystemProvider | None = None
     # designations the value set lists for the code (compose.include.concept.designation)
     designations: tuple[dict[str, Any], ...] = ()
+    # ``deprecated`` or ``withdrawn`` when the include lists the concept marked so
+    deprecated: str | None = None
 
 
 NO_MATCH = Match(False)
@@ -98,6 +100,7 @@ class Clause:
         override: str | None = None
         concept: Concept | None = None
         listed_designations: tuple[dict[str, Any], ...] = ()
+        deprecated: str | None = None
         if self.system is not None:
             if system != self.system:
                 return NO_MATCH
@@ -108,6 +111,7 @@ class Clause:
                         return NO_MATCH
                     override = listed.get("display")
                     listed_designations = tuple(listed.get("designation") or ())
+                    deprecated = deprecation(listed)
                 elif self.has_filters or self.imports or not self.exclude:
                     raise self._missing()
             else:
@@ -119,6 +123,7 @@ class Clause:
                         return NO_MATCH
                     override = self.concepts[code].get("display")
                     listed_designations = tuple(self.concepts[code].get("designation") or ())
+                    deprecated = deprecation(self.concepts[code])
                 else:
                     if self.concepts:
                         listed = self.concepts.get(concept.code)
@@ -129,6 +134,7 @@ class Clause:
                             return NO_MATCH
                         override = listed.get("display")
                         listed_designations = tuple(listed.get("designation") or ())
+                        deprecated = deprecation(listed)
                     if not all(f.matches(concept) for f in self.filters):
                         return NO_MATCH
         cs = self.cs
@@ -140,7 +146,8 @@ class Clause:
             concept = concept or found.concept
             cs = cs or found.cs
             listed_designations += found.designations
-        return Match(True, override, concept, cs, listed_designations)
+            deprecated = deprecated or found.deprecated
+        return Match(True, override, concept, cs, listed_designations, deprecated)
 
     def entries(self) -> list[Entry]:
         """Expand this clause (the import intersection applied)."""
@@ -238,6 +245,25 @@ class Clause:
             )
         budget.charge(len(cs))
         return [_entry(cs, c, None) for c in cs]
+
+
+VALUESET_DEPRECATED = "http://hl7.org/fhir/StructureDefinition/valueset-deprecated"
+_STANDARDS = "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"
+
+
+def deprecation(listed: Mapping[str, Any]) -> str | None:
+    """``deprecated`` or ``withdrawn`` when an include concept is marked so: by its
+    standards-status, or by ``valueset-deprecated`` (true as a boolean or a code)."""
+    for ext in listed.get("extension", ()) or ():
+        if not isinstance(ext, Mapping):
+            continue
+        if ext.get("url") == _STANDARDS and ext.get("valueCode") in ("deprecated", "withdrawn"):
+            return str(ext["valueCode"])
+        if ext.get("url") == VALUESET_DEPRECATED:
+            value = ext.get("valueBoolean", ext.get("valueCode"))
+            if value is True or value == "true":
+                return "deprecated"
+    return None
 
 
 def _chunks(items: Iterable[Concept], size: int = 1024) -> Iterator[list[Concept]]:

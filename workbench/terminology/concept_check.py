@@ -5,11 +5,12 @@ are (``CheckOptions``)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from workbench.terminology.concepts import Concept
-from workbench.terminology.languages import Languages, display_in, valid_in
+from workbench.terminology.concepts import STANDARDS_STATUS, Concept
+from workbench.terminology.languages import Languages, display_in, same_language, valid_in
 from workbench.terminology.params import param
 from workbench.terminology.result import Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
@@ -19,7 +20,8 @@ from workbench.terminology.result import coding_label as _fmt
 class CheckOptions:
     """The $validate-code switches that change how strictly a code is checked.
 
-    ``abstract``: abstract (notSelectable) codes are valid choices. ``lenient_display``: a
+    ``abstract``: False refuses abstract (notSelectable) codes; True or None (not given,
+    as tx.fhir.org reads it) takes them when the value set does. ``lenient_display``: a
     wrong display is a warning, not an error. ``membership_only``: only membership counts
     (no display, abstract or status checks). ``active_only``: inactive codes are not valid.
     ``check_versions``: ``system -> version pattern`` a used version must match;
@@ -27,7 +29,7 @@ class CheckOptions:
     switches are read from the $validate-code inputs their ``param`` names.
     """
 
-    abstract: bool = param("abstract", False)
+    abstract: bool | None = param("abstract", None)
     lenient_display: bool = param("lenient-display-validation", False)
     membership_only: bool = param("valueset-membership-only", False)
     active_only: bool = param("activeOnly", False)
@@ -35,6 +37,8 @@ class CheckOptions:
     force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     default_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     languages: Languages | None = None
+    #: the supplements in scope (useSupplement, valueset-supplement); None: every one
+    supplements: frozenset[str] | None = None
 
 
 def display_problem(
@@ -69,7 +73,7 @@ def check_concept(
     system: str,
     version: str | None,
     display: str | None,
-    abstract: bool,
+    abstract: bool | None,
     where: str,
     options: CheckOptions | None = None,
     case_sensitive: bool = True,
@@ -90,7 +94,7 @@ def check_concept(
     deprecated = not inactive and concept is not None and _deprecated(concept)
     if deprecated:
         status = "deprecated"
-    if concept is not None and concept.abstract and not abstract and not opts.membership_only:
+    if concept is not None and concept.abstract and abstract is False and not opts.membership_only:
         result = failure(
             "abstract",
             f"The code {_fmt(system, real_code)} is abstract, and abstract "
@@ -118,14 +122,10 @@ def check_concept(
         ),
     ]
     errors = [i for i in issues if i.severity == "error"]
-    warnings = [i for i in issues if i.severity == "warning"]
     reason = errors[0].reason if errors else ("inactive" if inactive else None)
-    # a display valid only in the default language is said even when the code is valid
-    no_language = [i for i in issues if i.severity == "information" and i.code == "invalid-display"]
-    message = "; ".join(i.text for i in (errors or warnings or no_language)) or None
     return ValidationResult(
         not errors,
-        message,
+        message_of(issues),
         preferred,
         code,
         system,
@@ -136,6 +136,17 @@ def check_concept(
         status=status,
         normalized_code=normalized,
     )
+
+
+def message_of(issues: Sequence[Issue]) -> str | None:
+    """The ``message`` of a result with these issues, as tx.fhir.org gives it: the errors
+    joined; without errors, the warnings but display comments (a retired display is said
+    in the issues only), or else the information that a display is valid only in the
+    default language."""
+    errors = [i for i in issues if i.severity == "error"]
+    warnings = [i for i in issues if i.severity == "warning" and i.code != "display-comment"]
+    no_language = [i for i in issues if i.severity == "information" and i.code == "invalid-display"]
+    return "; ".join(i.text for i in (errors or warnings or no_language)) or None
 
 
 def _display_issues(
@@ -154,6 +165,9 @@ def _display_issues(
         return []
     problem = display_problem(display, concept, override)
     real = _fmt(system, concept.code if concept is not None else code)
+    retired = _retired_designation(concept, display, override)
+    if retired is not None:
+        return [retired_display(display, real, retired)]
     if problem is not None and concept is not None and display in concept.retired_displays():
         text = (
             f"The display '{display}' for {real} is no longer current "
@@ -168,6 +182,45 @@ def _display_issues(
     if wanted and display is not None and concept is not None:
         return _language_issues(wanted, display, concept, override, language, opts, system)
     return []
+
+
+def _retired_designation(
+    concept: Concept | None, display: str | None, override: str | None
+) -> tuple[str, list[str]] | None:
+    """(status, the current displays) when ``display`` is only a designation marked
+    deprecated or withdrawn (standards-status on the designation); else None."""
+    if concept is None or display is None or display == override:
+        return None
+    current, status = [], None
+    for d in concept.designations:
+        marked = standards_status(d)
+        if marked in ("deprecated", "withdrawn"):
+            status = marked if d.get("value") == display else status
+        elif d.get("value"):
+            current.append(str(d["value"]))
+    current = list(dict.fromkeys([*([concept.display] if concept.display else []), *current]))
+    if status is None or display in current:
+        return None
+    return status, current
+
+
+def retired_display(display: str | None, real: str, retired: tuple[str, list[str]]) -> Issue:
+    """The warning for a display that is a deprecated or withdrawn designation (d6)."""
+    status, current = retired
+    shown = ", ".join(f"'{c}'" for c in current[:10]) or "none"
+    text = (
+        f"The display '{display}' for {real} is no longer considered a correct display "
+        f"(its designation is {status}); the correct display is one of {shown}"
+    )
+    return Issue("warning", "display-comment", text, "invalid-display", "display")
+
+
+def standards_status(element: Mapping[str, Any]) -> str | None:
+    """The standards-status extension of an element (a designation, an include concept)."""
+    for ext in element.get("extension", ()) or ():
+        if isinstance(ext, Mapping) and ext.get("url") == STANDARDS_STATUS:
+            return str(ext.get("valueCode"))
+    return None
 
 
 def _status_issues(
@@ -226,7 +279,9 @@ def _language_issues(
     if display in in_language or opts.membership_only:
         return []
     where = _fmt(system, concept.code)
-    if not in_language and display == concept.display:
+    if not in_language and display in _default_language_texts(concept, language):
+        # no display in the wanted languages: the default language's display or one of its
+        # other designations is valid, said as information (a8, the last one debatable)
         text = (
             f"There is no display for {where} in the requested language(s) '{wanted.text}'; "
             f"'{display}' is valid for the code system's default language"
@@ -244,6 +299,18 @@ def _language_issues(
         text += ", which have no display for it"
     severity = "warning" if opts.lenient_display else "error"
     return [Issue(severity, "invalid-display", text, "invalid-display", "display")]
+
+
+def _default_language_texts(concept: Concept, language: str | None) -> list[str]:
+    """The concept's display and its designations in the code system's language (or in
+    none): the texts valid for the default language."""
+    texts = [concept.display] if concept.display else []
+    for d in concept.designations:
+        tagged = d.get("language")
+        default = not tagged or bool(language and same_language(language, tagged))
+        if d.get("value") and default and standards_status(d) not in ("deprecated", "withdrawn"):
+            texts.append(str(d["value"]))
+    return texts
 
 
 def _deprecated(concept: Concept) -> bool:

@@ -241,6 +241,13 @@ class CodeSystemProvider(ABC):
         listing them (UCUM: where it fails to parse); else None."""
         return None
 
+    def supplement_designations(self, code: str) -> Sequence[tuple[str, Mapping[str, Any]]]:
+        """The designations that supplements added to a concept, each with the
+        supplement's canonical (``url|version``), so that a validation can leave out
+        those of supplements it has not brought in; none unless the provider takes
+        supplements (a FHIR CodeSystem does)."""
+        return ()
+
     def equivalent_in(self, code: str, listed: Iterable[str]) -> str | None:
         """The listed code that means the same as ``code`` (UCUM: ``ml`` is ``mL``), or
         None (always, unless ``synonymous_codes``)."""

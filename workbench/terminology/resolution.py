@@ -14,6 +14,7 @@ from workbench.errors import (
     CodeSystemNotFoundError,
     DuplicateCanonicalError,
     ImportCycleError,
+    ImportedValueSetNotFoundError,
     InvalidRequestError,
     SupplementNotFoundError,
     TooCostlyError,
@@ -321,7 +322,10 @@ class Resolution:
                 version = version or policy.valueset_defaults.get(url)
                 cached = self._vs_cache.get(_cache_key(url, version, policy))
                 if cached is None:
-                    inner = self.valueset_resource(url, version)
+                    try:
+                        inner = self.valueset_resource(url, version)
+                    except ValueSetNotFoundError as exc:
+                        raise ImportedValueSetNotFoundError(exc.url, canonical) from None
                     cached = self._imported(inner, stack, policy, memo)
                 deps.update(cached.dependencies)
                 imports.append(cached)
@@ -364,4 +368,6 @@ def contained(resource: Resource, reference: str) -> Resource:
             found.setdefault("url", f"{canonical_of(resource) or 'inline'}{reference}")
             return found
     where = canonical_of(resource) or "the value set"
-    raise ValueSetNotFoundError(f"{reference} (no contained ValueSet with that id in {where})")
+    raise ImportedValueSetNotFoundError(
+        reference, where, f"no contained ValueSet with that id in {where}"
+    )

@@ -17,6 +17,7 @@ None                      True       valid
 ``missing``               False      no code at all
 ``version``               False      the coding's version is not the one the value set
                                      pins, or not the one ``check-system-version`` allows
+``unknown-valueset``      False      a value set the value set imports cannot be found
 ========================  =========  ===================================================
 
 Each result also carries the outputs the reference terminology servers give (code, system,
@@ -45,6 +46,7 @@ REASONS = (
     "inactive",
     "missing",
     "version",
+    "unknown-valueset",
 )
 # FHIR tx-issue-type codes (http://hl7.org/fhir/tools/CodeSystem/tx-issue-type) per reason.
 _TX_TYPE = {
@@ -56,6 +58,7 @@ _TX_TYPE = {
     "inactive": "code-comment",
     "missing": "invalid-code",
     "version": "vs-invalid",
+    "unknown-valueset": "not-found",
 }
 
 
@@ -77,7 +80,7 @@ _OO_TYPE = {
     "process-note": "informational",
 }
 # The element of the validated input each reason is about ("" is the whole coding).
-_ELEMENT = {
+_ELEMENT: dict[str, str | None] = {
     "not-in-vs": "code",
     "unknown-code": "code",
     "unknown-system": "system",
@@ -86,6 +89,7 @@ _ELEMENT = {
     "inactive": "",
     "missing": "code",
     "version": "version",
+    "unknown-valueset": None,  # about a resource the request uses, not an input element
 }
 
 
@@ -201,6 +205,8 @@ class ValidationResult:
     #: ``message`` and the operations' outputs never carry it). ``Workbench.validate_code``
     #: fills it; nothing is ever applied.
     suggestion: Suggestion | None = None
+    #: code systems not known that the value set does not draw on either (x-unknown-system)
+    outside_systems: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return self.result
@@ -249,7 +255,7 @@ class ValidationResult:
     def outputs(self) -> dict[str, Any]:
         """The output values of $validate-code by name, as the reference servers give them:
         result, message, display, code, system, version, issues (an OperationOutcome),
-        inactive, status, x-caused-by-unknown-system and normalized-code."""
+        inactive, status, x-caused-by-unknown-system, x-unknown-system and normalized-code."""
         values: dict[str, Any] = {
             "result": self.result,
             "message": self.message,
@@ -261,6 +267,7 @@ class ValidationResult:
             "inactive": self.inactive,
             "status": self.status,
             "x-caused-by-unknown-system": list(self.unknown_systems) or None,
+            "x-unknown-system": list(self.outside_systems) or None,
             "normalized-code": self.normalized_code,
         }
         return {name: value for name, value in values.items() if value is not None}
@@ -330,6 +337,7 @@ _OUTPUT_TYPES = {
     "inactive": "valueBoolean",
     "status": "valueCode",
     "x-caused-by-unknown-system": "valueCanonical",
+    "x-unknown-system": "valueCanonical",
     "normalized-code": "valueCode",
 }
 

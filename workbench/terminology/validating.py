@@ -7,9 +7,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, cast
 
-from workbench.errors import (
-    InvalidRequestError,
-)
+from workbench.errors import ImportedValueSetNotFoundError, InvalidRequestError
 from workbench.resources import canonical_of
 from workbench.terminology import languages, supplements
 from workbench.terminology.compose import CompiledValueSet
@@ -43,8 +41,15 @@ class Validating(Resolution):
         ``req.policy`` carries the version parameters (force/default/check per system,
         default value set versions); ``req.options`` the strictness switches. A Coding's own
         version is the default version of its system for the includes that pin none; a
-        ``display`` given beside a Coding is checked in place of the Coding's own.
+        ``display`` given beside a Coding is checked in place of the Coding's own. A value
+        set the value set imports that cannot be found makes the result false (a11).
         """
+        try:
+            return self._validate_code(req)
+        except ImportedValueSetNotFoundError as exc:
+            return _import_missing(exc, req)
+
+    def _validate_code(self, req: ValidateRequest) -> ValidationResult:
         valueset, policy = req.valueset, req.policy
         first = (
             None
@@ -86,6 +91,7 @@ class Validating(Resolution):
                 display=parts.get("display"),
                 options=opts,
                 versions=self.codesystem_versions,
+                is_valueset=self._is_valueset,
             )
             return located(result, path)
 
@@ -133,6 +139,8 @@ class Validating(Resolution):
         ]
         if asked:
             self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
+        # only the supplements the request or the value set bring in count for displays (a7)
+        opts = dataclasses.replace(opts, supplements=frozenset(asked))
         if req.display_language or req.accept_language:
             wanted = languages.requested(
                 req.display_language, resource, req.accept_language, wildcard=False
@@ -151,30 +159,52 @@ class Validating(Resolution):
         first: CompiledValueSet | None,
         per_valueset: _PerValueSet,
     ) -> ValidationResult:
-        """The result with the status-check notes about the value set and the code system
-        used; a code system the value set draws on is one of its dependencies, so its notes
-        can be remembered with the compiled value set too."""
-        own = per_valueset(("validate", "status"), lambda: tuple(status_checks([resource])))
+        """The result with the status-check notes about the value set, the value sets it
+        imports and the code system used (d5); a code system the value set draws on is one
+        of its dependencies, so its notes can be remembered with the compiled value set
+        too."""
+
+        def involved() -> tuple[Issue, ...]:
+            imports = first.imported() if first is not None else self._inline_imports(resource)
+            found = [resource, *(vs.resource for vs in imports)]
+            return tuple(status_checks(found, source=resource))
+
+        own = per_valueset(("validate", "status"), involved)
         used = result.system
         if used and first is not None and used in first.systems():
             theirs = self.memo(
                 first,
                 ("validate", "status", used, result.version),
-                lambda: self._codesystem_status(used, result.version),
+                lambda: self._codesystem_status(used, result.version, resource),
             )
         else:
-            theirs = self._codesystem_status(used, result.version)
+            theirs = self._codesystem_status(used, result.version, resource)
         notes = (*own, *theirs)
         return dataclasses.replace(result, issues=(*result.issues, *notes)) if notes else result
 
-    def _codesystem_status(self, system: str | None, version: str | None) -> tuple[Issue, ...]:
+    def _codesystem_status(
+        self, system: str | None, version: str | None, source: Mapping[str, Any]
+    ) -> tuple[Issue, ...]:
         """The status-check notes about the code system a validation used."""
         if not system:
             return ()
         cs = self.codesystem(system, version)
         if cs is None or not cs.resource:
             return ()
-        return tuple(status_checks([cs.resource]))
+        return tuple(status_checks([cs.resource], source=source))
+
+    def _inline_imports(self, resource: Mapping[str, Any]) -> list[CompiledValueSet]:
+        """The value sets an inline value set imports (compiled again only when it has
+        any)."""
+        compose = resource.get("compose") or {}
+        clauses = [*(compose.get("include") or ()), *(compose.get("exclude") or ())]
+        if not any(c.get("valueSet") for c in clauses if isinstance(c, Mapping)):
+            return []
+        return self.compiled(resource).imported()
+
+    def _is_valueset(self, url: str) -> bool:
+        """True when ``url`` is a value set's (and no code system's) canonical URL."""
+        return self.registry.get("ValueSet", url) is not None
 
     def validate_in_codesystem(
         self,
@@ -214,3 +244,18 @@ class Validating(Resolution):
         return validate_in_codesystem(
             found, code=code, display=display, abstract=abstract, languages=wanted
         )
+
+
+def _import_missing(exc: ImportedValueSetNotFoundError, req: ValidateRequest) -> ValidationResult:
+    """The answer when a value set that the value set imports cannot be found: result=false
+    with a ``not-found`` issue about no input element (a11)."""
+    given = coding_parts(req.coding) if req.coding is not None else {}
+    return failure(
+        "unknown-valueset",
+        f"A definition for the value set '{exc.reference}' could not be found ("
+        + (exc.detail or f"imported by {exc.importer}")
+        + "), so the code cannot be validated",
+        code=req.code or given.get("code"),
+        system=req.system or given.get("system"),
+        version=req.version or given.get("version"),
+    )

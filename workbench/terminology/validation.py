@@ -12,16 +12,23 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.resources import canonical_of
+from workbench.terminology import supplements
 from workbench.terminology.codings import coding_parts, combine_codings, located
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
 from workbench.terminology.concept_check import CheckOptions, check_concept
 from workbench.terminology.concepts import STANDARDS_STATUS, Concept
 from workbench.terminology.languages import Languages
-from workbench.terminology.provider import CodeSystemProvider, Described
+from workbench.terminology.membership import (
+    inactive_text,
+    non_member,
+    non_members,
+    unknown_system,
+    why_not_members,
+    with_not_in_vs,
+)
+from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
 from workbench.terminology.version_checks import (
@@ -56,22 +63,25 @@ def validate_in_valueset(
     system: str | None,
     version: str | None = None,
     display: str | None = None,
-    abstract: bool = False,
+    abstract: bool | None = None,
     options: CheckOptions | None = None,
     versions: Callable[[str], list[str] | None] | None = None,
+    is_valueset: Callable[[str], bool] | None = None,
 ) -> ValidationResult:
     """Validate one coding against a compiled value set (see the module docstring).
 
     ``version`` is the coding's own version; ``versions(system)`` lists the known versions
-    of a system (for the message when a version is unknown).
+    of a system (for the message when a version is unknown); ``is_valueset(url)`` tells a
+    system that is a value set's URL (no code system) from an unknown one.
     """
     opts = options or CheckOptions(abstract=abstract)
+    where = _where(vs)
     if code is None or code == "":
         return failure("missing", "No code was given", code=code, system=system)
     if not system:
         inferred = _infer_system(vs, code)
         if isinstance(inferred, ValidationResult):
-            return inferred
+            return with_not_in_vs(inferred, where)
         system = inferred
     forced = opts.force_versions.get(system)
     pinned = vs.pinned_version(system)
@@ -86,15 +96,25 @@ def validate_in_valueset(
         )
     if refused is not None:
         return refused
-    where = f"the value set {vs.canonical}"
     found = _locate(vs, codesystem, code, system, version, forced, where)
     if isinstance(found, ValidationResult):
         return found
+    if found is None:
+        return unknown_system(
+            system,
+            code,
+            version,
+            where,
+            drawn_on=system in vs.systems(),
+            is_valueset=is_valueset is not None and is_valueset(system),
+        )
     refused = _refusal(vs, found, opts, code, system, version, forced, pinned)
     if refused is not None:
         return refused
     cs, concept = found.cs, found.concept
-    return check_concept(
+    if opts.supplements is not None and cs is not None and concept is not None:
+        concept = _without_other_supplements(cs, concept, opts.supplements)
+    result = check_concept(
         concept,
         found.override,
         code=code,
@@ -107,6 +127,33 @@ def validate_in_valueset(
         case_sensitive=cs.case_sensitive if cs is not None else True,
         language=cs.language if cs is not None else None,
     )
+    if result.issue == "abstract":  # refused: not a member here (a2, d1)
+        return with_not_in_vs(result, where)
+    if result.result and found.deprecated:  # deprecated in this value set (d5)
+        text = (
+            f"The concept {system}#{code} is {found.deprecated} in {where}, and its use "
+            "should be reviewed"
+        )
+        extra = Issue("warning", "code-comment", text, "deprecated", "code")
+        return dataclasses.replace(result, issues=(*result.issues, extra))
+    return result
+
+
+def _without_other_supplements(
+    cs: CodeSystemProvider, concept: Concept, wanted: frozenset[str]
+) -> Concept:
+    """The concept without the designations of supplements that are not in scope (a7)."""
+    added = cs.supplement_designations(concept.code)
+    other = [d for canonical, d in added if not supplements.in_scope(canonical, wanted)]
+    if not other:
+        return concept
+    kept = [d for d in concept.designations if not any(d is o for o in other)]
+    return dataclasses.replace(concept, designations=kept)
+
+
+def _where(vs: CompiledValueSet) -> str:
+    """How messages name the value set."""
+    return f"the value set {vs.canonical}" if vs.canonical else "the value set"
 
 
 class _Located(NamedTuple):
@@ -117,6 +164,7 @@ class _Located(NamedTuple):
     override: str | None
     cs: CodeSystemProvider | None
     concept: Concept | None
+    deprecated: str | None = None
 
 
 def _locate(
@@ -127,9 +175,10 @@ def _locate(
     version: str | None,
     forced: str | None,
     where: str,
-) -> _Located | ValidationResult:
+) -> _Located | ValidationResult | None:
     """Membership of the coding, and the concept of the code system version it is checked
-    against (the coding's own version, else the value set's, else a forced one)."""
+    against (the coding's own version, else the value set's, else a forced one); None when
+    there is no code system to check it against and the value set does not list it."""
     try:
         match = vs.contains(system, code, version if forced is None else None)
     except CodeSystemNotFoundError as exc:
@@ -154,17 +203,8 @@ def _locate(
             concept, designations=[*concept.designations, *match.designations]
         )
     if cs is None and not match.found:
-        label = f"{system}|{version}" if version else system
-        return failure(
-            "unknown-system",
-            f"A definition for CodeSystem '{label}' could not be "
-            f"found, so the code '{code}' cannot be validated",
-            code=code,
-            system=system,
-            version=version,
-            unknown=[label],
-        )
-    return _Located(match.found, match.display, cs, concept)
+        return None  # no code system at all: the caller says why (``unknown_system``)
+    return _Located(match.found, match.display, cs, concept, match.deprecated)
 
 
 def _refusal(
@@ -181,14 +221,23 @@ def _refusal(
     expression is checked in full), a version the code system needs or a version check
     refuses, an inactive code where only active ones count; else None."""
     cs, concept = found.cs, found.concept
-    where = f"the value set {vs.canonical}"
+    where = _where(vs)
     if cs is not None and not found.member:
         if cs.is_expression(code):
             return _check_expression(cs, code, where, vs)
         if cs.content == "fragment" and vs.takes_whole(system) and not concept:
             return _unknown_in_fragment(cs, code, system)
-        reasons, texts, displays = non_members(where, cs, system, [code], vs.inactive_allowed)
-        return _non_member(reasons[0], texts[0], cs, code, system, displays[0])
+        reasons, texts, displays = why_not_members(where, cs, system, [code], vs.inactive_allowed)
+        return non_member(
+            reasons[0],
+            texts[0],
+            cs,
+            code,
+            system,
+            displays[0],
+            where,
+            membership_only=opts.membership_only,
+        )
     display = concept.display if concept is not None else None
     needed = cs is not None and cs.resource.get("versionNeeded") is True
     if needed and cs is not None and version is None and forced is None and pinned is None:
@@ -217,8 +266,8 @@ def _refusal(
             element="version",
         )
     if cs is not None and concept is not None and concept.inactive and opts.active_only:
-        text = f"The code {system}#{code} is inactive, and {where} excludes inactive codes"
-        return _non_member("inactive", text, cs, code, system, concept.display)
+        text = inactive_text(system, code, where)
+        return non_member("inactive", text, cs, code, system, concept.display, where)
     return None
 
 
@@ -277,114 +326,6 @@ def _unknown_in_fragment(cs: CodeSystemProvider, code: str, system: str) -> Vali
     )
     issue = Issue("warning", "invalid-code", text, "unknown-code", "code")
     return ValidationResult(True, None, None, code, system, cs.version, None, (issue,))
-
-
-def _non_member(
-    reason: str,
-    text: str,
-    cs: CodeSystemProvider,
-    code: str,
-    system: str,
-    display: str | None,
-) -> ValidationResult:
-    """The failure for a code of a known system that is not in the value set."""
-    result = failure(
-        reason,
-        text,
-        code=code,
-        system=system,
-        version=cs.version,
-        display=display,
-        tx="not-in-vs" if reason == "inactive" else None,
-        element="code",
-    )
-    if reason == "inactive":
-        concept = cs.get(code)
-        status = concept.status if concept is not None and concept.status else "inactive"
-        return dataclasses.replace(result, inactive=True, status=status)
-    return result
-
-
-def non_members(
-    where: str,
-    cs: CodeSystemProvider,
-    system: str,
-    codes: Sequence[str],
-    inactive_allowed: bool,
-) -> tuple[list[str], list[str], list[str | None]]:
-    """Why codes of a known code system are not in a value set: reasons, messages, displays.
-
-    ``unknown-code`` when the code system does not have the code; ``inactive`` when it is
-    inactive and the value set excludes inactive codes; else ``not-in-vs``. Single
-    validation and bulk validation both use this function, so they always say the same.
-    """
-    label = f"{cs.url}|{cs.version}" if cs.version else cs.url
-    reasons: list[str] = []
-    messages: list[str] = []
-    displays: list[str | None] = []
-    described = cs.describe(codes) if len(codes) >= 256 else None
-    if described is not None:
-        return _non_members_at_once(cs, described, where, label, system, codes, inactive_allowed)
-    concepts = cs.concepts
-    for code in codes:
-        concept = concepts.get(code) or (None if cs.case_sensitive else cs.get(code))
-        if concept is None:
-            reasons.append("unknown-code")
-            messages.append(_unknown(cs, label, code))
-            displays.append(None)
-        elif concept.inactive and not inactive_allowed:
-            reasons.append("inactive")
-            messages.append(
-                f"The code {system}#{code} is inactive, and {where} excludes inactive codes"
-            )
-            displays.append(concept.display)
-        else:
-            reasons.append("not-in-vs")
-            messages.append(f"The code {system}#{code} is not in {where}")
-            displays.append(concept.display)
-    return reasons, messages, displays
-
-
-def _unknown(cs: CodeSystemProvider, label: str, code: str) -> str:
-    """The message of a code the code system does not have, with why when it can tell."""
-    text = f"Unknown code '{code}' in the CodeSystem '{label}'"
-    detail = _why_unknown(cs, code)
-    if detail:
-        return f"{text}: {detail}"
-    if code != code.strip():
-        text += " (the code has leading or trailing whitespace)"
-    if cs.compositional and not cs.expressions:
-        text += (
-            " (the code system is compositional, but this server does not know its "
-            "grammar, so an expression cannot be checked)"
-        )
-    return text
-
-
-def _non_members_at_once(
-    cs: CodeSystemProvider,
-    described: Described,
-    where: str,
-    label: str,
-    system: str,
-    codes: Sequence[str],
-    inactive_allowed: bool,
-) -> tuple[list[str], list[str], list[str | None]]:
-    """``non_members`` for a code system that answers for many codes at once (a release
-    store): the same reasons and messages, built column-wise (only the unknown codes one
-    by one, for why they are unknown)."""
-    known, inactive, shown = described
-    stale = inactive & known & (not inactive_allowed)
-    reasons = np.where(known, np.where(stale, "inactive", "not-in-vs"), "unknown-code")
-    outside = f" is not in {where}"
-    excluded = f" is inactive, and {where} excludes inactive codes"
-    messages = [
-        (f"The code {system}#{code}{excluded if old else outside}")
-        if found
-        else _unknown(cs, label, code)
-        for code, found, old in zip(codes, known.tolist(), stale.tolist(), strict=True)
-    ]
-    return reasons.astype(object).tolist(), messages, list(shown)
 
 
 def validate_in_codesystem(
@@ -476,24 +417,40 @@ def _check_expression(
     return ValidationResult(True, None, shown, code, cs.url, cs.version, issues=(note,))
 
 
-def status_checks(resources: Sequence[Mapping[str, Any]]) -> list[Issue]:
-    """Information issues about the resources a validation used: a value set or code
-    system that is draft or retired, or whose standards status is deprecated or withdrawn."""
+def status_checks(
+    resources: Sequence[Mapping[str, Any]], source: Mapping[str, Any] | None = None
+) -> list[Issue]:
+    """Information issues about the resources a validation used (d5): a value set or code
+    system that is retired, deprecated or withdrawn (standards status), draft or
+    experimental. ``source`` is the value set asked for: as tx.fhir.org does, a draft
+    (experimental) resource is said only when the source is not draft (experimental)
+    itself."""
+    source = source or {}
+    source_draft = source.get("status") == "draft" or _standards(source) == "draft"
     found: list[Issue] = []
     for resource in resources:
-        standards = next(
-            (
-                str(e.get("valueCode"))
-                for e in resource.get("extension", ()) or ()
-                if isinstance(e, Mapping) and e.get("url") == STANDARDS_STATUS
-            ),
-            None,
-        )
+        standards = _standards(resource)
         status = standards if standards in ("deprecated", "withdrawn") else None
-        if status is None and resource.get("status") in ("retired", "draft"):
-            status = str(resource["status"])
+        if status is None and resource.get("status") == "retired":
+            status = "retired"
+        elif status is None and resource.get("experimental") is True:
+            status = None if source.get("experimental") is True else "experimental"
+        elif status is None and (resource.get("status") == "draft" or standards == "draft"):
+            status = None if source_draft else "draft"
         if status is not None:
             kind = resource.get("resourceType", "resource")
             text = f"Reference to {status} {kind} {canonical_of(resource)}"
             found.append(Issue("information", "status-check", text, "status", None))
     return found
+
+
+def _standards(resource: Mapping[str, Any]) -> str | None:
+    """The standards-status extension of a resource."""
+    return next(
+        (
+            str(e.get("valueCode"))
+            for e in resource.get("extension", ()) or ()
+            if isinstance(e, Mapping) and e.get("url") == STANDARDS_STATUS
+        ),
+        None,
+    )
