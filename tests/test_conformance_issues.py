@@ -580,9 +580,9 @@ D3 = [
         {"system": CSV, "code": "a", "version": "9"},
         {},
         ("A one", "1"),
-        [
-            ("error", "not-found", "not-found", "CodeableConcept.coding[0].system"),
+        [  # errors ordered by issue code, as tx.fhir.org lists them
             ("error", "invalid", "vs-invalid", "CodeableConcept.coding[0].version"),
+            ("error", "not-found", "not-found", "CodeableConcept.coding[0].system"),
         ],
         id="unknown-version-pinned-include",
     ),

@@ -525,11 +525,6 @@ def test_f10_inactive_description_display_http(http: httpx.Client) -> None:
     assert _issues(body) == [("warning", "invalid", "display-comment", ["display"])]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the message rule for display comments (no message) is concept_check.message_of "
-    "on branch confa (issue 22, d6); remove this mark once it is merged",
-)
 def test_f10_inactive_description_display_has_no_message(wb: Workbench) -> None:
     assert wb.validate_in_codesystem(SCT, "4147007", display="Tumour mass").message is None
 
