@@ -269,6 +269,10 @@ def iter_tar_package_members(
     a binary file object; it is read once, front to back, so a pipe or a network stream
     works. A truncated or corrupt archive raises :class:`LoadError` naming the file, possibly
     after some members have been yielded (the gzip checksum is checked at the end).
+
+    The archive is unpacked as a stream, under the unpack limits (``workbench.unpacking``): a
+    member over them raises :class:`ArchiveLimitError` naming it, a member's declared size
+    before it is read, a compression bomb as soon as it shows.
     """
     with ExitStack() as stack:
         if isinstance(source, (str, os.PathLike)):
@@ -283,8 +287,8 @@ def iter_tar_package_members(
             meter = stack.enter_context(unpacking.GzipMeter(raw, label))
             with tarfile.open(fileobj=meter, mode="r|") as archive:  # type: ignore[call-overload]
                 for member in archive:
-                    meter.begin(member.name, member.size)
                     name = _resource_member_name(member)
+                    meter.begin(member.name, member.size, whole=name is not None)
                     if name is None:
                         continue
                     content = archive.extractfile(member)
@@ -297,7 +301,8 @@ def iter_tar_package_members(
 
 
 def _read_member(content: IO[bytes]) -> bytes:
-    """A member's bytes, read in chunks (the limits are checked as they are unpacked)."""
+    """A member's bytes, read in chunks (the limits are checked as they are unpacked; the
+    parser needs the member whole, so it is at most ``resource_bytes`` large)."""
     chunks = []
     while chunk := content.read(_MEMBER_CHUNK):
         chunks.append(chunk)
@@ -334,7 +339,7 @@ def _extract_tarball(archive_path: Path, destination: Path, label: str) -> None:
         problem = _unsafe_member_problem(member.name)
         if problem is not None:
             raise LoadError(f"{label}: refusing to extract member {member.name!r} ({problem})")
-        meter.begin(member.name, member.size)
+        meter.begin(member.name, member.size, whole=_resource_member_name(member) is not None)
         return tarfile.data_filter(member, dest)
 
     try:

@@ -2,9 +2,12 @@
 FHIR package tarballs (``.tgz``).
 
 Every member is read as a stream, never whole (the readers keep what they parse, not the
-member's bytes), and four limits hold for every archive:
+member's bytes; only a package's JSON resources are parsed whole), and these limits hold for
+every archive:
 
 - ``member_bytes``: unpacked bytes of one member (default 8 GiB);
+- ``resource_bytes``: unpacked bytes of one package member that is parsed whole, a JSON
+  resource (default 256 MiB: the parser holds it, and its copy, at once);
 - ``total_bytes``: unpacked bytes of all the members of one archive (default 32 GiB);
 - ``ratio``: unpacked bytes per compressed byte of one member (default 100, the bound Apache
   POI puts on zip entries; text compresses 5 to 20 times), checked once the member unpacks
@@ -50,6 +53,7 @@ class UnpackLimits:
     """The limits on what one archive unpacks to (see the module's text)."""
 
     member_bytes: int = 8 << 30
+    resource_bytes: int = 256 << 20
     total_bytes: int = 32 << 30
     ratio: int = 100
     ratio_bytes: int = 1 << 20
@@ -204,6 +208,13 @@ class _Counted:
         return self.raw.seek(offset, whence)
 
 
+#: What tar adds around the members' bytes: a header and padding per member (more for long
+#: names), the end blocks and the record's padding. The unpacked stream may exceed the limit
+#: total_bytes by that much (the members' declared sizes are held to it exactly).
+_TAR_MEMBER_OVERHEAD = 4 << 10
+_TAR_OVERHEAD = 1 << 20
+
+
 class GzipMeter:
     """A gzip stream (a package tarball) unpacked through the limits: ``read`` gives unpacked
     bytes, counted against ``total_bytes`` and, for the member ``begin`` named last, against
@@ -219,21 +230,34 @@ class GzipMeter:
         self._declared = 0
         self._start_out = 0
         self._start_in = 0
+        self._overhead = _TAR_OVERHEAD  # what tar adds to the members: grows with each
 
-    def begin(self, name: str, size: int) -> None:
-        """A member's header is read: check its declared size and the declared total, and
-        measure its ratio from here."""
+    def begin(self, name: str, size: int, *, whole: bool = False) -> None:
+        """A member's header is read: check its declared size (against ``resource_bytes``
+        too when it is to be parsed ``whole``) and the declared total, and measure its ratio
+        from here."""
         check_member(self.archive, name, size, None, self.limits)
+        if whole and size > self.limits.resource_bytes:
+            raise ArchiveLimitError(
+                self.archive,
+                name,
+                "resource_bytes",
+                size,
+                self.limits.resource_bytes,
+                f"is a resource of {size:,} bytes, to be parsed whole",
+            )
         self._declared += size
         check_total(self.archive, name, self._declared, self.limits, declared=True)
         self.member = name
         self._start_out, self._start_in = self._out, self._counted.count
+        self._overhead += _TAR_MEMBER_OVERHEAD
 
     def read(self, size: int = -1) -> bytes:
         """Up to ``size`` unpacked bytes (ArchiveLimitError past a limit)."""
         data = self._unzipped.read(size)
         self._out += len(data)
-        check_total(self.archive, self.member, self._out, self.limits, declared=False)
+        if self._out > self.limits.total_bytes + self._overhead:  # bytes outside the members
+            check_total(self.archive, self.member, self._out, self.limits, declared=False)
         unpacked = self._out - self._start_out
         if unpacked > self.limits.ratio_bytes:
             packed = self._counted.count - self._start_in + self._counted.largest

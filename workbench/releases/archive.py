@@ -31,9 +31,10 @@ class ReleaseFile:
             return zf.open(self.name)  # keeps the archive's file open until it is closed
 
 
-#: The longest line the line-by-line readers take (the CSV readers' block size): a longer
-#: one is an error, never read whole.
-LINE_LIMIT = 1 << 24
+#: The bytes a CSV reader parses at a time (streamed files: memory holds a few blocks, not
+#: the file), and the longest line the line-by-line readers take: a longer one is an error,
+#: never read whole.
+BLOCK_SIZE = LINE_LIMIT = 1 << 22
 
 
 def first_line(file: ReleaseFile) -> bytes:

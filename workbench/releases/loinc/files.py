@@ -171,7 +171,7 @@ def read(file: ReleaseFile) -> pa.Table:
         with file.open() as stream:
             table = pacsv.read_csv(
                 stream,
-                read_options=pacsv.ReadOptions(use_threads=True, block_size=1 << 24),
+                read_options=pacsv.ReadOptions(use_threads=True, block_size=archive.BLOCK_SIZE),
                 parse_options=pacsv.ParseOptions(newlines_in_values=True),
                 convert_options=pacsv.ConvertOptions(
                     column_types={name: pa.string() for name in header},

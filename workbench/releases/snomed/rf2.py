@@ -188,7 +188,7 @@ def read(file: ReleaseFile) -> pa.Table:
         with file.open() as stream:  # streamed: the table is kept, not the file's bytes
             return pacsv.read_csv(
                 stream,
-                read_options=pacsv.ReadOptions(use_threads=True, block_size=1 << 24),
+                read_options=pacsv.ReadOptions(use_threads=True, block_size=archive.BLOCK_SIZE),
                 parse_options=pacsv.ParseOptions(
                     delimiter="\t",
                     quote_char=False,
