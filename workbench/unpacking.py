@@ -7,7 +7,7 @@ every archive:
 
 - ``member_bytes``: unpacked bytes of one member (default 8 GiB);
 - ``resource_bytes``: unpacked bytes of one package member that is parsed whole, a JSON
-  resource (default 256 MiB: the parser holds it, and its copy, at once);
+  resource (default 128 MiB: the parser holds its bytes, a copy and what they parse to);
 - ``total_bytes``: unpacked bytes of all the members of one archive (default 32 GiB);
 - ``ratio``: unpacked bytes per compressed byte of one member (default 100, the bound Apache
   POI puts on zip entries; text compresses 5 to 20 times), checked once the member unpacks
@@ -53,7 +53,7 @@ class UnpackLimits:
     """The limits on what one archive unpacks to (see the module's text)."""
 
     member_bytes: int = 8 << 30
-    resource_bytes: int = 256 << 20
+    resource_bytes: int = 128 << 20
     total_bytes: int = 32 << 30
     ratio: int = 100
     ratio_bytes: int = 1 << 20
