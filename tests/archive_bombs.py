@@ -1,7 +1,8 @@
 """Archives that unpack to far more than they weigh, written by the tests and by
 ``benchmarks/bench_archives.py`` (which runs them at full size): a LOINC release zip whose
 ``Loinc.csv`` is padded, a SNOMED CT RF2 zip whose description file is padded, a FHIR package
-tarball holding one big resource, an RxNorm zip with a padded member the loader never reads.
+tarball holding one big resource, an RxNorm zip with a padded member the loader never reads,
+an ICD-10-CM zip whose tabular XML is padded.
 
 The padding is blank lines in the CSV files (which a CSV reader skips: the release is valid
 whatever its size, so only the limits or the memory tell) and spaces inside the JSON
@@ -30,6 +31,7 @@ SNOMED_MEMBER = (
 )
 PACKAGE_MEMBER = "package/CodeSystem-big.json"
 RXNORM_MEMBER = "rrf/PADDING.RRF"
+ICD10CM_MEMBER = "icd10cm_tabular_2026.xml"
 _CHUNK = 1 << 20
 
 
@@ -92,6 +94,26 @@ def rxnorm_zip(dest: Path, padding: int) -> Path:
         with zf.open(_deflated(RXNORM_MEMBER), "w", force_zip64=True) as out:
             for piece in _padding(padding, b"\0"):
                 out.write(piece)
+    return dest
+
+
+def icd10cm_zip(dest: Path, padding: int) -> Path:
+    """A zip of an ICD-10-CM tabular XML (one chapter, one code) with ``padding`` blank lines
+    before its closing tag."""
+    head = (
+        b'<?xml version="1.0" encoding="utf-8"?>\n<ICD10CM.tabular><version>2026</version>'
+        b"<chapter><name>1</name><desc>Certain infectious diseases (A00-B99)</desc>"
+        b'<section id="A00-A09"><desc>Intestinal infectious diseases (A00-A09)</desc>'
+        b"<diag><name>A00</name><desc>Cholera</desc></diag></section></chapter>\n"
+    )
+    with (
+        zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf,
+        zf.open(_deflated(ICD10CM_MEMBER), "w", force_zip64=True) as out,
+    ):
+        out.write(head)
+        for piece in _padding(padding, b"\n"):
+            out.write(piece)
+        out.write(b"</ICD10CM.tabular>\n")
     return dest
 
 

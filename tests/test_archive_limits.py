@@ -78,6 +78,10 @@ ROWS = [
         id="rxnorm-unread-member-bomb",
     ),
     pytest.param(
+        bombs.icd10cm_zip, 4 * MIB, DEFAULTS, load_release, "ratio", bombs.ICD10CM_MEMBER,
+        id="icd10cm-tabular-bomb",
+    ),
+    pytest.param(
         bombs.loinc_zip, 0, UnpackLimits(total_bytes=10_000), load_release, "total_bytes", None,
         id="zip-total",
     ),
