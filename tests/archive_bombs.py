@@ -32,6 +32,7 @@ SNOMED_MEMBER = (
 PACKAGE_MEMBER = "package/CodeSystem-big.json"
 RXNORM_MEMBER = "rrf/PADDING.RRF"
 ICD10CM_MEMBER = "icd10cm_tabular_2026.xml"
+PIECE = 256 << 10  # one member of a bomb spread over many
 _CHUNK = 1 << 20
 
 
@@ -67,6 +68,16 @@ def loinc_zip(dest: Path, padding: int) -> Path:
             out.write(head)
             for piece in _padding(padding, b"\n"):
                 out.write(piece)
+    return dest
+
+
+def loinc_zip_spread(dest: Path, padding: int) -> Path:
+    """The test LOINC release as a zip, with ``padding`` bytes of blank lines spread over
+    extra members of ``PIECE`` bytes each (every one too small to count alone)."""
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
+        _zip_folder(zf, DATA / "loinc-release", LOINC_TOP)
+        for i in range(padding // PIECE):
+            zf.writestr(_deflated(f"{LOINC_TOP}/Padding/piece{i:05d}.txt"), b"\n" * PIECE)
     return dest
 
 
@@ -147,10 +158,11 @@ def _add(archive: tarfile.TarFile, name: str, data: bytes | _Stream, size: int) 
     archive.addfile(info, io.BytesIO(data) if isinstance(data, bytes) else io.BufferedReader(data))
 
 
-def package_tgz(dest: Path, padding: int, *, extra: int = 0) -> Path:
-    """A FHIR package tarball: ``package.json``, a small CodeSystem, ``extra`` more small
-    ValueSets, and ``package/CodeSystem-big.json``, a CodeSystem with ``padding`` spaces in
-    it."""
+def package_tgz(dest: Path, padding: int, *, extra: int = 0, spread: bool = False) -> Path:
+    """A FHIR package tarball: ``package.json``, ``extra`` small ValueSets, and
+    ``package/CodeSystem-big.json``, a CodeSystem with ``padding`` spaces in it (``spread``:
+    ``padding`` zero bytes over members ``package/other/piece….bin`` of ``PIECE`` bytes
+    each instead)."""
     head = json.dumps(
         {
             "resourceType": "CodeSystem",
@@ -168,6 +180,9 @@ def package_tgz(dest: Path, padding: int, *, extra: int = 0) -> Path:
                 {"resourceType": "ValueSet", "url": f"http://example.org/vs/{i}", "status": "draft"}
             ).encode()
             _add(archive, f"package/ValueSet-{i}.json", vs, len(vs))
-        if padding:
+        if spread:
+            for i in range(padding // PIECE):
+                _add(archive, f"package/other/piece{i:05d}.bin", b"\0" * PIECE, PIECE)
+        elif padding:
             _add(archive, PACKAGE_MEMBER, _Stream(head, padding, b"}"), len(head) + padding + 1)
     return dest

@@ -82,6 +82,14 @@ ROWS = [
         id="icd10cm-tabular-bomb",
     ),
     pytest.param(
+        bombs.loinc_zip_spread, 8 * MIB, DEFAULTS, load_release, "ratio", None,
+        id="zip-bomb-spread-over-members",
+    ),
+    pytest.param(
+        lambda dest, padding: bombs.package_tgz(dest, padding, spread=True), 8 * MIB,
+        DEFAULTS, load_package, "ratio", None, id="tgz-bomb-spread-over-members",
+    ),
+    pytest.param(
         bombs.loinc_zip, 0, UnpackLimits(total_bytes=10_000), load_release, "total_bytes", None,
         id="zip-total",
     ),

@@ -9,9 +9,9 @@ every archive:
 - ``resource_bytes``: unpacked bytes of one package member that is parsed whole, a JSON
   resource (default 128 MiB: the parser holds its bytes, a copy and what they parse to);
 - ``total_bytes``: unpacked bytes of all the members of one archive (default 32 GiB);
-- ``ratio``: unpacked bytes per compressed byte of one member (default 100, the bound Apache
-  POI puts on zip entries; text compresses 5 to 20 times), checked once the member unpacks
-  past
+- ``ratio``: unpacked bytes per compressed byte of one member, and of all the members so far
+  (default 100, the bound Apache POI puts on zip entries; text compresses 5 to 20 times),
+  checked once they unpack past
 - ``ratio_bytes`` (default 1 MiB): a smaller member is never taken for a bomb.
 
 A zip's central directory gives each member's sizes, and Python's ``zipfile`` stops a member
@@ -145,7 +145,7 @@ def check_ratio(
     """ArchiveLimitError when ``unpacked`` bytes (past ``ratio_bytes``) came from fewer than
     one ``ratio``-th as many ``packed`` bytes: a compression bomb."""
     if unpacked > limits.ratio_bytes and unpacked > limits.ratio * packed:
-        found = unpacked // max(packed, 1)
+        found = -(-unpacked // max(packed, 1))  # rounded up: over the limit shows over it
         raise ArchiveLimitError(
             archive,
             member,
@@ -154,6 +154,25 @@ def check_ratio(
             limits.ratio,
             f"unpacks to {unpacked:,} bytes from {packed:,} compressed bytes, {found:,} to 1 "
             "(a compression bomb)",
+        )
+
+
+def check_archive_ratio(
+    archive: str, member: str, unpacked: int, packed: int, limits: UnpackLimits
+) -> None:
+    """ArchiveLimitError when the archive's members up to ``member`` unpack (past
+    ``ratio_bytes``) to more than ``ratio`` times their compressed bytes: a bomb spread over
+    many members, each too small to count alone."""
+    if unpacked > limits.ratio_bytes and unpacked > limits.ratio * packed:
+        found = -(-unpacked // max(packed, 1))  # rounded up: over the limit shows over it
+        raise ArchiveLimitError(
+            archive,
+            member,
+            "ratio",
+            found,
+            limits.ratio,
+            f"brings the archive's members to {unpacked:,} unpacked bytes from {packed:,} "
+            f"compressed bytes, {found:,} to 1 (a compression bomb spread over its members)",
         )
 
 
@@ -180,13 +199,15 @@ def check_zip(archive: str, infos: Iterable[zipfile.ZipInfo]) -> None:
     read (``zipfile`` reads no further than a member's declared size); ArchiveLimitError
     names the first member over a limit."""
     limits = configured()
-    total = 0
+    total = packed = 0
     for info in infos:
         if info.is_dir():
             continue
         check_member(archive, info.filename, info.file_size, info.compress_size, limits)
         total += info.file_size
+        packed += info.compress_size
         check_total(archive, info.filename, total, limits, declared=True)
+        check_archive_ratio(archive, info.filename, total, packed, limits)
 
 
 class _Counted:
@@ -262,6 +283,9 @@ class GzipMeter:
         if unpacked > self.limits.ratio_bytes:
             packed = self._counted.count - self._start_in + self._counted.largest
             check_ratio(self.archive, self.member, unpacked, packed, self.limits)
+        if self._out > self.limits.ratio_bytes:
+            packed = self._counted.count + self._counted.largest
+            check_archive_ratio(self.archive, self.member, self._out, packed, self.limits)
         return data
 
     def drain(self, chunk: int = 1 << 20) -> None:
