@@ -13,7 +13,7 @@ from pathlib import Path
 
 import uvicorn
 
-from workbench import Workbench, WorkbenchError
+from workbench import Workbench, WorkbenchError, unpacking
 from workbench.releases import grammar, kinds
 from workbench.server import create_app
 from workbench.server.auth import new_token
@@ -96,6 +96,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(repeatable; defaults in docs/terminologies/releases.md)",
     )
     parser.add_argument(
+        "--unpack-limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="change a limit on what the archives loaded at start unpack to (release zips, "
+        "package tarballs): member_bytes, resource_bytes, total_bytes, ratio, ratio_bytes; "
+        "sizes may end in K, M, G or T, e.g. member_bytes=16G (repeatable; defaults in the "
+        "README)",
+    )
+    parser.add_argument(
         "--limit",
         action="append",
         default=[],
@@ -134,6 +144,7 @@ def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
     wb = Workbench()
     try:
         grammar.configure(grammar.GrammarLimits.from_options(args.grammar_limit))
+        unpacking.configure(unpacking.UnpackLimits.from_options(args.unpack_limit))
         limits = Limits.from_options(args.limit)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

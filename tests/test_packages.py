@@ -23,8 +23,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workbench import packages
+from workbench import packages, unpacking
 from workbench.errors import (
+    ArchiveLimitError,
     LoadError,
     PackageError,
     PackageIntegrityError,
@@ -40,6 +41,7 @@ from workbench.packages import (
     parse_package_ref,
     version_key,
 )
+from workbench.unpacking import UnpackLimits
 
 NAME = "example.fhir.terminology"
 
@@ -450,6 +452,50 @@ def test_broken_tarball_is_a_load_error(
         install_package(NAME, "1.0.0", registry=registry.url, cache_dir=cache)
 
     assert registry.tarball_path(NAME, "1.0.0") in str(caught.value)
+    assert cache_entries(cache) == []
+
+
+BIG = b'{"resourceType": "CodeSystem"' + b" " * (2 << 20) + b"}"
+
+
+@pytest.mark.parametrize(
+    ("extra", "limits", "limit", "member"),
+    [
+        ({"package/CodeSystem-big.json": BIG}, UnpackLimits(), "ratio", "CodeSystem-big.json"),
+        (
+            {"package/other/big.bin": BIG},
+            UnpackLimits(member_bytes=1 << 20, ratio=10**6),
+            "member_bytes",
+            "other/big.bin",
+        ),
+        (
+            {"package/CodeSystem-big.json": BIG},
+            UnpackLimits(resource_bytes=1 << 20, ratio=10**6),
+            "resource_bytes",
+            "CodeSystem-big.json",
+        ),
+        ({}, UnpackLimits(total_bytes=500), "total_bytes", ""),
+    ],
+    ids=["ratio-bomb", "member-bytes", "resource-bytes", "total-bytes"],
+)
+def test_a_tarball_over_the_unpack_limits_is_refused(
+    registry: FakeRegistry,
+    cache: Path,
+    extra: dict[str, bytes],
+    limits: UnpackLimits,
+    limit: str,
+    member: str,
+) -> None:
+    registry.publish(NAME, {"1.0.0": make_tgz({**package_contents(), **extra})})
+
+    with unpacking.limits_in_force(limits), pytest.raises(ArchiveLimitError) as caught:
+        install_package(NAME, "1.0.0", registry=registry.url, cache_dir=cache)
+
+    error = caught.value
+    assert error.limit == limit and error.member.startswith("package/")
+    assert error.member.endswith(member)
+    assert f"the member {error.member!r}" in str(error) and f"the limit {limit}" in str(error)
+    assert registry.tarball_path(NAME, "1.0.0") in str(error)
     assert cache_entries(cache) == []
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from workbench.bulk.report import ValidationFrame, ValidationSummary
 from workbench.errors import (
+    ArchiveLimitError,
     CodeSystemNotFoundError,
     ImportCycleError,
     IncompleteCodeSystemError,
@@ -31,6 +32,7 @@ from workbench.terminology.validation import Issue, ValidationResult
 from workbench.workbench import Workbench
 
 __all__ = [
+    "ArchiveLimitError",
     "CodeSystem",
     "CodeSystemNotFoundError",
     "Expansion",

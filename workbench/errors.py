@@ -88,6 +88,31 @@ class LoadError(WorkbenchError):
     msg_id = "WB-LOAD-001"
 
 
+class ArchiveLimitError(LoadError):
+    """A member of a release zip or package tarball unpacks to more than the configured limits
+    allow (``workbench.unpacking``): too many bytes in one member or in all of them, or too
+    many bytes per compressed byte (a compression bomb). The text names the archive, the
+    member, the limit and the value found."""
+
+    code = "too-long"
+    status = 413
+    msg_id = "WB-ARC-413"
+
+    def __init__(
+        self, archive: str, member: str, limit: str, found: int, maximum: int, what: str
+    ) -> None:
+        super().__init__(
+            f"{archive}: the member {member!r} {what}; the limit {limit} is {maximum:,}. "
+            "Refused without unpacking the rest (limits are set by unpacking.configure or the "
+            "server's --unpack-limit option)"
+        )
+        self.archive = archive
+        self.member = member
+        self.limit = limit
+        self.found = found
+        self.maximum = maximum
+
+
 class InvalidResourceError(WorkbenchError):
     """A resource breaks a FHIR rule (for example the ValueSet invariants vsd-1/2/3)."""
 

@@ -30,6 +30,7 @@ from typing import IO, Any
 import httpx
 import orjson
 
+from . import unpacking
 from .errors import LoadError, PackageError, PackageIntegrityError, PackageNotFoundError
 
 __all__ = [
@@ -64,6 +65,7 @@ _PACKUMENT_ACCEPT = "application/vnd.npm.install-v1+json; q=1.0, application/jso
 _SRI_STRENGTH = {"sha1": 1, "sha256": 2, "sha384": 3, "sha512": 4}
 _TEMP_PREFIX = ".workbench-"
 _CHUNK = 1 << 16
+_MEMBER_CHUNK = 1 << 20
 _ARCHIVE_ERRORS = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile)
 
 VersionKey = tuple[int, int, int, int, int, tuple[tuple[int, int, str], ...], str]
@@ -267,6 +269,10 @@ def iter_tar_package_members(
     a binary file object; it is read once, front to back, so a pipe or a network stream
     works. A truncated or corrupt archive raises :class:`LoadError` naming the file, possibly
     after some members have been yielded (the gzip checksum is checked at the end).
+
+    The archive is unpacked as a stream, under the unpack limits (``workbench.unpacking``): a
+    member over them raises :class:`ArchiveLimitError` naming it, a member's declared size
+    before it is read, a compression bomb as soon as it shows.
     """
     with ExitStack() as stack:
         if isinstance(source, (str, os.PathLike)):
@@ -278,19 +284,29 @@ def iter_tar_package_members(
         else:
             raw, label = source, str(getattr(source, "name", "<stream>"))
         try:
-            unzipped = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))
-            with tarfile.open(fileobj=unzipped, mode="r|") as archive:
+            meter = stack.enter_context(unpacking.GzipMeter(raw, label))
+            with tarfile.open(fileobj=meter, mode="r|") as archive:  # type: ignore[call-overload]
                 for member in archive:
                     name = _resource_member_name(member)
+                    meter.begin(member.name, member.size, whole=name is not None)
                     if name is None:
                         continue
                     content = archive.extractfile(member)
                     if content is not None:
-                        yield name, content.read()
-            _drain(unzipped)
+                        yield name, _read_member(content)
+            meter.drain()
         except _ARCHIVE_ERRORS as exc:
             problem = _describe(exc)
             raise LoadError(f"{label}: truncated or corrupt package archive ({problem})") from exc
+
+
+def _read_member(content: IO[bytes]) -> bytes:
+    """A member's bytes, read in chunks (the limits are checked as they are unpacked; the
+    parser needs the member whole, so it is at most ``resource_bytes`` large)."""
+    chunks = []
+    while chunk := content.read(_MEMBER_CHUNK):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _resource_member_name(member: tarfile.TarInfo) -> str | None:
@@ -303,11 +319,6 @@ def _resource_member_name(member: tarfile.TarInfo) -> str | None:
     if folder != "package" or not separator or "/" in file_name:
         return None
     return name if _is_resource_name(file_name) else None
-
-
-def _drain(stream: gzip.GzipFile) -> None:
-    while stream.read(_CHUNK):
-        pass
 
 
 def _describe(exc: BaseException) -> str:
@@ -328,13 +339,14 @@ def _extract_tarball(archive_path: Path, destination: Path, label: str) -> None:
         problem = _unsafe_member_problem(member.name)
         if problem is not None:
             raise LoadError(f"{label}: refusing to extract member {member.name!r} ({problem})")
+        meter.begin(member.name, member.size, whole=_resource_member_name(member) is not None)
         return tarfile.data_filter(member, dest)
 
     try:
-        with archive_path.open("rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
-            with tarfile.open(fileobj=unzipped, mode="r|") as archive:
+        with archive_path.open("rb") as raw, unpacking.GzipMeter(raw, label) as meter:
+            with tarfile.open(fileobj=meter, mode="r|") as archive:  # type: ignore[call-overload]
                 archive.extractall(destination, filter=checked)
-            _drain(unzipped)
+            meter.drain()
     except tarfile.FilterError as exc:
         member = exc.tarinfo.name
         raise LoadError(f"{label}: refusing to extract member {member!r} ({exc})") from exc

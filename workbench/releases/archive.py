@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO
 
+from workbench import unpacking
 from workbench.errors import ReleaseFormatError
 
 
@@ -20,18 +21,43 @@ class ReleaseFile:
     name: str
     archive: Path | None = None
 
-    def open(self) -> io.BufferedIOBase | Any:
-        """Open the file for binary reading."""
+    def open(self) -> IO[bytes]:
+        """Open the file for binary reading, as a stream: a zip member is unpacked as it is
+        read (never whole), and ends at the size the zip declares for it (checked against
+        the unpack limits by ``list_files``)."""
         if self.archive is None:
             return open(self.name, "rb")
         with zipfile.ZipFile(self.archive) as zf:
-            return io.BytesIO(zf.read(self.name))
+            return zf.open(self.name)  # keeps the archive's file open until it is closed
 
-    def read(self) -> bytes:
-        """The whole file's bytes."""
-        with self.open() as stream:
-            data: bytes = stream.read()
-        return data
+
+#: The bytes a CSV reader parses at a time (streamed files: memory holds a few blocks, not
+#: the file), and the longest line the line-by-line readers take: a longer one is an error,
+#: never read whole.
+BLOCK_SIZE = LINE_LIMIT = 1 << 22
+
+
+def first_line(file: ReleaseFile) -> bytes:
+    """The file's first line, read alone (without a byte-order mark or the line end)."""
+    with file.open() as stream:
+        line = stream.readline(LINE_LIMIT)
+    return line.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n")
+
+
+def lines(file: ReleaseFile) -> Iterator[tuple[int, bytes]]:
+    """``(number, line)`` for every line of the file (without the line end), streamed; a
+    line longer than ``LINE_LIMIT`` raises ReleaseFormatError naming the file and line."""
+    with file.open() as stream:
+        number = 0
+        while raw := stream.readline(LINE_LIMIT + 1):
+            number += 1
+            if len(raw) > LINE_LIMIT:
+                raise ReleaseFormatError(
+                    f"a line longer than {LINE_LIMIT:,} bytes", file=label(file), line=number
+                )
+            if number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            yield number, raw.rstrip(b"\r\n")
 
 
 def check_zip(path: str | Path) -> None:
@@ -58,7 +84,9 @@ def list_files(path: str | Path, what: str) -> list[tuple[str, Path | None]]:
     a folder's files, whose names are paths), sorted by name.
 
     Raises ReleaseFormatError (``what`` names the kind of release in the message) when the
-    path is missing, or is a file that is not a readable zip (truncated or corrupt).
+    path is missing, or is a file that is not a readable zip (truncated or corrupt), and
+    ArchiveLimitError when a zip's member is over the unpack limits (``workbench.unpacking``),
+    before any member is unpacked.
     """
     root = Path(path)
     if root.is_dir():
@@ -66,6 +94,7 @@ def list_files(path: str | Path, what: str) -> list[tuple[str, Path | None]]:
     if root.is_file() and zipfile.is_zipfile(root):
         try:
             with zipfile.ZipFile(root) as zf:
+                unpacking.check_zip(str(root), zf.infolist())  # before unpacking anything
                 names = zf.namelist()
                 bad = zf.testzip()
         except (zipfile.BadZipFile, OSError, EOFError) as exc:

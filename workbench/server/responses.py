@@ -64,17 +64,6 @@ def _body_headers(headers: list[tuple[bytes, bytes]]) -> tuple[str, str | None]:
     return content_type or "", length
 
 
-async def read_json(
-    request: Request, max_bytes: int, *, exact_decimals: bool = False, empty_ok: bool = False
-) -> Any:
-    """Read a JSON body, checking the content type and the size limit.
-
-    With ``empty_ok`` an empty body (of any content type) is None.
-    """
-    data = await read_body(request, max_bytes, empty_ok=empty_ok)
-    return None if data is None else parse_json(data, exact_decimals=exact_decimals)
-
-
 def parse_json(data: bytes, *, exact_decimals: bool = False) -> Any:
     """Parse a body read by ``read_body`` (400 ``structure`` when it is not JSON)."""
     try:

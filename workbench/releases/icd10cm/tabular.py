@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 from xml.parsers import expat
 
+from workbench import unpacking
 from workbench.errors import ReleaseFormatError
 
 SYSTEM = "http://hl7.org/fhir/sid/icd-10-cm"
@@ -46,7 +47,8 @@ def _is_tabular_name(name: str) -> bool:
 
 
 def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
-    """(name, opener) of the tabular XML in ``path`` (an XML file, a folder or a zip)."""
+    """(name, opener) of the tabular XML in ``path`` (an XML file, a folder or a zip; the
+    opener streams it). ArchiveLimitError when a zip's member is over the unpack limits."""
     p = Path(path)
     if not p.exists():
         raise ReleaseFormatError("no such file or folder", file=str(path))
@@ -58,6 +60,7 @@ def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
     if zipfile.is_zipfile(p):
         try:
             with zipfile.ZipFile(p) as z:
+                unpacking.check_zip(str(p), z.infolist())  # before unpacking anything
                 names = sorted(n for n in z.namelist() if _is_tabular_name(n))
         except (zipfile.BadZipFile, OSError) as exc:
             raise ReleaseFormatError(f"unreadable zip: {exc}", file=str(p)) from exc

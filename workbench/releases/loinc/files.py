@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases import archive
 from workbench.releases.archive import ReleaseFile, label, list_files
 
 AXES = ("COMPONENT", "PROPERTY", "TIME_ASPCT", "SYSTEM", "SCALE_TYP", "METHOD_TYP")
@@ -146,14 +147,11 @@ def find_files(path: str | Path) -> list[ReleaseFile]:
 
 def read(file: ReleaseFile) -> pa.Table:
     """Read one LOINC CSV file into an Arrow table of strings (empty cells are empty strings),
-    checking its header, the shape of every row and its code columns."""
-    data = file.read()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    checking its header, the shape of every row and its code columns. The file is streamed:
+    the table is kept, never the file's bytes."""
     where = label(file)
-    end = data.find(b"\n")
     try:
-        first = data[: end if end >= 0 else len(data)].decode("utf-8")
+        first = archive.first_line(file).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ReleaseFormatError("the header is not UTF-8", file=where, line=1) from exc
     header = next(csv.reader([first]), None)
@@ -170,18 +168,19 @@ def read(file: ReleaseFile) -> pa.Table:
             line=1,
         )
     try:
-        table = pacsv.read_csv(
-            io.BytesIO(data),
-            read_options=pacsv.ReadOptions(use_threads=True, block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(newlines_in_values=True),
-            convert_options=pacsv.ConvertOptions(
-                column_types={name: pa.string() for name in header},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
+        with file.open() as stream:
+            table = pacsv.read_csv(
+                stream,
+                read_options=pacsv.ReadOptions(use_threads=True, block_size=archive.BLOCK_SIZE),
+                parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={name: pa.string() for name in header},
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
     except pa.ArrowInvalid as exc:
-        at, reason = _locate(data, len(header))
+        at, reason = _locate(file, len(header))
         raise ReleaseFormatError(f"broken row: {reason or exc}", file=where, line=at) from exc
     for column, pattern in CODES[file.kind].items():
         ok = pc.match_substring_regex(table.column(column), f"^{pattern}$")
@@ -191,38 +190,40 @@ def read(file: ReleaseFile) -> pa.Table:
             raise ReleaseFormatError(
                 f"broken row: {column} {value!r} is not a code of that kind",
                 file=where,
-                line=_line_of(data, index),
+                line=_line_of(file, index),
             )
     return table
 
 
-def _records(data: bytes) -> Iterator[tuple[int, list[str]]]:
+def _records(file: ReleaseFile) -> Iterator[tuple[int, list[str]]]:
     """``(first line, fields)`` of every record after the header (csv.Error, with the
     record's first line in its ``line`` attribute, when one is malformed; only on the error
-    path: it is slow)."""
-    lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline="")
-    reader = csv.reader(lines, strict=True)
-    next(reader, None)
-    while True:
-        start = reader.line_num + 1
-        try:
-            fields = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            exc.line = start  # type: ignore[attr-defined]
-            raise
-        yield start, fields
+    path: it is slow). The file is read again, as a stream."""
+    with file.open() as stream:
+        lines = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="replace", newline="")
+        reader = csv.reader(lines, strict=True)
+        next(reader, None)
+        while True:
+            start = reader.line_num + 1
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                exc.line = start  # type: ignore[attr-defined]
+                raise
+            yield start, fields
 
 
-def _locate(data: bytes, width: int) -> tuple[int | None, str | None]:
+def _locate(file: ReleaseFile, width: int) -> tuple[int | None, str | None]:
     """The first line that breaks the file's shape or is not UTF-8 (only on the error path)."""
+    for number, line in archive.lines(file):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return number, "the row is not UTF-8"
     try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return data[: exc.start].count(b"\n") + 1, "the row is not UTF-8"
-    try:
-        for start, fields in _records(data):
+        for start, fields in _records(file):
             if len(fields) != width:
                 return start, f"expected {width} fields, found {len(fields)}"
     except csv.Error as exc:
@@ -230,9 +231,9 @@ def _locate(data: bytes, width: int) -> tuple[int | None, str | None]:
     return None, None
 
 
-def _line_of(data: bytes, index: int) -> int | None:
+def _line_of(file: ReleaseFile, index: int) -> int | None:
     """The line where the data row ``index`` (0-based) starts."""
-    for at, (start, _fields) in enumerate(_records(data)):
+    for at, (start, _fields) in enumerate(_records(file)):
         if at == index:
             return start
     return None

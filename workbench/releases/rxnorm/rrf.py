@@ -137,12 +137,8 @@ def find(path: str | Path) -> Release:
 @contextmanager
 def _stream(file: archive.ReleaseFile) -> Iterator[IO[bytes]]:
     """The file's bytes as a stream (a zip member is read as it is decompressed)."""
-    if file.archive is None:
-        with open(file.name, "rb") as fh:
-            yield fh
-        return
-    with zipfile.ZipFile(file.archive) as zf, zf.open(file.name) as member:
-        yield member
+    with file.open() as stream:
+        yield stream
 
 
 def read(file: archive.ReleaseFile) -> Iterator[tuple[int, pa.RecordBatch]]:

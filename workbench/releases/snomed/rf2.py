@@ -15,7 +15,6 @@ True
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases import archive
 from workbench.releases.archive import ReleaseFile, label, list_files
 
 BASE = ["id", "effectiveTime", "active", "moduleId"]
@@ -136,10 +136,10 @@ def find_files(path: str | Path) -> list[ReleaseFile]:
     """
     root = Path(path)
     found: list[ReleaseFile] = []
-    for name, archive in list_files(root, "an RF2 release"):
+    for name, zipped in list_files(root, "an RF2 release"):
         kind = kind_of(name)
         if kind is not None and name.endswith(".txt"):
-            found.append(ReleaseFile(kind, name, archive))
+            found.append(ReleaseFile(kind, name, zipped))
     if not any(f.kind == "concept" for f in found):
         raise ReleaseFormatError(
             "not an RF2 Snapshot release: no sct2_Concept_…Snapshot… file was found",
@@ -154,12 +154,7 @@ def read(file: ReleaseFile) -> pa.Table:
     Identifier columns become int64 (``id`` of refsets stays a UUID string), effective times
     int32, ``active`` int8; terms and other texts stay strings.
     """
-    with file.open() as stream:
-        data = stream.read()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    first_end = data.find(b"\n")
-    header_line = data[: first_end if first_end >= 0 else len(data)].rstrip(b"\r")
+    header_line = archive.first_line(file)
     try:
         header = header_line.decode("utf-8").split("\t")
     except UnicodeDecodeError as exc:
@@ -190,18 +185,24 @@ def read(file: ReleaseFile) -> pa.Table:
         return "error"
 
     try:
-        return pacsv.read_csv(
-            io.BytesIO(data),
-            read_options=pacsv.ReadOptions(use_threads=True, block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(
-                delimiter="\t", quote_char=False, escape_char=False, invalid_row_handler=on_invalid
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False
-            ),
-        )
+        with file.open() as stream:  # streamed: the table is kept, not the file's bytes
+            return pacsv.read_csv(
+                stream,
+                read_options=pacsv.ReadOptions(use_threads=True, block_size=archive.BLOCK_SIZE),
+                parse_options=pacsv.ParseOptions(
+                    delimiter="\t",
+                    quote_char=False,
+                    escape_char=False,
+                    invalid_row_handler=on_invalid,
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=types,
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        line, why = _locate(data, header, types)
+        line, why = _locate(file, header, types)
         if line is None and bad:
             line = bad[0]
         raise ReleaseFormatError(
@@ -223,15 +224,16 @@ _SCTID_KEYED = {"concept", "description", "textdefinition", "relationship", "con
 
 
 def _locate(
-    data: bytes, header: list[str], types: dict[str, pa.DataType]
+    file: ReleaseFile, header: list[str], types: dict[str, pa.DataType]
 ) -> tuple[int | None, str | None]:
-    """Find the first line that breaks the file's shape or types (only on the error path)."""
+    """Find the first line that breaks the file's shape or types (only on the error path;
+    the file is read again, line by line)."""
     checks = [(i, types[name]) for i, name in enumerate(header)]
-    for number, raw in enumerate(data.split(b"\n")[1:], start=2):
-        if not raw.strip():
+    for number, raw in archive.lines(file):
+        if number == 1 or not raw.strip():
             continue
         try:
-            text = raw.rstrip(b"\r").decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return number, "the row is not UTF-8"
         cells = text.split("\t")
