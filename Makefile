@@ -74,7 +74,7 @@ wrk:
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check workbench tests benchmarks server.py docs/hooks.py
-	$(BIN)/ruff format --check workbench tests benchmarks server.py docs/hooks.py docs/hooks.py
+	$(BIN)/ruff format --check workbench tests benchmarks server.py docs/hooks.py
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
