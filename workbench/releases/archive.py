@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import zipfile
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases.hashing import tracked
 
 
 @dataclass(frozen=True)
@@ -21,11 +21,12 @@ class ReleaseFile:
     archive: Path | None = None
 
     def open(self) -> io.BufferedIOBase | Any:
-        """Open the file for binary reading."""
+        """Open the file for binary reading (hashed as it is read during an import:
+        ``hashing.tracked``)."""
         if self.archive is None:
-            return open(self.name, "rb")
+            return tracked(self.name, open(self.name, "rb"))
         with zipfile.ZipFile(self.archive) as zf:
-            return io.BytesIO(zf.read(self.name))
+            return tracked(label(self), io.BytesIO(zf.read(self.name)))
 
     def read(self) -> bytes:
         """The whole file's bytes."""
@@ -92,18 +93,3 @@ def names(path: str | Path) -> list[str]:
             return [name for name in zf.namelist() if not name.endswith("/")]
     except (zipfile.BadZipFile, OSError, EOFError):
         return []
-
-
-def fingerprint(files: list[ReleaseFile], main: ReleaseFile, salt: str) -> str:
-    """A short hash naming a release's store: ``salt`` (the store's format), the files'
-    names and sizes, and the first bytes of its ``main`` file."""
-    digest = hashlib.sha256(salt.encode())
-    for file in files:
-        digest.update(Path(file.name).name.encode())
-        if file.archive is None:
-            digest.update(str(Path(file.name).stat().st_size).encode())
-        else:
-            digest.update(str(file.archive.stat().st_size).encode())
-    with main.open() as stream:
-        digest.update(stream.read(1 << 16))
-    return digest.hexdigest()[:16]

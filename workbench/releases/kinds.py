@@ -19,6 +19,7 @@ import contextlib
 import importlib
 import shutil
 import threading
+import zipfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import pyarrow as pa
 
 from workbench.errors import InvalidRequestError, ReleaseFormatError
-from workbench.releases import archive
+from workbench.releases import archive, hashing, integrity, release_cache
 from workbench.releases.storage import ColumnarStore
 from workbench.terminology.provider import CodeSystemProvider
 
@@ -52,11 +53,16 @@ _DAMAGED = (OSError, ValueError, KeyError, TypeError, pa.ArrowException)
 @dataclass(frozen=True)
 class Loaded:
     """What loading a release gives, for every kind: the provider, the store folder it
-    reads, and whether the release was imported now (False: reopened from the cache)."""
+    reads, whether the release was imported now (False: reopened from the cache), and why."""
 
     provider: CodeSystemProvider
     store: Path
     imported: bool
+    #: Why a release that had been imported before was imported again (None: it was not,
+    #: or never had been): the release changed, or its store was damaged.
+    reason: str | None = None
+    #: What else the load did or found (temporary folders of killed imports removed).
+    notes: tuple[str, ...] = ()
 
 
 class TerminologyKind(ABC):
@@ -102,9 +108,19 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
         """True when ``path`` looks like a release of this kind (cheap: names or a file's
         first bytes; ``locate`` says what is wrong with it)."""
 
-    @abstractmethod
+    def files(self, source: Source) -> list[archive.ReleaseFile] | None:
+        """The release files the import reads: their content names the store (hashed as
+        the import reads them through ``release_cache.tracked``). None: ``fingerprint``
+        names it."""
+        return None
+
     def fingerprint(self, source: Source) -> str:
-        """A short hash of the release (with the store's format): its store's name."""
+        """A short hash of the release's content (with the store's format): its store's
+        name, for a kind whose ``files`` is None (a kind that lists its files needs none)."""
+        files = self.files(source)
+        if files is None:
+            raise NotImplementedError(f"{type(self).__name__} defines no files nor fingerprint")
+        return release_cache.key_of(release_cache.digests(files), self._salt())
 
     @abstractmethod
     def build(self, source: Source, folder: Path, progress: Progress) -> None:
@@ -135,47 +151,139 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
         version: str | None = None,
         progress: Progress | None = None,
         claim: Claim | None = None,
+        verify: bool = False,
     ) -> Loaded:
         """Import (unless cached) and open a release.
 
-        ``claim(system, version)`` is called before anything is imported when the version
-        is known then, and again once the provider is open; it may raise to refuse them,
-        and then a store imported just now is removed again (and the cache folder, when
-        this made it and it is empty). Raises ReleaseFormatError for a broken release; no
-        store is left of it.
+        A cached store is reopened when it holds this release's content (its files' SHA-256,
+        ``release_cache``) and checks (``integrity.problem``: sizes and digests of the ends
+        of its files; every byte with ``verify=True``, and after temporary folders of killed
+        imports were found); otherwise the release is imported again and ``Loaded.reason``
+        says why. ``claim(system, version)`` is called before anything is imported when the
+        version is known then, and again once the provider is open; it may raise to refuse
+        them, and then a store imported just now is removed again (and the cache folder,
+        when this made it and it is empty). Raises ReleaseFormatError for a broken release;
+        no store is left of it.
         """
         if version is not None:
             version = self.check_version(version)
         source = self.locate(Path(path))
         cache = Path(cache_dir)
-        folder = cache / f"{self.name}-{self.fingerprint(source)}"
         early = self.version_before_import(source, version)
         if claim is not None and early is not None:
             claim(self.system, early)
-        if self.store_class.is_store(folder):
-            try:
-                provider = self.open(folder, version)
-            except _DAMAGED:  # damaged by hand: import it again
-                pass
-            else:
-                if claim is not None:
-                    claim(provider.url, provider.version)
-                return Loaded(provider, folder, imported=False)
-        shutil.rmtree(folder, ignore_errors=True)  # damaged, or of another format
         created = not cache.exists()
         cache.mkdir(parents=True, exist_ok=True)
-        self.build(source, folder, progress or (lambda _message: None))  # atomic
+        notes = tuple(release_cache.sweep(cache))
+        files = self.files(source)
+        sig = self.fingerprint(source) if files is None else self._signature(files)
+        with release_cache.exclusive(cache / f".{self.name}-{sig}.lock"):
+            found, reason = self._cached(source, files, cache, sig, verify or bool(notes))
+            if found is not None:
+                try:
+                    provider = self.open(found, version)
+                except _DAMAGED as exc:
+                    reason = f"the cached store {found.name} did not open ({exc})"
+                else:
+                    if claim is not None:
+                        claim(provider.url, provider.version)
+                    return Loaded(provider, found, imported=False, notes=notes)
+            folder = self._import(source, files, cache, sig, progress)
+            refused: BaseException | None = None
+            try:
+                return self._opened(folder, version, claim, reason, notes)
+            except BaseException as exc:  # refused once its version is known
+                refused = exc
+        if created:
+            with contextlib.suppress(OSError):
+                cache.rmdir()  # only when empty (the lock file is gone by now)
+        raise refused
+
+    def _salt(self) -> str:
+        return f"{self.name}-format{self.store_class.FORMAT}"
+
+    def _signature(self, files: list[archive.ReleaseFile]) -> str:
+        try:
+            return release_cache.signature(files, self._salt())
+        except (OSError, zipfile.BadZipFile, EOFError) as exc:
+            raise ReleaseFormatError(f"unreadable release ({exc})") from exc
+
+    def _cached(
+        self,
+        source: Source,
+        files: list[archive.ReleaseFile] | None,
+        cache: Path,
+        sig: str,
+        full: bool,
+    ) -> tuple[Path | None, str | None]:
+        """The cached store of this release when there is one to trust; else None and why
+        the release is imported again (None: it never was)."""
+        folder = cache / f"{self.name}-{sig}"
+        if files is not None:
+            before = [
+                d
+                for d in sorted(cache.glob(f"{self.name}-*"))
+                if ".tmp-" not in d.name
+                and release_cache.recorded_release(d).get("signature") == sig
+            ]
+            if not before:
+                return None, None  # never imported: the import hashes it as it reads
+            found = release_cache.digests(files)
+            folder = cache / f"{self.name}-{release_cache.key_of(found, self._salt())}"
+            if not folder.exists():
+                what = release_cache.changed(release_cache.recorded_release(before[0]), found)
+                return None, (
+                    f"the release changed since it was imported into {before[0].name} "
+                    f"(other content in {what})"
+                )
+        if not folder.exists():
+            return None, None
+        why = integrity.problem(folder, self.store_class.FORMAT, full=full)
+        if why is not None:
+            return None, f"the cached store {folder.name} cannot be trusted: {why}"
+        return folder, None
+
+    def _import(
+        self,
+        source: Source,
+        files: list[archive.ReleaseFile] | None,
+        cache: Path,
+        sig: str,
+        progress: Progress | None,
+    ) -> Path:
+        """Import the release in a private folder, hashing its files as they are read, and
+        put the store in place under its content key."""
+        with release_cache.ImportFolder(cache, f"{self.name}-{sig}") as work:
+            store = work.path / "store"
+            with hashing.reading() as reads:
+                self.build(source, store, progress or (lambda _message: None))
+            key, record = sig, {"signature": sig}
+            if files is not None:
+                found = release_cache.complete(reads, files)
+                key = release_cache.key_of(found, self._salt())
+                record = release_cache.release_record(found, sig, key)
+            release_cache.annotate(store, record)
+            folder = cache / f"{self.name}-{key}"
+            release_cache.place(store, folder, self.store_class.FORMAT)
+        return folder
+
+    def _opened(
+        self,
+        folder: Path,
+        version: str | None,
+        claim: Claim | None,
+        reason: str | None,
+        notes: tuple[str, ...],
+    ) -> Loaded:
+        """The provider of a store imported just now (removed again when refused)."""
         try:
             provider = self.open(folder, version)
             if claim is not None:
                 claim(provider.url, provider.version)
         except BaseException:  # refused once its version is known: the store goes too
             shutil.rmtree(folder, ignore_errors=True)
-            if created:
-                with contextlib.suppress(OSError):
-                    cache.rmdir()  # only when empty
             raise
-        return Loaded(provider, folder, imported=True)
+        return Loaded(provider, folder, imported=True, reason=reason, notes=notes)
 
 
 # --- the registry ----------------------------------------------------------------------------

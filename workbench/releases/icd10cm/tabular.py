@@ -27,6 +27,8 @@ from typing import IO, Any
 from xml.parsers import expat
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases.archive import ReleaseFile, label
+from workbench.releases.hashing import tracked
 
 SYSTEM = "http://hl7.org/fhir/sid/icd-10-cm"
 ROOT_TAG = "ICD10CM.tabular"
@@ -45,8 +47,8 @@ def _is_tabular_name(name: str) -> bool:
     return low.endswith(".xml") and "tabular" in low and not low.startswith("._")
 
 
-def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
-    """(name, opener) of the tabular XML in ``path`` (an XML file, a folder or a zip)."""
+def release_file(path: str | Path) -> ReleaseFile:
+    """The tabular XML in ``path`` (an XML file, a folder or a zip) as a release file."""
     p = Path(path)
     if not p.exists():
         raise ReleaseFormatError("no such file or folder", file=str(path))
@@ -54,7 +56,7 @@ def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
         found = sorted(f for f in p.rglob("*.xml") if _is_tabular_name(f.name))
         if not found:
             raise ReleaseFormatError("no ICD-10-CM tabular XML in this folder", file=str(p))
-        return str(found[0]), lambda: open(found[0], "rb")
+        return ReleaseFile("tabular", str(found[0]))
     if zipfile.is_zipfile(p):
         try:
             with zipfile.ZipFile(p) as z:
@@ -63,12 +65,22 @@ def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
             raise ReleaseFormatError(f"unreadable zip: {exc}", file=str(p)) from exc
         if not names:
             raise ReleaseFormatError("no ICD-10-CM tabular XML in this zip", file=str(p))
+        return ReleaseFile("tabular", names[0], p)
+    return ReleaseFile("tabular", str(p))
 
-        def opener() -> IO[bytes]:
-            return zipfile.ZipFile(p).open(names[0])
 
-        return f"{p}!{names[0]}", opener
-    return str(p), lambda: open(p, "rb")
+def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
+    """(name, opener) of the tabular XML in ``path`` (an XML file, a folder or a zip); the
+    stream is hashed as it is read during an import (``hashing.tracked``)."""
+    file = release_file(path)
+    name = label(file)
+
+    def opener() -> IO[bytes]:
+        if file.archive is None:
+            return tracked(name, open(file.name, "rb"))
+        return tracked(name, zipfile.ZipFile(file.archive).open(file.name))
+
+    return name, opener
 
 
 def detect(path: str | Path) -> bool:

@@ -28,6 +28,7 @@ import pyarrow.csv as pcsv
 
 from workbench.errors import ReleaseFormatError
 from workbench.releases import archive
+from workbench.releases.hashing import tracked
 
 COLUMNS: dict[str, list[str]] = {
     "RXNCONSO": [
@@ -103,7 +104,7 @@ class Release:
     version: str | None
 
     def all(self) -> list[archive.ReleaseFile]:
-        """The files, in a fixed order (for the fingerprint)."""
+        """The files, in a fixed order (what the release cache hashes)."""
         return [self.files[name] for name in COLUMNS]
 
 
@@ -138,10 +139,11 @@ def find(path: str | Path) -> Release:
 def _stream(file: archive.ReleaseFile) -> Iterator[IO[bytes]]:
     """The file's bytes as a stream (a zip member is read as it is decompressed)."""
     if file.archive is None:
-        with open(file.name, "rb") as fh:
+        with tracked(file.name, open(file.name, "rb")) as fh:
             yield fh
         return
-    with zipfile.ZipFile(file.archive) as zf, zf.open(file.name) as member:
+    where = archive.label(file)
+    with zipfile.ZipFile(file.archive) as zf, tracked(where, zf.open(file.name)) as member:
         yield member
 
 
