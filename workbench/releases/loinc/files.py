@@ -191,7 +191,7 @@ def read(file: ReleaseFile) -> pa.Table:
             raise ReleaseFormatError(
                 f"broken row: {column} {value!r} is not a code of that kind",
                 file=where,
-                line=_line_of(data, index),
+                line=line_of(data, index),
             )
     return table
 
@@ -230,7 +230,7 @@ def _locate(data: bytes, width: int) -> tuple[int | None, str | None]:
     return None, None
 
 
-def _line_of(data: bytes, index: int) -> int | None:
+def line_of(data: bytes, index: int) -> int | None:
     """The line where the data row ``index`` (0-based) starts."""
     for at, (start, _fields) in enumerate(_records(data)):
         if at == index:
