@@ -184,11 +184,14 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
                     provider = self.open(found, version)
                 except _DAMAGED as exc:
                     reason = f"the cached store {found.name} did not open ({exc})"
+                    release_cache.discard(found)
                 else:
                     if claim is not None:
                         claim(provider.url, provider.version)
                     return Loaded(provider, found, imported=False, notes=notes)
-            folder = self._import(source, files, cache, sig, progress)
+            folder, replaced = self._import(source, files, cache, sig, progress)
+            if reason is None and replaced is not None:
+                reason = f"the cached store {folder.name} cannot be trusted: {replaced}"
             refused: BaseException | None = None
             try:
                 return self._opened(folder, version, claim, reason, notes)
@@ -240,6 +243,7 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
             return None, None
         why = integrity.problem(folder, self.store_class.FORMAT, full=full)
         if why is not None:
+            release_cache.discard(folder)
             return None, f"the cached store {folder.name} cannot be trusted: {why}"
         return folder, None
 
@@ -250,9 +254,10 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
         cache: Path,
         sig: str,
         progress: Progress | None,
-    ) -> Path:
+    ) -> tuple[Path, str | None]:
         """Import the release in a private folder, hashing its files as they are read, and
-        put the store in place under its content key."""
+        put the store in place under its content key; returns it and what was wrong with a
+        damaged store it replaced there."""
         with release_cache.ImportFolder(cache, f"{self.name}-{sig}") as work:
             store = work.path / "store"
             with hashing.reading() as reads:
@@ -264,8 +269,8 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
                 record = release_cache.release_record(found, sig, key)
             release_cache.annotate(store, record)
             folder = cache / f"{self.name}-{key}"
-            release_cache.place(store, folder, self.store_class.FORMAT)
-        return folder
+            replaced = release_cache.place(store, folder, self.store_class.FORMAT)
+        return folder, replaced
 
     def _opened(
         self,

@@ -258,22 +258,31 @@ def sweep(cache: Path) -> list[str]:
     return notes
 
 
-def place(store: Path, dest: Path, store_format: int) -> bool:
-    """Rename the finished ``store`` to ``dest``; True when it went there. An intact store
-    already at ``dest`` (another process imported the same release) is kept and ``store``
-    dropped (False); a damaged one is replaced."""
+def place(store: Path, dest: Path, store_format: int) -> str | None:
+    """Rename the finished ``store`` to ``dest``. An intact store already at ``dest``
+    (another process imported the same release) is kept and ``store`` dropped; a damaged
+    one is replaced, and then what was wrong with it is returned."""
+    replaced = None
     for _attempt in range(3):
         try:
             os.replace(store, dest)
-            return True
+            return replaced
         except OSError:
             if not dest.exists():
                 raise
-        if integrity.problem(dest, store_format) is None:
+        why = integrity.problem(dest, store_format)
+        if why is None:
             shutil.rmtree(store, ignore_errors=True)
-            return False
-        aside = dest.with_name(f"{dest.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(dest, aside)
-        shutil.rmtree(aside, ignore_errors=True)
+            return None
+        replaced = why
+        discard(dest)
     raise OSError(f"could not put the store in place at {dest}")
+
+
+def discard(store: Path) -> None:
+    """Remove a store that cannot be trusted: renamed aside first (a temporary folder of
+    this process, which ``sweep`` removes should this one die), then deleted."""
+    aside = store.with_name(f"{store.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(store, aside)
+    shutil.rmtree(aside, ignore_errors=True)
