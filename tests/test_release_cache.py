@@ -109,8 +109,8 @@ def test_a_release_changed_in_place_is_imported_again(
     third = wb.load_release(path, cache_dir=cache, progress=False)
     assert third.imported and third.cache != first.cache
     assert third.reason == (
-        f"the release changed since it was imported into {Path(first.cache).name} "
-        f"(other content in {changed.name})"
+        f"the release changed since it was imported into {Path(first.cache).name}: "
+        f"other content in {changed.name}"
     )
     assert f"imported again ({third.reason})" in repr(third)
     assert wb.lookup(system, code).display == display

@@ -1,5 +1,6 @@
 """Data hygiene on import (issue 25, point 5), on the small synthetic releases: a control
-character in a text is an error naming the file, line, column and character; two rows of one
+character in a text (SNOMED CT, LOINC, RxNorm; the XML parser refuses them in ICD-10-CM) is
+an error naming the file, line, column and character; two rows of one
 id with different content are an error naming both rows; equal twins are kept once. Nothing
 is left in the cache after an error."""
 
@@ -37,6 +38,10 @@ def _snomed(folder: Path) -> Path:
 
 def _loinc(folder: Path) -> Path:
     return Path(shutil.copytree(DATA / "loinc-release", folder / "loinc"))
+
+
+def _rxnorm(folder: Path) -> Path:
+    return Path(shutil.copytree(DATA / "rxnorm-release", folder / "rxnorm"))
 
 
 def _edit(pattern: str, before: str, after: str) -> Callable[[Path], Path]:
@@ -98,6 +103,14 @@ CONTROLS: list[tuple[str, Callable[[Path], Path], Callable[[Path], Path], str, s
         "\x00",
         "U+0000 (NUL)",
         "RELATEDNAMES2",
+    ),
+    (
+        "RxNorm name with NUL",
+        _rxnorm,
+        _edit("RXNCONSO.RRF", "|acetaminophen|", "|acetamino\x00phen|"),
+        "\x00",
+        "U+0000 (NUL)",
+        "STR",
     ),
     (
         "LOINC part name with DEL",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -72,15 +72,24 @@ def _lines(file: ReleaseFile) -> Iterator[tuple[int, bytes]]:
             yield number, line.rstrip(b"\r\n")
 
 
-def check_text(table: pa.Table, file: ReleaseFile, columns: list[str] | None = None) -> None:
+def check_text(
+    table: pa.Table,
+    file: ReleaseFile,
+    columns: list[str] | None = None,
+    line_of: Callable[[int], int] | None = None,
+) -> None:
     """ReleaseFormatError naming the file, line, column and character when a text column
     (``columns``, else every string column) of the table read from ``file`` holds a
-    control character."""
+    control character. The line is ``line_of(row)``, else the first of the file that holds
+    one (found by reading it again, only then)."""
     found = control(table, text_columns(table) if columns is None else columns)
     if found is None:
         return
-    _row, column, char = found
-    line = next((n for n, text in _lines(file) if _CONTROL.search(text)), None)
+    row, column, char = found
+    if line_of is not None:
+        line: int | None = line_of(row)
+    else:
+        line = next((n for n, text in _lines(file) if _CONTROL.search(text)), None)
     raise ReleaseFormatError(
         f"a control character, {char}, in the column {column}: terms and other texts may "
         "not hold control characters",

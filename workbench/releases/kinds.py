@@ -1,12 +1,13 @@
 """The terminology kinds the workbench knows, and the registry of them.
 
 A *release kind* (``ReleaseKind``) says how its release files are found (``locate``) and
-recognised (``detect``), what names its store in the cache (``fingerprint``), how they are
-imported into a ``ColumnarStore`` (``build``) and how the store opens as a provider
-(``open``); ``ReleaseKind.load`` runs the same steps for every kind: reopen the cached store,
-else import it (a damaged store is imported again), with the version claimed as soon as it
-is known. A *built-in kind* (``BuiltinKind``, UCUM) has no release files: its provider is
-always there.
+recognised (``detect``), which of them the import reads (``files``: their content names its
+store in the cache; else ``fingerprint`` does), how they are imported into a
+``ColumnarStore`` (``build``) and how the store opens as a provider (``open``);
+``ReleaseKind.load`` runs the same steps for every kind (``release_cache``): reopen the
+cached store of this content once it checks, else import it (a changed release or a damaged
+store is imported again, saying why), with the version claimed as soon as it is known. A
+*built-in kind* (``BuiltinKind``, UCUM) has no release files: its provider is always there.
 
 Kinds are registered here (``BUILT_IN`` names the modules of this package's kinds, each of
 which defines ``KIND``; ``register`` adds another). ``detect`` asks every release kind
@@ -178,7 +179,7 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
         files = self.files(source)
         sig = self.fingerprint(source) if files is None else self._signature(files)
         with release_cache.exclusive(cache / f".{self.name}-{sig}.lock"):
-            found, reason = self._cached(source, files, cache, sig, verify or bool(notes))
+            found, reason = self._cached(files, cache, sig, verify or bool(notes))
             if found is not None:
                 try:
                     provider = self.open(found, version)
@@ -213,7 +214,6 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
 
     def _cached(
         self,
-        source: Source,
         files: list[archive.ReleaseFile] | None,
         cache: Path,
         sig: str,
@@ -236,8 +236,8 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
             if not folder.exists():
                 what = release_cache.changed(release_cache.recorded_release(before[0]), found)
                 return None, (
-                    f"the release changed since it was imported into {before[0].name} "
-                    f"(other content in {what})"
+                    f"the release changed since it was imported into {before[0].name}: "
+                    f"other content in {what}"
                 )
         if not folder.exists():
             return None, None

@@ -12,8 +12,9 @@ the base gives the rest:
   use), the codes as strings, a concept column's values at rows;
 - the rows of a long table that belong to one concept row (``LONG``: tables sorted by a key);
 - the closure of the hierarchy (``closure``) when the store keeps one;
-- an atomic build (``build``: a temporary folder renamed into place, ``meta.json`` last) and
-  pickling as the folder (Dask workers reopen it).
+- an atomic build (``build``: a temporary folder renamed into place, ``meta.json`` last,
+  recording the size and digests of every file written: ``integrity``) and pickling as the
+  folder (Dask workers reopen it).
 """
 
 from __future__ import annotations
