@@ -80,6 +80,7 @@ def _replace_keeping_time(path: Path, before: str, after: str) -> None:
     assert path.stat().st_size == stat.st_size
 
 
+@pytest.mark.parametrize("racy", [0.0, 3600.0], ids=["status trusted", "status too recent"])
 @pytest.mark.parametrize(
     ("kind", "pattern", "before", "after", "system", "code", "display"),
     CHANGES,
@@ -87,6 +88,8 @@ def _replace_keeping_time(path: Path, before: str, after: str) -> None:
 )
 def test_a_release_changed_in_place_is_imported_again(
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    racy: float,
     kind: str,
     pattern: str,
     before: str,
@@ -95,6 +98,7 @@ def test_a_release_changed_in_place_is_imported_again(
     code: str,
     display: str,
 ) -> None:
+    monkeypatch.setattr(release_cache, "RACY", racy)  # 0: reopening trusts the files' status
     path = MAKERS[kind](tmp_path / "release")
     cache = tmp_path / "cache"
     first = Workbench().load_release(path, cache_dir=cache, progress=False)
@@ -117,6 +121,34 @@ def test_a_release_changed_in_place_is_imported_again(
     assert sorted(p.name for p in cache.iterdir()) == sorted(
         [Path(first.cache).name, Path(third.cache).name]
     )  # both contents stay cached, nothing else is left
+
+
+def test_reopening_reads_no_release_file_while_their_status_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(release_cache, "RACY", 0.0)
+    release = snomed_rf2.write(tmp_path / "release", as_zip=True)
+    first = Workbench().load_release(release, cache_dir=tmp_path / "cache", progress=False)
+    hashed: list[str] = []
+    real = release_cache.hash_file
+
+    def counted(file: Any) -> Any:
+        hashed.append(file.name)
+        return real(file)
+
+    monkeypatch.setattr(release_cache, "hash_file", counted)
+    again = Workbench().load_release(release, cache_dir=tmp_path / "cache", progress=False)
+    assert (again.imported, again.cache, hashed) == (False, first.cache, [])
+    verified = Workbench().load_release(
+        release, cache_dir=tmp_path / "cache", progress=False, verify=True
+    )
+    assert (verified.imported, verified.cache) == (False, first.cache)
+    assert len(hashed) == len(SNOMED.files(SNOMED.locate(release)))  # every file, once
+    moved = release.rename(tmp_path / "moved.zip")  # another place: hashed once, then known
+    hashed.clear()
+    for _ in range(2):
+        Workbench().load_release(moved, cache_dir=tmp_path / "cache", progress=False)
+    assert len(hashed) == len(SNOMED.files(SNOMED.locate(moved)))
 
 
 def _flip(offset: Callable[[int], int]) -> Callable[[Path], None]:

@@ -231,14 +231,20 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
             ]
             if not before:
                 return None, None  # never imported: the import hashes it as it reads
-            found = release_cache.digests(files)
-            folder = cache / f"{self.name}-{release_cache.key_of(found, self._salt())}"
-            if not folder.exists():
-                what = release_cache.changed(release_cache.recorded_release(before[0]), found)
-                return None, (
-                    f"the release changed since it was imported into {before[0].name}: "
-                    f"other content in {what}"
-                )
+            seen = release_cache.identities(files)
+            hit = None if full or seen is None else release_cache.seen_in(before, seen)
+            if hit is not None:
+                folder = hit  # the files are where and as they were when read
+            else:
+                found = release_cache.digests(files)
+                folder = cache / f"{self.name}-{release_cache.key_of(found, self._salt())}"
+                if not folder.exists():
+                    what = release_cache.changed(release_cache.recorded_release(before[0]), found)
+                    return None, (
+                        f"the release changed since it was imported into {before[0].name}: "
+                        f"other content in {what}"
+                    )
+                release_cache.remember(folder, seen)
         if not folder.exists():
             return None, None
         why = integrity.problem(folder, self.store_class.FORMAT, full=full)
@@ -260,13 +266,14 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
         damaged store it replaced there."""
         with release_cache.ImportFolder(cache, f"{self.name}-{sig}") as work:
             store = work.path / "store"
+            seen = None if files is None else release_cache.identities(files)
             with hashing.reading() as reads:
                 self.build(source, store, progress or (lambda _message: None))
             key, record = sig, {"signature": sig}
             if files is not None:
                 found = release_cache.complete(reads, files)
                 key = release_cache.key_of(found, self._salt())
-                record = release_cache.release_record(found, sig, key)
+                record = release_cache.release_record(found, sig, key, seen)
             release_cache.annotate(store, record)
             folder = cache / f"{self.name}-{key}"
             replaced = release_cache.place(store, folder, self.store_class.FORMAT)

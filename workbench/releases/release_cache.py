@@ -7,7 +7,11 @@
   costs no extra pass. Each store records, in ``meta.json`` under ``release``, a cheap
   ``signature`` of the release (file names and sizes) and the digest of every file. A load
   whose signature matches a store's hashes the release once (``digests``) to find the store
-  of that content; no match means the release changed (``changed`` says which file).
+  of that content; no match means the release changed (``changed`` says which file). The
+  store also notes where the files were and their status (device, inode, size, modification
+  and *change* time, which no tool can set back): while these hold, the key holds and
+  reopening reads no release file (``seen_in``), as git trusts its index. ``verify=True``
+  hashes the release again whatever the status says.
 - **Private import folders.** An import writes into ``{kind}-{signature}.tmp-{pid}-{token}``,
   whose ``.owner`` file its process holds locked (``flock``) until the folder is renamed into
   place or removed. ``sweep`` removes the folders whose owner is gone (a lock nobody holds,
@@ -29,6 +33,7 @@ import re
 import secrets
 import shutil
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +48,10 @@ if sys.platform != "win32":
     import fcntl
 
 _CHUNK = 1 << 20
+#: Release files whose status changed less than this many seconds before they were looked at
+#: are hashed again on the next load (their times may not tell a later change apart yet).
+RACY = 2.0
+_SEEN = 8
 _TMP = re.compile(r"\.tmp-(\d+)(?:-[0-9a-f]+)?$")
 
 
@@ -119,13 +128,56 @@ def signature(files: list[ReleaseFile], salt: str) -> str:
     return digest.hexdigest()[:12]
 
 
-def release_record(found: dict[str, Digest], sig: str, key: str) -> dict[str, Any]:
-    """What a store keeps of the release it was imported from (``meta.json``'s ``release``)."""
+def identities(files: list[ReleaseFile]) -> dict[str, list[int]] | None:
+    """Where each file is and its status (device, inode, size, modification and change times
+    in nanoseconds; a zip member's are its archive's). None when one is missing, or changed
+    less than ``RACY`` seconds ago: a change within the clock's tick could then go unseen."""
+    now = time.time_ns()
+    out: dict[str, list[int]] = {}
+    for file in files:
+        try:
+            st = Path(file.name if file.archive is None else file.archive).stat()
+        except OSError:
+            return None
+        if now - max(st.st_ctime_ns, st.st_mtime_ns) < RACY * 1e9:
+            return None
+        out[label(file)] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    return out
+
+
+def release_record(
+    found: dict[str, Digest], sig: str, key: str, seen: dict[str, list[int]] | None
+) -> dict[str, Any]:
+    """What a store keeps of the release it was imported from (``meta.json``'s ``release``):
+    the signature, the content key, every file's digest, and where the files were with
+    their status when they were read (``seen``)."""
     return {
         "signature": sig,
         "key": key,
         "files": {_base(n): {"size": d.size, "sha256": d.sha256} for n, d in sorted(found.items())},
+        "seen": [seen] if seen else [],
     }
+
+
+def seen_in(stores: list[Path], seen: dict[str, list[int]]) -> Path | None:
+    """The store whose release files were read where they are now, their status unchanged
+    since (its content key holds without reading them again), or None."""
+    for store in stores:
+        record = recorded_release(store).get("seen")
+        if isinstance(record, list) and seen in record:
+            return store
+    return None
+
+
+def remember(store: Path, seen: dict[str, list[int]] | None) -> None:
+    """Note in a store's record that its release is also where ``seen`` says (kept: the last
+    ``_SEEN`` places)."""
+    release = recorded_release(store)
+    places = release.get("seen")
+    if seen is None or not isinstance(places, list) or seen in places:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        annotate(store, {**release, "seen": [*places, seen][-_SEEN:]})
 
 
 def recorded_release(folder: Path) -> dict[str, Any]:
