@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import subprocess
@@ -25,10 +26,11 @@ from typing import Any
 
 import pytest
 import snomed_rf2
-from test_release_kinds import RELEASES
+from test_release_kinds import RELEASES, _zip
 
 from workbench import Workbench
-from workbench.releases import integrity, release_cache
+from workbench.releases import integrity, kinds, release_cache
+from workbench.releases.archive import ReleaseFile, label
 from workbench.releases.snomed.loader import KIND as SNOMED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,6 +123,35 @@ def test_a_release_changed_in_place_is_imported_again(
     assert sorted(p.name for p in cache.iterdir()) == sorted(
         [Path(first.cache).name, Path(third.cache).name]
     )  # both contents stay cached, nothing else is left
+
+
+@pytest.mark.parametrize("as_zip", [False, True], ids=["folder", "zip"])
+@pytest.mark.parametrize("kind", list(MAKERS))
+def test_a_first_import_hashes_the_files_as_it_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, as_zip: bool
+) -> None:
+    path = MAKERS[kind](tmp_path / "release")
+    if as_zip:
+        path = _zip(path)
+    hashed: list[str] = []
+    monkeypatch.setattr(release_cache, "hash_file", lambda file: hashed.append(file.name))
+    summary = Workbench().load_release(path, cache_dir=tmp_path / "cache", progress=False)
+    assert summary.imported and hashed == []  # no second pass: every digest came from the read
+    record = release_cache.recorded_release(Path(summary.cache))
+    files = kinds.release_kind(kind).files(kinds.release_kind(kind).locate(path))
+    assert files is not None and len(record["files"]) == len(files)
+    digests = {label(f): release_cache.Digest(*_sha256(f)) for f in files}
+    assert record["key"] == release_cache.key_of(digests, f"{kind}-format{_format(kind)}")
+    assert Path(summary.cache).name == f"{kind}-{record['key']}"
+
+
+def _sha256(file: ReleaseFile) -> tuple[int, str]:
+    data = file.read()
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
+def _format(kind: str) -> int:
+    return kinds.release_kind(kind).store_class.FORMAT
 
 
 def test_reopening_reads_no_release_file_while_their_status_holds(
