@@ -125,6 +125,57 @@ def test_a_release_changed_in_place_is_imported_again(
     )  # both contents stay cached, nothing else is left
 
 
+# kind, file, before, after (another length), system, code, display
+RESIZED = [
+    ("snomed", f"**/{DESCRIPTIONS}", "\tDisease\t", "\tDiseases\t", SCT, "64572001", "Diseases"),
+    (
+        "rxnorm",
+        "**/RXNCONSO.RRF",
+        "|acetaminophen|",
+        "|paracetamol|",
+        "http://www.nlm.nih.gov/research/umls/rxnorm",
+        "161",
+        "paracetamol",
+    ),
+]
+
+
+@pytest.mark.parametrize("as_zip", [False, True], ids=["folder", "zip"])
+@pytest.mark.parametrize(
+    ("kind", "pattern", "before", "after", "system", "code", "display"),
+    RESIZED,
+    ids=[c[0] for c in RESIZED],
+)
+def test_a_release_changed_in_size_is_imported_again_saying_so(
+    tmp_path: Path,
+    as_zip: bool,
+    kind: str,
+    pattern: str,
+    before: str,
+    after: str,
+    system: str,
+    code: str,
+    display: str,
+) -> None:
+    folder = MAKERS[kind](tmp_path / "release")
+    path = _zip(folder) if as_zip else folder
+    cache = tmp_path / "cache"
+    first = Workbench().load_release(path, cache_dir=cache, progress=False)
+    changed = next(folder.glob(pattern))
+    changed.write_bytes(changed.read_bytes().replace(before.encode(), after.encode(), 1))
+    if as_zip:
+        path.unlink()
+        _zip(folder)
+    wb = Workbench()
+    again = wb.load_release(path, cache_dir=cache, progress=False)
+    assert again.imported and again.cache != first.cache
+    assert again.reason == (
+        f"the release changed since it was imported into {Path(first.cache).name}: "
+        f"other content in {changed.name}"
+    )
+    assert wb.lookup(system, code).display == display
+
+
 @pytest.mark.parametrize("as_zip", [False, True], ids=["folder", "zip"])
 @pytest.mark.parametrize("kind", list(MAKERS))
 def test_a_first_import_hashes_the_files_as_it_reads_them(

@@ -38,6 +38,8 @@ Progress = Callable[[str], None]
 #: ``claim(system, version)`` raises to refuse a system and version (one already loaded).
 Claim = Callable[[str, str | None], None]
 Source = TypeVar("Source")
+#: Where release files are and their status (``release_cache.identities``).
+Seen = dict[str, list[int]] | None
 
 #: The modules of the kinds this package brings, in detection order; each defines ``KIND``.
 BUILT_IN = (
@@ -179,7 +181,7 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
         files = self.files(source)
         sig = self.fingerprint(source) if files is None else self._signature(files)
         with release_cache.exclusive(cache / f".{self.name}-{sig}.lock"):
-            found, reason = self._cached(files, cache, sig, verify or bool(notes))
+            found, reason, seen = self._cached(files, cache, sig, verify or bool(notes))
             if found is not None:
                 try:
                     provider = self.open(found, version)
@@ -189,10 +191,14 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
                 else:
                     if claim is not None:
                         claim(provider.url, provider.version)
+                    if files is not None:  # found here: the next load need not read it
+                        release_cache.remember(found, files, seen)
                     return Loaded(provider, found, imported=False, notes=notes)
             folder, replaced = self._import(source, files, cache, sig, progress)
             if reason is None and replaced is not None:
                 reason = f"the cached store {folder.name} cannot be trusted: {replaced}"
+            if reason is None and files is not None:
+                reason = self._replaced(files, cache, folder)
             refused: BaseException | None = None
             try:
                 return self._opened(folder, version, claim, reason, notes)
@@ -218,10 +224,12 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
         cache: Path,
         sig: str,
         full: bool,
-    ) -> tuple[Path | None, str | None]:
+    ) -> tuple[Path | None, str | None, Seen]:
         """The cached store of this release when there is one to trust; else None and why
-        the release is imported again (None: it never was)."""
+        the release is imported again (None: it never was). And the status of the release
+        files taken before they were hashed (what the store may remember), else None."""
         folder = cache / f"{self.name}-{sig}"
+        seen: Seen = None
         if files is not None:
             before = [
                 d
@@ -230,28 +238,41 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
                 and release_cache.recorded_release(d).get("signature") == sig
             ]
             if not before:
-                return None, None  # never imported: the import hashes it as it reads
+                return None, None, None  # never imported: the import hashes it as it reads
             seen = release_cache.identities(files)
             hit = None if full or seen is None else release_cache.seen_in(before, seen)
             if hit is not None:
-                folder = hit  # the files are where and as they were when read
+                folder, seen = hit, None  # the files are where and as they were when read
             else:
                 found = release_cache.digests(files)
                 folder = cache / f"{self.name}-{release_cache.key_of(found, self._salt())}"
                 if not folder.exists():
-                    what = release_cache.changed(release_cache.recorded_release(before[0]), found)
-                    return None, (
-                        f"the release changed since it was imported into {before[0].name}: "
-                        f"other content in {what}"
-                    )
-                release_cache.remember(folder, seen)
+                    was = release_cache.recorded_release(before[0])
+                    what = release_cache.changed(was, release_cache.files_record(found))
+                    since = f"the release changed since it was imported into {before[0].name}"
+                    return None, f"{since}: other content in {what}", None
         if not folder.exists():
-            return None, None
+            return None, None, None
         why = integrity.problem(folder, self.store_class.FORMAT, full=full)
         if why is not None:
             release_cache.discard(folder)
-            return None, f"the cached store {folder.name} cannot be trusted: {why}"
-        return folder, None
+            return None, f"the cached store {folder.name} cannot be trusted: {why}", None
+        return folder, None, seen
+
+    def _replaced(self, files: list[archive.ReleaseFile], cache: Path, made: Path) -> str | None:
+        """How the release at this place differs from the one imported from there before
+        (other file sizes), or None when none was."""
+        stores = [d for d in cache.glob(f"{self.name}-*") if ".tmp-" not in d.name]
+        before = release_cache.previous(stores, [archive.label(f) for f in files], made)
+        if before is None:
+            return None
+        what = release_cache.changed(
+            release_cache.recorded_release(before),
+            release_cache.recorded_release(made).get("files") or {},
+        )
+        return (
+            f"the release changed since it was imported into {before.name}: other content in {what}"
+        )
 
     def _import(
         self,

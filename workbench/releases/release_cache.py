@@ -149,12 +149,13 @@ def release_record(
     found: dict[str, Digest], sig: str, key: str, seen: dict[str, list[int]] | None
 ) -> dict[str, Any]:
     """What a store keeps of the release it was imported from (``meta.json``'s ``release``):
-    the signature, the content key, every file's digest, and where the files were with
-    their status when they were read (``seen``)."""
+    the signature, the content key, every file's digest, where the files were (``places``)
+    and their status when they were read there (``seen``)."""
     return {
         "signature": sig,
         "key": key,
-        "files": {_base(n): {"size": d.size, "sha256": d.sha256} for n, d in sorted(found.items())},
+        "files": files_record(found),
+        "places": [sorted(found)],
         "seen": [seen] if seen else [],
     }
 
@@ -169,15 +170,22 @@ def seen_in(stores: list[Path], seen: dict[str, list[int]]) -> Path | None:
     return None
 
 
-def remember(store: Path, seen: dict[str, list[int]] | None) -> None:
-    """Note in a store's record that its release is also where ``seen`` says (kept: the last
-    ``_SEEN`` places)."""
+def remember(store: Path, files: list[ReleaseFile], seen: dict[str, list[int]] | None) -> None:
+    """Note in a store's record that its release is also at the place of ``files``, with the
+    status ``seen`` (kept: the last ``_SEEN`` of each)."""
     release = recorded_release(store)
-    places = release.get("seen")
-    if seen is None or not isinstance(places, list) or seen in places:
+    places, statuses = release.get("places"), release.get("seen")
+    if not isinstance(places, list) or not isinstance(statuses, list):
         return
+    place = sorted(label(f) for f in files)
+    if place in places and (seen is None or seen in statuses):
+        return
+    if place not in places:
+        places = [*places, place][-_SEEN:]
+    if seen is not None and seen not in statuses:
+        statuses = [*statuses, seen][-_SEEN:]
     with contextlib.suppress(OSError, ValueError):
-        annotate(store, {**release, "seen": [*places, seen][-_SEEN:]})
+        annotate(store, {**release, "places": places, "seen": statuses})
 
 
 def recorded_release(folder: Path) -> dict[str, Any]:
@@ -189,13 +197,28 @@ def recorded_release(folder: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def changed(before: dict[str, Any], found: dict[str, Digest]) -> str:
-    """Which files differ between a store's ``release`` record and the release's digests."""
+def files_record(found: dict[str, Digest]) -> dict[str, dict[str, Any]]:
+    """The size and SHA-256 of every file, by base name (a ``release`` record's ``files``)."""
+    return {_base(n): {"size": d.size, "sha256": d.sha256} for n, d in sorted(found.items())}
+
+
+def changed(before: dict[str, Any], now: dict[str, Any]) -> str:
+    """Which files differ between two ``release`` records' ``files``."""
     files = before.get("files")
     was: dict[str, Any] = files if isinstance(files, dict) else {}
-    now = {_base(n): {"size": d.size, "sha256": d.sha256} for n, d in found.items()}
     differ = sorted(n for n in now.keys() | was.keys() if now.get(n) != was.get(n))
     return ", ".join(differ) if differ else "its content"
+
+
+def previous(stores: list[Path], places: list[str], made: Path) -> Path | None:
+    """The last store (but ``made``) imported from files at these places, or None: what a
+    release with other file sizes replaces."""
+    found = [
+        store
+        for store in stores
+        if store != made and sorted(places) in (recorded_release(store).get("places") or [])
+    ]
+    return max(found, key=lambda p: p.stat().st_mtime_ns, default=None)
 
 
 def annotate(store: Path, release: dict[str, Any]) -> None:
