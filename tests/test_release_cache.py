@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 import snomed_rf2
+from http_support import TOKEN, client, values
 from test_release_kinds import RELEASES, _zip
 
 from workbench import Workbench
@@ -473,3 +474,32 @@ def test_two_processes_importing_one_release_both_succeed(tmp_path: Path, mode: 
     assert (
         integrity.problem(Path(results[0]["store"]), SNOMED.store_class.FORMAT, full=True) is None
     )
+
+
+def test_a_store_damaged_by_random_bytes_serves_after_the_reimport(tmp_path: Path) -> None:
+    """Before: random bytes in children.npy were "reopened", then every lookup, validation and
+    expansion over HTTP was a 500."""
+    release = snomed_rf2.write(tmp_path / "release")
+    store = Path(Workbench().load_release(release, cache_dir=tmp_path, progress=False).cache)
+    _random_same_size(store / "children.npy")
+    wb = Workbench()
+    summary = wb.load_release(release, cache_dir=tmp_path, progress=False)
+    assert summary.imported and "children.npy differs" in str(summary.reason)
+    with wb.serve(port=0, token=TOKEN) as server, client(server.url) as http:
+        lookup = http.get("/CodeSystem/$lookup", params={"system": SCT, "code": "57054005"})
+        assert lookup.status_code == 200
+        assert values(lookup.json(), "display") == ["Acute myocardial infarction"]
+        subsumes = http.get(
+            "/CodeSystem/$subsumes",
+            params={"system": SCT, "codeA": "404684003", "codeB": "57054005"},
+        )
+        assert (subsumes.status_code, values(subsumes.json(), "outcome")) == (200, ["subsumes"])
+        expand = http.get("/ValueSet/$expand", params={"url": f"{SCT}?fhir_vs=ecl/<< 64572001"})
+        assert expand.status_code == 200
+        codes = {c["code"] for c in expand.json()["expansion"]["contains"]}
+        assert {"64572001", "57054005"} <= codes
+        check = http.get(
+            "/ValueSet/$validate-code",
+            params={"url": f"{SCT}?fhir_vs=ecl/<< 404684003", "system": SCT, "code": "57054005"},
+        )
+        assert (check.status_code, values(check.json(), "result")) == (200, [True])
