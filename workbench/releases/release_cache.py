@@ -236,13 +236,17 @@ def annotate(store: Path, release: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def exclusive(path: Path) -> Iterator[None]:
     """Hold the lock file ``path`` (waiting for another holder: process or thread); it is
-    removed when released. Without ``flock`` (Windows) nothing is locked, and ``place``
-    alone keeps stores whole."""
+    removed when released. Without ``flock`` (Windows), or in a cache this process cannot
+    write, nothing is locked, and ``place`` alone keeps stores whole."""
     if sys.platform == "win32":
         yield
         return
     while True:
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+        except OSError:  # a cache this process may not write: reopening needs no lock
+            yield
+            return
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             mine = os.stat(path).st_ino == os.fstat(fd).st_ino
