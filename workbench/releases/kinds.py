@@ -177,10 +177,10 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
             claim(self.system, early)
         created = not cache.exists()
         cache.mkdir(parents=True, exist_ok=True)
-        notes = tuple(release_cache.sweep(cache))
         files = self.files(source)
         sig = self.fingerprint(source) if files is None else self._signature(files)
         with release_cache.exclusive(cache / f".{self.name}-{sig}.lock"):
+            notes = tuple(release_cache.sweep(cache))  # after a wait, too: the holder may have died
             found, reason, seen = self._cached(files, cache, sig, verify or bool(notes))
             if found is not None:
                 try:
