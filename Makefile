@@ -10,7 +10,7 @@ WORKERS ?= 1
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
-.PHONY: serve test lint typecheck unit chromium java wrk bench lab notebooks clean
+.PHONY: serve test lint typecheck unit chromium java wrk bench lab notebooks docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ $(BIN)/python:
 
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
@@ -69,8 +73,8 @@ wrk:
 	fi
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check workbench tests benchmarks server.py
-	$(BIN)/ruff format --check workbench tests benchmarks server.py
+	$(BIN)/ruff check workbench tests benchmarks server.py docs/hooks.py
+	$(BIN)/ruff format --check workbench tests benchmarks server.py docs/hooks.py docs/hooks.py
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
@@ -101,5 +105,10 @@ notebooks: $(VENV)/.installed-test
 	    open(p, 'w').write(json.dumps(nb, indent=1, ensure_ascii=False) + '\n')" "$$nb"; \
 	done
 
+# The documentation site (mkdocs.yml, docs/) into site/; make test builds it in strict mode
+# and runs its examples (tests/test_docs.py).
+docs: $(VENV)/.installed-docs
+	$(BIN)/python -m mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build site .pytest_cache .mypy_cache .ruff_cache

@@ -93,7 +93,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="LANGUAGE.LIMIT=VALUE",
         help="change a limit on the expressions read (LANGUAGE ecl, scg for post-coordinated "
         "expressions, or ucum; LIMIT length, depth or terms), e.g. ecl.length=50000 "
-        "(repeatable; defaults in the README)",
+        "(repeatable; defaults in docs/terminologies/releases.md)",
     )
     parser.add_argument(
         "--limit",
@@ -101,7 +101,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="NAME=VALUE",
         help="change a limit on the work of one operation call, e.g. seconds=10, steps=1000000, "
-        "tx_resources=200, tx_resource_bytes=1000000 (repeatable; defaults in the README)",
+        "tx_resources=200, tx_resource_bytes=1000000 "
+        "(repeatable; defaults in docs/server/limits.md)",
     )
     parser.add_argument(
         "--no-default-content",

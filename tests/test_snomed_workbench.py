@@ -169,12 +169,13 @@ def test_lookup_of_an_expression(wb: Workbench, http: httpx.Client) -> None:
     found = wb.lookup(SCT, code)
     names = {c: wb.lookup(SCT, c).display for c in ("64572001", "363698007", "80891009")}
     assert found.display is not None
+    # issue 22 (f1, f3): the normalised expression, and the focus concept's properties
     assert found.display.startswith(
-        f"64572001 |{names['64572001']}| : {{ 363698007 |{names['363698007']}| = "
-        f"80891009 |{names['80891009']}|, 116676008 |"
+        f"64572001|{names['64572001']}|:{{363698007|{names['363698007']}|="
+        f"80891009|{names['80891009']}|,116676008|"
     )
     assert found.code == code
-    assert ("parent", "64572001") in found.properties
+    assert ("parent", "404684003") in found.properties
     assert ("363698007", "80891009") in found.properties
     assert ("116676008", "55641003") in found.properties
     assert ("inactive", False) in found.properties
@@ -456,7 +457,7 @@ def test_an_inactive_description_as_display_is_valid_with_a_warning(wb: Workbenc
                 "compose": {"include": [{"system": SCT, "concept": [{"code": "64572001"}]}]},
             },
             "64572001 : 363698007 = 80891009",
-            True,
+            False,  # issue 22 (f2): listing the focus concept is not listing the expression
         ),
     ],
 )

@@ -10,7 +10,7 @@ import pytest
 
 from workbench import Workbench
 from workbench.errors import StructureError
-from workbench.structure import check_resource, check_value, schema
+from workbench.structure import check_resource, check_value, schema, tolerated_gaps
 from workbench.structure.build import build_schema
 
 
@@ -96,7 +96,21 @@ def test_primitive_arrays_may_hold_null_where_an_extension_stands() -> None:
 
 
 def test_inline_resources_need_not_carry_required_elements() -> None:
-    inline = {"resourceType": "ValueSet", "compose": {"include": [{"system": "http://x"}]}}
+    inline = {"resourceType": "CodeSystem", "status": "active"}
     check_resource(inline, required=False)
-    with pytest.raises(StructureError, match=r"ValueSet\.status is required"):
+    with pytest.raises(StructureError, match=r"CodeSystem\.content is required"):
         check_resource(inline)
+
+
+def test_a_missing_status_or_filter_value_is_tolerated() -> None:
+    """Issue 22, e2: they change no terminology answer (a filter without a value fails
+    when its value set is used, e3)."""
+    stored = {
+        "resourceType": "ValueSet",
+        "compose": {"include": [{"system": "http://x", "filter": [{"property": "a", "op": "="}]}]},
+    }
+    check_resource(stored)
+    assert [where for where, _ in tolerated_gaps(stored)] == [
+        "ValueSet.status",
+        "ValueSet.compose.include[0].filter[0].value",
+    ]

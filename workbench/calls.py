@@ -190,20 +190,21 @@ class TerminologyCalls:
         ``expand`` and ``validate_column`` (``url=`` is a deprecated name for it).
 
         Returns a ValidationResult; a code that fails is ``result=False`` with a message, a
-        ``reason`` and its ``issues``, never an exception. Raises ValueSetNotFoundError for
+        ``issue`` and its ``issues``, never an exception. Raises ValueSetNotFoundError for
         an unknown value set. When ``system`` is omitted it is inferred: the value set's one
         system, else the one system of the value set that has the code. A ``display`` given
         with a ``coding`` is checked in place of the Coding's own, as in ``$validate-code``.
 
-        Versions (README, "Versions"): ``system_version``, ``force_system_version`` and
-        ``check_system_version`` take ``"system|version"`` strings (one or a list; patterns
-        such as ``1.x``); ``default_valueset_version`` takes ``"url|version"``. Switches:
+        Versions (the guide "Versions and languages"): ``system_version``,
+        ``force_system_version`` and ``check_system_version`` take ``"system|version"``
+        strings (one or a list; patterns such as ``1.x``); ``default_valueset_version`` takes
+        ``"url|version"``. Switches:
         ``lenient_display``, ``membership_only``, ``active_only``. ``tx_resources`` are
         CodeSystems and ValueSets for this call only (``tx-resource``).
         ``display_language`` (a weighted list such as ``"de, *;q=0"``; else the value set's
         expansion-parameter extension, ``accept_language``, then ``ValueSet.language``) gives
-        the display in that language and checks a given display against it (see the README's
-        "Languages").
+        the display in that language and checks a given display against it (see the same
+        guide, "Languages").
         """
         if code is None and coding is None and codeable_concept is None:
             raise InvalidRequestError(

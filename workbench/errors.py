@@ -426,3 +426,40 @@ class PreconditionFailedError(WorkbenchError):
     code = "multiple-matches"
     status = 412
     msg_id = "WB-RES-413"
+
+
+# --- value set definitions (issue 22: f7, f8, e3) --------------------------------------
+
+
+class ImplicitValueSetNotFoundError(ValueSetNotFoundError):
+    """An implicit value set whose definition does not exist: SNOMED CT's
+    ``?fhir_vs=isa/{id}`` with an unknown concept, ``?fhir_vs=refset/{id}`` with a concept
+    that is no reference set (4xx ``not-found``, as tx.fhir.org answers)."""
+
+    code = "not-found"
+    tx = "not-found"
+    msg_id = "WB-VS-405"
+
+    def __init__(self, url: str, why: str) -> None:
+        WorkbenchError.__init__(
+            self, f"A definition for the value set '{url}' could not be found: {why}"
+        )
+        self.url = url
+
+
+class InvalidValueSetError(WorkbenchError):
+    """A value set that is used but cannot be evaluated: an ECL constraint naming a concept
+    the code system does not have, a compose filter without a value (4xx ``invalid``, tx
+    ``vs-invalid``, at the offending element when known)."""
+
+    code = "invalid"
+    status = 400
+    msg_id = "WB-VS-406"
+    tx = "vs-invalid"
+
+    def to_outcome(self) -> dict[str, Any]:
+        """The OperationOutcome, with the element as both ``expression`` and ``location``."""
+        found = super().to_outcome()
+        if self.expression:
+            found["issue"][0]["location"] = list(self.expression)
+        return found

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from tqdm.auto import tqdm
 
-from workbench import jsonio, packages
+from workbench import jsonio, packages, structure
 from workbench.errors import InvalidResourceError, LoadError, PackageNotFoundError
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource, canonical_of
@@ -45,6 +45,9 @@ class LoadSummary:
     skipped: Mapping[str, int] = field(default_factory=dict)
     conceptmaps: tuple[str, ...] = ()
     package: str | None = None
+    #: What was kept although R4 requires it (issue 22, e2): a CodeSystem or ValueSet
+    #: without ``status``, a filter without a value; each ``"<canonical>: <text>"``.
+    warnings: tuple[str, ...] = ()
 
     def counts(self) -> str:
         """``1,327 ValueSets, 1,063 CodeSystems, 42 ConceptMaps``."""
@@ -70,9 +73,10 @@ class LoadSummary:
         )
 
     def __repr__(self) -> str:
+        warned = f"; {counted(len(self.warnings), 'warning')}" if self.warnings else ""
         return (
             f"<LoadSummary {self.source}: {self.counts()} from {counted(self.files, 'file')}; "
-            f"{self.rest()}>"
+            f"{self.rest()}{warned}>"
         )
 
     def _repr_html_(self) -> str:
@@ -80,6 +84,7 @@ class LoadSummary:
         return (
             f"<p>Loaded <code>{html.escape(self.source)}</code>: {html.escape(self.counts())} "
             f"from {counted(self.files, 'file')}.<br>{rest[:1].upper() + rest[1:]}.</p>"
+            + "".join(f"<p>Warning: {html.escape(w)}</p>" for w in self.warnings[:10])
         )
 
 
@@ -262,6 +267,11 @@ def read_source(
         skipped=dict(reader.skipped),
         conceptmaps=_distinct(r for r in reader.kept if r["resourceType"] == "ConceptMap"),
         package=package,
+        warnings=tuple(
+            f"{canonical_of(r) or r.get('id') or r['resourceType']}: {text}"
+            for r in reader.kept
+            for _where, text in structure.tolerated_gaps(r)
+        ),
     )
     return reader.kept, summary
 

@@ -48,7 +48,15 @@ def run(
             {"language": d.get("language"), "use": d.get("use"), "value": d.get("value")}
             for d in found.designations
         ],
-        "property": [{"code": name, "value": value} for name, value in found.typed_properties],
+        "property": [
+            {
+                "code": name,
+                "value": value,
+                "description": value.description,
+                "code-display": value.code_display,
+            }
+            for name, value in found.typed_properties
+        ],
     }
 
 

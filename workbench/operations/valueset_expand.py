@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError
 from workbench.operations.base import Inputs, Operation, honoured, target_valueset
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
+from workbench.terminology.expansion import Expansion
 from workbench.terminology.requests import ExpandRequest
 
 if TYPE_CHECKING:
@@ -16,9 +18,9 @@ if TYPE_CHECKING:
 DEFINITION = load_definition("OperationDefinition-ValueSet-expand.json")
 
 
-#: The inputs the operation consumes itself (``excludePostCoordinated`` is accepted and
-#: changes nothing: there are no post-coordinated codes in an expansion here); the others
-#: are fields of ExpandRequest.
+#: The inputs the operation consumes itself (``excludePostCoordinated=true`` leaves out the
+#: post-coordinated expressions a value set lists, which are expanded as listed); the
+#: others are fields of ExpandRequest.
 OWN = ("url", "valueSet", "excludePostCoordinated")
 
 
@@ -33,7 +35,27 @@ def run(
     if offset < 0 or (count is not None and count < 0):
         raise InvalidRequestError("Parameters 'offset' and 'count' must be 0 or more")
     expansion = svc.expand(ExpandRequest.from_inputs(inputs, own=OWN, valueset=target))
+    if inputs.get("excludePostCoordinated") is True:
+        expansion = _without_expressions(svc, expansion)
     return {"return": expansion.to_valueset()}
+
+
+def _without_expressions(svc: TerminologyService, expansion: Expansion) -> Expansion:
+    """The expansion without its post-coordinated expressions (codes of a compositional
+    code system, SNOMED CT, that its provider reads as expressions)."""
+    providers: dict[tuple[str, str | None], Any] = {}
+    kept = []
+    for entry in expansion.entries:
+        key = (entry.system, entry.version)
+        if key not in providers:
+            found = svc.terminology.codesystem(entry.system, entry.version)
+            providers[key] = found if found is not None and found.expressions else None
+        cs = providers[key]
+        if cs is None or not cs.is_expression(entry.code):
+            kept.append(entry)
+    if len(kept) == len(expansion.entries):
+        return expansion
+    return dataclasses.replace(expansion, entries=tuple(kept))
 
 
 OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, ExpandRequest, OWN), blocking=True)

@@ -94,8 +94,8 @@ class BuiltinKind(TerminologyKind):
 class ReleaseKind(TerminologyKind, Generic[Source]):
     """A terminology imported from its release files into a store in the release cache.
 
-    ``Source`` is what ``locate`` finds (the release's files), handed to ``fingerprint``
-    and ``build``.
+    ``Source`` is what ``locate`` finds (the release's files), handed to ``files`` (or
+    ``fingerprint``) and ``build``.
     """
 
     #: The store class the kind imports into (its format names a store's layout).
@@ -113,7 +113,7 @@ class ReleaseKind(TerminologyKind, Generic[Source]):
 
     def files(self, source: Source) -> list[archive.ReleaseFile] | None:
         """The release files the import reads: their content names the store (hashed as
-        the import reads them through ``release_cache.tracked``). None: ``fingerprint``
+        the import reads them through ``hashing.tracked``). None: ``fingerprint``
         names it."""
         return None
 

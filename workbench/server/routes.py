@@ -21,8 +21,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope
 
-from workbench import jsonio
-from workbench.errors import MethodNotAllowedError, UnknownOperationError
+from workbench import jsonio, structure
+from workbench.errors import (
+    InvalidRequestError,
+    MethodNotAllowedError,
+    TooCostlyError,
+    UnknownOperationError,
+)
 from workbench.operations import Operation
 from workbench.operations.codec import build_output, parse_query, query_items
 from workbench.registry import TERMINOLOGY_TYPES
@@ -52,6 +57,35 @@ def _header(scope: Mapping[str, Any], name: bytes) -> str | None:
         if key == name:
             return str(value.decode("latin-1"))
     return None
+
+
+def too_costly_threshold(text: str | None) -> int | None:
+    """The ``X-TOO-COSTLY-THRESHOLD`` request header (issue 22, c4): the most codes an
+    unpaged expansion may have, or None; InvalidRequestError when it is no whole number."""
+    if text is None:
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InvalidRequestError(
+            f"The X-TOO-COSTLY-THRESHOLD header must be a whole number of codes, not {text!r}"
+        )
+    return value
+
+
+def check_cost(outputs: Mapping[str, Any], inputs: Mapping[str, Any], threshold: int) -> None:
+    """Raise TooCostlyError when an expansion asked for without ``count`` has more codes
+    than the client's threshold (it would rather fail than receive them all)."""
+    if inputs.get("count") is not None:
+        return
+    total = outputs["return"].get("expansion", {}).get("total")
+    if isinstance(total, int) and total > threshold:
+        raise TooCostlyError(
+            f"The expansion has {total} codes, more than the {threshold} the request allows "
+            "(X-TOO-COSTLY-THRESHOLD); ask for a page with count, or narrow it with filter"
+        )
 
 
 class OperationRoutes:
@@ -149,12 +183,15 @@ class OperationRoutes:
         resource = self.store.read(rtype, rid) if rid is not None and rtype else None
         wb = self.store.workbench
         language = _header(scope, b"accept-language")
+        threshold = too_costly_threshold(_header(scope, b"x-too-costly-threshold"))
         pretty = ("_pretty", "true") in query
 
         def respond() -> bytes:
             # the answer is serialised where the work ran: a child process sends bytes back
             given = inputs if large is None else post_inputs(definition, large, limits)
             outputs = op.run(wb, given, resource, accept_language=language)
+            if threshold is not None and definition.code == "expand":
+                check_cost(outputs, given, threshold)
             return jsonio.dumps(build_output(definition, outputs), pretty=pretty)
 
         return await self.offloader.run(
@@ -387,7 +424,17 @@ def _written(request: Request, resource: dict[str, Any], status: int, root: str)
             what = "already there (If-None-Exist matched it); nothing was created"
         text = f"{rtype}/{rid} {what} (version {version_of(resource)})"
         issue = {"severity": "information", "code": "informational", "details": {"text": text}}
-        outcome_body = {"resourceType": "OperationOutcome", "issue": [issue]}
+        gaps = [  # what was stored although R4 requires it (issue 22, e2)
+            {
+                "severity": "warning",
+                "code": "structure",
+                "details": {"text": gap},
+                "expression": [where],
+                "location": [where],
+            }
+            for where, gap in structure.tolerated_gaps(resource)
+        ]
+        outcome_body = {"resourceType": "OperationOutcome", "issue": [issue, *gaps]}
         return _resource_response(
             request, resource, status, root, content=outcome_body, written=True
         )

@@ -28,6 +28,16 @@ import orjson
 
 from workbench.errors import StructureError
 
+#: Required elements whose absence changes no terminology answer (issue 22, e2): a resource
+#: without them passes the structure check and is stored as it is, with a warning
+#: (``tolerated_gaps``). A filter without a value fails only when its value set is
+#: expanded or validated against (``compose.check_filter_values``).
+TOLERATED: dict[str, frozenset[str]] = {
+    "CodeSystem": frozenset({"status"}),
+    "ValueSet": frozenset({"status"}),
+    "ValueSet.compose.include.filter": frozenset({"value"}),
+}
+
 # Deeper than any real resource (the R4 core and terminology packages stay under 25) and
 # shallow enough that a check never nears the interpreter's recursion limit.
 MAX_DEPTH = 100
@@ -102,6 +112,40 @@ def check_resource(resource: Any, *, required: bool = True, path: str | None = N
     if not isinstance(rtype, str) or rtype not in types or "." in rtype:
         raise StructureError(f"{where} must be a ValueSet, CodeSystem or ConceptMap, not {rtype!r}")
     _run(_Checker(required).resource, rtype, resource, path or rtype)
+
+
+def tolerated_gaps(resource: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The required elements a resource lacks that ``TOLERATED`` lets pass, as
+    ``(expression, text)`` for warnings: a missing ``status``, a filter without a value
+    (include and exclude filters alike)."""
+    rtype = str(resource.get("resourceType"))
+    found: list[tuple[str, str]] = []
+    if rtype in ("CodeSystem", "ValueSet") and "status" not in resource:
+        found.append(
+            (
+                f"{rtype}.status",
+                f"{rtype}.status is missing (required in R4); the {rtype} is kept as it is, "
+                "since its status changes no terminology answer",
+            )
+        )
+    if rtype != "ValueSet":
+        return found
+    compose = resource.get("compose")
+    for kind in ("include", "exclude"):
+        clauses = compose.get(kind) if isinstance(compose, Mapping) else None
+        for i, clause in enumerate(clauses if isinstance(clauses, list) else ()):
+            filters = clause.get("filter") if isinstance(clause, Mapping) else None
+            for j, item in enumerate(filters if isinstance(filters, list) else ()):
+                if isinstance(item, Mapping) and "value" not in item:
+                    where = f"ValueSet.compose.{kind}[{i}].filter[{j}]"
+                    found.append(
+                        (
+                            f"{where}.value",
+                            f"{where}.value is missing (required in R4); the value set is "
+                            "kept, but expanding it or validating against it fails",
+                        )
+                    )
+    return found
 
 
 def check_value(type_name: str, value: Any, path: str, *, required: bool = True) -> None:
@@ -227,8 +271,9 @@ class _Checker:
             if needed and (self.root_required or not root) and not present:
                 raise _Bad(f"{{path}}.{base}[x] is required", f"{base}[x]")
         if self.root_required or not root:
+            tolerated = TOLERATED.get(tname, frozenset())
             for name in required:
-                if name not in obj and ("_" + name) not in obj:
+                if name not in obj and ("_" + name) not in obj and name not in tolerated:
                     raise _Bad(f"{{path}}.{name} is required", name)
 
     def primitive_extension(self, spec: tuple[str, bool, bool], item: Any, depth: int) -> None:

@@ -27,6 +27,7 @@ from workbench.errors import (
     CodeSystemNotFoundError,
     IncompleteCodeSystemError,
     InvalidResourceError,
+    InvalidValueSetError,
 )
 from workbench.resources import Resource, canonical_of, split_canonical
 from workbench.terminology import budget
@@ -165,6 +166,12 @@ class Clause:
             out: list[Entry] = []
             for code, listed in self.concepts.items():
                 concept = cs.get(code)
+                if concept is None and cs.is_expression(code):
+                    # a listed post-coordinated expression: as listed, with its terms
+                    shown = cs.expression_display(code)
+                    if shown is not None:
+                        out.append(Entry(system, cs.version, code, shown, False, False))
+                    continue
                 if concept is None:
                     if not cs.is_complete and not _rejects(cs, code):
                         out.append(
@@ -433,3 +440,22 @@ def _compile_filter(cs: CodeSystemProvider, raw: Mapping[str, Any]) -> CodeFilte
 def import_refs(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     """Return the ``(url, version)`` of each ``valueSet`` import of an include."""
     return [split_canonical(str(ref)) for ref in raw.get("valueSet", ()) or ()]
+
+
+def check_filter_values(resource: Mapping[str, Any]) -> None:
+    """Raise InvalidValueSetError, at ``ValueSet.compose.include[i].filter[j]``, for a
+    filter without a ``value`` (absent, or only a ``_value`` with an extension such as
+    data-absent-reason). Such a value set may be stored and sent as a tx-resource (issue 22,
+    e2); it fails only when it is expanded or validated against (e3)."""
+    compose = resource.get("compose") or {}
+    for kind in ("include", "exclude"):
+        for i, raw in enumerate(compose.get(kind, ()) or ()):
+            filters = (raw.get("filter") if isinstance(raw, Mapping) else None) or ()
+            for j, found in enumerate(filters):
+                if isinstance(found, Mapping) and not isinstance(found.get("value"), str):
+                    where = f"ValueSet.compose.{kind}[{i}].filter[{j}]"
+                    raise InvalidValueSetError(
+                        f"The filter '{found.get('property')} {found.get('op')}' of the value "
+                        f"set {canonical_of(resource) or '(inline)'} has no value ({where})",
+                        expression=[where],
+                    )

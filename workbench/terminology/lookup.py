@@ -49,20 +49,25 @@ class LookupResult:
             part.append({"name": "value", "valueString": d.get("value", "")})
             params.append({"name": "designation", "part": part})
         for code, value in self.typed_properties:
-            params.append(
-                {
-                    "name": "property",
-                    "part": [{"name": "code", "valueCode": code}, _value_part(value)],
-                }
-            )
+            part = [{"name": "code", "valueCode": code}, _value_part(value)]
+            if value.description is not None:
+                part.append({"name": "description", "valueString": value.description})
+            if value.code_display is not None:
+                part.append({"name": "code-display", "valueString": value.code_display})
+            params.append({"name": "property", "part": part})
         return {"resourceType": "Parameters", "parameter": params}
 
 
 class TypedValue(NamedTuple):
-    """A property value with its FHIR ``value[x]`` key (``valueCode``, ``valueInteger``…)."""
+    """A property value with its FHIR ``value[x]`` key (``valueCode``, ``valueInteger``…);
+    for a code, maybe its ``description`` (the display of the value) and ``code_display``
+    (the display of the property's own code, when that is a concept: a SNOMED CT attribute,
+    as tx.fhir.org's ``code-display`` part)."""
 
     key: str
     value: Any
+    description: str | None = None
+    code_display: str | None = None
 
 
 def _value_part(value: TypedValue) -> dict[str, Any]:

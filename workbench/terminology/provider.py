@@ -253,6 +253,11 @@ class CodeSystemProvider(ABC):
         decide it (an ECL constraint); None to let the engine test its focus concepts."""
         return None
 
+    def expression_display(self, code: str) -> str | None:
+        """The display of a valid post-coordinated expression (its concepts with their
+        preferred terms), or None."""
+        return None
+
     # --- look-up and frames ------------------------------------------------------------
 
     def lookup(

@@ -23,7 +23,12 @@ from workbench.registry import Change, OverlayRegistry, Registry
 from workbench.resources import Resource, canonical_of, split_canonical
 from workbench.terminology import budget, supplements
 from workbench.terminology.codesystem import CodeSystemIndex
-from workbench.terminology.compose import Clause, CompiledValueSet, import_refs
+from workbench.terminology.compose import (
+    Clause,
+    CompiledValueSet,
+    check_filter_values,
+    import_refs,
+)
 from workbench.terminology.expansion import (
     DEFAULT_MAX_EXPANSION,
 )
@@ -264,6 +269,7 @@ class Resolution:
         memo = {} if memo is None else memo
         budget.charge(1)
         stack = (*stack, canonical)
+        check_filter_values(resource)
         compose = resource.get("compose") or {}
         deps: set[tuple[str, str]] = set()
         if resource.get("url"):

@@ -517,21 +517,27 @@ def _check_expression(
     if not ok:
         text = f"The expression {code!r} is not valid in {cs.url}: {problems}"
         return failure("unknown-code", text, code=code, system=cs.url, version=cs.version)
+    shown = cs.expression_display(code)
     if vs is not None:
         member = cs.expression_member(vs, code)
-        if member is not None:
-            if not member:
-                text = f"The expression {code!r} is not in {where}"
-                return failure("not-in-vs", text, code=code, system=cs.url, version=cs.version)
-            return ValidationResult(True, None, None, code, cs.url, cs.version)
-        outside = [f for f in focus if not vs.contains(cs.url, f).found]
-        if outside:
-            text = (
-                f"The expression {code!r} is not in {where}: its focus concept(s) "
-                f"{', '.join(outside)} are not members"
+        outside = [f for f in focus if not vs.contains(cs.url, f).found] if member is None else []
+        if member is False or outside:
+            text = f"The expression {code!r} is not in {where}" + (
+                f": its focus concept(s) {', '.join(outside)} are not members" if outside else ""
             )
-            return failure("not-in-vs", text, code=code, system=cs.url, version=cs.version)
-    return ValidationResult(True, None, None, code, cs.url, cs.version)
+            return failure(
+                "not-in-vs", text, code=code, system=cs.url, version=cs.version, display=shown
+            )
+        return ValidationResult(True, None, shown, code, cs.url, cs.version)
+    note = Issue(
+        "information",
+        "process-note",
+        f"The post-coordinated expression {code!r} was checked against the concepts and the "
+        "MRCM attribute domains and ranges of this release, not against the full concept model",
+        "expression",
+        "code",
+    )
+    return ValidationResult(True, None, shown, code, cs.url, cs.version, issues=(note,))
 
 
 def status_checks(resources: Sequence[Mapping[str, Any]]) -> list[Issue]:

@@ -294,16 +294,20 @@ class SnomedCT:
                 )
             )
         if want("parent"):
-            props += [("parent", TypedValue("valueCode", p)) for p in self.parents(row)]
+            props += [("parent", self.coded(p)) for p in self.parents(row)]
         if want("child"):
-            props += [("child", TypedValue("valueCode", c)) for c in self.children(row)]
+            props += [("child", self.coded(c)) for c in self.children(row)]
         if want("normalForm"):
             props.append(("normalForm", TypedValue("valueString", self.normal_form(row))))
         seen: set[tuple[str, Any]] = set()
         for type_id, key, value in self._attributes(row):
             if want(type_id) and (type_id, value) not in seen:
                 seen.add((type_id, value))
-                props.append((type_id, TypedValue(key, value)))
+                if key == "valueCode":
+                    props.append((type_id, self.coded(value, type_id)))
+                else:
+                    named = self.display(self.row(type_id))
+                    props.append((type_id, TypedValue(key, value, code_display=named)))
         for _source, target, refset, active in self.associations_of(row):
             if active and want(str(refset)):
                 props.append((str(refset), TypedValue("valueCode", target)))
@@ -318,6 +322,13 @@ class SnomedCT:
             designations=designations,
             typed_properties=tuple(props),
         )
+
+    def coded(self, code: str, attribute: str | None = None) -> TypedValue:
+        """A concept as a ``valueCode`` property value, with its preferred term as the
+        ``description`` and, for an attribute's value, the attribute's preferred term
+        (tx.fhir.org's ``code-display``)."""
+        named = self.display(self.row(attribute)) if attribute is not None else None
+        return TypedValue("valueCode", code, self.display(self.row(code)), named)
 
     def _attributes(self, row: int) -> list[tuple[str, str, Any]]:
         rels = self.store.relationships(row)

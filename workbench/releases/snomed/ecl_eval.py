@@ -6,8 +6,10 @@ closure, refinements select relationships with lookup masks and count them per s
 dotted attributes follow relationships, concrete values compare the stored numbers or strings,
 and description filters run Arrow compute kernels over the candidates' descriptions.
 
-The wildcard ``*`` means every active concept; a concept named explicitly stays in the result
-even when inactive (its hierarchy is empty then).
+The wildcard ``*`` means the root concept (138875005) and every active concept with an active
+is-a parent, as tx.fhir.org reads it: an active concept outside the hierarchy (a module
+concept without an is-a relationship in the release) is left out. A concept named explicitly
+stays in the result even when inactive (its hierarchy is empty then).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ ACCEPTABLE = 900000000000549004
 DIALECTS = {"en-us": 900000000000509007, "en-gb": 900000000000508004}
 _TYPES = {"syn": SYNONYM, "fsn": FSN, "def": DEFINITION}
 _GROUPS = 1 << 16
+ROOT = 138875005
 HISTORY_PROFILES = {
     "min": [900000000000527005, 900000000000526001],
     "mod": [900000000000523009, 1186924009],
@@ -93,7 +96,12 @@ class Evaluator:
         return self._mask(np.array([row]) if row >= 0 else None)
 
     def _eval_wildcard(self, _node: ecl.Wildcard) -> Mask:
-        return np.asarray(self.store.active, dtype=bool).copy()
+        offsets = np.asarray(self.store.closure.parents.offsets)
+        found = np.asarray(self.store.active, dtype=bool) & (offsets[1:] > offsets[:-1])
+        root = self.store.row(str(ROOT))
+        if root >= 0 and self.store.active[root]:
+            found[root] = True
+        return found
 
     def _eval_sub(self, node: ecl.Sub) -> Mask:
         focus = self._members(node.focus) if node.member else self.evaluate(node.focus)

@@ -2,7 +2,9 @@
 
 The expression is taken as a new concept: below its focus concepts (so it has their ancestors),
 with their inferred relationships plus the expression's own attributes (ungrouped ones in
-group 0, each ``{ }`` group its own). Hierarchy operators, refinements (with groups and
+group 0, each ``{ }`` group its own; a grouped constraint needs one of those groups). The
+virtual concept is below its focus but not a child of it (``<!``, ``<<!`` do not hold for a
+refinement). Hierarchy operators, refinements (with groups and
 cardinality) and compounds are decided on that virtual concept; parts that only real concepts
 can satisfy (member of a refset, description and concept filters, ancestors of, reverse and
 dotted attributes) hold only when the expression is just one concept, and then the store's
@@ -132,7 +134,9 @@ class Satisfies:
         targets = self.evaluator.evaluate(node.focus)
         focus = set(self.concept.focus)
         if node.op in ("<!", "<<!"):
-            return any(targets[f] for f in focus)  # the expression's parents are its focus
+            # a refinement of X is below X but never its child (tx.fhir.org, issue 22 f2);
+            # a bare combination of focus concepts has them as its parents
+            return not self.concept.refined and any(targets[f] for f in focus)
         below = focus | self.concept.ancestors
         return any(targets[r] for r in below)
 
@@ -143,7 +147,9 @@ class Satisfies:
             parts = [self._refinement(p, group) for p in node.parts]
             return all(parts) if node.kind == "and" else any(parts)
         if isinstance(node, ecl.Group):
-            groups = {r.group for r in self.concept.relationships}
+            # the expression's own ungrouped attributes (0, 0) are in no ``{ }`` group: a
+            # grouped constraint needs a grouped refinement (issue 22 f2)
+            groups = {r.group for r in self.concept.relationships} - {(0, 0)}
             count = sum(1 for g in groups if self._refinement(node.body, g))
             return _within(count, node.card)
         if not isinstance(node, ecl.Attribute) or node.reverse:

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from workbench.errors import UnsupportedFilterError
-from workbench.releases.snomed import scg
+from workbench.errors import InvalidValueSetError, UnsupportedFilterError
+from workbench.releases.snomed import ecl, scg
 from workbench.releases.snomed.ecl_eval import Evaluator, Mask
 from workbench.releases.snomed.store import SCT, Store
 
@@ -32,9 +32,11 @@ class Release(Protocol):
 
 def mask(sct: Release, prop: str, op: str, value: str) -> Mask:
     """The concepts a ValueSet ``compose.include.filter`` selects, as a mask over rows
-    (UnsupportedFilterError for a filter SNOMED CT does not define)."""
+    (UnsupportedFilterError for a filter SNOMED CT does not define; InvalidValueSetError
+    when its ECL names a concept the release does not have)."""
     text = ecl_of(prop, op, value)
     if text is not None:
+        _check_concepts(sct.store, text, f"{prop} {op} {value}")
         return sct.evaluate(text)
     store = sct.store
     if prop == "expressions":
@@ -43,6 +45,22 @@ def mask(sct: Release, prop: str, op: str, value: str) -> Mask:
         return ~store.active if value == "true" else np.asarray(store.active)
     modules = store.tables["concepts"].column("moduleId").to_numpy()
     return np.asarray(modules == int(value), dtype=bool) if value.isdigit() else modules < 0
+
+
+def _check_concepts(store: Store, text: str, shown: str) -> None:
+    """Raise InvalidValueSetError when the ECL ``text`` names a concept ``store`` lacks: the
+    constraint cannot mean anything then (tx.fhir.org: ``vs-invalid``, not an empty set)."""
+    ids = sorted(ecl.concept_ids(ecl.parse(text)))
+    if not ids:
+        return
+    rows = store.rows(np.asarray(ids, dtype=np.int64))
+    refsets = set(store.refsets())  # a refset with members need not be a concept here
+    missing = [str(i) for i, r in zip(ids, rows, strict=True) if r < 0 and i not in refsets]
+    if missing:
+        raise InvalidValueSetError(
+            f"The filter '{shown}' on {SCT} names the concept(s) {', '.join(missing)}, "
+            "which this SNOMED CT release does not have"
+        )
 
 
 def ecl_of(prop: str, op: str, value: str) -> str | None:

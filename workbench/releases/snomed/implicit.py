@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from workbench.errors import InvalidRequestError
+from workbench.errors import ImplicitValueSetNotFoundError, InvalidRequestError
 from workbench.releases.snomed.ecl_eval import Evaluator, Mask
 from workbench.releases.snomed.store import SCT, Store
 
@@ -28,6 +28,8 @@ class Release(Protocol):
     def store(self) -> Store: ...
     @property
     def evaluate(self) -> Evaluator: ...
+    @property
+    def version(self) -> str: ...
     def row(self, code: str) -> int: ...
 
 
@@ -57,11 +59,14 @@ def kind(url: str) -> tuple[str, str] | None:
 
 def valueset(sct: Release, url: str) -> dict[str, Any] | None:
     """The ValueSet resource an implicit value set URL stands for (its compose uses this
-    code system's filters), or None when the URL is not one."""
+    code system's filters), or None when the URL is not one. ImplicitValueSetNotFoundError
+    when its root does not exist: ``isa/{id}`` of a concept the release lacks, ``refset/{id}``
+    of a concept that is no reference set with members."""
     found = kind(url)
     if found is None:
         return None
     which, arg = found
+    _check_root(sct, url, which, arg)
     include: dict[str, Any] = {"system": SCT}
     base = url.partition("?")[0]
     if base != SCT:
@@ -89,6 +94,25 @@ def valueset(sct: Release, url: str) -> dict[str, Any] | None:
         "title": titles[which],
         "compose": {"include": [include]},
     }
+
+
+def _check_root(sct: Release, url: str, which: str, arg: str) -> None:
+    """Raise ImplicitValueSetNotFoundError when an ``isa`` or ``refset`` root is missing
+    (from this release: a URL naming another edition is left to that edition)."""
+    edition = url.partition("?")[0]
+    if edition != SCT and not sct.version.startswith(edition):
+        return
+    if which == "isa" and sct.row(arg.strip()) < 0:
+        raise ImplicitValueSetNotFoundError(
+            url, f"the concept {arg!r} is not in this SNOMED CT release"
+        )
+    if which == "refset":
+        code = arg.strip()
+        if not code.isdigit() or int(code) not in sct.store.refsets():
+            known = "a concept" if sct.row(code) >= 0 else "not a concept"
+            raise ImplicitValueSetNotFoundError(
+                url, f"{code!r} is {known} of this release, but not a reference set with members"
+            )
 
 
 def members(sct: Release, url: str) -> Mask | None:

@@ -10,6 +10,7 @@ Python objects only when a call needs them. Post-coordinated expressions are val
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workbench.errors import WorkbenchError
+from workbench.releases import grammar
 from workbench.releases.check_digits import sctid_namespace, sctid_problem
 from workbench.releases.masks import MaskFilter
 from workbench.releases.snomed import maps, scg
@@ -28,6 +31,7 @@ from workbench.releases.snomed.concepts import (
     make_concept,
     make_concepts,
 )
+from workbench.releases.snomed.expressions import with_terms
 from workbench.terminology.codesystem import Concept
 from workbench.terminology.compose import Entry
 from workbench.terminology.filters import CodeFilter
@@ -67,6 +71,9 @@ class SnomedProvider(CodeSystemProvider):
         self.concepts = ConceptTable(sct, self.get)
         self._made: dict[str, SnomedConcept] = {}  # the concepts touched so far
         self._maps: dict[str, dict[str, Any] | None] = {}  # implicit ConceptMaps built
+        # an expression is checked for its validation, then for its display: once (per
+        # grammar limits, which a check applies)
+        self._check = lru_cache(maxsize=4096)(lambda code, _limits: sct.check_expression(code))
         self.resource: dict[str, Any] = {
             "resourceType": "CodeSystem",
             "url": SCT,
@@ -322,25 +329,41 @@ class SnomedProvider(CodeSystemProvider):
         """Check a post-coordinated expression: (valid, message, focus concept codes).
 
         Raises ExpressionSyntaxError when it does not parse."""
-        checked = self.sct.check_expression(code)
+        checked = self._check(code, grammar.configured().scg)
         focus = [str(c) for c in checked.expression.focus]
         if checked.ok:
             return True, None, focus
         return False, "; ".join(checked.problems), focus
 
+    def expression_display(self, code: str) -> str | None:
+        """The normalised expression with every concept's preferred term
+        (``expressions.with_terms``), or None when it is not valid in this release."""
+        checked = self._check(code, grammar.configured().scg)
+        return with_terms(self.sct, checked.expression) if checked.ok else None
+
     def expression_member(self, vs: Any, code: str) -> bool | None:
-        """Whether a (checked) expression is in a compiled value set whose clauses for this
-        system are all ECL-like filters (the expression is taken as a new concept below its
-        focus, with its attributes); None when a clause lists codes or imports value sets
-        (then membership is decided by the focus concepts)."""
+        """Whether a (checked) expression is in a compiled value set (issue 22, f2): an
+        include that lists concepts takes it only when it lists this very expression (its
+        focus concept is not enough); an include of ECL-like filters takes it as a new
+        concept below its focus, with its attributes (so ``<< X`` and ``< X`` match a
+        refinement of X, ``<! X`` and ``>> X`` do not), unless a filter ``expressions =
+        false`` leaves expressions out. None when a clause imports value sets (then
+        membership is decided by the focus concepts)."""
         expression = scg.parse(code)
 
         def holds(clause: Any) -> bool | None:
             if clause.system != self.url:
                 return False
-            if clause.concepts or clause.imports:
+            if clause.imports:
                 return None
-            texts = [getattr(f, "ecl", None) for f in clause.filters]
+            if clause.concepts:
+                return any(_same_expression(listed, expression) for listed in clause.concepts)
+            texts = []
+            for f in clause.filters:
+                if f.text == "expressions = false":
+                    return False
+                if f.text != "expressions = true":
+                    texts.append(getattr(f, "ecl", None))
             if any(t is None for t in texts):
                 return None
             return self.sct.expression_in(expression, [str(t) for t in texts])
@@ -359,3 +382,13 @@ class SnomedProvider(CodeSystemProvider):
         """What replaces an inactive concept (empty when nothing does)."""
         row = self.sct.row(code)
         return self.sct.replacements(row) if row >= 0 else ""
+
+
+def _same_expression(listed: str, expression: scg.Expression) -> bool:
+    """Whether a code listed in an include is this expression (terms and spaces aside)."""
+    if not scg.looks_like_expression(listed):
+        return False
+    try:
+        return scg.parse(listed) == expression
+    except WorkbenchError:
+        return False
