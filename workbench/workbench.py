@@ -152,6 +152,7 @@ class Workbench(TerminologyCalls):
         version: str | None = None,
         cache_dir: str | Path | None = None,
         progress: bool | None = None,
+        verify: bool = False,
     ) -> ReleaseSummary:
         """Load a terminology from its release files as distributed (a folder or a zip).
 
@@ -161,7 +162,10 @@ class Workbench(TerminologyCalls):
         RxNorm the release date, MMDDYYYY, from the readme's name). The release is imported
         once into ``cache_dir`` (default ``$WORKBENCH_RELEASE_CACHE`` or
         ``~/.cache/workbench/releases``) and reopened from there afterwards; a progress bar
-        shows while it imports. Returns the summary (system, version, concepts, time, cache).
+        shows while it imports. The store is named by a hash of the release files' content
+        and checked before it is reopened (``verify=True``: every byte); a changed release
+        or a damaged store is imported again, and the summary's ``reason`` says why.
+        Returns the summary (system, version, concepts, time, cache).
         Raises ReleaseFormatError (naming the file and line) for a broken release and
         DuplicateCanonicalError when that system and version is already loaded; either way
         nothing changes.
@@ -175,6 +179,7 @@ class Workbench(TerminologyCalls):
             cache_dir=cache_dir,
             progress=progress,
             claim=self.terminology.check_new_provider,
+            verify=verify,
         )
         self.terminology.add_provider(provider)
         return summary

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from typing import IO
 
 from workbench import unpacking
 from workbench.errors import ReleaseFormatError
+from workbench.releases.hashing import tracked
 
 
 @dataclass(frozen=True)
@@ -24,11 +24,12 @@ class ReleaseFile:
     def open(self) -> IO[bytes]:
         """Open the file for binary reading, as a stream: a zip member is unpacked as it is
         read (never whole), and ends at the size the zip declares for it (checked against
-        the unpack limits by ``list_files``)."""
+        the unpack limits by ``list_files``). During an import the stream is hashed as it is
+        read (``hashing.tracked``)."""
         if self.archive is None:
-            return open(self.name, "rb")
+            return tracked(self.name, open(self.name, "rb"))
         with zipfile.ZipFile(self.archive) as zf:
-            return zf.open(self.name)  # keeps the archive's file open until it is closed
+            return tracked(label(self), zf.open(self.name))  # keeps the archive open
 
 
 #: The bytes a CSV reader parses at a time (streamed files: memory holds a few blocks, not
@@ -121,18 +122,3 @@ def names(path: str | Path) -> list[str]:
             return [name for name in zf.namelist() if not name.endswith("/")]
     except (zipfile.BadZipFile, OSError, EOFError):
         return []
-
-
-def fingerprint(files: list[ReleaseFile], main: ReleaseFile, salt: str) -> str:
-    """A short hash naming a release's store: ``salt`` (the store's format), the files'
-    names and sizes, and the first bytes of its ``main`` file."""
-    digest = hashlib.sha256(salt.encode())
-    for file in files:
-        digest.update(Path(file.name).name.encode())
-        if file.archive is None:
-            digest.update(str(Path(file.name).stat().st_size).encode())
-        else:
-            digest.update(str(file.archive.stat().st_size).encode())
-    with main.open() as stream:
-        digest.update(stream.read(1 << 16))
-    return digest.hexdigest()[:16]

@@ -9,6 +9,7 @@ there afterwards."""
 from __future__ import annotations
 
 import html
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from workbench.loading import interactive
 from workbench.releases import archive, kinds
 from workbench.releases.kinds import Claim
 from workbench.terminology.provider import CodeSystemProvider
+
+_LOG = logging.getLogger("workbench.releases")
 
 
 @dataclass(frozen=True)
@@ -33,21 +36,33 @@ class ReleaseSummary:
     seconds: float
     cache: str
     imported: bool
+    #: Why a release imported before was imported again: it changed, or its store was
+    #: damaged (None: reopened, or imported for the first time).
+    reason: str | None = None
+    #: What else the load did: temporary folders of killed imports removed.
+    notes: tuple[str, ...] = ()
+
+    @property
+    def how(self) -> str:
+        """``reopened``, ``imported`` or ``imported again (why)``."""
+        if not self.imported:
+            return "reopened"
+        return f"imported again ({self.reason})" if self.reason else "imported"
 
     def __repr__(self) -> str:
-        how = "imported" if self.imported else "reopened"
+        notes = "".join(f"; {note}" for note in self.notes)
         return (
             f"<ReleaseSummary {self.kind} {self.system}|{self.version}: {self.concepts:,} "
-            f"concepts, {how} in {self.seconds:.2f} s, cached in {self.cache}>"
+            f"concepts, {self.how} in {self.seconds:.2f} s, cached in {self.cache}{notes}>"
         )
 
     def _repr_html_(self) -> str:
-        how = "imported" if self.imported else "reopened"
+        notes = "".join(f"<br>{html.escape(note)}" for note in self.notes)
         return (
             f"<p>Loaded <code>{html.escape(self.system)}</code> version "
             f"<code>{html.escape(str(self.version))}</code>: <b>{self.concepts:,}</b> "
-            f"concepts, {how} in {self.seconds:.2f} s (cache: "
-            f"<code>{html.escape(self.cache)}</code>).</p>"
+            f"concepts, {html.escape(self.how)} in {self.seconds:.2f} s (cache: "
+            f"<code>{html.escape(self.cache)}</code>).{notes}</p>"
         )
 
 
@@ -69,6 +84,7 @@ def open_release(
     cache_dir: str | Path | None = None,
     progress: bool | None = None,
     claim: Claim | None = None,
+    verify: bool = False,
 ) -> tuple[CodeSystemProvider, ReleaseSummary]:
     """Import (unless cached) and open a release; returns its provider and a summary.
 
@@ -78,6 +94,9 @@ def open_release(
     release or one more than one kind claims). ``claim(system, version)`` is called as soon
     as the system and version are known — before the import when they can be known then —
     and raises to refuse them (a version already loaded); then nothing more happens.
+    ``verify=True`` checks every byte of a cached store before reopening it (by default:
+    sizes and the digests of the ends of its files). Why a release was imported again, and
+    what else the load did, are in the summary and logged (``workbench.releases``).
     """
     started = time.perf_counter()
     archive.check_zip(path)
@@ -91,7 +110,9 @@ def open_release(
             bar.set_postfix_str(message.rsplit("/", 1)[-1][:60])
             bar.update(1)
 
-        loaded = chosen.load(path, cache, version=version, progress=step, claim=claim)
+        loaded = chosen.load(
+            path, cache, version=version, progress=step, claim=claim, verify=verify
+        )
     finally:
         bar.close()
     provider = loaded.provider
@@ -103,7 +124,11 @@ def open_release(
         seconds=round(time.perf_counter() - started, 3),
         cache=str(loaded.store),
         imported=loaded.imported,
+        reason=loaded.reason,
+        notes=loaded.notes,
     )
+    for note in (*loaded.notes, *([f"{summary.how}: {path}"] if loaded.reason else [])):
+        _LOG.warning("%s", note)
     return provider, summary
 
 

@@ -12,8 +12,9 @@ the base gives the rest:
   use), the codes as strings, a concept column's values at rows;
 - the rows of a long table that belong to one concept row (``LONG``: tables sorted by a key);
 - the closure of the hierarchy (``closure``) when the store keeps one;
-- an atomic build (``build``: a temporary folder renamed into place, ``meta.json`` last) and
-  pickling as the folder (Dask workers reopen it).
+- an atomic build (``build``: a temporary folder renamed into place, ``meta.json`` last,
+  recording the size and digests of every file written: ``integrity``) and pickling as the
+  folder (Dask workers reopen it).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from workbench.releases import integrity
 from workbench.releases.closure import FILES as CLOSURE_FILES
 from workbench.releases.closure import Closure
 
@@ -91,7 +93,8 @@ def open_store(
 
 def build_atomically(dest: Path, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
     """Run ``build`` on a temporary folder beside ``dest`` and rename it into place once
-    complete, with ``meta.json`` (what ``build`` returns, plus the import time) written last.
+    complete, with ``meta.json`` (what ``build`` returns, plus the import time and the record
+    of every file written: ``integrity.record_files``) written last, all flushed to disk.
 
     When ``build`` raises, nothing is left at ``dest`` or beside it. When ``dest`` appeared
     meanwhile (another process imported the same release), that store is kept.
@@ -102,12 +105,16 @@ def build_atomically(dest: Path, build: Callable[[Path], dict[str, Any]]) -> dic
     tmp.mkdir(parents=True)
     try:
         meta = build(tmp)
+        meta["files"] = integrity.record_files(tmp)
         meta["importSeconds"] = round(time.perf_counter() - started, 2)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        if dest.exists():
-            shutil.rmtree(tmp)
-        else:
+        integrity.sync_folder(tmp)
+        try:
             os.replace(tmp, dest)
+        except OSError:
+            if not dest.exists():
+                raise
+            shutil.rmtree(tmp)  # another process made it meanwhile: that store is kept
         return meta
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

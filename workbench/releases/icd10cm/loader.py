@@ -1,13 +1,14 @@
 """The ICD-10-CM release kind: the CMS tabular XML (the file, or a folder or zip holding
 it), imported once into the cache, opened as an ``Icd10cmProvider``.
 
-The store's folder name is a hash of the tabular XML's bytes.
+The store's folder name is a hash of the tabular XML's bytes (``release_cache``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from workbench.releases.archive import ReleaseFile
 from workbench.releases.icd10cm import store, tabular
 from workbench.releases.kinds import Progress, ReleaseKind
 from workbench.terminology.provider import CodeSystemProvider
@@ -30,9 +31,9 @@ class Icd10cmKind(ReleaseKind[Path]):
         """True when ``path`` holds a tabular XML (root ``ICD10CM.tabular``)."""
         return tabular.detect(path)
 
-    def fingerprint(self, source: Path) -> str:
-        """A hash of the tabular XML's bytes."""
-        return store.fingerprint(source)
+    def files(self, source: Path) -> list[ReleaseFile]:
+        """The tabular XML (its content names the store)."""
+        return [tabular.release_file(source)]
 
     def build(self, source: Path, folder: Path, progress: Progress) -> None:
         """Parse the tabular XML into the store (``store.build``)."""

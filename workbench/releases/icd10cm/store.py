@@ -9,7 +9,6 @@ value; sorted by concept row) and the closure of the hierarchy (``parents``, ``c
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,16 +27,6 @@ class Store(ColumnarStore):
     TABLES = ("concepts", "designations")
     HIERARCHY = True
     LONG: ClassVar[dict[str, str]] = {"designations": "row"}
-
-
-def fingerprint(path: str | Path) -> str:
-    """A short hash of the release's tabular XML (its bytes, also inside a zip)."""
-    _name, opener = tabular.find_xml(path)
-    digest = hashlib.sha256(f"icd10cm-format{Store.FORMAT}".encode())
-    with opener() as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()[:16]
 
 
 def build(path: str | Path, dest: Path) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from xml.parsers import expat
 
 from workbench import unpacking
 from workbench.errors import ReleaseFormatError
+from workbench.releases.archive import ReleaseFile, label
 
 SYSTEM = "http://hl7.org/fhir/sid/icd-10-cm"
 ROOT_TAG = "ICD10CM.tabular"
@@ -46,9 +47,9 @@ def _is_tabular_name(name: str) -> bool:
     return low.endswith(".xml") and "tabular" in low and not low.startswith("._")
 
 
-def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
-    """(name, opener) of the tabular XML in ``path`` (an XML file, a folder or a zip; the
-    opener streams it). ArchiveLimitError when a zip's member is over the unpack limits."""
+def release_file(path: str | Path) -> ReleaseFile:
+    """The tabular XML in ``path`` (an XML file, a folder or a zip) as a release file.
+    ArchiveLimitError when a zip's member is over the unpack limits."""
     p = Path(path)
     if not p.exists():
         raise ReleaseFormatError("no such file or folder", file=str(path))
@@ -56,7 +57,7 @@ def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
         found = sorted(f for f in p.rglob("*.xml") if _is_tabular_name(f.name))
         if not found:
             raise ReleaseFormatError("no ICD-10-CM tabular XML in this folder", file=str(p))
-        return str(found[0]), lambda: open(found[0], "rb")
+        return ReleaseFile("tabular", str(found[0]))
     if zipfile.is_zipfile(p):
         try:
             with zipfile.ZipFile(p) as z:
@@ -66,12 +67,15 @@ def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
             raise ReleaseFormatError(f"unreadable zip: {exc}", file=str(p)) from exc
         if not names:
             raise ReleaseFormatError("no ICD-10-CM tabular XML in this zip", file=str(p))
+        return ReleaseFile("tabular", names[0], p)
+    return ReleaseFile("tabular", str(p))
 
-        def opener() -> IO[bytes]:
-            return zipfile.ZipFile(p).open(names[0])
 
-        return f"{p}!{names[0]}", opener
-    return str(p), lambda: open(p, "rb")
+def find_xml(path: str | Path) -> tuple[str, Callable[[], IO[bytes]]]:
+    """(name, opener) of the tabular XML in ``path`` (an XML file, a folder or a zip); the
+    stream is hashed as it is read during an import (``hashing.tracked``)."""
+    file = release_file(path)
+    return label(file), file.open
 
 
 def detect(path: str | Path) -> bool:

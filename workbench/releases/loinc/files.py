@@ -190,7 +190,7 @@ def read(file: ReleaseFile) -> pa.Table:
             raise ReleaseFormatError(
                 f"broken row: {column} {value!r} is not a code of that kind",
                 file=where,
-                line=_line_of(file, index),
+                line=line_of(file, index),
             )
     return table
 
@@ -231,7 +231,7 @@ def _locate(file: ReleaseFile, width: int) -> tuple[int | None, str | None]:
     return None, None
 
 
-def _line_of(file: ReleaseFile, index: int) -> int | None:
+def line_of(file: ReleaseFile, index: int) -> int | None:
     """The line where the data row ``index`` (0-based) starts."""
     for at, (start, _fields) in enumerate(_records(file)):
         if at == index:

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases import hygiene
 from workbench.releases.archive import ReleaseFile, label
 from workbench.releases.closure import Closure
 from workbench.releases.loinc import files as lf
@@ -63,7 +64,9 @@ def _read(
     out = []
     for file in (f for f in found if f.kind == kind):
         step(f"reading {label(file)}")
-        out.append((file, lf.read(file).to_pandas()))
+        table = lf.read(file)
+        hygiene.check_text(table, file)
+        out.append((file, table.to_pandas()))
     return out
 
 
@@ -179,10 +182,14 @@ def _read_files(found: list[ReleaseFile], step: Progress) -> _Files:
     main = next(f for f in found if f.kind == "loinc")
     dup = loinc["LOINC_NUM"].duplicated()
     if dup.any():
+        term = loinc["LOINC_NUM"][dup].iloc[0]
+        first, second = np.flatnonzero((loinc["LOINC_NUM"] == term).to_numpy())[:2]
+        lines = [lf.line_of(main, int(first)), lf.line_of(main, int(second))]
         raise ReleaseFormatError(
-            f"the term {loinc['LOINC_NUM'][dup].iloc[0]} appears twice",
+            f"the term {term} appears twice (lines {lines[0]} and {lines[1]}); "
+            "Loinc.csv holds one row per term",
             file=label(main),
-            line=int(np.flatnonzero(dup.to_numpy())[0]) + 2,
+            line=lines[1],
         )
 
     def table(kind: str) -> pd.DataFrame:

@@ -1,8 +1,8 @@
 """The LOINC release kind: the release's files (a folder or zip), imported once into the
 cache, opened as a ``LoincProvider``.
 
-The store's folder name is a fingerprint of the release's files (names and sizes, and the
-first bytes of ``Loinc.csv``), so the same release is imported once and then reopened.
+The store's folder name is a hash of the content of the release's files, taken as the import
+reads them (``release_cache``), so the same release is imported once and then reopened.
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ class LoincKind(ReleaseKind[list[archive.ReleaseFile]]):
         """True when ``path`` (a folder or zip) names a ``LoincTable/Loinc.csv``."""
         return any(files.kind_of(name) == "loinc" for name in archive.names(path))
 
-    def fingerprint(self, source: list[archive.ReleaseFile]) -> str:
-        """File names, sizes, the head of ``Loinc.csv``."""
-        main = next(f for f in source if f.kind == "loinc")
-        return archive.fingerprint(source, main, f"loinc{Store.FORMAT}")
+    def files(self, source: list[archive.ReleaseFile]) -> list[archive.ReleaseFile]:
+        """The files read (their content names the store)."""
+        return source
 
     def build(self, source: list[archive.ReleaseFile], folder: Path, progress: Progress) -> None:
         """Import the files (``importer.build``)."""

@@ -1,8 +1,8 @@
 """The RxNorm release kind: its RRF files (a folder or zip), imported once into the cache,
 opened as an ``RxNormProvider``.
 
-The store's folder name is a fingerprint of the release's files (names and sizes, and the
-first bytes of RXNCONSO.RRF), so the same release is imported once and then reopened.
+The store's folder name is a hash of the content of the RRF files, taken as the import reads
+them (``release_cache``), so the same release is imported once and then reopened.
 """
 
 from __future__ import annotations
@@ -34,10 +34,9 @@ class RxNormKind(ReleaseKind[rrf.Release]):
             name.replace("\\", "/").upper().endswith("RXNCONSO.RRF") for name in archive.names(path)
         )
 
-    def fingerprint(self, source: rrf.Release) -> str:
-        """File names, sizes, the head of RXNCONSO.RRF."""
-        main = source.files["RXNCONSO"]
-        return archive.fingerprint(source.all(), main, f"rx{Store.FORMAT}")
+    def files(self, source: rrf.Release) -> list[archive.ReleaseFile]:
+        """The four RRF files (their content names the store)."""
+        return source.all()
 
     def build(self, source: rrf.Release, folder: Path, progress: Progress) -> None:
         """Import the RXNORM rows (``store.build``)."""

@@ -103,7 +103,7 @@ class Release:
     version: str | None
 
     def all(self) -> list[archive.ReleaseFile]:
-        """The files, in a fixed order (for the fingerprint)."""
+        """The files, in a fixed order (what the release cache hashes)."""
         return [self.files[name] for name in COLUMNS]
 
 

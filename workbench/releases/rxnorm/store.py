@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import ReleaseFormatError
-from workbench.releases import archive
+from workbench.releases import archive, hygiene
 from workbench.releases.rxnorm import rrf
 from workbench.releases.storage import ColumnarStore, write_table
 
@@ -90,10 +90,23 @@ def _rxnorm_rows(
             column = batch.column(name)
             filled = pc.if_else(pc.equal(column, ""), "0", column)
             rrf.require_digits(filled, name, file, line)
-        kept.append(batch.filter(pc.equal(batch.column("SAB"), "RXNORM")))
+        mine = pc.equal(batch.column("SAB"), "RXNORM")
+        batch = batch.filter(mine)
+        at = np.flatnonzero(mine.to_numpy(zero_copy_only=False))
+        hygiene.check_text(
+            pa.Table.from_batches([batch]),
+            file,
+            line_of=_line_of(line, at),
+        )
+        kept.append(batch)
     if not kept:
         return pa.table({n: pa.array([], pa.string()) for n in rrf.KEEP[file.kind]})
     return pa.Table.from_batches(kept)
+
+
+def _line_of(first: int, at: npt.NDArray[np.intp]) -> Callable[[int], int]:
+    """The line of a kept row: ``at`` holds the rows kept of a batch starting on ``first``."""
+    return lambda row: first + int(at[row])
 
 
 def _ids(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.int64]:

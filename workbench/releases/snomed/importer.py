@@ -4,7 +4,9 @@ The import reads every Snapshot file (``rf2``), resolves identifiers to concept 
 displays from the language reference sets, computes the transitive closure of the inferred
 is-a relationships (``closure``) and writes the store's files (``store.FILES``) into a
 temporary folder that is renamed into place only when complete, so a failed import leaves no
-half-built store behind.
+half-built store behind. Texts with control characters, and two rows of one description,
+relationship or concrete value with different content, are refused (``hygiene``); equal
+twins are kept once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import ReleaseFormatError
+from workbench.releases import hygiene
 from workbench.releases.closure import Closure
 from workbench.releases.snomed import rf2
 from workbench.releases.snomed.store import SCT, Store
@@ -49,11 +52,18 @@ def build(
     return Store.build(dest, lambda tmp: _build(files, tmp, step))
 
 
+def _read_file(file: rf2.ReleaseFile) -> pa.Table:
+    """One RF2 file, its texts checked for control characters (``hygiene.check_text``)."""
+    table = rf2.read(file)
+    hygiene.check_text(table, file)
+    return table
+
+
 def _concat(files: list[rf2.ReleaseFile], kind: str, step: Progress) -> pa.Table | None:
     tables = []
     for file in rf2.iter_kind(files, kind):
         step(f"reading {rf2.label(file)}")
-        tables.append(rf2.read(file))
+        tables.append(_read_file(file))
     if not tables:
         return None
     try:
@@ -154,6 +164,8 @@ def _read_descriptions(files: list[rf2.ReleaseFile], step: Progress, rows_of: _R
     if textdefs is not None:
         desc_tables.append(textdefs)
     descriptions = pa.concat_tables(desc_tables) if desc_tables else _empty("description")
+    texts = [f for f in files if f.kind in ("description", "textdefinition")]
+    descriptions = hygiene.unique(descriptions, "id", "description", texts)
     d_rows = rows_of(_np(descriptions, "conceptId"))
     descriptions = descriptions.append_column("concept", pa.array(d_rows, type=pa.int32()))
     descriptions = descriptions.filter(pc.greater_equal(descriptions.column("concept"), 0))
@@ -234,7 +246,10 @@ def _write_relationships(
 ) -> int:
     """Write the active relationships (``rel_*``, sorted by source row and group) and the
     closure of the inferred is-a relationships; return how many relationships were kept."""
-    rels = _active(_read(files, "relationship", step))
+    rels = _read(files, "relationship", step)
+    rels = _active(
+        hygiene.unique(rels, "id", "relationship", list(rf2.iter_kind(files, "relationship")))
+    )
     src = rows_of(_np(rels, "sourceId"))
     dst = rows_of(_np(rels, "destinationId"))
     typ = rows_of(_np(rels, "typeId"))
@@ -262,7 +277,10 @@ def _write_concrete(
     files: list[rf2.ReleaseFile], step: Progress, rows_of: _Rows, out: Path
 ) -> None:
     """Write the active concrete values (by source row and group), each with its number."""
-    concrete = _active(_read(files, "concrete", step))
+    concrete = _read(files, "concrete", step)
+    concrete = _active(
+        hygiene.unique(concrete, "id", "concrete value", list(rf2.iter_kind(files, "concrete")))
+    )
     values = concrete.column("value").to_pylist()
     write_table(
         pa.table(
@@ -286,13 +304,13 @@ def _write_refsets(files: list[rf2.ReleaseFile], step: Progress, out: Path) -> l
     map_rows = []
     for file in rf2.iter_kind(files, "refset"):
         step(f"reading {rf2.label(file)}")
-        table = rf2.read(file)
+        table = _read_file(file)
         members.append(_active(table).select(["refsetId", "referencedComponentId"]))
         if "mapTarget" in table.column_names:
             map_rows.append(_map_rows(table, rf2.label(file)))
     for kind in ("association", "mrcm_domain", "mrcm_range"):
         for file in rf2.iter_kind(files, kind):
-            members.append(_active(rf2.read(file)).select(["refsetId", "referencedComponentId"]))
+            members.append(_active(_read_file(file)).select(["refsetId", "referencedComponentId"]))
     member_table = (
         pa.concat_tables(members)
         if members

@@ -1,9 +1,9 @@
 """The SNOMED CT release kind: an RF2 Snapshot (a folder or zip), imported once into the
 cache, opened as a ``SnomedProvider``.
 
-The store's folder name is a fingerprint of the release's Snapshot files (names and sizes,
-and the first bytes of the concept file), so the same release is imported once and then
-reopened; a release whose files change gets a new store.
+The store's folder name is a hash of the content of the release's Snapshot files, taken as
+the import reads them (``release_cache``), so the same release is imported once and then
+reopened; a release whose content changes, by a single byte, gets a new store.
 """
 
 from __future__ import annotations
@@ -33,10 +33,9 @@ class SnomedKind(ReleaseKind[list[archive.ReleaseFile]]):
         """True when ``path`` (a folder or zip) names an RF2 Snapshot concept file."""
         return any(rf2.kind_of(name) == "concept" for name in archive.names(path))
 
-    def fingerprint(self, source: list[archive.ReleaseFile]) -> str:
-        """File names, sizes, the concept file's head."""
-        concept = next(f for f in source if f.kind == "concept")
-        return archive.fingerprint(source, concept, f"format{Store.FORMAT}")
+    def files(self, source: list[archive.ReleaseFile]) -> list[archive.ReleaseFile]:
+        """The Snapshot files (their content names the store)."""
+        return source
 
     def build(self, source: list[archive.ReleaseFile], folder: Path, progress: Progress) -> None:
         """Import the Snapshot files (``importer.build``)."""
