@@ -198,7 +198,8 @@ def test_a_first_import_hashes_the_files_as_it_reads_them(
 
 
 def _sha256(file: ReleaseFile) -> tuple[int, str]:
-    data = file.read()
+    with file.open() as stream:
+        data = stream.read()
     return len(data), hashlib.sha256(data).hexdigest()
 
 
