@@ -17,7 +17,7 @@ from workbench import Workbench
 from workbench.bulk.report import BAR_COLOURS, NEUTRAL, CodeTable
 from workbench.marks import frame_html, has_marks, visible
 from workbench.notebook import ColumnReport
-from workbench.notebook.column_report import MESSAGE_WIDTH, SHOWN_COLUMNS
+from workbench.notebook.column_report import DISPLAY_WIDTH, MESSAGE_WIDTH, SHOWN_COLUMNS
 from workbench.terminology.result import Suggestion, ValidationResult
 
 GENDER = "http://hl7.org/fhir/ValueSet/administrative-gender"
@@ -182,9 +182,14 @@ def test_plot_reads_on_both_themes(default_wb: Workbench) -> None:
     ]
 
 
-def _defs(table: Any) -> dict[str, list[int]]:
-    """The column indexes per className of an ITable's columnDefs."""
-    return {d["className"]: d["targets"] for d in table._dt_args["columnDefs"]}
+def _widths(table: Any) -> dict[int, str | None]:
+    """Column index -> the width it wraps within (None: kept on one line), from an ITable's
+    columnDefs."""
+    found: dict[int, str | None] = {}
+    for d in table._dt_args["columnDefs"]:
+        for i in d["targets"]:
+            found[i] = d.get("width") if d["className"] == "dt-body-left" else None
+    return found
 
 
 def test_column_report_messages_wrap_and_codes_do_not(default_wb: Workbench) -> None:
@@ -192,15 +197,17 @@ def test_column_report_messages_wrap_and_codes_do_not(default_wb: Workbench) -> 
     report = ColumnReport(default_wb.validate_column(pd.Series([long, " male", "male"]), GENDER))
     assert "nowrap" not in report.codes.classes.split()
     assert "nowrap" not in report.table.classes.split()
-    codes = _defs(report.codes)
-    assert codes["dt-body-left"] == [SHOWN_COLUMNS.index("message")]
-    assert SHOWN_COLUMNS.index("code") in codes["dt-nowrap"]
-    wrap = next(d for d in report.codes._dt_args["columnDefs"] if d["className"] == "dt-body-left")
-    assert wrap["width"] == MESSAGE_WIDTH
+    codes = _widths(report.codes)
+    assert codes[SHOWN_COLUMNS.index("message")] == MESSAGE_WIDTH
+    assert codes[SHOWN_COLUMNS.index("display")] == DISPLAY_WIDTH
+    assert codes[SHOWN_COLUMNS.index("suggested_display")] == DISPLAY_WIDTH
+    assert codes[SHOWN_COLUMNS.index("system")] == DISPLAY_WIDTH
+    assert codes[SHOWN_COLUMNS.index("code")] is None
+    assert codes[SHOWN_COLUMNS.index("suggestion")] is None
     rows = ["", *report._rows_shown().columns]  # the index is column 0
-    assert _defs(report.table)["dt-body-left"] == [rows.index("message")]
+    assert _widths(report.table)[rows.index("message")] == MESSAGE_WIDTH
     report.issue.value = "unknown-code"  # a refresh keeps the settings
-    assert _defs(report.codes)["dt-body-left"] == [SHOWN_COLUMNS.index("message")]
+    assert _widths(report.codes)[SHOWN_COLUMNS.index("message")] == MESSAGE_WIDTH
 
 
 def test_column_report_shows_the_suggested_display_next_to_the_code(

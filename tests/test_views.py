@@ -188,7 +188,7 @@ RESULT_CASES = [
         "true",
         views.AMBER,
         "valid, with a warning",
-        ["<code>inactive</code>", "display: <b>Group visit</b>", "<div>The code is inactive</div>"],
+        ["<code>inactive</code>", "display: <b>Group visit</b>", "The code is inactive</div>"],
         [],
         id="valid-with-warning",
     ),

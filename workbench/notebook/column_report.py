@@ -44,17 +44,30 @@ TABLE_OPTIONS: dict[str, Any] = {
 }
 #: The width a wrapping message column takes in the tables.
 MESSAGE_WIDTH = "28em"
+#: The width a wrapping display column takes in the tables.
+DISPLAY_WIDTH = "14em"
+_WIDTHS = {
+    "message": MESSAGE_WIDTH,
+    "display": DISPLAY_WIDTH,
+    "suggested_display": DISPLAY_WIDTH,
+    "system": DISPLAY_WIDTH,
+}
 
 
 def column_defs(columns: list[str]) -> list[dict[str, Any]]:
-    """DataTables column settings: the message column wraps within ``MESSAGE_WIDTH``, the
+    """DataTables column settings: messages, displays and systems wrap (within
+    ``MESSAGE_WIDTH`` and ``DISPLAY_WIDTH``) so that the table fits the output area; the
     other columns stay on one line (a code never breaks)."""
-    wraps = [i for i, c in enumerate(columns) if c == "message"]
-    rest = [i for i, c in enumerate(columns) if c != "message"]
-    return [
-        {"targets": wraps, "width": MESSAGE_WIDTH, "className": "dt-body-left"},
-        {"targets": rest, "className": "dt-nowrap"},
+    defs: list[dict[str, Any]] = [
+        {
+            "targets": [i for i, c in enumerate(columns) if c == name],
+            "width": width,
+            "className": "dt-body-left",
+        }
+        for name, width in _WIDTHS.items()
     ]
+    rest = [i for i, c in enumerate(columns) if c not in _WIDTHS]
+    return [*(d for d in defs if d["targets"]), {"targets": rest, "className": "dt-nowrap"}]
 
 
 class ColumnReport(w.VBox):
