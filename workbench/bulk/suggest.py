@@ -26,9 +26,6 @@ import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from rapidfuzz import fuzz, process, utils
-from rapidfuzz.distance import Levenshtein
-
 ISSUES = frozenset({"unknown-code", "not-in-vs"})
 
 
@@ -115,6 +112,10 @@ class CodeIndex:
         specific = self.more_specific(squeezed)
         if specific is not None:
             return self._found(specific, "a more specific code")
+        # imported when first needed: a column report makes a suggester for every call
+        from rapidfuzz import fuzz, process, utils
+        from rapidfuzz.distance import Levenshtein
+
         limit = 1 if len(squeezed) <= 5 else 2
         near = process.extractOne(
             squeezed, self.codes, scorer=Levenshtein.distance, score_cutoff=limit
@@ -145,6 +146,8 @@ def nearest_urls(
     ...               "http://hl7.org/fhir/ValueSet/languages": "Languages"})
     ['http://hl7.org/fhir/ValueSet/administrative-gender']
     """
+    from rapidfuzz import fuzz, process  # imported when first needed
+
     titles: Mapping[str, str | None] = known if isinstance(known, Mapping) else dict.fromkeys(known)
     urls = list(titles)
     if not urls or not url:
