@@ -134,10 +134,10 @@ class Kept:
     be expanded; ``fast_by_system`` and ``member_by_system`` are the same per system as
     hash indexes. ``whole``: for a value set of whole release code systems, each one
     column-wise (``fast`` and ``members`` are then views of them, and a system's codes are
-    looked up in its columns). ``tables`` keeps the answers per system (only for the value set's own
-    systems, whose changes drop the compiled value set and with it the tables; ``None``:
-    codes without a system); ``foreign`` those of other systems, with a weak reference to
-    the code system they were answered with.
+    looked up in its columns). ``tables`` keeps the answers per system (only for the value
+    set's own systems, whose changes drop the compiled value set and with it the tables;
+    ``None``: codes without a system); ``foreign`` those of other systems, with a weak
+    reference to the code system they were answered with.
     """
 
     fast: Fast = field(default_factory=dict)
@@ -256,9 +256,8 @@ class Checker:
         """The codes of one system that are in the expansion, as a hash index."""
         found = self.kept.member_by_system.get(system)
         if found is None:
-            whole = self.kept.whole
-            if whole:  # the members are the whole systems' own
-                found = whole[system].member_index() if system in whole else _NONE
+            if self.kept.whole:  # a system outside them (theirs are read column-wise)
+                found = _NONE
             else:
                 members = self.members or frozenset()
                 found = pd.Index([c for s, c in members if s == system], dtype=object)
@@ -268,9 +267,8 @@ class Checker:
     def _fast_index(self, system: str) -> tuple[pd.Index, np.ndarray]:
         found = self.kept.fast_by_system.get(system)
         if found is None:
-            whole = self.kept.whole
-            if whole:  # the plainly valid members are the whole systems' own
-                found = whole[system].fast_index() if system in whole else (_NONE, _SHOWN)
+            if self.kept.whole:  # a system outside them (theirs are read column-wise)
+                found = (_NONE, _SHOWN)
             else:
                 pairs = [(c, d) for (s, c), d in self.fast.items() if s == system]
                 index = pd.Index([c for c, _ in pairs], dtype=object)

@@ -11,12 +11,12 @@ valid members and a set of members would, built only if some caller asks them co
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, ItemsView, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -80,7 +80,8 @@ class WholeSystem:
         """The row of one code, -1 where unknown (a mapping made on first use)."""
         index: dict[str, int] | None = self.cache.get("index")
         if index is None:
-            index = self.cache["index"] = {c: i for i, c in enumerate(self.codes.to_pylist())}
+            codes = self.codes.to_pylist()
+            index = self.cache["index"] = dict(zip(codes, range(len(codes)), strict=True))
         return index.get(code, -1)
 
     def plain_at(self, rows: np.ndarray) -> np.ndarray:
@@ -103,25 +104,25 @@ class WholeSystem:
         found: str | None = self.shown(np.array([row], dtype=np.int64))[0]
         return found
 
-    def fast_index(self) -> tuple[pd.Index, np.ndarray]:
-        """The plainly valid codes as a hash index, and their displays (then None)."""
-        at = np.flatnonzero(self.plain)
-        codes = np.asarray(self.codes.take(pa.array(at)).to_pylist(), dtype=object)
-        shown = np.concatenate([self.shown(at), np.array([None], dtype=object)])
-        return pd.Index(codes, dtype=object, copy=False), shown
-
-    def member_index(self) -> pd.Index:
-        """The members' codes as a hash index."""
-        at = np.flatnonzero(self.listed)
-        return pd.Index(self.codes.take(pa.array(at)).to_pylist(), dtype=object)
-
 
 class WholeFast(Mapping[Key, "str | None"]):
     """The plainly valid members of whole systems and their displays, as a mapping of
-    (system, code) (``checker.Kept.fast``): looked up code by code on demand."""
+    (system, code) (``checker.Kept.fast``): looked up code by code on demand; going through
+    them all makes the dict once, column-wise."""
 
     def __init__(self, systems: Mapping[str, WholeSystem]) -> None:
         self.systems = systems
+        self._made: dict[Key, str | None] | None = None
+
+    def _all(self) -> dict[Key, str | None]:
+        if self._made is None:
+            made: dict[Key, str | None] = {}
+            for url, whole in self.systems.items():
+                at = np.flatnonzero(whole.plain)
+                codes = whole.codes.take(pa.array(at, type=pa.int64())).to_pylist()
+                made.update(zip(zip(repeat(url), codes), whole.shown(at).tolist(), strict=True))
+            self._made = made
+        return self._made
 
     def _row(self, key: object) -> tuple[WholeSystem, int] | None:
         if not isinstance(key, tuple) or len(key) != 2:
@@ -143,9 +144,11 @@ class WholeFast(Mapping[Key, "str | None"]):
         return self._row(key) is not None
 
     def __iter__(self) -> Iterator[Key]:
-        for url, whole in self.systems.items():
-            for code in whole.codes.filter(pa.array(whole.plain)).to_pylist():
-                yield url, code
+        return iter(self._all())
+
+    def items(self) -> ItemsView[Key, str | None]:
+        """Every (system, code) and its display."""
+        return self._all().items()
 
     def __len__(self) -> int:
         return sum(int(whole.plain.sum()) for whole in self.systems.values())
