@@ -204,3 +204,25 @@ def test_a_store_opened_after_a_compaction_starts_from_the_folder(
     a.update("ValueSet", "n0", vs("n0", "changed"))
     late.journal.catch_up()
     assert late.read("ValueSet", "n0")["title"] == "changed"
+
+
+def test_a_compaction_that_died_before_its_mark_is_finished_by_the_next_writer(
+    tmp_path: Path,
+) -> None:
+    """The compacting process died between renaming the fresh journal into place and
+    marking the old one: the next writer (reading the old one) marks it, and a process
+    still reading the old one follows."""
+    a, b, c = (ResourceStore(Workbench(), tmp_path) for _ in range(3))
+    a.update("ValueSet", "d", vs("d", "before"))
+    fresh = tmp_path / "fresh"
+    fresh.write_bytes(b"~journal 1\n")
+    fresh.replace(tmp_path / JOURNAL)  # ... and no "~moved 1" in the old journal
+    b.update("ValueSet", "d", vs("d", "after"))
+    assert b.journal is not None and b.journal.generation == 1
+    assert (tmp_path / JOURNAL).read_bytes() == b"~journal 1\nValueSet/d/2\n"
+    assert c.journal is not None
+    c.journal.catch_up()
+    assert c.journal.generation == 1 and c.read("ValueSet", "d")["title"] == "after"
+    assert a.journal is not None
+    a.journal.catch_up()
+    assert a.read("ValueSet", "d")["meta"]["versionId"] == "2"

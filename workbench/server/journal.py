@@ -31,7 +31,9 @@ then follows to the new file and reads it from its start; a writer in another pr
 catches up the same way under the lock before it appends, so no write is ever appended to
 a replaced journal. A process that slept through two compactions finds a later generation
 than the one announced: the lines in between are gone, so it reloads every resource's
-latest version from the folder (``reload``) instead.
+latest version from the folder (``reload``) instead. A compaction that died between its
+rename and its mark is finished by the next writer, which finds under the lock (one ``stat``
+per write) that ``.journal`` is no longer the file it reads, and marks the old one.
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ class Journal:
             try:
                 if catch_up:
                     self._catch_up()
+                    if self._replaced():  # a compaction died before marking the old one
+                        self._mark_moved()
                 yield
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -155,13 +159,28 @@ class Journal:
                 fresh_path.unlink()
             log.warning("The journal in %s was not compacted: %s", self.folder, exc)
             return
+        self._write_mark(generation)
+        self._swap(fresh)
+        self.generation, self.offset = generation, len(header)
+
+    def _write_mark(self, generation: int) -> None:
+        """Append ``~moved {generation}`` to the open (replaced) journal."""
         size = os.fstat(self._fd).st_size
         # a line left unfinished (a writer died) must not swallow the mark
         ends_open = size > 0 and os.pread(self._fd, 1, size - 1) != b"\n"
         mark = MOVED + str(generation).encode() + b"\n"
         os.write(self._fd, (b"\n" if ends_open else b"") + mark)
+
+    def _mark_moved(self) -> None:
+        """Finish a compaction that died between its rename and its mark (under
+        ``exclusive``, up to date with the old journal): mark the old journal for the
+        processes still reading it, then read on in the new one from its start."""
+        fresh = self._open()
+        generation = self._generation(fresh)
+        self._write_mark(generation)
         self._swap(fresh)
-        self.generation, self.offset = generation, len(header)
+        self.generation, self.offset = generation, 0
+        self._catch_up()
 
     def _open(self) -> int:
         """The journal file, opened for appending."""
@@ -170,9 +189,9 @@ class Journal:
         except OSError as exc:
             raise StorageError(f"The journal in {self.folder} cannot be opened: {exc}") from exc
 
-    def _generation(self) -> int:
-        """The generation of the open journal (0: not made by compaction)."""
-        first = os.pread(self._fd, 64, 0).split(b"\n", 1)[0]
+    def _generation(self, fd: int | None = None) -> int:
+        """The generation of the open journal, or of ``fd`` (0: not made by compaction)."""
+        first = os.pread(self._fd if fd is None else fd, 64, 0).split(b"\n", 1)[0]
         if first.startswith(HEADER) and first[len(HEADER) :].isdigit():
             return int(first[len(HEADER) :])
         return 0
