@@ -213,6 +213,31 @@ def test_docs_and_openapi_under_the_prefix(deployment: Deployment) -> None:
             assert fetched.status_code == 200, asset
 
 
+def test_the_user_app_keeps_its_own_openapi_and_docs(shared_wb: Workbench) -> None:
+    """Mounted in a user's FastAPI app, ours leaves the user's OpenAPI document and docs
+    page to the user's routes (a mount is not described there), while our own document is
+    under the mount point and our operations answer through it."""
+    outer = user_app(create_app(shared_wb, token=TOKEN))
+    assert sorted(outer.openapi()["paths"]) == ["/hello"]
+    with serve_app(outer, base="") as running, client(running.url, token=None) as http:
+        theirs = http.get("/openapi.json")
+        assert theirs.status_code == 200
+        assert sorted(theirs.json()["paths"]) == ["/hello"]
+        assert http.get("/docs").status_code == 200
+        assert http.get("/hello").json() == {"hello": "world"}
+        ours = http.get(f"/tx{BASE}/openapi.json")
+        assert ours.status_code == 200
+        assert f"{BASE}{VALIDATE}" not in theirs.json()["paths"]
+        assert VALIDATE in ours.json()["paths"]
+        refused = http.get(f"/tx{BASE}{VALIDATE}", params=GENDER_Q)
+        assert refused.status_code == 401  # the token rule holds through the mount
+        answered = http.get(
+            f"/tx{BASE}{VALIDATE}", params=GENDER_Q, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert answered.status_code == 200, answered.text
+        assert values(answered.json(), "result") == [True]
+
+
 # --- bad input: the same OperationOutcome under a prefix as at the root ------------------
 
 Call = Callable[[httpx.Client], httpx.Response]

@@ -14,7 +14,9 @@ import pytest
 from http_support import served_fixtures, values
 
 from workbench import Workbench
+from workbench.bulk import checker
 from workbench.errors import DuplicateCanonicalError
+from workbench.releases.icd10cm.provider import Icd10cmProvider
 
 ICD = "http://hl7.org/fhir/sid/icd-10-cm"
 ISA_VS = "http://example.org/vs/cholera"
@@ -189,6 +191,48 @@ def test_validate_column_equals_validate_code_on_every_row(
         got = [None if pd.isna(v) else v for v in row]
         expected = [single.result, single.message, single.display, single.issue, single.system]
         assert got == expected, code
+
+
+@pytest.mark.parametrize("abstract", [False, True])
+def test_whole_system_read_column_wise_says_what_the_expansion_says(
+    wb: Workbench, abstract: bool
+) -> None:
+    """Against ``?fhir_vs`` bulk validation reads the store's columns (``WholeSystem``)
+    instead of the expansion: its plainly valid members (with their displays) and its
+    members are exactly those of the expansion, asked as a whole or code by code."""
+    compiled = wb.terminology.compiled(ALL)
+    kept = checker.make_checker(wb.terminology, ALL, abstract).kept
+    assert list(kept.whole) == [ICD]
+    expected = checker.fast_members(compiled, abstract)
+    assert len(kept.fast) == len(expected) == (98_466 if abstract else len(expected))
+    assert dict(kept.fast.items()) == expected
+    assert kept.members is not None
+    assert set(kept.members) == set(compiled.member_index()) and len(kept.members) == 98_466
+    for code in ("A00", "A00.0", "1", "A00-A09", "nope", " A00.0"):
+        key = (ICD, code)
+        assert (key in kept.fast) == (key in expected), code
+        assert kept.fast.get(key) == expected.get(key), code
+        assert (key in kept.members) == (code in {"A00", "A00.0", "1", "A00-A09"}), code
+    assert (ICD + "x", "A00.0") not in kept.fast and ("A00.0",) not in kept.members
+
+
+def test_first_validate_column_reads_no_concepts(xml: Path, cache: Path) -> None:
+    """The first ``validate_column`` against ``?fhir_vs`` in a fresh Workbench answers from
+    the store's columns: no concept is made for a plainly valid code, and the columns are
+    not turned into Python lists (only the few codes checked in full make concepts)."""
+    fresh = Workbench()
+    fresh.load_release(xml, cache_dir=cache, progress=False)
+    codes = fresh.concepts(ICD)["code"]
+    sample = pd.Series([*codes.iloc[::7].tolist(), "nope", " A00.0", "A00"])
+    provider = fresh.terminology.codesystem(ICD)
+    assert isinstance(provider, Icd10cmProvider)
+    report = fresh.validate_column(sample, ALL, system=ICD)
+    selectable = int((~fresh.concepts(ICD)["abstract"].iloc[::7]).sum())
+    assert int(report["result"].sum()) == selectable + 1  # and A00
+    issues = [None if pd.isna(v) else v for v in report["issue"].iloc[-3:]]
+    assert issues == ["unknown-code", "unknown-code", None]
+    assert "_columns" not in provider._table.__dict__
+    assert len(provider._table._made) < 100  # the codes checked in full: abstract, unknown
 
 
 @pytest.mark.parametrize("grouper", ["1", "A00-A09"])

@@ -12,10 +12,9 @@ compiled value set (``Kept``, in the engine's ``memo``) and dropped with it.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +22,7 @@ import pandas as pd
 
 from workbench.bulk.schema import VALIDATION, Answers
 from workbench.bulk.table import AnswerTable
+from workbench.bulk.whole import WholeFast, WholeMembers, WholeSystem
 from workbench.errors import WorkbenchError
 from workbench.terminology.compose import (
     NO_MATCH,
@@ -47,8 +47,10 @@ if TYPE_CHECKING:
 Resolver = Callable[[str, "str | None"], "CodeSystemProvider | None"]
 Versions = Callable[[str], "list[str] | None"]
 MAX_FOREIGN = 64  # systems outside a value set whose answers are kept (per value set)
-Fast = dict[tuple[str, str], "str | None"]
-WHOLE_COLUMNS = {"code", "display", "abstract", "inactive"}  # of a concepts_frame, to be read
+Fast = Mapping[tuple[str, str], "str | None"]
+Members = Collection[tuple[str, str]]
+_NONE = pd.Index([], dtype=object)  # no codes
+_SHOWN = np.array([None], dtype=object)  # no displays (then None)
 
 
 def _weak(found: CodeSystemProvider | None) -> Callable[[], CodeSystemProvider | None]:
@@ -135,20 +137,23 @@ class Kept:
     ``fast`` maps plainly valid members (known, active, not abstract unless allowed) to
     their display; ``members`` is the whole expansion, or None when the value set cannot
     be expanded; ``fast_by_system`` and ``member_by_system`` are the same per system as
-    hash indexes. ``tables`` keeps the answers per system (only for the value set's own
-    systems, whose changes drop the compiled value set and with it the tables; ``None``:
-    codes without a system); ``foreign`` those of other systems, with a weak reference to
-    the code system they were answered with.
+    hash indexes. ``whole``: for a value set of whole release code systems, each one
+    column-wise (``fast`` and ``members`` are then views of them, and a system's codes are
+    looked up in its columns). ``tables`` keeps the answers per system (only for the value
+    set's own systems, whose changes drop the compiled value set and with it the tables;
+    ``None``: codes without a system); ``foreign`` those of other systems, with a weak
+    reference to the code system they were answered with.
     """
 
     fast: Fast = field(default_factory=dict)
-    members: frozenset[tuple[str, str]] | None = None
+    members: Members | None = None
     fast_by_system: dict[str, tuple[pd.Index, np.ndarray]] = field(default_factory=dict)
     member_by_system: dict[str, pd.Index] = field(default_factory=dict)
     tables: dict[str | None, AnswerTable] = field(default_factory=dict)
     foreign: dict[str, tuple[Callable[[], CodeSystemProvider | None], AnswerTable]] = field(
         default_factory=dict
     )
+    whole: dict[str, WholeSystem] = field(default_factory=dict)
 
     @classmethod
     def of(cls, compiled: CompiledValueSet, abstract: bool) -> Kept:
@@ -187,7 +192,7 @@ class Checker:
         return self.kept.fast
 
     @property
-    def members(self) -> frozenset[tuple[str, str]] | None:
+    def members(self) -> Members | None:
         """The whole expansion (None: the value set cannot be expanded)."""
         return self.kept.members
 
@@ -204,6 +209,13 @@ class Checker:
             key = (system, code)
             if key in self.fast:
                 return ValidationResult(True, None, self.fast[key], code=code, system=system)
+        return self.check_in_full(system, code, display, version)
+
+    def check_in_full(
+        self, system: str | None, code: str, display: str | None, version: str | None = None
+    ) -> ValidationResult:
+        """Validate one coding that is not a plainly valid member (``check`` without its
+        shortcut)."""
         return validate_in_valueset(
             self.valueset,
             self.resolve,
@@ -249,28 +261,59 @@ class Checker:
         """The codes of one system that are in the expansion, as a hash index."""
         found = self.kept.member_by_system.get(system)
         if found is None:
-            members = self.members or frozenset()
-            found = pd.Index([c for s, c in members if s == system], dtype=object)
+            if self.kept.whole:  # a system outside them (theirs are read column-wise)
+                found = _NONE
+            else:
+                members = self.members or frozenset()
+                found = pd.Index([c for s, c in members if s == system], dtype=object)
             self.kept.member_by_system[system] = found
         return found
 
     def _fast_index(self, system: str) -> tuple[pd.Index, np.ndarray]:
         found = self.kept.fast_by_system.get(system)
         if found is None:
-            pairs = [(c, d) for (s, c), d in self.fast.items() if s == system]
-            index = pd.Index([c for c, _ in pairs], dtype=object)
-            shown = np.array([d for _, d in pairs] + [None], dtype=object)
-            found = self.kept.fast_by_system[system] = (index, shown)
+            if self.kept.whole:  # a system outside them (theirs are read column-wise)
+                found = (_NONE, _SHOWN)
+            else:
+                pairs = [(c, d) for (s, c), d in self.fast.items() if s == system]
+                index = pd.Index([c for c, _ in pairs], dtype=object)
+                shown = np.array([d for _, d in pairs] + [None], dtype=object)
+                found = (index, shown)
+            self.kept.fast_by_system[system] = found
         return found
 
-    def answer(self, system: str, codes: np.ndarray) -> Answers:
-        """Validate distinct codes of one system (str, none missing), without displays."""
-        answers = Answers.blank(VALIDATION, len(codes), system=system)
+    def _fast_hits(
+        self, system: str, codes: np.ndarray, answers: Answers
+    ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+        """Answer the plainly valid codes (valid, with their display); return which they
+        are, and a test of which codes at given positions are not members (when the
+        value set can be expanded)."""
+        whole = self.kept.whole.get(system)
+        if whole is not None:  # looked up in the system's columns
+            rows = whole.rows(codes)
+            hit = whole.plain_at(rows)
+            answers["display"][hit] = whole.shown(rows[hit])
+            answers["result"][hit] = 1
+            return hit, lambda at: ~whole.listed_at(rows[at])
         index, shown = self._fast_index(system)
         position = index.get_indexer(pd.Index(codes, dtype=object, copy=False))
         hit = position >= 0
         answers["result"][hit] = 1
         answers["display"][hit] = shown[position[hit]]
+
+        def outside(at: np.ndarray) -> np.ndarray:
+            members = self._member_index(system)
+            if len(members) == len(index):
+                # every member of this system is plainly valid, so no other code is a member
+                return np.ones(len(at), dtype=bool)
+            return members.get_indexer(pd.Index(codes[at], dtype=object)) < 0
+
+        return hit, outside
+
+    def answer(self, system: str, codes: np.ndarray) -> Answers:
+        """Validate distinct codes of one system (str, none missing), without displays."""
+        answers = Answers.blank(VALIDATION, len(codes), system=system)
+        hit, not_members = self._fast_hits(system, codes, answers)
         rest = np.flatnonzero(~hit)
         cs = self.resolve(system, None)
         vs = self.valueset
@@ -280,12 +323,7 @@ class Checker:
             and self.members is not None
             and not cs.synonymous_codes  # UCUM: ml is a listed mL
         ):
-            members = self._member_index(system)
-            if len(members) == len(index):
-                # every member of this system is plainly valid, so no other code is a member
-                outside = np.ones(len(rest), dtype=bool)
-            else:
-                outside = members.get_indexer(pd.Index(codes[rest], dtype=object)) < 0
+            outside = not_members(rest)
             outside &= ~_expressions(cs, codes[rest])  # checked in full, one by one
             chosen = rest[outside]
             context = f"the value set {vs.canonical}"
@@ -296,7 +334,8 @@ class Checker:
             answers["message"][chosen] = messages
             answers["display"][chosen] = displays
             rest = rest[~outside]
-        answers.put(rest, [self.check(system, str(codes[i]), None) for i in rest])
+        # not plainly valid members (``fast``): checked in full
+        answers.put(rest, [self.check_in_full(system, str(codes[i]), None) for i in rest])
         return answers
 
 
@@ -316,7 +355,7 @@ def _expressions(cs: CodeSystemProvider, codes: np.ndarray) -> np.ndarray:
 def fast_members(compiled: CompiledValueSet, abstract: bool) -> Fast:
     """Members whose validation is plainly valid: a known, active, not deprecated concept (not
     abstract unless allowed). Their display is the value set's display, else the concept's."""
-    fast: Fast = {}
+    fast: dict[tuple[str, str], str | None] = {}
     if compiled.includes and all(_from_a_release(c) for c in compiled.includes):
         # every member comes from a release store's own concepts (no listed codes, no
         # imports, no value-set displays): its expansion entry already says it all
@@ -338,8 +377,8 @@ def fast_members(compiled: CompiledValueSet, abstract: bool) -> Fast:
 
 def _whole_systems(compiled: CompiledValueSet, abstract: bool) -> Kept | None:
     """``Kept.of`` for a value set that includes whole release code systems (nothing
-    listed, filtered, imported or excluded), read column-wise from their stores'
-    ``concepts_frame`` rather than expanded concept by concept: every concept is a member
+    listed, filtered, imported or excluded), read column-wise from their stores
+    (``WholeSystem``) rather than expanded concept by concept: every concept is a member
     (an inactive one only when the value set allows them), and a plainly valid one shows
     its concept's display, as its expansion entry would. None for any other value set."""
     providers = [c.cs for c in compiled.includes if c.system and _from_a_release(c)]
@@ -350,32 +389,18 @@ def _whole_systems(compiled: CompiledValueSet, abstract: bool) -> Kept | None:
         or not all(compiled.takes_whole(str(c.system)) for c in compiled.includes)
     ):
         return None
-    kept = Kept()
-    members: set[tuple[str, str]] = set()
+    whole: dict[str, WholeSystem] = {}
     for cs in providers:
         assert cs is not None
         if cs.content in UNUSABLE_CONTENT or not cs.is_complete or not cs.enumerable:
             return None  # expanding it fails: the engine says why
-        frame = cs.concepts_frame()
-        if frame is None or not set(frame.columns) >= WHOLE_COLUMNS:
+        if cs.url in whole:  # two versions of one system
             return None
-        if cs.url in kept.fast_by_system:  # two versions of one system
+        found = WholeSystem.read(cs, abstract, compiled.inactive_allowed)
+        if found is None:
             return None
-        codes = frame["code"].to_numpy(dtype=object)
-        inactive = frame["inactive"].to_numpy(dtype=bool)
-        listed = codes if compiled.inactive_allowed else codes[~inactive]
-        plain = ~inactive & (abstract | ~frame["abstract"].to_numpy(dtype=bool))
-        shown = frame["display"].to_numpy(dtype=object)[plain]
-        members.update(zip(repeat(cs.url), listed.tolist()))
-        keys = zip(repeat(cs.url), codes[plain].tolist())
-        kept.fast.update(zip(keys, shown.tolist(), strict=False))
-        kept.member_by_system[cs.url] = pd.Index(listed, dtype=object, copy=False)
-        kept.fast_by_system[cs.url] = (
-            pd.Index(codes[plain], dtype=object, copy=False),
-            np.concatenate([shown, np.array([None], dtype=object)]),
-        )
-    kept.members = frozenset(members)
-    return kept
+        whole[cs.url] = found
+    return Kept(WholeFast(whole), WholeMembers(whole), whole=whole)
 
 
 def _from_a_release(clause: Clause) -> bool:

@@ -143,13 +143,14 @@ class Answers:
         """``n`` answers: invalid, no texts, zero counts, except the columns in ``fill``."""
         dtypes = {"result": np.int8, "text": object, "count": np.int64}
         empty = {"result": 0, "text": None, "count": 0}
-        return cls(
-            schema,
-            {
-                c.name: np.full(n, fill.get(c.name, empty[c.kind]), dtype=dtypes[c.kind])
-                for c in schema.columns
-            },
-        )
+        columns: dict[str, np.ndarray] = {}
+        for c in schema.columns:
+            value = fill.get(c.name, empty[c.kind])
+            if value is None and c.kind == "text":  # numpy makes object arrays of None
+                columns[c.name] = np.empty(n, dtype=object)
+            else:
+                columns[c.name] = np.full(n, value, dtype=dtypes[c.kind])
+        return cls(schema, columns)
 
     @classmethod
     def of_rows(cls, schema: Schema, rows: Sequence[Any]) -> Answers:

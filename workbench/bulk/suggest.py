@@ -35,9 +35,6 @@ import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rapidfuzz import fuzz, process, utils
-from rapidfuzz.distance import Levenshtein
-
 from workbench.terminology.result import Suggestion
 
 __all__ = ["CodeIndex", "Suggester", "Suggestion", "nearest_urls", "url_hint"]
@@ -134,6 +131,10 @@ class CodeIndex:
         specific = self.more_specific(squeezed)
         if specific is not None:
             return self._found(specific, "a more specific code")
+        # imported when first needed: a column report makes a suggester for every call
+        from rapidfuzz import process
+        from rapidfuzz.distance import Levenshtein
+
         limit = 1 if len(squeezed) <= 5 else 2
         near = process.extractOne(
             squeezed, self.codes, scorer=Levenshtein.distance, score_cutoff=limit
@@ -144,6 +145,8 @@ class CodeIndex:
 
     def _nearest_display(self, squeezed: str) -> Suggestion | None:
         """The code whose display is closest to text typed as a code."""
+        from rapidfuzz import fuzz, process, utils  # imported when first needed
+
         if len(squeezed) >= 4 and any(ch.isalpha() for ch in squeezed):
             text = process.extractOne(
                 squeezed,
@@ -168,6 +171,8 @@ def nearest_urls(
     ...               "http://hl7.org/fhir/ValueSet/languages": "Languages"})
     ['http://hl7.org/fhir/ValueSet/administrative-gender']
     """
+    from rapidfuzz import fuzz, process  # imported when first needed
+
     titles: Mapping[str, str | None] = known if isinstance(known, Mapping) else dict.fromkeys(known)
     urls = list(titles)
     if not urls or not url:

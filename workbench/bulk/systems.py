@@ -47,7 +47,14 @@ from workbench.bulk.encoding import (
     pointers,
 )
 from workbench.bulk.schema import Answers
-from workbench.bulk.table import AnswerTable, State, _codes_dtype, plain_frame
+from workbench.bulk.table import (
+    AnswerTable,
+    State,
+    _codes_dtype,
+    arrow_text_index,
+    plain_frame,
+    unique_dtype,
+)
 
 Tables = Callable[["str | None"], AnswerTable]
 DENSE_FACTOR = 4  # a dense pair bitmap up to this many entries per row (or 2**22 in all)
@@ -56,7 +63,6 @@ MAIN_SAMPLE = 1 << 16  # rows looked at to find the system of most rows
 # code objects known by address per answer state: up to twice its codes (or HELD_MIN),
 # then started afresh with the latest call's (they are held alive while kept)
 HELD_FACTOR, HELD_MIN = 2, 1 << 14
-_TEXT = pd.StringDtype("pyarrow", na_value=np.nan)
 
 
 @dataclass(frozen=True)
@@ -317,26 +323,6 @@ def _answers_via(
 # --- the result -----------------------------------------------------------------------------
 
 
-def _text_index(values: pa.Array) -> pd.Index:
-    """Distinct Arrow texts as an index of the dtype ``text_index`` gives (no copy)."""
-    strings = values.cast(pa.large_string())
-    return pd.Index(pd.arrays.ArrowStringArray(strings, dtype=_TEXT))  # type: ignore[call-arg]
-
-
-def _unique_dtype(categories: pd.Index) -> pd.CategoricalDtype:
-    """A categorical dtype over texts known to be distinct (a dictionary's): pandas' own
-    constructor would hash them all again to check."""
-    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)  # pandas' own shortcut
-    if fast is not None:
-        try:
-            found = fast(categories, False)
-        except TypeError:  # another pandas: its signature changed
-            found = None
-        if isinstance(found, pd.CategoricalDtype):
-            return found
-    return pd.CategoricalDtype(categories)
-
-
 @dataclass(frozen=True)
 class Union:
     """The distinct texts of one answer column over several states (as a categorical
@@ -365,7 +351,7 @@ def text_union(states: tuple[State, ...], name: str) -> Union:
     texts = [pa.array(t.array).cast(pa.large_string()) for _, t in parts]
     encoded = pc.dictionary_encode(pa.concat_arrays(texts))
     ids = np.asarray(encoded.indices.to_numpy(), dtype=np.int64)
-    categories = _text_index(encoded.dictionary)
+    categories = arrow_text_index(encoded.dictionary)
     narrow = _codes_dtype(len(categories))
     codes: list[np.ndarray] = []
     start = 0
@@ -373,7 +359,7 @@ def text_union(states: tuple[State, ...], name: str) -> Union:
         segment = np.append(ids[start : start + len(part)], -1)  # id -1 (no text) stays -1
         codes.append(segment.take(answer_ids).astype(narrow))
         start += len(part)
-    found = Union(states, tuple(codes), _unique_dtype(categories))
+    found = Union(states, tuple(codes), unique_dtype(categories))
     home.cache[key] = [found, *kept[: UNIONS_KEPT - 1]]
     return found
 
@@ -419,7 +405,7 @@ def _union_column(
         return pd.Categorical.from_codes(per_pair.take(row_pair), dtype=union.dtype, validate=False)
     remap = np.full(size + 1, -1, dtype=_codes_dtype(len(keep)))
     remap[keep + 1] = np.arange(len(keep))
-    dtype = _unique_dtype(union.dtype.categories.take(keep))
+    dtype = unique_dtype(union.dtype.categories.take(keep))
     codes = remap.take(per_pair.astype(np.int64) + 1).take(row_pair)
     return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
 

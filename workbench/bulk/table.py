@@ -40,6 +40,7 @@ from workbench.bulk.schema import Answers, Schema
 
 MAX_TABLE = 2_000_000  # answers kept per table; beyond that new codes are answered per call
 _LOCK = threading.Lock()
+_TEXT = pd.StringDtype("pyarrow", na_value=np.nan)  # the dtype of texts in results
 
 
 Answerer = Callable[[np.ndarray], Answers]
@@ -73,8 +74,7 @@ class State:
         key = f"categories:{name}"
         found = self.cache.get(key)
         if found is None:
-            ids, texts = self.factorized(name)
-            found = self.cache[key] = (ids, text_index(texts))
+            found = self.cache[key] = text_categories(self.answers[name])
         return found
 
     def category_codes(self, name: str) -> tuple[np.ndarray, pd.CategoricalDtype]:
@@ -87,7 +87,7 @@ class State:
             ids, texts = self.categories(name)
             found = self.cache[key] = (
                 ids.astype(_codes_dtype(len(texts))),
-                pd.CategoricalDtype(texts),
+                unique_dtype(texts),
             )
         return found
 
@@ -184,13 +184,16 @@ class AnswerTable:
         if values.null_count:
             position[_to_numpy_bool(values.is_null())] = 0
         lost = np.flatnonzero(position < 0)
-        if len(lost):
-            missed = values.take(pa.array(lost))
-            uniques = pc.unique(missed)
+        if len(lost):  # (all rows on a first call: no nulls among them then)
+            missed = values if len(lost) == len(values) else values.take(pa.array(lost))
+            if isinstance(missed, pa.ChunkedArray):
+                missed = missed.combine_chunks()
+            encoded = pc.dictionary_encode(missed)  # the distinct codes, in order of rows
+            uniques = encoded.dictionary
             state, start = self.extend(
                 state, np.asarray(uniques.to_numpy(zero_copy_only=False), dtype=object)
             )
-            position[lost] = start + _filled(pc.index_in(missed, value_set=uniques))
+            position[lost] = start + _filled(encoded.indices)
         return state, position
 
     def categorical(self, values: pd.Series) -> tuple[State, np.ndarray]:
@@ -253,7 +256,44 @@ def factorized(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def text_index(texts: np.ndarray) -> pd.Index:
     """Distinct texts as an index of pandas' Arrow-backed strings (each text's bytes once,
     no Python object per text)."""
-    return pd.Index(texts, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+    try:
+        strings = pa.array(texts, type=pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all str: pandas says what they become
+        return pd.Index(texts, dtype=_TEXT)
+    return arrow_text_index(strings)
+
+
+def arrow_text_index(values: pa.Array) -> pd.Index:
+    """Distinct Arrow texts as an index of the dtype ``text_index`` gives (no copy)."""
+    strings = values.cast(pa.large_string())
+    return pd.Index(pd.arrays.ArrowStringArray(strings, dtype=_TEXT))  # type: ignore[call-arg]
+
+
+def text_categories(values: np.ndarray) -> tuple[np.ndarray, pd.Index]:
+    """``factorized`` with the texts as a ``text_index``: each value's id among the distinct
+    non-missing texts (-1 for None), and those texts, in order of first appearance (found
+    in Arrow when every value is a str or None)."""
+    try:
+        strings = pa.array(values, type=pa.large_string(), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        ids, texts = factorized(values)
+        return ids, text_index(texts)
+    encoded = pc.dictionary_encode(strings)
+    return _filled(encoded.indices), arrow_text_index(encoded.dictionary)
+
+
+def unique_dtype(categories: pd.Index) -> pd.CategoricalDtype:
+    """A categorical dtype over texts known to be distinct (a dictionary's): pandas' own
+    constructor would hash them all again to check."""
+    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)  # pandas' own shortcut
+    if fast is not None:
+        try:
+            found = fast(categories, False)
+        except TypeError:  # another pandas: its signature changed
+            found = None
+        if isinstance(found, pd.CategoricalDtype):
+            return found
+    return pd.CategoricalDtype(categories)
 
 
 def _used_texts(ids: np.ndarray, size: int, used: np.ndarray) -> np.ndarray:
@@ -271,7 +311,9 @@ def _categorical(
     remap = np.full(len(texts) + 1, -1, dtype=_codes_dtype(len(keep)))
     remap[keep + 1] = np.arange(len(keep))
     per_entry = remap.take(ids + 1)
-    return pd.Categorical.from_codes(per_entry.take(position), texts.take(keep), validate=False)
+    return pd.Categorical.from_codes(
+        per_entry.take(position), dtype=unique_dtype(texts.take(keep)), validate=False
+    )
 
 
 def result_frame(
@@ -316,8 +358,7 @@ def _text_column(
 ) -> pd.Categorical:
     """One text column of ``result_frame`` as a categorical."""
     if state is None:
-        ids, values = factorized(answers[name])
-        texts = text_index(values)
+        ids, texts = text_categories(answers[name])
     else:
         ids, texts = state.categories(name)
     keep = _used_texts(ids, len(texts), used)

@@ -236,7 +236,7 @@ class ColumnarStore:
     @cached_property
     def index(self) -> dict[str, int]:
         """Row by code (string codes; made on first use)."""
-        return {code: row for row, code in enumerate(self.codes.to_pylist())}
+        return dict(zip(self.codes.to_pylist(), range(self.n), strict=True))
 
     def number(self, code: Any) -> int | None:
         """The integer a code stands for in a ``NUMERIC`` store (None: not a code): digits

@@ -115,7 +115,7 @@ class ResourceStore:
         self.journal: Journal | None = None
         if self.data_dir is not None:
             self.history = FolderHistory(self.data_dir)
-            self.journal = Journal(self.data_dir, self._apply)
+            self.journal = Journal(self.data_dir, self._apply, self._reload)
             with self.journal.exclusive(catch_up=False):
                 self._restore(self.history)
                 self.journal.mark_applied()
@@ -128,6 +128,16 @@ class ResourceStore:
         """Bring the registry to the state the data folder records, ids kept exactly."""
         history.remove_leftovers()
         history.migrate_flat_files()
+        self._load_latest(history)
+
+    def _reload(self) -> None:
+        """Bring the registry to the latest version of every resource in the data folder
+        (when this process missed journal lines), touching no file."""
+        if isinstance(self.history, FolderHistory):
+            self._load_latest(self.history)
+
+    def _load_latest(self, history: FolderHistory) -> None:
+        """Put the latest version of every resource in the folder (deleted ones removed)."""
         latest = list(history.latest())
         for version in latest:
             if version.deleted:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     import pandas as pd
+    import pyarrow as pa
 
 #: Code systems whose codes are identifiers with check digits (``opaque_codes``).
 OPAQUE_CODE_SYSTEMS = frozenset({"http://snomed.info/sct", "http://loinc.org"})
@@ -313,6 +314,13 @@ class CodeSystemProvider(ABC):
     def designations_frame(self) -> pd.DataFrame | None:
         """The designations as a frame straight from a store, or None (built from the
         concepts)."""
+        return None
+
+    def concept_columns(self) -> pa.Table | None:
+        """``code``, ``display``, ``abstract`` and ``inactive`` of every concept (as in
+        ``concepts_frame``, same order) as Arrow columns read straight from a store, with no
+        Python object per concept (bulk validation against a whole code system), or None
+        to let the engine read ``concepts_frame``."""
         return None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from workbench import collector
 from workbench.releases.icd10cm import tabular
@@ -19,6 +20,7 @@ from workbench.terminology.codesystem import CodeSystemIndex, Concept
 from workbench.terminology.provider import Described
 
 SYSTEM = tabular.SYSTEM
+ROW_COLUMNS = ("code", "display", "parent", "abstract", "billable", "kind")
 INCLUSION_USE = {
     "system": "http://snomed.info/sct",
     "code": "900000000000013009",
@@ -109,6 +111,19 @@ class Icd10cmProvider(CodeSystemIndex):
             }
         )
 
+    def concept_columns(self) -> pa.Table:
+        """Code, display, abstract and inactive (never) of every code, straight from the
+        store's columns (nothing converted)."""
+        t = self.store.tables["concepts"]
+        return pa.table(
+            {
+                "code": t.column("code"),
+                "display": t.column("display"),
+                "abstract": t.column("abstract"),
+                "inactive": pa.array(np.zeros(t.num_rows, dtype=bool)),
+            }
+        )
+
     def designations_frame(self) -> pd.DataFrame:
         """Every inclusion term (code, language, use_system, use_code, value)."""
         t = self.store.tables["designations"]
@@ -125,8 +140,10 @@ class Icd10cmProvider(CodeSystemIndex):
 
 
 class _Concepts(Mapping[str, Concept]):
-    """The concepts by code, made from the store's rows as they are asked for and kept (the
-    columns become Python lists on the first one; nothing is read when the store opens)."""
+    """The concepts by code, made from the store's rows as they are asked for and kept
+    (nothing is read when the store opens; a look-up reads the code column alone, into the
+    store's row-by-code mapping; the other columns become Python lists when the first
+    concept is made)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -151,35 +168,55 @@ class _Concepts(Mapping[str, Concept]):
         columns["starts"] = starts.tolist()
         return columns
 
-    @cached_property
+    @property
     def _rows(self) -> dict[str, int]:
-        """Row by code (from the code column's list, not read twice)."""
-        return {code: row for row, code in enumerate(self._columns["code"])}
+        """Row by code (the store's, made from the code column alone on first use)."""
+        return self.store.index
 
     def describe(self, codes: Sequence[str]) -> Described:
-        """Known, inactive and display of many codes (``CodeSystemProvider.describe``)."""
-        rows, displays = self._rows, self._columns["display"]
-        found = [rows.get(c, -1) if isinstance(c, str) else -1 for c in codes]
-        known = np.fromiter((r >= 0 for r in found), dtype=bool, count=len(found))
-        shown = [displays[r] if r >= 0 else None for r in found]
+        """Known, inactive and display of many codes (``CodeSystemProvider.describe``),
+        the displays read from the store's column for the known ones only."""
+        rows = self._rows
+        found = np.fromiter(
+            (rows.get(c, -1) if isinstance(c, str) else -1 for c in codes),
+            dtype=np.int64,
+            count=len(codes),
+        )
+        known = found >= 0
+        shown: list[str | None] = [None] * len(found)
+        for at, display in zip(
+            np.flatnonzero(known).tolist(), self.store.column("display", found[known]), strict=True
+        ):
+            shown[at] = display
         return known, np.zeros(len(found), dtype=bool), shown
 
     def _make(self, row: int, children: list[str] | None = None) -> Concept:
-        cols = self._columns
-        code, parent, abstract = cols["code"][row], cols["parent"][row], cols["abstract"][row]
-        terms = cols["terms"][cols["starts"][row] : cols["starts"][row + 1]]
-        if children is None:
-            children = [cols["code"][c] for c in self.store.closure.children[row].tolist()]
+        """The concept of a row: from the columns' lists once they are made (``_all``),
+        else from the store's row (a few concepts need not convert every column)."""
+        if "_columns" in self.__dict__:
+            cols = self._columns
+            values = {name: cols[name][row] for name in ROW_COLUMNS}
+            terms = cols["terms"][cols["starts"][row] : cols["starts"][row + 1]]
+            if children is None:
+                children = [cols["code"][c] for c in self.store.closure.children[row].tolist()]
+        else:
+            t = self.store.tables["concepts"]
+            values = {name: t.column(name)[row].as_py() for name in ROW_COLUMNS}
+            terms = self.store.rows_of("designations", row).column("value").to_pylist()
+            if children is None:
+                below = self.store.closure.children[row]
+                children = self.store.codes.take(pa.array(below, type=pa.int64())).to_pylist()
+        code, parent, abstract = values["code"], values["parent"], values["abstract"]
         return Concept(
             code=code,
-            display=cols["display"][row],
+            display=values["display"],
             definition=None,
             order=row,
             designations=[{"language": "en", "use": INCLUSION_USE, "value": t} for t in terms],
             properties={
                 "notSelectable": [abstract],
-                "billable": [cols["billable"][row]],
-                "kind": [cols["kind"][row]],
+                "billable": [values["billable"]],
+                "kind": [values["kind"]],
             },
             value_keys={
                 "notSelectable": "valueBoolean",
