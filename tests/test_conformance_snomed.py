@@ -532,11 +532,13 @@ def test_f10_inactive_description_display_has_no_message(wb: Workbench) -> None:
 # --- f11: the name output of $lookup ------------------------------------------------------------
 
 
-def test_f11_lookup_name_is_the_code_system_name(wb: Workbench, http: httpx.Client) -> None:
-    """R4 defines ``name`` as the code system's name; tx.fhir.org's ``system|version`` is
-    not followed (see the report of issue 22): the edition version URI is ``version``."""
-    found = wb.lookup(SCT, "22298006")
-    assert (found.name, found.version) == ("SNOMED CT", snomed_rf2.VERSION)
-    body = http.get("/CodeSystem/$lookup", params={"system": SCT, "code": "22298006"}).json()
-    assert values(body, "name") == ["SNOMED CT"]
-    assert values(body, "version") == [snomed_rf2.VERSION]
+def test_f11_lookup_name_is_system_and_edition_version(wb: Workbench, http: httpx.Client) -> None:
+    """``name`` is ``http://snomed.info/sct|<edition version URI>``, as tx.fhir.org answers,
+    for a concept and for an expression; ``version`` is the edition version URI."""
+    named = f"{SCT}|{snomed_rf2.VERSION}"
+    for code in ("22298006", LOOKED_UP):
+        found = wb.lookup(SCT, code)
+        assert (found.name, found.version) == (named, snomed_rf2.VERSION)
+        body = http.get("/CodeSystem/$lookup", params={"system": SCT, "code": code}).json()
+        assert values(body, "name") == [named]
+        assert values(body, "version") == [snomed_rf2.VERSION]

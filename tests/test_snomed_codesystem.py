@@ -35,7 +35,8 @@ def codes(sct: SnomedCT, mask: np.ndarray | None) -> set[str]:
 def test_lookup_properties(sct: SnomedCT) -> None:
     found = sct.lookup("22298006")
     assert found.display == "Myocardial infarction"
-    assert found.version == snomed_rf2.VERSION and found.name == "SNOMED CT"
+    assert found.version == snomed_rf2.VERSION
+    assert found.name == f"http://snomed.info/sct|{snomed_rf2.VERSION}"  # as tx.fhir.org (f11)
     props = found.properties
     assert ("inactive", False) in props
     assert ("sufficientlyDefined", True) in props

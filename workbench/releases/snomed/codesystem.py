@@ -84,6 +84,12 @@ class SnomedCT:
         self._displays: dict[int, str | None] = {}  # the rows touched so far
         self._rows: dict[str, int] = {}
 
+    @property
+    def lookup_name(self) -> str:
+        """``$lookup``'s ``name`` output: ``system|edition version URI``, as tx.fhir.org
+        answers (issue 22, f11); ``name`` stays the code system's name."""
+        return f"{self.system}|{self.version}"
+
     def __len__(self) -> int:
         return self.store.n
 
@@ -313,7 +319,7 @@ class SnomedCT:
                 props.append((str(refset), TypedValue("valueCode", target)))
         designations = tuple(self.designations(row)) if want("designation") else ()
         return LookupResult(
-            name=self.name,
+            name=self.lookup_name,
             version=self.version,
             code=code,
             display=self.display(row, display_language),

@@ -69,7 +69,7 @@ def lookup_expression(
             named = sct.display(sct.row(name), display_language)
             props.append((name, value._replace(code_display=named)))
     return LookupResult(
-        name=sct.name,
+        name=sct.lookup_name,
         version=sct.version,
         code=code,
         display=shown,
