@@ -124,9 +124,9 @@ class Validating(Resolution):
         check or force, the wanted display languages. Raises SupplementNotFoundError for a
         supplement the request or the value set asks for that is not loaded."""
         opts, policy = req.options, req.policy
+        changes: dict[str, Any] = {}
         if policy or opts.check_versions or opts.force_versions or opts.default_versions:
-            opts = dataclasses.replace(
-                opts,
+            changes.update(
                 check_versions={**policy.check},
                 force_versions={**policy.force},
                 default_versions={**policy.defaults},
@@ -140,7 +140,7 @@ class Validating(Resolution):
         if asked:
             self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
         # only the supplements the request or the value set bring in count for displays (a7)
-        opts = dataclasses.replace(opts, supplements=frozenset(asked))
+        changes["supplements"] = frozenset(asked)
         if req.display_language or req.accept_language:
             wanted = languages.requested(
                 req.display_language, resource, req.accept_language, wildcard=False
@@ -150,7 +150,9 @@ class Validating(Resolution):
                 ("validate", "languages"),
                 lambda: languages.requested(None, resource, None, wildcard=False),
             )
-        return dataclasses.replace(opts, languages=wanted) if wanted else opts
+        if wanted:
+            changes["languages"] = wanted
+        return dataclasses.replace(opts, **changes)
 
     def _with_status_notes(
         self,
