@@ -53,6 +53,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--token", default=None, help="bearer token (default: $WORKBENCH_TOKEN, else a random one)"
     )
+    _add_content_options(parser)
+    _add_limit_options(parser)
+    parser.add_argument(
+        "--no-default-content",
+        action="store_true",
+        help="do not load the shipped valuesets/ folder",
+    )
+    add_workers_option(parser)
+    return parser.parse_args(argv)
+
+
+def _add_content_options(parser: argparse.ArgumentParser) -> None:
+    """``--load``, ``--package``, ``--release`` and ``--release-cache``."""
     parser.add_argument(
         "--load",
         action="append",
@@ -86,6 +99,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where releases are imported (default: $WORKBENCH_RELEASE_CACHE, "
         "else ~/.cache/workbench/releases)",
     )
+
+
+def _add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """``--grammar-limit``, ``--unpack-limit`` and ``--limit``."""
     parser.add_argument(
         "--grammar-limit",
         action="append",
@@ -102,8 +119,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="NAME=VALUE",
         help="change a limit on what the archives loaded at start unpack to (release zips, "
         "package tarballs): member_bytes, resource_bytes, total_bytes, ratio, ratio_bytes; "
-        "sizes may end in K, M, G or T, e.g. member_bytes=16G (repeatable; defaults in the "
-        "README)",
+        "sizes may end in K, M, G or T, e.g. member_bytes=16G (repeatable; defaults in "
+        "docs/terminologies/releases.md)",
     )
     parser.add_argument(
         "--limit",
@@ -114,13 +131,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "tx_resources=200, tx_resource_bytes=1000000 "
         "(repeatable; defaults in docs/server/limits.md)",
     )
-    parser.add_argument(
-        "--no-default-content",
-        action="store_true",
-        help="do not load the shipped valuesets/ folder",
-    )
-    add_workers_option(parser)
-    return parser.parse_args(argv)
 
 
 def add_workers_option(parser: argparse.ArgumentParser) -> None:

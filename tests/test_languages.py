@@ -13,7 +13,7 @@ from http_support import TOKEN, assert_outcome, client, params
 
 from workbench import Workbench
 from workbench.errors import InvalidRequestError
-from workbench.terminology.languages import EXPANSION_PARAMETER
+from workbench.terminology.definition import EXPANSION_PARAMETER
 
 EN = "http://example.org/fhir/CodeSystem/lang-en"
 DE = "http://example.org/fhir/CodeSystem/lang-de"

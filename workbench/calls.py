@@ -188,8 +188,8 @@ class TerminologyCalls:
     ) -> ValidationResult:
         """Validate a code (or a Coding, or a CodeableConcept) against a value set.
 
-        ``valueset`` is a canonical URL (``url`` or ``url|version``) or a ValueSet dict, as in
-        ``expand`` and ``validate_column`` (``url=`` is a deprecated name for it).
+        ``valueset``: a canonical URL (``url|version`` too) or a ValueSet dict (``url=``:
+        its deprecated name).
 
         Returns a ValidationResult; a code that fails is ``result=False`` with a message, a
         ``issue`` and its ``issues``, never an exception. Raises ValueSetNotFoundError for
@@ -200,11 +200,10 @@ class TerminologyCalls:
         Versions (the guide "Versions and languages"): ``system_version``,
         ``force_system_version`` and ``check_system_version`` take ``"system|version"``
         strings (one or a list; patterns such as ``1.x``); ``default_valueset_version`` takes
-        ``"url|version"``. Switches:
-        ``lenient_display``, ``membership_only``, ``active_only``; ``abstract=False``
-        refuses abstract codes the value set includes (None, the default, takes them, as
-        the HTTP ``abstract`` left out does). ``tx_resources`` are
-        CodeSystems and ValueSets for this call only (``tx-resource``).
+        ``"url|version"``. Switches: ``lenient_display``, ``membership_only``,
+        ``active_only``; ``abstract=False`` refuses abstract codes the value set includes
+        (None, the default, takes them, as the HTTP ``abstract`` left out does).
+        ``tx_resources`` are CodeSystems and ValueSets for this call only (``tx-resource``).
         ``display_language`` (a weighted list such as ``"de, *;q=0"``; else the value set's
         expansion-parameter extension, ``accept_language``, then ``ValueSet.language``) gives
         the display in that language and checks a given display against it (see the same

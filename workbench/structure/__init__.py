@@ -31,7 +31,7 @@ from workbench.errors import StructureError
 #: Required elements whose absence changes no terminology answer (issue 22, e2): a resource
 #: without them passes the structure check and is stored as it is, with a warning
 #: (``tolerated_gaps``). A filter without a value fails only when its value set is
-#: expanded or validated against (``compose.check_filter_values``).
+#: expanded or validated against (``definition.check_filter_values``).
 TOLERATED: dict[str, frozenset[str]] = {
     "CodeSystem": frozenset({"status"}),
     "ValueSet": frozenset({"status"}),

@@ -27,11 +27,11 @@ from workbench.errors import (
     CodeSystemNotFoundError,
     IncompleteCodeSystemError,
     InvalidResourceError,
-    InvalidValueSetError,
 )
-from workbench.resources import Resource, canonical_of, semver_key, split_canonical
+from workbench.resources import Resource, canonical_of, semver_key
 from workbench.terminology import budget
 from workbench.terminology.concepts import CodeFilter, Concept, Entry
+from workbench.terminology.definition import expansion_parameter
 from workbench.terminology.filters import compile_filter
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.versions import names
@@ -169,71 +169,12 @@ class Clause:
             if not self.concepts or self.has_filters:
                 raise self._missing()
             return [
-                Entry(
-                    system,
-                    self.version,
-                    code,
-                    c.get("display"),
-                    False,
-                    False,
-                    tuple(c.get("designation", ()) or ()),
-                )
-                for code, c in self.concepts.items()
+                _listed_entry(system, self.version, code, c) for code, c in self.concepts.items()
             ]
         if self.concepts:
-            budget.charge(len(self.concepts))
-            out: list[Entry] = []
-            for code, listed in self.concepts.items():
-                concept = cs.get(code)
-                if concept is None and cs.is_expression(code):
-                    # a listed post-coordinated expression: as listed, with its terms
-                    shown = cs.expression_display(code)
-                    if shown is not None:
-                        out.append(Entry(system, cs.version, code, shown, False, False))
-                    continue
-                if concept is None:
-                    if not cs.is_complete and not _rejects(cs, code):
-                        out.append(
-                            Entry(
-                                system,
-                                cs.version,
-                                code,
-                                listed.get("display"),
-                                False,
-                                False,
-                                tuple(listed.get("designation", ()) or ()),
-                            )
-                        )
-                    continue
-                out.append(
-                    _entry(
-                        cs,
-                        concept,
-                        listed.get("display"),
-                        tuple(listed.get("designation", ()) or ()),
-                    )
-                )
-            return out
+            return self._listed_entries(cs)
         if self.filters:
-            if cs.content in UNUSABLE_CONTENT:
-                raise unusable(cs)
-            found = cs.filter_entries(self.filters)  # a store: column-wise
-            if found is not None:
-                return found
-            candidates: frozenset[str] | None = None
-            for f in self.filters:
-                if f.candidates is not None:
-                    candidates = f.candidates if candidates is None else candidates & f.candidates
-            budget.charge(len(candidates) if candidates is not None else len(cs))
-            pool: Iterable[Concept] = cs.in_order(candidates) if candidates is not None else cs
-            filters = self.filters
-            found_entries: list[Entry] = []
-            for chunk in _chunks(pool):
-                budget.tick()
-                found_entries += [
-                    _entry(cs, c, None) for c in chunk if all(f.matches(c) for f in filters)
-                ]
-            return found_entries
+            return self._filtered_entries(cs)
         if cs.content in UNUSABLE_CONTENT:
             raise unusable(cs)
         if not cs.is_complete and cs.content != "fragment":  # a fragment: what it has
@@ -245,6 +186,55 @@ class Clause:
             )
         budget.charge(len(cs))
         return [_entry(cs, c, None) for c in cs]
+
+    def _listed_entries(self, cs: CodeSystemProvider) -> list[Entry]:
+        """The entries of a ``concept`` list over a loaded code system."""
+        system = str(self.system)
+        budget.charge(len(self.concepts))
+        out: list[Entry] = []
+        for code, listed in self.concepts.items():
+            concept = cs.get(code)
+            if concept is None and cs.is_expression(code):
+                # a listed post-coordinated expression: as listed, with its terms
+                shown = cs.expression_display(code)
+                if shown is not None:
+                    out.append(Entry(system, cs.version, code, shown, False, False))
+                continue
+            if concept is None:
+                if not cs.is_complete and not _rejects(cs, code):
+                    out.append(_listed_entry(system, cs.version, code, listed))
+                continue
+            designations = tuple(listed.get("designation", ()) or ())
+            out.append(_entry(cs, concept, listed.get("display"), designations))
+        return out
+
+    def _filtered_entries(self, cs: CodeSystemProvider) -> list[Entry]:
+        """The entries the include's filters select (ANDed)."""
+        if cs.content in UNUSABLE_CONTENT:
+            raise unusable(cs)
+        found = cs.filter_entries(self.filters)  # a store: column-wise
+        if found is not None:
+            return found
+        candidates: frozenset[str] | None = None
+        for f in self.filters:
+            if f.candidates is not None:
+                candidates = f.candidates if candidates is None else candidates & f.candidates
+        budget.charge(len(candidates) if candidates is not None else len(cs))
+        pool: Iterable[Concept] = cs.in_order(candidates) if candidates is not None else cs
+        filters = self.filters
+        found_entries: list[Entry] = []
+        for chunk in _chunks(pool):
+            budget.tick()
+            found_entries += [
+                _entry(cs, c, None) for c in chunk if all(f.matches(c) for f in filters)
+            ]
+        return found_entries
+
+
+def _listed_entry(system: str, version: str | None, code: str, listed: Mapping[str, Any]) -> Entry:
+    """An entry as the include's ``concept`` lists it (its code system cannot check it)."""
+    designations = tuple(listed.get("designation", ()) or ())
+    return Entry(system, version, code, listed.get("display"), False, False, designations)
 
 
 VALUESET_DEPRECATED = "http://hl7.org/fhir/StructureDefinition/valueset-deprecated"
@@ -573,47 +563,3 @@ def _newest_first(
         return candidates
     order = sorted(range(len(candidates)), key=lambda i: keys[i], reverse=True)  # type: ignore[arg-type,return-value]
     return [candidates[i] for i in order]
-
-
-EXPANSION_PARAMETER = "http://hl7.org/fhir/tools/StructureDefinition/valueset-expansion-parameter"
-
-
-def expansion_parameter(resource: Mapping[str, Any], name: str) -> Any:
-    """The value of a ``valueset-expansion-parameter`` extension called ``name`` on the
-    ValueSet or its compose, or None."""
-    compose = resource.get("compose") or {}
-    for ext in [*(resource.get("extension") or ()), *(compose.get("extension") or ())]:
-        if not isinstance(ext, Mapping) or ext.get("url") != EXPANSION_PARAMETER:
-            continue
-        parts = {
-            str(p.get("url")): next((v for k, v in p.items() if k.startswith("value")), None)
-            for p in ext.get("extension", ()) or ()
-            if isinstance(p, Mapping)
-        }
-        if parts.get("name") == name:
-            return parts.get("value")
-    return None
-
-
-def import_refs(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:
-    """Return the ``(url, version)`` of each ``valueSet`` import of an include."""
-    return [split_canonical(str(ref)) for ref in raw.get("valueSet", ()) or ()]
-
-
-def check_filter_values(resource: Mapping[str, Any]) -> None:
-    """Raise InvalidValueSetError, at ``ValueSet.compose.include[i].filter[j]``, for a
-    filter without a ``value`` (absent, or only a ``_value`` with an extension such as
-    data-absent-reason). Such a value set may be stored and sent as a tx-resource (issue 22,
-    e2); it fails only when it is expanded or validated against (e3)."""
-    compose = resource.get("compose") or {}
-    for kind in ("include", "exclude"):
-        for i, raw in enumerate(compose.get(kind, ()) or ()):
-            filters = (raw.get("filter") if isinstance(raw, Mapping) else None) or ()
-            for j, found in enumerate(filters):
-                if isinstance(found, Mapping) and not isinstance(found.get("value"), str):
-                    where = f"ValueSet.compose.{kind}[{i}].filter[{j}]"
-                    raise InvalidValueSetError(
-                        f"The filter '{found.get('property')} {found.get('op')}' of the value "
-                        f"set {canonical_of(resource) or '(inline)'} has no value ({where})",
-                        expression=[where],
-                    )

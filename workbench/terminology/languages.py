@@ -19,12 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.errors import InvalidLanguageError, InvalidRequestError
+from workbench.terminology.definition import expansion_parameter
 
-EXPANSION_PARAMETER = "http://hl7.org/fhir/tools/StructureDefinition/valueset-expansion-parameter"
-_EXPANSION_PARAMETERS = (
-    EXPANSION_PARAMETER,
-    "http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter",
-)
 _DISPLAY_USES = {None, "display", "preferredForLanguage"}
 #: A BCP 47 language tag: a primary language and subtags (de, en-GB, zh-Hant-TW).
 _TAG = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
@@ -167,21 +163,8 @@ def requested(
 def _from_extension(valueset: Mapping[str, Any] | None) -> str | None:
     """The ``displayLanguage`` a ``valueset-expansion-parameter`` extension gives, on the
     ValueSet or on its ``compose`` (both the tools and the core extension URL)."""
-    found = valueset or {}
-    compose = found.get("compose")
-    compose = compose if isinstance(compose, Mapping) else {}
-    extensions = [*(found.get("extension", ()) or ()), *(compose.get("extension", ()) or ())]
-    for ext in extensions:
-        if not isinstance(ext, Mapping) or ext.get("url") not in _EXPANSION_PARAMETERS:
-            continue
-        parts = {
-            str(p.get("url")): next((v for k, v in p.items() if k.startswith("value")), None)
-            for p in ext.get("extension", ()) or ()
-            if isinstance(p, Mapping)
-        }
-        if parts.get("name") == "displayLanguage" and parts.get("value"):
-            return str(parts["value"])
-    return None
+    value = expansion_parameter(valueset, "displayLanguage")
+    return str(value) if value else None
 
 
 BCP47 = "urn:ietf:bcp:47"

@@ -24,12 +24,8 @@ from workbench.registry import Change, OverlayRegistry, Registry
 from workbench.resources import Resource, canonical_of, split_canonical
 from workbench.terminology import budget, supplements
 from workbench.terminology.codesystem import CodeSystemIndex
-from workbench.terminology.compose import (
-    Clause,
-    CompiledValueSet,
-    check_filter_values,
-    import_refs,
-)
+from workbench.terminology.compose import Clause, CompiledValueSet
+from workbench.terminology.definition import check_filter_values, import_refs
 from workbench.terminology.expansion import (
     DEFAULT_MAX_EXPANSION,
 )

@@ -85,15 +85,7 @@ def validate_in_valueset(
         system = inferred
     forced = opts.force_versions.get(system)
     pinned = vs.pinned_version(system)
-    refused = None
-    if forced is None and vs.unloaded_versions():
-        refused = unknown_include_version(
-            vs, codesystem, versions, opts, code=code, system=system, version=version
-        )
-    if refused is None and version is not None:
-        refused = coding_version(
-            vs, codesystem, versions, opts, code=code, system=system, version=version
-        )
+    refused = _version_refusal(vs, codesystem, versions, opts, code, system, version, forced)
     if refused is not None:
         return refused
     found = _locate(vs, codesystem, code, system, version, forced, where)
@@ -137,6 +129,30 @@ def validate_in_valueset(
         extra = Issue("warning", "code-comment", text, "deprecated", "code")
         return dataclasses.replace(result, issues=(*result.issues, extra))
     return result
+
+
+def _version_refusal(
+    vs: CompiledValueSet,
+    codesystem: Callable[[str, str | None], CodeSystemProvider | None],
+    versions: Callable[[str], list[str] | None] | None,
+    opts: CheckOptions,
+    code: str,
+    system: str,
+    version: str | None,
+    forced: str | None,
+) -> ValidationResult | None:
+    """The answer when a version decides it before membership: an include version that is
+    not loaded (unless a version is forced), else the coding's own version (b1-b4)."""
+    refused = None
+    if forced is None and vs.unloaded_versions():
+        refused = unknown_include_version(
+            vs, codesystem, versions, opts, code=code, system=system, version=version
+        )
+    if refused is None and version is not None:
+        refused = coding_version(
+            vs, codesystem, versions, opts, code=code, system=system, version=version
+        )
+    return refused
 
 
 def _without_other_supplements(
