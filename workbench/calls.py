@@ -189,13 +189,11 @@ class TerminologyCalls:
         """Validate a code (or a Coding, or a CodeableConcept) against a value set.
 
         ``valueset``: a canonical URL (``url|version`` too) or a ValueSet dict (``url=``:
-        its deprecated name).
-
-        Returns a ValidationResult; a code that fails is ``result=False`` with a message, a
-        ``issue`` and its ``issues``, never an exception. Raises ValueSetNotFoundError for
-        an unknown value set. When ``system`` is omitted it is inferred: the value set's one
-        system, else the one system of the value set that has the code. A ``display`` given
-        with a ``coding`` is checked in place of the Coding's own, as in ``$validate-code``.
+        its deprecated name). Returns a ValidationResult; a code that fails is
+        ``result=False`` with a message, an ``issue`` and its ``issues``, never an exception.
+        Raises ValueSetNotFoundError for an unknown value set. A ``system`` left out is
+        inferred: the value set's one system, else its one system that has the code. A
+        ``display`` given with a ``coding`` is checked in place of the Coding's own.
 
         Versions (the guide "Versions and languages"): ``system_version``,
         ``force_system_version`` and ``check_system_version`` take ``"system|version"``
