@@ -37,12 +37,13 @@ from __future__ import annotations
 import gzip
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields, replace
 from typing import IO
 
 from workbench.errors import ArchiveLimitError
+from workbench.settings import Setting
 
 _SIZE = re.compile(r"([0-9][0-9_]*)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -91,31 +92,23 @@ class UnpackLimits:
         return found
 
 
-_LIMITS = UnpackLimits()
+_LIMITS: Setting[UnpackLimits] = Setting(UnpackLimits())
 
 
 def configured() -> UnpackLimits:
     """The limits in force for this process."""
-    return _LIMITS
+    return _LIMITS.get()
 
 
 def configure(limits: UnpackLimits) -> UnpackLimits:
     """Put ``limits`` in force for the whole process; return the ones they replace."""
-    global _LIMITS
-    if not isinstance(limits, UnpackLimits):
-        raise TypeError("configure wants an UnpackLimits")
-    previous, _LIMITS = _LIMITS, limits
-    return previous
+    return _LIMITS.set(limits)
 
 
-@contextmanager
-def limits_in_force(limits: UnpackLimits) -> Iterator[UnpackLimits]:
-    """Run the block with ``limits`` in force, then put the previous ones back."""
-    previous = configure(limits)
-    try:
-        yield limits
-    finally:
-        configure(previous)
+def limits_in_force(limits: UnpackLimits) -> AbstractContextManager[UnpackLimits]:
+    """Run the block (``with limits_in_force(...):``) with ``limits`` in force, then put
+    the previous ones back."""
+    return _LIMITS.in_force(limits)
 
 
 # --- the checks -------------------------------------------------------------------------

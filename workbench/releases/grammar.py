@@ -21,12 +21,13 @@ Limits(length=20000, depth=40, terms=2000)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from workbench.errors import GrammarLimitError
+from workbench.settings import Setting
 from workbench.terminology import budget
 
 #: The deepest nesting a configuration may allow: the evaluators that walk a parsed tree
@@ -87,31 +88,23 @@ class GrammarLimits:
         return found
 
 
-_LIMITS = GrammarLimits()
+_LIMITS: Setting[GrammarLimits] = Setting(GrammarLimits())
 
 
 def configured() -> GrammarLimits:
     """The limits in force for this process."""
-    return _LIMITS
+    return _LIMITS.get()
 
 
 def configure(limits: GrammarLimits) -> GrammarLimits:
     """Put ``limits`` in force for the whole process; return the ones they replace."""
-    global _LIMITS
-    if not isinstance(limits, GrammarLimits):
-        raise TypeError("configure wants a GrammarLimits")
-    previous, _LIMITS = _LIMITS, limits
-    return previous
+    return _LIMITS.set(limits)
 
 
-@contextmanager
-def limits_in_force(limits: GrammarLimits) -> Iterator[GrammarLimits]:
-    """Run the block with ``limits`` in force, then put the previous ones back."""
-    previous = configure(limits)
-    try:
-        yield limits
-    finally:
-        configure(previous)
+def limits_in_force(limits: GrammarLimits) -> AbstractContextManager[GrammarLimits]:
+    """Run the block (``with limits_in_force(...):``) with ``limits`` in force, then put
+    the previous ones back."""
+    return _LIMITS.in_force(limits)
 
 
 # --- counting while a text is read --------------------------------------------------------
