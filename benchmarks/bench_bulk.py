@@ -18,8 +18,8 @@ pandas' default string dtype (``str`` in pandas 3); the same figures follow for 
 ``category`` and ``string[pyarrow]`` columns, then for polars (``String`` and ``Categorical``
 codes, against polars' own ``is_in`` on a precomputed Series of the valid codes; target
 <= 1.2x). Every column type is timed twice in the same rounds as its baseline: the frame with
-its system column, and the code Series with one ``system=``. The result's memory is also given over the code column
-alone (target <= 2x).
+its system column, and the code Series with one ``system=``. The result's memory is also
+given over the code column alone (target <= 2x).
 
 What it measures, per dtype:
 

@@ -404,8 +404,11 @@ def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | Non
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
 
     def step(start: int) -> pl.DataFrame:
+        # select_seq: the chunks are already spread over threads; a select would hand each
+        # chunk's columns to polars' own threads, and wait for them on a busy machine
         part = at.slice(start, CHUNK)
-        return pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)}).select(columns)
+        frame = pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)})
+        return frame.select_seq(columns)
 
     frames = in_parallel(step, range(0, max(len(at), 1), CHUNK))
     return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
