@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -314,6 +315,10 @@ def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
     position, lost = bulk_polars.find(found, unseen)
     assert lost.tolist() == [0, 1]
     assert position.to_list()[2:] == [0, 0]
+    assert found.null_apart  # so a null row needs no pass of its own; with one, the same
+    again, lost_again = bulk_polars.find(dataclasses.replace(found, null_apart=False), unseen)
+    assert again.to_list() == position.to_list()
+    assert lost_again.tolist() == [0, 1]
 
 
 @pytest.mark.parametrize("kind", ["Categorical", "Enum"])

@@ -210,6 +210,7 @@ class Lookup:
     hashes: np.ndarray
     levels: tuple[Level, ...]
     answers: dict[str, pl.Series]
+    null_apart: bool  # no code hashes like a null: a null row is found nowhere (so at 0)
 
 
 def lookup(state: State) -> Lookup:
@@ -258,7 +259,9 @@ def _build(state: State) -> Lookup:
         if column.kind == "count":
             answers[column.name] = pl.Series(column.name, state.answers[column.name])
     answers["kind"] = pl.Series("kind", kind)
-    return Lookup(codes, hashes, _levels(hashes), answers)
+    null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
+    null_apart = not bool((hashes[1:] == null).any())
+    return Lookup(codes, hashes, _levels(hashes), answers, null_apart)
 
 
 def _strings(
@@ -282,50 +285,34 @@ def _strings(
 def find(found: Lookup, values: pl.Series) -> tuple[pl.Series, np.ndarray]:
     """Each row's position among the codes of ``found`` (a String column; a null row is
     the missing answer, 0) as a UInt32 Series, and the rows whose code is not there. The
-    row's hash proposes the position in the first level's slot, and the code there must
-    equal the row; the rows it does not equal (a code kept in a later level, or not in
-    the table) try the later levels by hash, and are compared again. Rows go in chunks of
-    CHUNK, over a few threads: each step's buffers are small, rather than fresh memory
-    the size of the column."""
+    row's hash proposes a position (in the first level that has a code of that hash); the
+    code there must equal the row. Rows go in chunks of CHUNK, over a few threads: each
+    step's buffers are small, rather than fresh memory the size of the column."""
     import polars as pl
 
     position = np.zeros(len(values), dtype=np.uint32)
 
     def step(start: int) -> np.ndarray:
         part = values.slice(start, CHUNK)
-        hashes = part.hash(HASH_SEED).to_numpy()
-        first = found.levels[0] if found.levels else Level(np.zeros(1, dtype=np.uint32), 0)
-        proposed = first.slots.take(first.slot(hashes))
-        if part.null_count():
+        proposed = _propose(found, part)
+        if part.null_count() and not found.null_apart:
             proposed[part.is_null().to_numpy()] = 0
-        wrong = _unequal(found, proposed, part)
-        if len(wrong):  # not the code in the first level: a later one, or none ("" at 0)
-            again = _later(found, hashes.take(wrong))
-            proposed[wrong] = again
-            wrong = wrong[_unequal(found, again, part.gather(wrong))]
         position[start : start + len(part)] = proposed
-        return start + wrong
+        wrong = found.codes.gather(pl.Series(proposed)) != part  # a null row: null, at 0
+        if not wrong.any():
+            return np.zeros(0, dtype=np.int64)
+        return start + wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
 
     lost = in_parallel(step, range(0, len(values), CHUNK))
     return pl.Series("at", position), np.concatenate([np.zeros(0, dtype=np.int64), *lost])
 
 
-def _unequal(found: Lookup, proposed: np.ndarray, part: pl.Series) -> np.ndarray:
-    """The rows (int64) whose string is not the code at their proposed position (a null
-    row, at 0, is not one of them)."""
-    import polars as pl
-
-    wrong = found.codes.gather(pl.Series(proposed)) != part  # a null row: null
-    if not wrong.any():
-        return np.zeros(0, dtype=np.int64)
-    return wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
-
-
-def _later(found: Lookup, hashes: np.ndarray) -> np.ndarray:
-    """For each hash, the position of a code with that hash in the levels after the
-    first (0: none)."""
-    position = np.zeros(len(hashes), dtype=np.uint32)
-    rows = np.arange(len(hashes))
+def _propose(found: Lookup, values: pl.Series) -> np.ndarray:
+    """For each row, the position of a code with the row's hash (0: none)."""
+    hashes = values.hash(HASH_SEED).to_numpy()
+    first = found.levels[0] if found.levels else Level(np.zeros(1, dtype=np.uint32), 0)
+    position = first.slots.take(first.slot(hashes))
+    rows = np.flatnonzero(found.hashes.take(position) != hashes)
     for level in found.levels[1:]:
         if not len(rows):
             break
@@ -334,6 +321,7 @@ def _later(found: Lookup, hashes: np.ndarray) -> np.ndarray:
         hit = (at != 0) & (found.hashes.take(at) == sub)
         position[rows[hit]] = at[hit]
         rows = rows[~hit]
+    position[rows] = 0  # no code of that hash: "" is the code at 0, anything else is lost
     return position
 
 
