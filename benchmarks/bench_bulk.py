@@ -6,6 +6,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_bulk.py                      # 1,000,000 rows, 5 runs
     .venv/bin/python benchmarks/bench_bulk.py --rows 100000 --repeat 7
     .venv/bin/python benchmarks/bench_bulk.py --profile            # plus a cProfile per dtype
+    .venv/bin/python benchmarks/bench_bulk.py --polars-only        # only the polars figures
 
 The case: ICD-10-CM (about 98,000 codes, built from ``simple-icd-10-cm`` by
 ``benchmarks/icd10cm.py``) and a ValueSet with one include, ``is-a`` chapter ``"19"`` (injury
@@ -15,10 +16,10 @@ codes of chapter 19), 24% real ICD-10-CM codes outside the value set, 4% made-up
 1.5% members with surrounding whitespace, 0.5% missing values. The primary figures use
 pandas' default string dtype (``str`` in pandas 3); the same figures follow for ``object``,
 ``category`` and ``string[pyarrow]`` columns, then for polars (``String`` and ``Categorical``
-codes, against polars' own ``is_in`` on a precomputed Series of the valid codes). Every column
-type is timed twice in the same rounds as its baseline: the frame with its system column, and
-the code Series with one ``system=``. The result's memory is also given over the code column
-alone (target <= 2x).
+codes, against polars' own ``is_in`` on a precomputed Series of the valid codes; target
+<= 1.2x). Every column type is timed twice in the same rounds as its baseline: the frame with
+its system column, and the code Series with one ``system=``. The result's memory is also
+given over the code column alone (target <= 2x).
 
 What it measures, per dtype:
 
@@ -99,6 +100,7 @@ SEED = 20240611
 CHAPTER = "19"  # ICD-10-CM chapters are the codes "1" to "22"
 VS_URL = "http://example.org/fhir/ValueSet/bench-bulk-icd10cm-chapter-19"
 TARGET_RATIO = 1.0
+POLARS_TARGET = 1.2  # polars against its own is_in (issue 24)
 SAMPLE_ROWS = 1_000
 DTYPES = ("default", "object", "category", "string[pyarrow]")
 # Kinds of row and their shares; every kind has one expected issue (None: valid).
@@ -621,6 +623,7 @@ class Figures:
     column_bytes: int = 0  # the code column alone
     rss_peak: float | None = None
     added_bytes: int | None = None  # the result without categories shared across calls
+    target: float = TARGET_RATIO  # the time ratio to reach
 
     @property
     def ratio(self) -> float:
@@ -999,14 +1002,14 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figure
         print(
             f"is_in {base_s:.3f} s (runs: {runs(wall['is_in'])}); frame {call_s:.3f} s "
             f"(runs: {runs(wall['frame'])}): ratio {call_s / base_s:.2f} "
-            f"{verdict(call_s / base_s <= TARGET_RATIO)}; Series {series_s:.3f} s (runs: "
+            f"{verdict(call_s / base_s <= POLARS_TARGET)}; Series {series_s:.3f} s (runs: "
             f"{runs(wall['series'])}): ratio {series_s / base_s:.2f} "
-            f"{verdict(series_s / base_s <= TARGET_RATIO)}"
+            f"{verdict(series_s / base_s <= POLARS_TARGET)}"
         )
         bare_s = statistics.median(wall["bare"])
         print(
             f"Series alone (no system=) {bare_s:.3f} s (runs: {runs(wall['bare'])}): ratio "
-            f"{bare_s / base_s:.2f} {verdict(bare_s / base_s <= TARGET_RATIO)}"
+            f"{bare_s / base_s:.2f} {verdict(bare_s / base_s <= POLARS_TARGET)}"
         )
         found.append(
             Figures(
@@ -1021,6 +1024,7 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figure
                 series_s=series_s,
                 bare_s=bare_s,
                 column_bytes=column_bytes,
+                target=POLARS_TARGET,
             )
         )
     return found, results
@@ -1180,6 +1184,21 @@ def bench_single(case: Case, rows: int, repeat: int, profile: bool) -> list[Figu
     return figures + polars_figures
 
 
+def bench_polars_only(case: Case, rows: int, repeat: int) -> list[Figures]:
+    """The one-system polars figures alone, each result checked against pandas ``object``."""
+    codes, kinds = make_rows(case, rows)
+    frame = make_frame(case, codes, "object")
+    print(f"rows: {rows:,} (seed {SEED}); {int(pd.Series(codes).nunique()):,} distinct codes")
+    del codes
+    figures, results = bench_polars(case, frame, repeat)
+    header("sanity")
+    primary = validate(case, frame)
+    check_counts(primary, kinds)
+    for label in list(results):
+        check_same(primary, results.pop(label).to_pandas(), label)
+    return figures
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of input")
@@ -1191,6 +1210,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="only the frame whose system column holds several systems",
     )
     parser.add_argument("--first-use-only", action="store_true", help="only the first-use figure")
+    parser.add_argument(
+        "--polars-only", action="store_true", help="only the one-system polars figures"
+    )
     parser.add_argument("--child-memory", choices=DTYPES, help=argparse.SUPPRESS)
     parser.add_argument("--first-use-child", choices=FIRST_USE_KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--cache", help=argparse.SUPPRESS)
@@ -1224,6 +1246,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         + ", ".join(f"{k} {len(v):,}" for k, v in case.pools.items() if k != "missing")
     )
     figures: list[Figures] = []
+    if args.polars_only:
+        print_summary(bench_polars_only(case, args.rows, args.repeat))
+        return
     if not args.mixed_only:
         figures = bench_single(case, args.rows, args.repeat, args.profile)
 
@@ -1249,6 +1274,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     figures += mixed_figures
     bench_first_use(args.repeat)
 
+    print_summary(figures)
+
+
+def print_summary(figures: Sequence[Figures]) -> None:
+    """The table of every figure: time ratios, memory ratios, verdicts."""
     header("summary")
     print(
         "ratio = validate_column / the bare membership test on the same column (isin(set) "
@@ -1269,16 +1299,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{'n/a':>8} {'':>6} {'':4}"
             if math.isnan(f.series_s)
             else f"{f.series_s:>8.3f} {f.series_ratio:>6.2f} "
-            f"{verdict(f.series_ratio <= TARGET_RATIO):4}"
+            f"{verdict(f.series_ratio <= f.target):4}"
         )
         bare = (
             f"{'n/a':>7} {'':4}"
             if math.isnan(f.bare_s)
-            else f"{f.bare_ratio:>7.2f} {verdict(f.bare_ratio <= TARGET_RATIO):4}"
+            else f"{f.bare_ratio:>7.2f} {verdict(f.bare_ratio <= f.target):4}"
         )
         print(
             f"{f.label:<26} {f.base_s:>7.3f} {f.call_s:>8.3f} {f.ratio:>6.2f} "
-            f"{verdict(f.ratio <= TARGET_RATIO):4} {series} {bare} {rss:>7} "
+            f"{verdict(f.ratio <= f.target):4} {series} {bare} {rss:>7} "
             f"{f.result_bytes / f.column_bytes:>10.2f} "
             f"{verdict(f.result_bytes <= 2 * f.column_bytes):4} {added:>9}"
         )

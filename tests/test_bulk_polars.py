@@ -393,3 +393,39 @@ def test_polars_categorical_among_many_other_categories(big: Workbench) -> None:
     expected = big.validate_column(pd.Series(values, dtype=object), BIG_VS, system=BIG)
     assert rows_of(got) == rows_of(expected)
     assert len(others) == 20_000  # still alive: its categories stay in the mapping
+
+
+def test_in_parallel_does_not_wait_for_threads_that_never_start() -> None:
+    """The calling thread takes every chunk no helper thread has taken: with the kept
+    threads all busy (as on a machine whose other cores are taken), the work still finishes,
+    in order; an error in a chunk is raised in the caller."""
+    import threading
+
+    from workbench.bulk import polars_backend as bulk_polars
+
+    if bulk_polars._cores() < 2:
+        pytest.skip("one core: no helper threads to wait for")
+    bulk_polars.in_parallel(lambda start: start, range(3))  # the kept pool exists
+    pool = bulk_polars._POOL[os.getpid()]
+    release = threading.Event()
+    busy = [pool.submit(release.wait, 60) for _ in range(3)]
+    try:
+        assert bulk_polars.in_parallel(lambda start: start * 2, range(0, 50, 10)) == [
+            0,
+            20,
+            40,
+            60,
+            80,
+        ]
+
+        def fails(start: int) -> int:
+            if start == 20:
+                raise ValueError("chunk 20")
+            return start
+
+        with pytest.raises(ValueError, match="chunk 20"):
+            bulk_polars.in_parallel(fails, range(0, 50, 10))
+    finally:
+        release.set()
+        for waiting in busy:
+            waiting.result(timeout=60)

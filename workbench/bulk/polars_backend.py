@@ -15,8 +15,10 @@ polars DataFrame.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -99,11 +101,11 @@ def _cores() -> int:
 
 
 def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
-    """``work(start)`` for each start, in order, over one thread per core (at most four;
-    numpy and polars release the interpreter lock on large arrays). The starts are split
-    into one run per thread, and this thread takes the first run itself: a thread that has
-    been waiting takes a while to wake up, so each call wakes as few as it can. The
-    threads are kept for the next call."""
+    """``work(start)`` for each start, results in order, over this thread and up to three
+    kept threads (one per core; numpy and polars release the interpreter lock on large
+    arrays). Each thread takes the next start not yet taken, this thread too: on a busy
+    machine a helper thread may get no core for milliseconds, and then this thread does
+    its share rather than wait for it; it waits only for the starts a helper has taken."""
     starts = list(starts)
     workers = min(_cores(), 4, len(starts))
     if workers <= 1:
@@ -111,15 +113,35 @@ def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
     pool = _POOL.get(os.getpid())
     if pool is None:
         _POOL.clear()  # a parent's pool: its threads are not in this process
-        pool = _POOL.setdefault(os.getpid(), ThreadPoolExecutor(4, "workbench-bulk"))
-    runs = [starts[k::workers] for k in range(workers)]
+        pool = _POOL.setdefault(os.getpid(), ThreadPoolExecutor(3, "workbench-bulk"))
+    results: list[Any] = [None] * len(starts)
+    failed: list[BaseException | None] = [None] * len(starts)
+    done = [threading.Event() for _ in starts]
+    taken = itertools.count()
+    lock = threading.Lock()
 
-    def run(part: list[int]) -> list[Any]:
-        return [work(start) for start in part]
+    def run() -> None:
+        while True:
+            with lock:
+                k = next(taken)
+            if k >= len(starts):
+                return
+            try:
+                results[k] = work(starts[k])
+            except BaseException as error:  # raised again in the calling thread
+                failed[k] = error
+            finally:
+                done[k].set()
 
-    others = [pool.submit(run, part) for part in runs[1:]]
-    done = [run(runs[0]), *(other.result() for other in others)]
-    return [done[k % workers][k // workers] for k in range(len(starts))]
+    for _ in range(workers - 1):
+        pool.submit(run)
+    run()
+    for k, event in enumerate(done):
+        event.wait()  # before reading failed[k]: set once start k is done
+        error = failed[k]
+        if error is not None:
+            raise error
+    return results
 
 
 def _uniform(values: pl.Series) -> str | None:
@@ -145,7 +167,7 @@ def _uniform(values: pl.Series) -> str | None:
 HASH_SEED = 20240611
 TEXTS = VALIDATION.texts  # message, display, issue, system
 SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
-CHUNK = 1 << 17  # rows per step of a lookup or of the result frame
+CHUNK = 1 << 18  # rows per step of a lookup or of the result frame (each step costs ~1 ms)
 MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
 # odd 64-bit multipliers: each level reads other bits of the hash
 MULTIPLIERS = np.array(
@@ -370,8 +392,11 @@ def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | Non
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
 
     def step(start: int) -> pl.DataFrame:
+        # select_seq: the chunks are already spread over threads; a select would hand each
+        # chunk's columns to polars' own threads, and wait for them on a busy machine
         part = at.slice(start, CHUNK)
-        return pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)}).select(columns)
+        frame = pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)})
+        return frame.select_seq(columns)
 
     frames = in_parallel(step, range(0, max(len(at), 1), CHUNK))
     return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
