@@ -121,22 +121,22 @@ def coding_version(
         f"different to the one in the value ('{version}')"
     )
     checked = opts.check_versions.get(system)
-    if checked is not None and shown is not None and not matches(checked, shown):
-        # b3: the version the include uses breaks the check, besides the mismatch
-        refused = version_error(system, shown, checked)
-        return _in_tx_order(
-            failure(
+    # b3: the version the include uses may break the check too, besides the mismatch
+    broken = checked is not None and shown is not None and not matches(checked, shown)
+    extra = (
+        [
+            Issue(
+                "error",
+                "version-error",
+                version_error(system, str(shown), str(checked)),
                 "version",
-                text,
-                code=code,
-                system=system,
-                version=shown,
-                display=display,
-                tx="vs-invalid",
-                extra=[Issue("error", "version-error", refused, "version", "version")],
+                "version",
             )
-        )
-    return failure(
+        ]
+        if broken
+        else []
+    )
+    found = failure(
         "version",
         text,
         code=code,
@@ -144,7 +144,9 @@ def coding_version(
         version=shown,
         display=display,
         tx="vs-invalid",
+        extra=extra,
     )
+    return _in_tx_order(found) if broken else found
 
 
 def version_error(system: str, version: str, checked: str) -> str:
