@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 from typing import Any
 
@@ -429,3 +430,53 @@ def test_in_parallel_does_not_wait_for_threads_that_never_start() -> None:
         release.set()
         for waiting in busy:
             waiting.result(timeout=60)
+
+
+def test_polars_categorical_answers_are_kept_per_categories(
+    big: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Categorical column's per-id answers are read once per table state and size of its
+    ``Categories`` (which only ever add strings): a warm call reads no string. An id no
+    row held then, or one added since, is read when a column holds it."""
+    from workbench.bulk import polars_backend as bulk_polars
+
+    dtype = pl.Categorical(pl.Categories("workbench-test-known"))
+    shared = pl.Series(["made-up known 1", BIG_CODES[11]], dtype=dtype)  # ids 0 and 1
+
+    def check(values: list[str | None]) -> None:
+        got = big.validate_column(pl.Series(values, dtype=dtype), BIG_VS, system=BIG)
+        expected = big.validate_column(pd.Series(values, dtype=object), BIG_VS, system=BIG)
+        assert rows_of(got) == rows_of(expected)
+
+    first = [BIG_CODES[7], None, BIG_CODES[8], ""] * 100  # ids 2 to 4
+    check(first)
+    held = ["made-up known 1", BIG_CODES[7]] * 100  # id 0: in the categories, unanswered
+    check(held)
+    grown = ["made-up known 2", BIG_CODES[9], None] * 100  # ids 5 and 6: added since
+    check(grown)
+
+    def no_strings(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a warm call read the category strings again")
+
+    monkeypatch.setattr(bulk_polars, "_strings", no_strings)
+    for values in (first, held, grown):  # warm: every id they hold is answered
+        check(values)
+    assert shared.to_physical().to_list() == [0, 1]
+
+
+def test_polars_categorical_answers_survive_the_column_being_dropped(big: Workbench) -> None:
+    """polars frees a ``Categories``' strings when no Categorical of it is alive, and gives
+    their ids to new strings: the kept answers pin theirs, so a later column's new strings
+    get new ids and their own answers."""
+    dtype = pl.Categorical(pl.Categories("workbench-test-freed"))
+
+    def check(values: list[str | None]) -> pl.Series:
+        column = pl.Series(values, dtype=dtype)
+        got = big.validate_column(column, BIG_VS, system=BIG)
+        expected = big.validate_column(pd.Series(values, dtype=object), BIG_VS, system=BIG)
+        assert rows_of(got) == rows_of(expected)
+        return column.to_physical()
+
+    assert check([BIG_CODES[3], BIG_CODES[4]] * 50).to_list()[:2] == [0, 1]
+    gc.collect()  # the first column is gone
+    assert check(["made-up freed", BIG_CODES[5]] * 50).to_list()[:2] == [2, 3]

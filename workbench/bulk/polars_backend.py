@@ -6,7 +6,9 @@ once per table state: the row's polars hash proposes a position in an open-addre
 of the codes' hashes, and the code at that position must equal the row (gathered and
 compared by polars; a hash never decides alone). What is not found (a code the table has not
 seen) is answered through Arrow and added to the table. A ``Categorical`` or ``Enum`` column
-is looked up through its categories, and its rows take the answers by physical id. The
+is looked up through its categories, and its rows take the answers by physical id; a
+``Categorical``'s answers per id are kept with the table state, read again only for ids
+added to its ``Categories`` since, or held by no row then. The
 result columns are gathered by polars from per-answer columns (``Enum`` texts, a byte per
 answer for the result and the nulls), the system is one literal value. Anything else
 (several systems, displays) goes to the pandas algorithm through Arrow, and comes back as a
@@ -166,6 +168,7 @@ def _uniform(values: pl.Series) -> str | None:
 
 HASH_SEED = 20240611
 TEXTS = VALIDATION.texts  # message, display, issue, system
+FEW = 8  # a text column of at most this many texts is built from the kind, not gathered
 SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
 CHUNK = 1 << 18  # rows per step of a lookup or of the result frame (each step costs ~1 ms)
 MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
@@ -193,6 +196,19 @@ class Level:
 
 
 @dataclass(frozen=True)
+class Answered:
+    """Per answer what its rows get (see ``Lookup``): ``gathered`` columns, and the
+    ``few`` text columns built from the kind (per name: the shift of its id, its texts)."""
+
+    gathered: dict[str, pl.Series]
+    few: dict[str, tuple[int, pl.Series]]
+
+    def take(self, at: pl.Series) -> Answered:
+        """The answers at ``at``, in that order."""
+        return Answered({name: s.gather(at) for name, s in self.gathered.items()}, self.few)
+
+
+@dataclass(frozen=True)
 class Lookup:
     """What a polars lookup needs of one table state (built once per state).
 
@@ -201,15 +217,18 @@ class Lookup:
     in a slot; ``hashes[0]`` is the hash of ""). A hash only proposes a position: the row's
     string is then compared with the code there (``codes``).
     ``answers`` holds, per answer, its texts (the text columns of ``VALIDATION``: ``Enum``
-    columns without nulls; a column no answer has is left out), its counts (if the schema
-    has any) and ``kind``, a byte: the result (0 NA, 1 false, 2 true) and one bit per text
-    that is null (``4 << i`` for ``TEXTS[i]``).
+    columns without nulls; a column no answer has is left out, and so is a column of at
+    most ``FEW`` distinct texts), its counts (if the schema has any) and ``kind``, a
+    UInt16: the result (0 NA, 1 false, 2 true), one bit per text that is null (``4 << i``
+    for ``TEXTS[i]``) and, per text column of at most ``FEW`` texts, the text's id in four
+    bits (at ``few[name]``: its shift and its texts, an ``Enum`` Series). A row's few-texts
+    column is then built from its kind by a short ``when`` chain, not gathered.
     """
 
     codes: pl.Series
     hashes: np.ndarray
     levels: tuple[Level, ...]
-    answers: dict[str, pl.Series]
+    answers: Answered
     null_apart: bool  # no code hashes like a null: a null row is found nowhere (so at 0)
 
 
@@ -246,14 +265,22 @@ def _build(state: State) -> Lookup:
     hashes = codes.hash(HASH_SEED).to_numpy()
     # the texts are gathered without nulls (gathering nulls costs more than putting them
     # back from the kind's bits)
-    kind = (state.answers.result + 1).astype(np.uint8)
+    kind = (state.answers.result + 1).astype(np.uint16)
     answers = {}
+    few: dict[str, tuple[int, pl.Series]] = {}
+    shift = 2 + len(TEXTS)
     for bit, name in enumerate(TEXTS):
         ids, texts = state.factorized(name)
-        kind |= (ids < 0).astype(np.uint8) << (bit + 2)
-        if len(texts):
-            labels = pl.Series(name, texts, dtype=pl.String)
-            enum = labels.cast(pl.Enum(labels))
+        kind |= (ids < 0).astype(np.uint16) << (bit + 2)
+        if not len(texts):
+            continue
+        labels = pl.Series(name, texts, dtype=pl.String)
+        enum = labels.cast(pl.Enum(labels))
+        if len(texts) <= FEW and shift + 4 <= 16:
+            kind |= np.maximum(ids, 0).astype(np.uint16) << shift
+            few[name] = (shift, enum)
+            shift += 4
+        else:
             answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
     for column in VALIDATION.columns:
         if column.kind == "count":
@@ -261,7 +288,7 @@ def _build(state: State) -> Lookup:
     answers["kind"] = pl.Series("kind", kind)
     null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
     null_apart = not bool((hashes[1:] == null).any())
-    return Lookup(codes, hashes, _levels(hashes), answers, null_apart)
+    return Lookup(codes, hashes, _levels(hashes), Answered(answers, few), null_apart)
 
 
 def _strings(
@@ -347,6 +374,69 @@ def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
     return strings, physical.cast(pl.UInt32)
 
 
+def _per_id(state: State, position: pl.Series) -> Answered:
+    """The answers (as in ``Lookup``) per category id, and one more for a null row: the
+    missing answer."""
+    import polars as pl
+
+    return lookup(state).answers.take(position.append(pl.Series([0], dtype=pl.UInt32)))
+
+
+@dataclass(frozen=True)
+class KnownCategories:
+    """The answers of a table state for the ids ``0..top`` of a polars ``Categories``
+    (``answers`` as ``_per_id`` gives them) and the ids left unanswered (no row held them
+    when they were read: None if every id is answered).
+
+    polars frees a ``Categories``' strings once no Categorical Series of it is alive, and
+    then gives their ids to new strings; while one is alive, it only adds strings. So
+    ``pinned``, the Categorical of the ids ``0..top``, keeps each id on its string for as
+    long as these answers are kept: they stay right for later columns."""
+
+    top: int
+    answers: Answered
+    unanswered: np.ndarray | None  # bool per id (and False for the null row's id)
+    pinned: pl.Series
+
+
+def _known_categories(table: AnswerTable, values: pl.Series) -> tuple[Answered, pl.Series] | None:
+    """The per-id answers and the rows' ids (a null row: the id after ``top``) of a
+    Categorical column whose ids all fall in ``0..top`` of its ``Categories``, from the
+    table state's cache, read once per state and ``Categories`` size. None when the
+    ``Categories`` hold many more strings than the column has rows (then only the ids the
+    rows use are read, as ``_categories`` does)."""
+    import polars as pl
+
+    physical = values.to_physical()
+    if physical.null_count() == len(physical):
+        return None
+    top = int(physical.max())  # type: ignore[arg-type]
+    if top >= len(values):
+        return None
+    categories = values.dtype.categories  # type: ignore[attr-defined]
+    key = f"polars:categories:{categories.namespace()}:{categories.name()}"
+    state = table.state
+    known: KnownCategories | None = state.cache.get(key)
+    ids = physical.cast(pl.UInt32)
+    if known is not None and top <= known.top:
+        ids = ids.fill_null(known.top + 1) if ids.null_count() else ids
+        if known.unanswered is None or not known.unanswered.take(ids.to_numpy()).any():
+            return known.answers, ids
+    ids = physical.cast(pl.UInt32)
+    pinned = pl.Series(np.arange(top + 1, dtype=np.uint32)).cat.to(values.dtype, strict=False)
+    strings = pinned.cast(pl.String)
+    state, position = _strings(table, strings, used=ids)
+    # unanswered: no row holds the id, and the table did not have its string ("" is the
+    # missing answer, at position 0 like an unanswered id)
+    unanswered = np.zeros(top + 2, dtype=bool)
+    unanswered[: top + 1] = (position.to_numpy() == 0) & (strings != "").to_numpy()
+    unanswered[ids.drop_nulls().to_numpy()] = False
+    found = unanswered if unanswered.any() else None
+    known = KnownCategories(top, _per_id(state, position), found, pinned)
+    state.cache[key] = known
+    return known.answers, ids.fill_null(top + 1) if ids.null_count() else ids
+
+
 def validate_codes(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
     """The frame of ``VALIDATION`` for a String, Categorical or Enum column of codes of
     ``system`` (None: codes without a system, each answered as the value set infers its
@@ -354,20 +444,23 @@ def validate_codes(table: AnswerTable, values: pl.Series, system: str | None) ->
     may be shared with other columns)."""
     import polars as pl
 
+    if isinstance(values.dtype, pl.Categorical):
+        known = _known_categories(table, values)
+        if known is not None:
+            answers, ids = known
+            return result_frame(answers, ids, system)
     if _categorical(values.dtype):
         strings, ids = _categories(values)
         state, position = _strings(table, strings, used=ids)
-        # per distinct id its answer, and one more for a null row: the missing answer
-        at = position.append(pl.Series([0], dtype=pl.UInt32))
+        answers = _per_id(state, position)
         if ids.null_count():
             ids = ids.fill_null(len(strings))
-        answers = {name: s.gather(at) for name, s in lookup(state).answers.items()}
         return result_frame(answers, ids, system)
     state, position = _strings(table, values)
     return result_frame(lookup(state).answers, position, system)
 
 
-def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | None) -> pl.DataFrame:
+def result_frame(answers: Answered, at: pl.Series, system: str | None) -> pl.DataFrame:
     """The polars frame of ``VALIDATION``: row ``i`` gets the answer at ``at[i]`` (``answers`` as
     in ``Lookup``). ``system`` given: the same for every row (one Enum value, not repeated
     in memory); else each answer's own. Built in chunks of CHUNK rows, over a few threads
@@ -375,19 +468,22 @@ def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | Non
     import polars as pl
 
     kind = pl.col("kind")
+    gathered = answers.gathered
     columns = []
     for column in VALIDATION.columns:
         name = column.name
         if column.kind == "result":
             columns.append(pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(name))
         elif column.kind == "count":
-            columns.append(pl.lit(answers[name]).gather(pl.col("at")).alias(name))
+            columns.append(pl.lit(gathered[name]).gather(pl.col("at")).alias(name))
         elif system is not None and column.per_system:
             columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
-        elif name in answers:
-            texts = pl.lit(answers[name]).gather(pl.col("at"))
+        elif name in gathered:
+            texts = pl.lit(gathered[name]).gather(pl.col("at"))
             bit = TEXTS.index(name)
             columns.append(pl.when(kind & (4 << bit) == 0).then(texts).alias(name))
+        elif name in answers.few:
+            columns.append(_few_texts(name, *answers.few[name]))
         else:  # no answer has a text here
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
 
@@ -395,11 +491,24 @@ def result_frame(answers: dict[str, pl.Series], at: pl.Series, system: str | Non
         # select_seq: the chunks are already spread over threads; a select would hand each
         # chunk's columns to polars' own threads, and wait for them on a busy machine
         part = at.slice(start, CHUNK)
-        frame = pl.DataFrame({"at": part, "kind": answers["kind"].gather(part)})
+        frame = pl.DataFrame({"at": part, "kind": gathered["kind"].gather(part)})
         return frame.select_seq(columns)
 
     frames = in_parallel(step, range(0, max(len(at), 1), CHUNK))
     return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
+
+
+def _few_texts(name: str, shift: int, texts: pl.Series) -> pl.Expr:
+    """The column ``name`` of at most ``FEW`` texts: null where the kind's null bit for it
+    is set, else the text whose id the kind holds at ``shift``."""
+    import polars as pl
+
+    kind = pl.col("kind")
+    at = kind & (15 << shift)
+    chain: Any = pl.when(kind & (4 << TEXTS.index(name)) != 0).then(None)
+    for i, text in enumerate(texts):
+        chain = chain.when(at == i << shift).then(pl.lit(text, dtype=texts.dtype))
+    return chain.alias(name)
 
 
 def validate_polars(
