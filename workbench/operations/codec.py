@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from workbench import structure
@@ -26,6 +26,8 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 # FHIR integers are 32-bit signed (R4 datatypes: integer, positiveInt, unsignedInt)
 INTEGER_RANGE = (-(2**31), 2**31 - 1)
 _INTEGER_TYPES = {"integer", "positiveInt", "unsignedInt"}
+# the simple types whose query value is parsed (any other is taken as it comes)
+_PARSED_TYPES = frozenset({"boolean", *_INTEGER_TYPES})
 # Alternative value[x] names accepted for a declared type, as the reference servers accept
 # them (rule 3: a code may come as a string; URIs as canonical, url or string; a string as a
 # code). Anything else that cannot be read as the declared type stays a 400.
@@ -105,21 +107,57 @@ def _check_integer(param: ParamDef, number: int) -> int:
 
 def _collect(op: OperationDef, pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     inputs: dict[str, Any] = {}
+    duplicate: str | None = None
+    repeating = _reading(op).repeating
     for name, value in pairs:
-        param = op.inputs[name]
-        if param.repeats:
+        if name in repeating:
             inputs.setdefault(name, []).append(value)
         elif name in inputs:
-            raise InvalidRequestError(
-                f"Parameter '{name}' may appear only once (its cardinality is "
-                f"{param.min}..{param.max})"
-            )
+            duplicate = duplicate or name
         else:
             inputs[name] = value
-    for param in op.inputs.values():
-        if param.min > 0 and param.name not in inputs:
-            raise RequiredError(f"Parameter '{param.name}' is required")
+    _complete(op, inputs, duplicate)
     return inputs
+
+
+def _complete(op: OperationDef, inputs: Mapping[str, Any], duplicate: str | None) -> None:
+    """Raise for the first input given twice that may appear once, then for the first
+    required input missing."""
+    if duplicate is not None:
+        param = op.inputs[duplicate]
+        raise InvalidRequestError(
+            f"Parameter '{duplicate}' may appear only once (its cardinality is "
+            f"{param.min}..{param.max})"
+        )
+    for name in _reading(op).required:
+        if name not in inputs:
+            raise RequiredError(f"Parameter '{name}' is required")
+
+
+class _Reading(NamedTuple):
+    """How an operation's inputs are read, worked out once per definition: the inputs
+    that repeat, the required ones (in definition order), and for a query each input's
+    definition with whether its value is taken as it comes (a string-like simple type)."""
+
+    repeating: frozenset[str]
+    required: tuple[str, ...]
+    query: dict[str, tuple[ParamDef, bool]]
+
+
+# per operation definition (by identity: the definitions are module constants)
+_READINGS: dict[int, tuple[OperationDef, _Reading]] = {}
+
+
+def _reading(op: OperationDef) -> _Reading:
+    found = _READINGS.get(id(op))
+    if found is None or found[0] is not op:
+        reading = _Reading(
+            frozenset(p.name for p in op.inputs.values() if p.repeats),
+            tuple(p.name for p in op.inputs.values() if p.min > 0),
+            {p.name: (p, (p.type or "string") not in _PARSED_TYPES) for p in op.inputs.values()},
+        )
+        found = _READINGS[id(op)] = (op, reading)
+    return found[1]
 
 
 def _known(op: OperationDef, name: str) -> ParamDef:
@@ -134,23 +172,34 @@ def _known(op: OperationDef, name: str) -> ParamDef:
 
 def parse_query(op: OperationDef, items: Iterable[tuple[str, str]]) -> dict[str, Any]:
     """Parse GET query parameters (rule 2: simple types only)."""
-    pairs: list[tuple[str, Any]] = []
+    reading = _reading(op)
+    table, repeating = reading.query, reading.repeating
+    inputs: dict[str, Any] = {}
+    duplicate: str | None = None
     for name, text in items:
         if name in GENERAL_PARAMETERS:
             continue
-        param = _known(op, name)
+        found = table.get(name)
+        param = _known(op, name) if found is None else found[0]
         if not param.is_simple:
             raise NotSupportedError(
                 f"Parameter '{name}' has the complex type {param.type or 'with parts'}, which "
                 "cannot be sent in a GET query; use POST with a Parameters body"
             )
-        pairs.append((name, _parse_scalar(param, text)))
-    return _collect(op, pairs)
+        value = text if found is not None and found[1] else _parse_scalar(param, text)
+        if name in repeating:
+            inputs.setdefault(name, []).append(value)
+        elif name in inputs:
+            duplicate = duplicate or name
+        else:
+            inputs[name] = value
+    _complete(op, inputs, duplicate)
+    return inputs
 
 
 def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
     """Parse a POSTed body: a Parameters resource, or the operation's single resource input."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, dict | Mapping):
         raise InvalidRequestError(
             f"The body of ${op.code} must be a JSON object (a Parameters resource), not "
             f"{type(body).__name__}"
@@ -170,13 +219,16 @@ def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
     if not isinstance(entries, list):
         raise InvalidRequestError("Parameters.parameter must be a list")
     pairs: list[tuple[str, Any]] = []
+    table = _reading(op).query
     for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+        # (dict first: a JSON object is one, and the test is then cheaper than Mapping's)
+        if not isinstance(entry, dict | Mapping) or not isinstance(entry.get("name"), str):
             raise InvalidRequestError(f"Parameters.parameter[{i}] needs a name")
         name = entry["name"]
         if name in GENERAL_PARAMETERS:
             continue
-        pairs.append((name, _entry_value(_known(op, name), entry)))
+        found = table.get(name)
+        pairs.append((name, _entry_value(_known(op, name) if found is None else found[0], entry)))
     return _collect(op, pairs)
 
 

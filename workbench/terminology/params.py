@@ -13,6 +13,7 @@ import dataclasses
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import InvalidRequestError
@@ -49,7 +50,7 @@ class _Check:
 # per request class (a handful, all defined at import): what its fields declare
 _SOURCES: dict[type, dict[str, _Source]] = {}
 _BUNDLES: dict[type, dict[str, type]] = {}
-_CHECKS: dict[type, tuple[_Check, ...]] = {}
+_CHECKS: dict[type, tuple[tuple[_Check, ...], Callable[[Any], tuple[Any, ...]]]] = {}
 
 
 def param(
@@ -136,8 +137,8 @@ def check_fields(obj: Any) -> None:
     """Raise InvalidRequestError naming the first field of a dataclass instance whose value
     does not have its declared type (``code`` an int, ``tx_resources`` a list, …); a field
     left at its default is not looked at."""
-    for check in _checks(type(obj)):
-        value = getattr(obj, check.field)
+    checks, values = _checks(type(obj))
+    for check, value in zip(checks, values(obj), strict=True):
         if value is check.default:
             continue
         if not isinstance(value, check.kinds) or (check.deep is not None and not check.deep(value)):
@@ -147,8 +148,8 @@ def check_fields(obj: Any) -> None:
             )
 
 
-def _checks(cls: type) -> tuple[_Check, ...]:
-    """The type test of each field of ``cls``."""
+def _checks(cls: type) -> tuple[tuple[_Check, ...], Callable[[Any], tuple[Any, ...]]]:
+    """The type test of each field of ``cls``, and a getter of all their values at once."""
     found = _CHECKS.get(cls)
     if found is None:
         hints = get_type_hints(cls)
@@ -159,7 +160,13 @@ def _checks(cls: type) -> tuple[_Check, ...]:
             kinds = _kinds(hint)
             deep = None if _shallow(hint) else _accepts(hint)
             checks.append(_Check(f.name, default, kinds, deep, str(f.type)))
-        found = _CHECKS[cls] = tuple(checks)
+        names = [c.field for c in checks]
+        getter = (
+            attrgetter(*names)
+            if len(names) > 1
+            else (lambda obj: tuple(getattr(obj, n) for n in names))
+        )
+        found = _CHECKS[cls] = (tuple(checks), getter)
     return found
 
 
