@@ -352,21 +352,46 @@ def _check_value(param: ParamDef, value: Any) -> Any:
     return dict(value)
 
 
-# Per operation (by identity: the definitions are module constants), its outputs in order,
-# each with the value[x] key when a plain value of its declared primitive type needs no
-# further decision.
-_PLANS: dict[int, tuple[frozenset[str], tuple[tuple[ParamDef, str | None], ...]]] = {}
+class _Step(NamedTuple):
+    """How one output is written: its name and definition, the value[x] key when a plain
+    value of its declared primitive type needs no further decision, whether it is
+    required, and whether it is one resource (written as it is)."""
+
+    name: str
+    param: ParamDef
+    key: str | None
+    required: bool
+    one_resource: bool
 
 
-def _plan(op: OperationDef) -> tuple[frozenset[str], tuple[tuple[ParamDef, str | None], ...]]:
+class _Plan(NamedTuple):
+    """An operation's outputs: whether the lone ``return`` resource is the body (rule 6),
+    the output names, and the steps in definition order."""
+
+    bare: bool
+    names: frozenset[str]
+    steps: tuple[_Step, ...]
+
+
+# per operation definition (by identity: the definitions are module constants)
+_PLANS: dict[int, tuple[OperationDef, _Plan]] = {}
+
+
+def _plan(op: OperationDef) -> _Plan:
     found = _PLANS.get(id(op))
-    if found is None:
+    if found is None or found[0] is not op:
         steps = tuple(
-            (p, value_key(p.type) if p.is_simple and not p.parts else None)
+            _Step(
+                p.name,
+                p,
+                value_key(p.type) if p.is_simple and not p.parts else None,
+                p.min > 0,
+                p.is_resource and not p.repeats and not p.parts,
+            )
             for p in op.outputs.values()
         )
-        found = _PLANS[id(op)] = (frozenset(op.outputs), steps)
-    return found
+        found = _PLANS[id(op)] = (op, _Plan(op.returns_resource, frozenset(op.outputs), steps))
+    return found[1]
 
 
 _SCALARS = frozenset({str, bool, int, float})
@@ -379,23 +404,27 @@ def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]
     Otherwise a Parameters resource with one entry per value, in definition order; a value
     of a parameter with parts is a mapping (or a list of mappings) of part values.
     """
-    if op.returns_resource:
+    bare, names, steps = _plan(op)
+    if bare:
         return dict(outputs["return"])
-    names, steps = _plan(op)
     if not names.issuperset(outputs):
         unknown = set(outputs) - names
         raise WorkbenchError(f"${op.code} produced undeclared outputs {sorted(unknown)}")
     entries: list[dict[str, Any]] = []
-    for param, key in steps:
-        value = outputs.get(param.name)
+    get = outputs.get
+    for name, param, key, required, one_resource in steps:
+        value = get(name)
         if value is None:
-            if param.min > 0:
-                raise WorkbenchError(f"${op.code} did not produce its required '{param.name}'")
+            if required:
+                raise WorkbenchError(f"${op.code} did not produce its required '{name}'")
             continue
         if key is not None and (
             type(value) in _SCALARS or not isinstance(value, Mapping | TypedValue | list)
         ):
-            entries.append({"name": param.name, key: value})
+            entries.append({"name": name, key: value})
+            continue
+        if one_resource:  # as _output_entry writes it
+            entries.append({"name": name, "resource": value})
             continue
         values = value if param.repeats and isinstance(value, list) else [value]
         entries += [_output_entry(param, v) for v in values]

@@ -33,7 +33,7 @@ from workbench.server.capability import (
     search_definitions,
     terminology_capabilities,
 )
-from workbench.server.dispatch import OperationDispatch
+from workbench.server.dispatch import FastLane, OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
 from workbench.server.journal import JournalSync
@@ -165,12 +165,13 @@ class TerminologyApp(FastAPI):
 
 
 def fast_lane(middleware: list[Middleware], inner: ASGIApp) -> ASGIApp:
-    """The app's own middleware around ``inner``, without FastAPI's outer layers."""
+    """The app's own middleware around ``inner``, without FastAPI's outer layers (as one
+    ``FastLane`` when they are the app's usual ones)."""
     lane = inner
     for layer in reversed(middleware):
         factory, args, kwargs = layer
         lane = factory(lane, *args, **kwargs)
-    return lane
+    return FastLane.over(lane)
 
 
 def create_app(

@@ -13,7 +13,8 @@ import dataclasses
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from operator import attrgetter
+from itertools import compress
+from operator import attrgetter, is_not
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import InvalidRequestError
@@ -50,7 +51,8 @@ class _Check:
 # per request class (a handful, all defined at import): what its fields declare
 _SOURCES: dict[type, dict[str, _Source]] = {}
 _BUNDLES: dict[type, dict[str, type]] = {}
-_CHECKS: dict[type, tuple[tuple[_Check, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+_Checks = tuple[tuple[_Check, ...], Callable[[Any], tuple[Any, ...]], tuple[Any, ...]]
+_CHECKS: dict[type, _Checks] = {}
 
 
 def param(
@@ -137,10 +139,11 @@ def check_fields(obj: Any) -> None:
     """Raise InvalidRequestError naming the first field of a dataclass instance whose value
     does not have its declared type (``code`` an int, ``tx_resources`` a list, …); a field
     left at its default is not looked at."""
-    checks, values = _checks(type(obj))
-    for check, value in zip(checks, values(obj), strict=True):
-        if value is check.default:
-            continue
+    checks, values, defaults = _checks(type(obj))
+    given = values(obj)
+    # the fields not at their default, picked out without a Python loop over every field
+    for at in compress(range(len(checks)), map(is_not, given, defaults)):
+        check, value = checks[at], given[at]
         if not isinstance(value, check.kinds) or (check.deep is not None and not check.deep(value)):
             raise InvalidRequestError(
                 f"{type(obj).__name__}.{check.field} must be {check.shown}, not "
@@ -148,8 +151,9 @@ def check_fields(obj: Any) -> None:
             )
 
 
-def _checks(cls: type) -> tuple[tuple[_Check, ...], Callable[[Any], tuple[Any, ...]]]:
-    """The type test of each field of ``cls``, and a getter of all their values at once."""
+def _checks(cls: type) -> _Checks:
+    """The type test of each field of ``cls``, a getter of all their values at once, and
+    their defaults."""
     found = _CHECKS.get(cls)
     if found is None:
         hints = get_type_hints(cls)
@@ -166,7 +170,7 @@ def _checks(cls: type) -> tuple[tuple[_Check, ...], Callable[[Any], tuple[Any, .
             if len(names) > 1
             else (lambda obj: tuple(getattr(obj, n) for n in names))
         )
-        found = _CHECKS[cls] = (tuple(checks), getter)
+        found = _CHECKS[cls] = (tuple(checks), getter, tuple(c.default for c in checks))
     return found
 
 
