@@ -134,14 +134,22 @@ def _complete(op: OperationDef, inputs: Mapping[str, Any], duplicate: str | None
             raise RequiredError(f"Parameter '{name}' is required")
 
 
+class _Input(NamedTuple):
+    """An input's definition, whether its value is a string taken as it comes (a simple
+    type other than boolean and the integers), and the value[x] keys it may be sent as."""
+
+    param: ParamDef
+    as_is: bool
+    accepted: tuple[str, ...]
+
+
 class _Reading(NamedTuple):
     """How an operation's inputs are read, worked out once per definition: the inputs
-    that repeat, the required ones (in definition order), and for a query each input's
-    definition with whether its value is taken as it comes (a string-like simple type)."""
+    that repeat, the required ones (in definition order), and each input by name."""
 
     repeating: frozenset[str]
     required: tuple[str, ...]
-    query: dict[str, tuple[ParamDef, bool]]
+    query: dict[str, _Input]
 
 
 # per operation definition (by identity: the definitions are module constants)
@@ -154,7 +162,10 @@ def _reading(op: OperationDef) -> _Reading:
         reading = _Reading(
             frozenset(p.name for p in op.inputs.values() if p.repeats),
             tuple(p.name for p in op.inputs.values() if p.min > 0),
-            {p.name: (p, (p.type or "string") not in _PARSED_TYPES) for p in op.inputs.values()},
+            {
+                p.name: _Input(p, p.is_simple and p.type not in _PARSED_TYPES, _accepted(p.type))
+                for p in op.inputs.values()
+            },
         )
         found = _READINGS[id(op)] = (op, reading)
     return found[1]
@@ -180,13 +191,13 @@ def parse_query(op: OperationDef, items: Iterable[tuple[str, str]]) -> dict[str,
         if name in GENERAL_PARAMETERS:
             continue
         found = table.get(name)
-        param = _known(op, name) if found is None else found[0]
+        param = _known(op, name) if found is None else found.param
         if not param.is_simple:
             raise NotSupportedError(
                 f"Parameter '{name}' has the complex type {param.type or 'with parts'}, which "
                 "cannot be sent in a GET query; use POST with a Parameters body"
             )
-        value = text if found is not None and found[1] else _parse_scalar(param, text)
+        value = text if found is not None and found.as_is else _parse_scalar(param, text)
         if name in repeating:
             inputs.setdefault(name, []).append(value)
         elif name in inputs:
@@ -228,8 +239,21 @@ def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
         if name in GENERAL_PARAMETERS:
             continue
         found = table.get(name)
-        pairs.append((name, _entry_value(_known(op, name) if found is None else found[0], entry)))
+        if found is None:
+            pairs.append((name, _entry_value(_known(op, name), entry)))
+        else:
+            pairs.append((name, _read_entry(found, entry)))
     return _collect(op, pairs)
+
+
+def _read_entry(found: _Input, entry: Mapping[str, Any]) -> Any:
+    """``_entry_value`` of a defined input, a plain string value taken without more ado."""
+    param, as_is, accepted = found
+    if as_is and len(entry) == 2:
+        for key, value in entry.items():
+            if key in accepted and type(value) is str:
+                return value
+    return _entry_value(param, entry)
 
 
 @cache
@@ -439,9 +463,20 @@ _PY_TYPES: tuple[tuple[type, str], ...] = (
 )
 
 
+# per output parameter with parts (by identity: the definitions are module constants)
+_PARTS: dict[int, tuple[ParamDef, dict[str, ParamDef]]] = {}
+
+
+def _parts_by_name(param: ParamDef) -> dict[str, ParamDef]:
+    found = _PARTS.get(id(param))
+    if found is None or found[0] is not param:
+        found = _PARTS[id(param)] = (param, {p.name: p for p in param.parts})
+    return found[1]
+
+
 def _output_entry(param: ParamDef, value: Any) -> dict[str, Any]:
     if param.parts and isinstance(value, Mapping) and not param.type:
-        parts_by_name = {p.name: p for p in param.parts}
+        parts_by_name = _parts_by_name(param)
         part_entries = []
         for name, part_value in value.items():
             part = parts_by_name.get(name) or ParamDef(name, "out", 0, 1, None)
