@@ -10,10 +10,11 @@ methods) goes on to the router. Paths are compared after the prefix the app is m
 proxied under (``root_path``), as the router compares them.
 
 ``FastLane`` runs the app's own layers for these calls (Guard, token, format, other
-processes' writes, the dispatch) in one coroutine: each layer's rule is its own method
-(``BearerAuth.refused``, ``FormatNegotiation.refused``, ``JournalSync.sync``,
-``OperationDispatch.reply``), called in the order the layers are stacked, so that a request
-gets exactly the answer the stack would give, without an ASGI call per layer.
+processes' writes, the dispatch) in one coroutine: each layer's rule is its own function
+(``BearerAuth.refused``, ``FormatNegotiation.refused``, ``JournalSync.sync``, and
+``answered`` or ``refused`` for the operation's answer), called in the order the layers are
+stacked, so that a request gets exactly the answer the stack would give, without an ASGI
+call per layer.
 """
 
 from __future__ import annotations
@@ -48,18 +49,21 @@ class OperationDispatch:
         if answer is None or scope["method"] not in _METHODS:
             await self.app(scope, receive, send)
             return
-        await send_reply(send, await self.reply(answer, scope, receive))
-
-    @staticmethod
-    async def reply(answer: Answer, scope: Scope, receive: Receive) -> Reply:
-        """The response to the request: the answer's body, or the OperationOutcome of the
-        WorkbenchError it raised."""
         try:
-            body = await answer(scope, receive)
-            status = 200
+            reply = answered(await answer(scope, receive))
         except WorkbenchError as exc:
-            body, status = jsonio.dumps(exc.to_outcome()), exc.status
-        return status, [_CONTENT_TYPE, (b"content-length", b"%d" % len(body))], body
+            reply = refused(exc)
+        await send_reply(send, reply)
+
+
+def answered(body: bytes, status: int = 200) -> Reply:
+    """The response carrying an operation's answer (FHIR JSON)."""
+    return status, [_CONTENT_TYPE, (b"content-length", b"%d" % len(body))], body
+
+
+def refused(exc: WorkbenchError) -> Reply:
+    """The OperationOutcome of a WorkbenchError an operation call raised."""
+    return answered(jsonio.dumps(exc.to_outcome()), exc.status)
 
 
 class FastLane:
@@ -113,9 +117,14 @@ class FastLane:
             if reply is None:
                 if self.journal is not None:
                     await self.journal.sync()
-                reply = await self.dispatch.reply(answer, scope, receive)
+                try:
+                    reply = answered(await answer(scope, receive))
+                except WorkbenchError as exc:
+                    reply = refused(exc)
             started = True
-            await send_reply(send, reply)
+            # send_reply's two messages, without a coroutine of their own
+            await send({"type": "http.response.start", "status": reply[0], "headers": reply[1]})
+            await send({"type": "http.response.body", "body": reply[2]})
         except ClientDisconnect:
             return  # the client is gone (or sent a body the parser refused): nobody to answer
         except Exception:
