@@ -108,7 +108,8 @@ def _check_integer(param: ParamDef, number: int) -> int:
 def _collect(op: OperationDef, pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     inputs: dict[str, Any] = {}
     duplicate: str | None = None
-    repeating = _reading(op).repeating
+    reading = _reading(op)
+    repeating = reading.repeating
     for name, value in pairs:
         if name in repeating:
             inputs.setdefault(name, []).append(value)
@@ -116,11 +117,13 @@ def _collect(op: OperationDef, pairs: Iterable[tuple[str, Any]]) -> dict[str, An
             duplicate = duplicate or name
         else:
             inputs[name] = value
-    _complete(op, inputs, duplicate)
+    _complete(op, reading, inputs, duplicate)
     return inputs
 
 
-def _complete(op: OperationDef, inputs: Mapping[str, Any], duplicate: str | None) -> None:
+def _complete(
+    op: OperationDef, reading: _Reading, inputs: Mapping[str, Any], duplicate: str | None
+) -> None:
     """Raise for the first input given twice that may appear once, then for the first
     required input missing."""
     if duplicate is not None:
@@ -129,7 +132,7 @@ def _complete(op: OperationDef, inputs: Mapping[str, Any], duplicate: str | None
             f"Parameter '{duplicate}' may appear only once (its cardinality is "
             f"{param.min}..{param.max})"
         )
-    for name in _reading(op).required:
+    for name in reading.required:
         if name not in inputs:
             raise RequiredError(f"Parameter '{name}' is required")
 
@@ -171,14 +174,11 @@ def _reading(op: OperationDef) -> _Reading:
     return found[1]
 
 
-def _known(op: OperationDef, name: str) -> ParamDef:
-    param = op.inputs.get(name)
-    if param is None:
-        known = ", ".join(op.inputs)
-        raise InvalidRequestError(
-            f"Unknown parameter '{name}' for ${op.code} (known parameters: {known})"
-        )
-    return param
+def _unknown(op: OperationDef, name: str) -> InvalidRequestError:
+    known = ", ".join(op.inputs)
+    return InvalidRequestError(
+        f"Unknown parameter '{name}' for ${op.code} (known parameters: {known})"
+    )
 
 
 def parse_query(op: OperationDef, items: Iterable[tuple[str, str]]) -> dict[str, Any]:
@@ -191,20 +191,24 @@ def parse_query(op: OperationDef, items: Iterable[tuple[str, str]]) -> dict[str,
         if name in GENERAL_PARAMETERS:
             continue
         found = table.get(name)
-        param = _known(op, name) if found is None else found.param
-        if not param.is_simple:
+        if found is None:
+            raise _unknown(op, name)
+        if found.as_is:  # (a simple type)
+            value: Any = text
+        elif found.param.is_simple:
+            value = _parse_scalar(found.param, text)
+        else:
             raise NotSupportedError(
-                f"Parameter '{name}' has the complex type {param.type or 'with parts'}, which "
-                "cannot be sent in a GET query; use POST with a Parameters body"
+                f"Parameter '{name}' has the complex type {found.param.type or 'with parts'}, "
+                "which cannot be sent in a GET query; use POST with a Parameters body"
             )
-        value = text if found is not None and found.as_is else _parse_scalar(param, text)
         if name in repeating:
             inputs.setdefault(name, []).append(value)
         elif name in inputs:
             duplicate = duplicate or name
         else:
             inputs[name] = value
-    _complete(op, inputs, duplicate)
+    _complete(op, reading, inputs, duplicate)
     return inputs
 
 
@@ -240,9 +244,8 @@ def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
             continue
         found = table.get(name)
         if found is None:
-            pairs.append((name, _entry_value(_known(op, name), entry)))
-        else:
-            pairs.append((name, _read_entry(found, entry)))
+            raise _unknown(op, name)
+        pairs.append((name, _read_entry(found, entry)))
     return _collect(op, pairs)
 
 

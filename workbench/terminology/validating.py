@@ -53,7 +53,7 @@ class Validating(Resolution):
         valueset, policy = req.valueset, req.policy
         first = (
             None
-            if isinstance(valueset, Mapping)
+            if not isinstance(valueset, str) and isinstance(valueset, Mapping)
             else self.compiled(valueset, req.valueset_version, policy)
         )
         resource: Mapping[str, Any] = (
