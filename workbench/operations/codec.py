@@ -380,24 +380,23 @@ def _check_value(param: ParamDef, value: Any) -> Any:
 
 
 class _Step(NamedTuple):
-    """How one output is written: its name and definition, the value[x] key when a plain
-    value of its declared primitive type needs no further decision, whether it is
-    required, and whether it is one resource (written as it is)."""
+    """How one output is written: its place in the definition and its definition, the
+    value[x] key when a plain value of its declared primitive type needs no further
+    decision, and whether it is one resource (written as it is)."""
 
-    name: str
+    at: int
     param: ParamDef
     key: str | None
-    required: bool
     one_resource: bool
 
 
 class _Plan(NamedTuple):
     """An operation's outputs: whether the lone ``return`` resource is the body (rule 6),
-    the output names, and the steps in definition order."""
+    each output's step by name, and the required ones in definition order."""
 
     bare: bool
-    names: frozenset[str]
-    steps: tuple[_Step, ...]
+    steps: dict[str, _Step]
+    required: tuple[str, ...]
 
 
 # per operation definition (by identity: the definitions are module constants)
@@ -407,17 +406,17 @@ _PLANS: dict[int, tuple[OperationDef, _Plan]] = {}
 def _plan(op: OperationDef) -> _Plan:
     found = _PLANS.get(id(op))
     if found is None or found[0] is not op:
-        steps = tuple(
-            _Step(
-                p.name,
+        steps = {
+            p.name: _Step(
+                at,
                 p,
                 value_key(p.type) if p.is_simple and not p.parts else None,
-                p.min > 0,
                 p.is_resource and not p.repeats and not p.parts,
             )
-            for p in op.outputs.values()
-        )
-        found = _PLANS[id(op)] = (op, _Plan(op.returns_resource, frozenset(op.outputs), steps))
+            for at, p in enumerate(op.outputs.values())
+        }
+        required = tuple(p.name for p in op.outputs.values() if p.min > 0)
+        found = _PLANS[id(op)] = (op, _Plan(op.returns_resource, steps, required))
     return found[1]
 
 
@@ -431,31 +430,40 @@ def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]
     Otherwise a Parameters resource with one entry per value, in definition order; a value
     of a parameter with parts is a mapping (or a list of mappings) of part values.
     """
-    bare, names, steps = _plan(op)
+    bare, steps, required = _plan(op)
     if bare:
         return dict(outputs["return"])
-    if not names.issuperset(outputs):
-        unknown = set(outputs) - names
+    if not steps.keys() >= outputs.keys():
+        unknown = set(outputs) - set(steps)
         raise WorkbenchError(f"${op.code} produced undeclared outputs {sorted(unknown)}")
+    for name in required:
+        if outputs.get(name) is None:
+            raise WorkbenchError(f"${op.code} did not produce its required '{name}'")
+    return {"resourceType": "Parameters", "parameter": _entries(steps, outputs)}
+
+
+def _entries(steps: dict[str, _Step], outputs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Parameters entries of the output values, in definition order."""
     entries: list[dict[str, Any]] = []
-    get = outputs.get
-    for name, param, key, required, one_resource in steps:
-        value = get(name)
+    last = -1
+    for name, value in outputs.items():
+        at, param, key, one_resource = steps[name]
+        if at < last:  # not in definition order (operations give them in it): sort them
+            ordered = sorted(outputs.items(), key=lambda item: steps[item[0]].at)
+            return _entries(steps, dict(ordered))
+        last = at
         if value is None:
-            if required:
-                raise WorkbenchError(f"${op.code} did not produce its required '{name}'")
             continue
         if key is not None and (
             type(value) in _SCALARS or not isinstance(value, Mapping | TypedValue | list)
         ):
             entries.append({"name": name, key: value})
-            continue
-        if one_resource:  # as _output_entry writes it
+        elif one_resource:  # as _output_entry writes it
             entries.append({"name": name, "resource": value})
-            continue
-        values = value if param.repeats and isinstance(value, list) else [value]
-        entries += [_output_entry(param, v) for v in values]
-    return {"resourceType": "Parameters", "parameter": entries}
+        else:
+            values = value if param.repeats and isinstance(value, list) else [value]
+            entries += [_output_entry(param, v) for v in values]
+    return entries
 
 
 _PY_TYPES: tuple[tuple[type, str], ...] = (
