@@ -76,6 +76,8 @@ class FormatNegotiation:
             if name == b"accept":
                 accept = value.decode("latin-1")
                 break
+        if format_param is None and accept is None:
+            return None  # nothing asked for: JSON it is
         why = refusal(format_param, accept)
         if why is None:
             return None
