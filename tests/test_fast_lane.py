@@ -152,6 +152,7 @@ def test_the_lane_answers_as_the_stack(
     assert isinstance(lane, FastLane)
     through_lane = run(lane, scope, body)
     assert through_lane == run(lane.stack, scope, body)
+    assert run(app, scope, body) == through_lane  # the app takes the lane
     assert through_lane[0]["status"] == status
     assert len(through_lane) == 2 and through_lane[1]["body"]
 

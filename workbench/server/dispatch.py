@@ -106,11 +106,19 @@ class FastLane:
             return cls(stack, auth, formats, journal, layer)
         return stack
 
+    def answer_for(self, scope: Scope) -> Answer | None:
+        """The answer of an HTTP request that the dispatch serves, else None."""
+        return self.dispatch.answers.get(route_path(scope)) if scope["method"] in _METHODS else None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        answer = self.dispatch.answers.get(route_path(scope)) if scope["type"] == "http" else None
-        if answer is None or scope["method"] not in _METHODS:
+        answer = self.answer_for(scope) if scope["type"] == "http" else None
+        if answer is None:
             await self.stack(scope, receive, send)
             return
+        await self.serve(answer, scope, receive, send)
+
+    async def serve(self, answer: Answer, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve an HTTP request with ``answer`` (``answer_for`` it) through the layers."""
         started = False  # whether the response has begun (Guard's rule)
         try:
             reply = self.auth.refused(scope) or self.formats.refused(scope)
