@@ -24,7 +24,7 @@ from workbench.operations import (
 )
 from workbench.operations.base import Operation, honoured
 from workbench.operations.codec import parse_parameters, parse_query, query_items, value_key
-from workbench.terminology.params import param, parameter_names
+from workbench.terminology.params import param, parameter_names, read_inputs
 from workbench.terminology.requests import (
     ACCEPT_LANGUAGE,
     CodeSystemValidateRequest,
@@ -363,6 +363,46 @@ def test_requests_are_frozen() -> None:
         req.code = "b"  # type: ignore[misc]
     assert dataclasses.replace(req, code="b").code == "b"
     assert req.code == "a"
+
+
+@pytest.mark.parametrize(
+    ("cls", "inputs", "given"),
+    [
+        (ValidateRequest, {"code": "a", "system": CS, "useSupplement": ["s"]}, {"valueset": VS}),
+        (ValidateRequest, {"lenient-display-validation": True}, {"valueset": {"compose": {}}}),
+        (ExpandRequest, {"count": 3, "property": ["p", "q"]}, {"valueset": VS}),
+        (LookupRequest, {"displayLanguage": "de"}, {"system": CS, "code": "a"}),
+        (SubsumesRequest, {"codeA": "a", "codeB": "b", "system": CS}, {}),
+        (TranslateRequest, {"code": "a", "system": CS, "reverse": True}, {}),
+        (CodeSystemValidateRequest, {"url": CS, "code": "a", "abstract": False}, {}),
+    ],
+)
+def test_from_inputs_builds_what_the_class_builds(
+    cls: type[Request], inputs: dict[str, Any], given: dict[str, Any]
+) -> None:
+    """``from_inputs`` sets the fields at once (no frozen ``__init__``): the same object,
+    its fields in the same order, checked the same way."""
+    built = cls.from_inputs(inputs, **given)
+    called = cls(**{**read_inputs(cls, inputs), **given})
+    assert built == called
+    assert list(vars(built).items()) == list(vars(called).items())
+    bad = next(f.name for f in dataclasses.fields(cls) if f.name not in given)
+    with pytest.raises(InvalidRequestError, match=rf"{cls.__name__}\.{bad} must be"):
+        cls.from_inputs(inputs, **given, **{bad: object()})
+
+
+def test_from_inputs_of_a_request_with_its_own_check_calls_the_class() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Strict(LookupRequest):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            if self.code == "forbidden":
+                raise InvalidRequestError("no")
+
+    with pytest.raises(InvalidRequestError, match="no"):
+        Strict.from_inputs({}, system=CS, code="forbidden")
+    with pytest.raises(TypeError, match="missing 1 required"):
+        LookupRequest.from_inputs({"system": CS})
 
 
 @pytest.mark.parametrize(

@@ -46,8 +46,8 @@ class Operation:
     ) -> dict[str, Any]:
         """Check the inputs against what is supported, then run. ``accept_language`` is the
         HTTP Accept-Language header, which the runner reads as ``inputs[ACCEPT_LANGUAGE]``."""
-        unsupported = sorted(set(inputs) - self.supported)
-        if unsupported:
+        if not self.supported.issuperset(inputs):
+            unsupported = sorted(set(inputs) - self.supported)
             raise NotSupportedError(
                 f"${self.definition.code}: parameter(s) {', '.join(unsupported)} are defined "
                 "by FHIR but not supported by this server"

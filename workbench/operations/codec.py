@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from workbench import structure
@@ -26,6 +26,8 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 # FHIR integers are 32-bit signed (R4 datatypes: integer, positiveInt, unsignedInt)
 INTEGER_RANGE = (-(2**31), 2**31 - 1)
 _INTEGER_TYPES = {"integer", "positiveInt", "unsignedInt"}
+# the simple types whose query value is parsed (any other is taken as it comes)
+_PARSED_TYPES = frozenset({"boolean", *_INTEGER_TYPES})
 # Alternative value[x] names accepted for a declared type, as the reference servers accept
 # them (rule 3: a code may come as a string; URIs as canonical, url or string; a string as a
 # code). Anything else that cannot be read as the declared type stays a 400.
@@ -105,52 +107,114 @@ def _check_integer(param: ParamDef, number: int) -> int:
 
 def _collect(op: OperationDef, pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     inputs: dict[str, Any] = {}
+    duplicate: str | None = None
+    reading = _reading(op)
+    repeating = reading.repeating
     for name, value in pairs:
-        param = op.inputs[name]
-        if param.repeats:
+        if name in repeating:
             inputs.setdefault(name, []).append(value)
         elif name in inputs:
-            raise InvalidRequestError(
-                f"Parameter '{name}' may appear only once (its cardinality is "
-                f"{param.min}..{param.max})"
-            )
+            duplicate = duplicate or name
         else:
             inputs[name] = value
-    for param in op.inputs.values():
-        if param.min > 0 and param.name not in inputs:
-            raise RequiredError(f"Parameter '{param.name}' is required")
+    _complete(op, reading, inputs, duplicate)
     return inputs
 
 
-def _known(op: OperationDef, name: str) -> ParamDef:
-    param = op.inputs.get(name)
-    if param is None:
-        known = ", ".join(op.inputs)
+def _complete(
+    op: OperationDef, reading: _Reading, inputs: Mapping[str, Any], duplicate: str | None
+) -> None:
+    """Raise for the first input given twice that may appear once, then for the first
+    required input missing."""
+    if duplicate is not None:
+        param = op.inputs[duplicate]
         raise InvalidRequestError(
-            f"Unknown parameter '{name}' for ${op.code} (known parameters: {known})"
+            f"Parameter '{duplicate}' may appear only once (its cardinality is "
+            f"{param.min}..{param.max})"
         )
-    return param
+    for name in reading.required:
+        if name not in inputs:
+            raise RequiredError(f"Parameter '{name}' is required")
+
+
+class _Input(NamedTuple):
+    """An input's definition, whether its value is a string taken as it comes (a simple
+    type other than boolean and the integers), and the value[x] keys it may be sent as."""
+
+    param: ParamDef
+    as_is: bool
+    accepted: tuple[str, ...]
+
+
+class _Reading(NamedTuple):
+    """How an operation's inputs are read, worked out once per definition: the inputs
+    that repeat, the required ones (in definition order), and each input by name."""
+
+    repeating: frozenset[str]
+    required: tuple[str, ...]
+    query: dict[str, _Input]
+
+
+# per operation definition (by identity: the definitions are module constants)
+_READINGS: dict[int, tuple[OperationDef, _Reading]] = {}
+
+
+def _reading(op: OperationDef) -> _Reading:
+    found = _READINGS.get(id(op))
+    if found is None or found[0] is not op:
+        reading = _Reading(
+            frozenset(p.name for p in op.inputs.values() if p.repeats),
+            tuple(p.name for p in op.inputs.values() if p.min > 0),
+            {
+                p.name: _Input(p, p.is_simple and p.type not in _PARSED_TYPES, _accepted(p.type))
+                for p in op.inputs.values()
+            },
+        )
+        found = _READINGS[id(op)] = (op, reading)
+    return found[1]
+
+
+def _unknown(op: OperationDef, name: str) -> InvalidRequestError:
+    known = ", ".join(op.inputs)
+    return InvalidRequestError(
+        f"Unknown parameter '{name}' for ${op.code} (known parameters: {known})"
+    )
 
 
 def parse_query(op: OperationDef, items: Iterable[tuple[str, str]]) -> dict[str, Any]:
     """Parse GET query parameters (rule 2: simple types only)."""
-    pairs: list[tuple[str, Any]] = []
+    reading = _reading(op)
+    table, repeating = reading.query, reading.repeating
+    inputs: dict[str, Any] = {}
+    duplicate: str | None = None
     for name, text in items:
         if name in GENERAL_PARAMETERS:
             continue
-        param = _known(op, name)
-        if not param.is_simple:
+        found = table.get(name)
+        if found is None:
+            raise _unknown(op, name)
+        if found.as_is:  # (a simple type)
+            value: Any = text
+        elif found.param.is_simple:
+            value = _parse_scalar(found.param, text)
+        else:
             raise NotSupportedError(
-                f"Parameter '{name}' has the complex type {param.type or 'with parts'}, which "
-                "cannot be sent in a GET query; use POST with a Parameters body"
+                f"Parameter '{name}' has the complex type {found.param.type or 'with parts'}, "
+                "which cannot be sent in a GET query; use POST with a Parameters body"
             )
-        pairs.append((name, _parse_scalar(param, text)))
-    return _collect(op, pairs)
+        if name in repeating:
+            inputs.setdefault(name, []).append(value)
+        elif name in inputs:
+            duplicate = duplicate or name
+        else:
+            inputs[name] = value
+    _complete(op, reading, inputs, duplicate)
+    return inputs
 
 
 def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
     """Parse a POSTed body: a Parameters resource, or the operation's single resource input."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, dict | Mapping):
         raise InvalidRequestError(
             f"The body of ${op.code} must be a JSON object (a Parameters resource), not "
             f"{type(body).__name__}"
@@ -170,14 +234,29 @@ def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
     if not isinstance(entries, list):
         raise InvalidRequestError("Parameters.parameter must be a list")
     pairs: list[tuple[str, Any]] = []
+    table = _reading(op).query
     for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+        # (dict first: a JSON object is one, and the test is then cheaper than Mapping's)
+        if not isinstance(entry, dict | Mapping) or not isinstance(entry.get("name"), str):
             raise InvalidRequestError(f"Parameters.parameter[{i}] needs a name")
         name = entry["name"]
         if name in GENERAL_PARAMETERS:
             continue
-        pairs.append((name, _entry_value(_known(op, name), entry)))
+        found = table.get(name)
+        if found is None:
+            raise _unknown(op, name)
+        pairs.append((name, _read_entry(found, entry)))
     return _collect(op, pairs)
+
+
+def _read_entry(found: _Input, entry: Mapping[str, Any]) -> Any:
+    """``_entry_value`` of a defined input, a plain string value taken without more ado."""
+    param, as_is, accepted = found
+    if as_is and len(entry) == 2:
+        for key, value in entry.items():
+            if key in accepted and type(value) is str:
+                return value
+    return _entry_value(param, entry)
 
 
 @cache
@@ -300,21 +379,45 @@ def _check_value(param: ParamDef, value: Any) -> Any:
     return dict(value)
 
 
-# Per operation (by identity: the definitions are module constants), its outputs in order,
-# each with the value[x] key when a plain value of its declared primitive type needs no
-# further decision.
-_PLANS: dict[int, tuple[frozenset[str], tuple[tuple[ParamDef, str | None], ...]]] = {}
+class _Step(NamedTuple):
+    """How one output is written: its place in the definition and its definition, the
+    value[x] key when a plain value of its declared primitive type needs no further
+    decision, and whether it is one resource (written as it is)."""
+
+    at: int
+    param: ParamDef
+    key: str | None
+    one_resource: bool
 
 
-def _plan(op: OperationDef) -> tuple[frozenset[str], tuple[tuple[ParamDef, str | None], ...]]:
+class _Plan(NamedTuple):
+    """An operation's outputs: whether the lone ``return`` resource is the body (rule 6),
+    each output's step by name, and the required ones in definition order."""
+
+    bare: bool
+    steps: dict[str, _Step]
+    required: tuple[str, ...]
+
+
+# per operation definition (by identity: the definitions are module constants)
+_PLANS: dict[int, tuple[OperationDef, _Plan]] = {}
+
+
+def _plan(op: OperationDef) -> _Plan:
     found = _PLANS.get(id(op))
-    if found is None:
-        steps = tuple(
-            (p, value_key(p.type) if p.is_simple and not p.parts else None)
-            for p in op.outputs.values()
-        )
-        found = _PLANS[id(op)] = (frozenset(op.outputs), steps)
-    return found
+    if found is None or found[0] is not op:
+        steps = {
+            p.name: _Step(
+                at,
+                p,
+                value_key(p.type) if p.is_simple and not p.parts else None,
+                p.is_resource and not p.repeats and not p.parts,
+            )
+            for at, p in enumerate(op.outputs.values())
+        }
+        required = tuple(p.name for p in op.outputs.values() if p.min > 0)
+        found = _PLANS[id(op)] = (op, _Plan(op.returns_resource, steps, required))
+    return found[1]
 
 
 _SCALARS = frozenset({str, bool, int, float})
@@ -327,27 +430,40 @@ def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]
     Otherwise a Parameters resource with one entry per value, in definition order; a value
     of a parameter with parts is a mapping (or a list of mappings) of part values.
     """
-    if op.returns_resource:
+    bare, steps, required = _plan(op)
+    if bare:
         return dict(outputs["return"])
-    names, steps = _plan(op)
-    if not names.issuperset(outputs):
-        unknown = set(outputs) - names
+    if not steps.keys() >= outputs.keys():
+        unknown = set(outputs) - set(steps)
         raise WorkbenchError(f"${op.code} produced undeclared outputs {sorted(unknown)}")
+    for name in required:
+        if outputs.get(name) is None:
+            raise WorkbenchError(f"${op.code} did not produce its required '{name}'")
+    return {"resourceType": "Parameters", "parameter": _entries(steps, outputs)}
+
+
+def _entries(steps: dict[str, _Step], outputs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Parameters entries of the output values, in definition order."""
     entries: list[dict[str, Any]] = []
-    for param, key in steps:
-        value = outputs.get(param.name)
+    last = -1
+    for name, value in outputs.items():
+        at, param, key, one_resource = steps[name]
+        if at < last:  # not in definition order (operations give them in it): sort them
+            ordered = sorted(outputs.items(), key=lambda item: steps[item[0]].at)
+            return _entries(steps, dict(ordered))
+        last = at
         if value is None:
-            if param.min > 0:
-                raise WorkbenchError(f"${op.code} did not produce its required '{param.name}'")
             continue
         if key is not None and (
             type(value) in _SCALARS or not isinstance(value, Mapping | TypedValue | list)
         ):
-            entries.append({"name": param.name, key: value})
-            continue
-        values = value if param.repeats and isinstance(value, list) else [value]
-        entries += [_output_entry(param, v) for v in values]
-    return {"resourceType": "Parameters", "parameter": entries}
+            entries.append({"name": name, key: value})
+        elif one_resource:  # as _output_entry writes it
+            entries.append({"name": name, "resource": value})
+        else:
+            values = value if param.repeats and isinstance(value, list) else [value]
+            entries += [_output_entry(param, v) for v in values]
+    return entries
 
 
 _PY_TYPES: tuple[tuple[type, str], ...] = (
@@ -358,9 +474,20 @@ _PY_TYPES: tuple[tuple[type, str], ...] = (
 )
 
 
+# per output parameter with parts (by identity: the definitions are module constants)
+_PARTS: dict[int, tuple[ParamDef, dict[str, ParamDef]]] = {}
+
+
+def _parts_by_name(param: ParamDef) -> dict[str, ParamDef]:
+    found = _PARTS.get(id(param))
+    if found is None or found[0] is not param:
+        found = _PARTS[id(param)] = (param, {p.name: p for p in param.parts})
+    return found[1]
+
+
 def _output_entry(param: ParamDef, value: Any) -> dict[str, Any]:
     if param.parts and isinstance(value, Mapping) and not param.type:
-        parts_by_name = {p.name: p for p in param.parts}
+        parts_by_name = _parts_by_name(param)
         part_entries = []
         for name, part_value in value.items():
             part = parts_by_name.get(name) or ParamDef(name, "out", 0, 1, None)

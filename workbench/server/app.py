@@ -33,14 +33,14 @@ from workbench.server.capability import (
     search_definitions,
     terminology_capabilities,
 )
-from workbench.server.dispatch import OperationDispatch
+from workbench.server.dispatch import FastLane, OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
 from workbench.server.journal import JournalSync
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
 from workbench.server.openapi import openapi_document, with_server
-from workbench.server.prefix import public_base, route_path
+from workbench.server.prefix import public_base
 from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
@@ -143,20 +143,20 @@ class TerminologyApp(FastAPI):
     request."""
 
     generated: dict[str, Any] | None = None
-    fast_lane: ASGIApp | None = None
-    fast_paths: frozenset[str] = frozenset()
+    fast_lane: FastLane | None = None
     fast_layers = 0  # len(user_middleware) when the fast lane was built
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        lane = self.fast_lane
         if (
-            self.fast_lane is not None
-            and len(self.user_middleware) == self.fast_layers
+            lane is not None
             and scope["type"] == "http"
-            and scope["method"] in ("GET", "POST")
-            and route_path(scope) in self.fast_paths
+            and len(self.user_middleware) == self.fast_layers
         ):
-            await self.fast_lane(scope, receive, send)
-            return
+            answer = lane.answer_for(scope)
+            if answer is not None:
+                await lane.serve(answer, scope, receive, send)
+                return
         await super().__call__(scope, receive, send)
 
     def openapi(self) -> dict[str, Any]:
@@ -164,13 +164,15 @@ class TerminologyApp(FastAPI):
         return self.generated if self.generated is not None else super().openapi()
 
 
-def fast_lane(middleware: list[Middleware], inner: ASGIApp) -> ASGIApp:
-    """The app's own middleware around ``inner``, without FastAPI's outer layers."""
+def fast_lane(middleware: list[Middleware], inner: ASGIApp) -> FastLane | None:
+    """The app's own middleware around ``inner``, without FastAPI's outer layers, as one
+    ``FastLane`` (None if they are not the app's usual ones)."""
     lane = inner
     for layer in reversed(middleware):
         factory, args, kwargs = layer
         lane = factory(lane, *args, **kwargs)
-    return lane
+    fused = FastLane.over(lane)
+    return fused if isinstance(fused, FastLane) else None
 
 
 def create_app(
@@ -228,7 +230,6 @@ def create_app(
     )
     app.generated = with_server(document, base)
     app.fast_lane = fast_lane(middleware, app.router)
-    app.fast_paths = frozenset(answers)
     app.fast_layers = len(app.user_middleware)
     app.state.workbench = workbench
     app.state.store = store

@@ -10,6 +10,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench.errors import LoginError
 from workbench.server.prefix import route_path
+from workbench.server.protocol import Reply, send_reply
 
 # WebSocket close code 1008 (RFC 6455): the request breaks the server's policy
 POLICY_VIOLATION = 1008
@@ -50,29 +51,29 @@ class BearerAuth:
             return
         if kind != "http":
             raise RuntimeError(f"BearerAuth refuses ASGI scopes of type {kind!r}")
+        refused = self.refused(scope)
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        await send_reply(send, refused)
+
+    def refused(self, scope: Scope) -> Reply | None:
+        """The 401 an HTTP request gets, or None when it may go on."""
         if scope["method"] in ("GET", "HEAD"):
             path = route_path(scope)
             if path in self.open_paths or path.startswith(self.open_prefix):
-                await self.app(scope, receive, send)
-                return
+                return None
         given = _authorization(scope)
         if self._authorized(given):
-            await self.app(scope, receive, send)
-            return
+            return None
         text = "A bearer token is required" if not given else "The bearer token is not valid"
         body = orjson.dumps(LoginError(text).to_outcome())
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/fhir+json"),
-                    (b"www-authenticate", b'Bearer realm="workbench"'),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        headers = [
+            (b"content-type", b"application/fhir+json"),
+            (b"www-authenticate", b'Bearer realm="workbench"'),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        return 401, headers, body
 
     def _authorized(self, given: bytes) -> bool:
         """Whether the Authorization header ``given`` carries the expected bearer token."""

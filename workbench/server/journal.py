@@ -259,7 +259,11 @@ class JournalSync:
         self.journal = journal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.sync()
+        await self.app(scope, receive, send)
+
+    async def sync(self) -> None:
+        """Apply the writes of other processes that this one has not seen yet."""
         if self.journal.behind():
             # reading and indexing a large resource takes a while: not on the event loop
             await run_in_threadpool(self.journal.catch_up)
-        await self.app(scope, receive, send)

@@ -9,6 +9,7 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench.errors import NotAcceptableError
+from workbench.server.protocol import Reply, fhir_reply, send_reply
 
 JSON_FORMATS = frozenset(
     {"json", "application/json", "application/fhir+json", "application/json+fhir"}
@@ -56,6 +57,14 @@ class FormatNegotiation:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        refused = self.refused(scope)
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        await send_reply(send, refused)
+
+    def refused(self, scope: Scope) -> Reply | None:
+        """The 406 an HTTP request gets, or None when it can be answered in JSON."""
         query = scope.get("query_string", b"")
         format_param = None
         if b"_format" in query:
@@ -67,19 +76,9 @@ class FormatNegotiation:
             if name == b"accept":
                 accept = value.decode("latin-1")
                 break
+        if format_param is None and accept is None:
+            return None  # nothing asked for: JSON it is
         why = refusal(format_param, accept)
         if why is None:
-            await self.app(scope, receive, send)
-            return
-        body = orjson.dumps(NotAcceptableError(why).to_outcome())
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 406,
-                "headers": [
-                    (b"content-type", b"application/fhir+json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+            return None
+        return fhir_reply(406, orjson.dumps(NotAcceptableError(why).to_outcome()))

@@ -73,6 +73,34 @@ def http_protocol() -> type[asyncio.Protocol]:
     return FHIRHttpToolsProtocol
 
 
+#: A whole response: status, headers, body.
+Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+def fhir_reply(status: int, body: bytes) -> Reply:
+    """A FHIR JSON response with its length."""
+    return status, [(b"content-type", FHIR_JSON), (b"content-length", b"%d" % len(body))], body
+
+
+async def send_reply(send: Send, reply: Reply) -> None:
+    """Send a whole response: its start, then its body."""
+    status, headers, body = reply
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def internal_error(scope: Scope) -> Reply:
+    """Log the exception being handled; the 500 OperationOutcome that answers it."""
+    log.exception("Unexpected error on %s %s", scope.get("method"), scope.get("path"))
+    error = WorkbenchError(
+        "Internal server error; the server log has the details",
+        code="exception",
+        status=500,
+        msg_id="WB-HTTP-500",
+    )
+    return fhir_reply(500, orjson.dumps(error.to_outcome()))
+
+
 class Guard:
     """Turn an exception that escaped every handler into a 500 OperationOutcome."""
 
@@ -96,24 +124,7 @@ class Guard:
         except ClientDisconnect:
             return  # the client is gone (or sent a body the parser refused): nobody to answer
         except Exception:
-            log.exception("Unexpected error on %s %s", scope.get("method"), scope.get("path"))
+            reply = internal_error(scope)
             if started:
                 raise
-            error = WorkbenchError(
-                "Internal server error; the server log has the details",
-                code="exception",
-                status=500,
-                msg_id="WB-HTTP-500",
-            )
-            body = orjson.dumps(error.to_outcome())
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 500,
-                    "headers": [
-                        (b"content-type", FHIR_JSON),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            await send_reply(send, reply)

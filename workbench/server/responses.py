@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
+from starlette.types import Receive, Scope
 
 from workbench import jsonio
 from workbench.errors import (
@@ -72,13 +73,16 @@ def parse_json(data: bytes, *, exact_decimals: bool = False) -> Any:
         raise MalformedError(f"The body is not valid JSON: {exc}") from None
 
 
-async def read_body(request: Request, max_bytes: int, *, empty_ok: bool = False) -> bytes | None:
-    """Read a JSON body's bytes, checking the content type and the size limit (not parsed:
-    a large body is parsed off the event loop).
+async def read_body(
+    scope: Scope, receive: Receive, max_bytes: int, *, empty_ok: bool = False
+) -> bytes | None:
+    """Read the JSON body's bytes of the request (its ASGI ``scope`` and ``receive``),
+    checking the content type and the size limit (not parsed: a large body is parsed off
+    the event loop).
 
     With ``empty_ok`` an empty body (of any content type) is None.
     """
-    content_type, declared = _body_headers(request.scope["headers"])
+    content_type, declared = _body_headers(scope["headers"])
     media = content_type.split(";")[0].strip().lower()
     if empty_ok and declared == "0":
         return None
@@ -94,8 +98,7 @@ async def read_body(request: Request, max_bytes: int, *, empty_ok: bool = False)
         raise TooLargeError(f"The body is larger than the limit of {max_bytes} bytes")
     chunks: list[bytes] = []
     size = 0
-    receive = request.receive  # the ASGI messages themselves (no async generator per body)
-    while True:
+    while True:  # the ASGI messages themselves (no async generator per body)
         message = await receive()
         if message["type"] == "http.disconnect":
             raise ClientDisconnect()

@@ -51,12 +51,16 @@ def _pretty(request: Request) -> bool:
     return request.query_params.get("_pretty") == "true"
 
 
-def _header(scope: Mapping[str, Any], name: bytes) -> str | None:
-    """A request header's value (latin-1, as Starlette reads it), or None."""
+def _headers(scope: Mapping[str, Any], first: bytes, second: bytes) -> tuple[str | None, ...]:
+    """Two request headers' values (the first of each name, latin-1 as Starlette reads
+    them), None for one not sent."""
+    found: list[str | None] = [None, None]
     for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
+        if key == first and found[0] is None:
+            found[0] = value.decode("latin-1")
+        elif key == second and found[1] is None:
+            found[1] = value.decode("latin-1")
+    return tuple(found)
 
 
 def too_costly_threshold(text: str | None) -> int | None:
@@ -171,7 +175,7 @@ class OperationRoutes:
                 )
             inputs = parse_query(definition, query)
         else:
-            raw = await read_body(Request(scope, receive), self.max_body, empty_ok=True)
+            raw = await read_body(scope, receive, self.max_body, empty_ok=True)
             if raw is None:  # a POST without a body is the operation without inputs
                 inputs = parse_query(definition, query)
             elif len(raw) <= limits.loop_body_bytes:
@@ -179,11 +183,12 @@ class OperationRoutes:
             else:
                 inputs, large = {}, raw
         received = time.monotonic()  # the deadline counts from here
-        rid = scope.get("path_params", {}).get("rid")
+        params = scope.get("path_params")
+        rid = params.get("rid") if params else None
         resource = self.store.read(rtype, rid) if rid is not None and rtype else None
         wb = self.store.workbench
-        language = _header(scope, b"accept-language")
-        threshold = too_costly_threshold(_header(scope, b"x-too-costly-threshold"))
+        language, costly = _headers(scope, b"accept-language", b"x-too-costly-threshold")
+        threshold = too_costly_threshold(costly)
         pretty = ("_pretty", "true") in query
 
         def respond() -> bytes:
@@ -296,7 +301,7 @@ class ResourceRoutes:
         off the event loop: in a worker thread, or for a large body (an import of a big code
         system: seconds of checks) in a forked child (``forked.py``), so that it does not
         hold this process's interpreter lock while cheap requests wait."""
-        data = await read_body(request, self.max_body)
+        data = await read_body(request.scope, request.receive, self.max_body)
         assert data is not None  # not empty_ok
 
         def check() -> dict[str, Any]:

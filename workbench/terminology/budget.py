@@ -17,6 +17,7 @@ to a child process, where it cannot slow other requests down.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -68,9 +69,21 @@ class Budget:
         self.exceeded = False
         self.builds = 0
         self.cpu_seconds = cpu_seconds
-        self.cpu_deadline = None if cpu_seconds is None else time.thread_time() + cpu_seconds
         self.scan_left = scan_steps
-        self.scan_deadline = None if scan_seconds is None else time.thread_time() + scan_seconds
+        self.cpu_deadline: float | None = None
+        self.scan_deadline: float | None = None
+        # A thread uses no more processor time than the time that passes: until the clock
+        # reaches ``cpu_floor`` neither processor deadline can have passed, and ``tick``
+        # need not ask for the thread's time (a system call, unlike the clock).
+        self.cpu_floor = math.inf
+        if cpu_seconds is not None or scan_seconds is not None:
+            wall, cpu = time.monotonic(), time.thread_time()
+            if cpu_seconds is not None:
+                self.cpu_deadline = cpu + cpu_seconds
+                self.cpu_floor = wall + cpu_seconds
+            if scan_seconds is not None:
+                self.scan_deadline = cpu + scan_seconds
+                self.cpu_floor = min(self.cpu_floor, wall + scan_seconds)
         self.timed = (self.deadline, self.cpu_deadline, self.scan_deadline) != (None, None, None)
 
     def charge(self, n: int = 1) -> None:
@@ -89,7 +102,7 @@ class Budget:
         """Check the time (a long scan calls this every so many codes)."""
         if self.deadline is not None and time.monotonic() > self.deadline:
             self._exceed(f"more than {self.seconds:g} seconds")
-        if self.cpu_deadline is not None or self.scan_deadline is not None:
+        if self.cpu_floor < time.monotonic():
             used = time.thread_time()
             if self.cpu_deadline is not None and used > self.cpu_deadline:
                 self._exceed(f"more than {self.cpu_seconds:g} seconds of processor time")

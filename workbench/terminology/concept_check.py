@@ -143,6 +143,8 @@ def message_of(issues: Sequence[Issue]) -> str | None:
     joined; without errors, the warnings but display comments (a retired display is said
     in the issues only), or else the information that a display is valid only in the
     default language."""
+    if not issues:
+        return None
     errors = [i for i in issues if i.severity == "error"]
     warnings = [i for i in issues if i.severity == "warning" and i.code != "display-comment"]
     no_language = [i for i in issues if i.severity == "information" and i.code == "invalid-display"]

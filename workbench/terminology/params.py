@@ -13,6 +13,8 @@ import dataclasses
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter, is_not
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import InvalidRequestError
@@ -49,7 +51,8 @@ class _Check:
 # per request class (a handful, all defined at import): what its fields declare
 _SOURCES: dict[type, dict[str, _Source]] = {}
 _BUNDLES: dict[type, dict[str, type]] = {}
-_CHECKS: dict[type, tuple[_Check, ...]] = {}
+_Checks = tuple[tuple[_Check, ...], Callable[[Any], tuple[Any, ...]], tuple[Any, ...]]
+_CHECKS: dict[type, _Checks] = {}
 
 
 def param(
@@ -136,10 +139,11 @@ def check_fields(obj: Any) -> None:
     """Raise InvalidRequestError naming the first field of a dataclass instance whose value
     does not have its declared type (``code`` an int, ``tx_resources`` a list, …); a field
     left at its default is not looked at."""
-    for check in _checks(type(obj)):
-        value = getattr(obj, check.field)
-        if value is check.default:
-            continue
+    checks, values, defaults = _checks(type(obj))
+    given = values(obj)
+    # the fields not at their default, picked out without a Python loop over every field
+    for at in compress(range(len(checks)), map(is_not, given, defaults)):
+        check, value = checks[at], given[at]
         if not isinstance(value, check.kinds) or (check.deep is not None and not check.deep(value)):
             raise InvalidRequestError(
                 f"{type(obj).__name__}.{check.field} must be {check.shown}, not "
@@ -147,8 +151,9 @@ def check_fields(obj: Any) -> None:
             )
 
 
-def _checks(cls: type) -> tuple[_Check, ...]:
-    """The type test of each field of ``cls``."""
+def _checks(cls: type) -> _Checks:
+    """The type test of each field of ``cls``, a getter of all their values at once, and
+    their defaults."""
     found = _CHECKS.get(cls)
     if found is None:
         hints = get_type_hints(cls)
@@ -159,7 +164,13 @@ def _checks(cls: type) -> tuple[_Check, ...]:
             kinds = _kinds(hint)
             deep = None if _shallow(hint) else _accepts(hint)
             checks.append(_Check(f.name, default, kinds, deep, str(f.type)))
-        found = _CHECKS[cls] = tuple(checks)
+        names = [c.field for c in checks]
+        getter = (
+            attrgetter(*names)
+            if len(names) > 1
+            else (lambda obj: tuple(getattr(obj, n) for n in names))
+        )
+        found = _CHECKS[cls] = (tuple(checks), getter, tuple(c.default for c in checks))
     return found
 
 

@@ -10,9 +10,10 @@ requests that take them, read from their own inputs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from workbench.errors import RequiredError
 from workbench.resources import Resource
@@ -48,7 +49,58 @@ class Request:
         field values (what the operation worked out itself, the target value set say)
         taking precedence. ``own`` names inputs the operation consumes itself; any other
         input this request does not read raises InvalidRequestError."""
-        return cls(**{**read_inputs(cls, inputs, own=own), **given})
+        values = {**read_inputs(cls, inputs, own=own), **given}
+        layout = _layout(cls)
+        if layout is None or not layout.fits(values):
+            return cls(**values)
+        # what ``cls(**values)`` builds, without the frozen ``__init__``'s one
+        # ``object.__setattr__`` per field: the fields in their order, then the check
+        fields = dict(layout.defaults)
+        fields.update(values)
+        built = object.__new__(cls)
+        built.__dict__.update(fields)
+        check_fields(built)
+        return built
+
+
+class _Layout(NamedTuple):
+    """A request class's fields in order with their defaults (None for a required one,
+    which ``values`` must give), and the required ones."""
+
+    defaults: dict[str, Any]
+    required: frozenset[str]
+
+    def fits(self, values: Mapping[str, Any]) -> bool:
+        """Whether ``values`` sets known fields only, every required one among them."""
+        return values.keys() <= self.defaults.keys() and self.required <= values.keys()
+
+
+_LAYOUTS: dict[type, _Layout | None] = {}
+
+
+def _layout(cls: type) -> _Layout | None:
+    """The layout of a frozen request dataclass built the plain way (fields with plain
+    defaults, all set by ``__init__``, the instance's ``__dict__`` holding them and
+    ``Request.__post_init__`` its only check), else None (built by calling the class)."""
+    if cls in _LAYOUTS:
+        return _LAYOUTS[cls]
+    found: _Layout | None = None
+    params = getattr(cls, "__dataclass_params__", None)
+    fields = dataclasses.fields(cls) if params is not None else ()
+    plain = (
+        params is not None
+        and params.frozen
+        and "__slots__" not in cls.__dict__
+        and cls.__post_init__ is Request.__post_init__  # type: ignore[attr-defined]
+        and len(fields) == len(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+        and all(f.init and f.default_factory is dataclasses.MISSING for f in fields)
+    )
+    if plain:
+        defaults = {f.name: None if f.default is dataclasses.MISSING else f.default for f in fields}
+        required = frozenset(f.name for f in fields if f.default is dataclasses.MISSING)
+        found = _Layout(defaults, required)
+    _LAYOUTS[cls] = found
+    return found
 
 
 @dataclass(frozen=True)

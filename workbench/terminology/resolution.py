@@ -241,7 +241,7 @@ class Resolution:
     ) -> CompiledValueSet:
         """Compile a value set given by canonical URL or as a ValueSet dict (cached by URL
         and by the request's version parameters)."""
-        if isinstance(valueset, Mapping):
+        if not isinstance(valueset, str) and isinstance(valueset, Mapping):  # (str first: cheap)
             loading.check_valueset(valueset, "The value set given")  # vsd-1/2/3, as when loading
             return self._compile(dict(valueset), (), policy)
         url, pinned = split_canonical(valueset)

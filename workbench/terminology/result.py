@@ -143,9 +143,10 @@ class Issue:
                 "text": self.text,
             },
         }
-        if self.expression is not None:
-            found["location"] = [self.expression]
-            found["expression"] = [self.expression]
+        where = self.expression
+        if where is not None:
+            found["location"] = [where]
+            found["expression"] = [where]
         return found
 
 
@@ -256,21 +257,32 @@ class ValidationResult:
         """The output values of $validate-code by name, as the reference servers give them:
         result, message, display, code, system, version, issues (an OperationOutcome),
         inactive, status, x-caused-by-unknown-system, x-unknown-system and normalized-code."""
-        values: dict[str, Any] = {
-            "result": self.result,
-            "message": self.message,
-            "display": self.display,
-            "code": self.code or None,
-            "system": self.system or None,
-            "version": self.version,
-            "issues": self.outcome() if self.issues else None,
-            "inactive": self.inactive,
-            "status": self.status,
-            "x-caused-by-unknown-system": list(self.unknown_systems) or None,
-            "x-unknown-system": list(self.outside_systems) or None,
-            "normalized-code": self.normalized_code,
-        }
-        return {name: value for name, value in values.items() if value is not None}
+        values: dict[str, Any] = {}  # (only the values there are)
+        if self.result is not None:
+            values["result"] = self.result
+        if self.message is not None:
+            values["message"] = self.message
+        if self.display is not None:
+            values["display"] = self.display
+        if self.code:
+            values["code"] = self.code
+        if self.system:
+            values["system"] = self.system
+        if self.version is not None:
+            values["version"] = self.version
+        if self.issues:
+            values["issues"] = self.outcome()
+        if self.inactive is not None:
+            values["inactive"] = self.inactive
+        if self.status is not None:
+            values["status"] = self.status
+        if self.unknown_systems:
+            values["x-caused-by-unknown-system"] = list(self.unknown_systems)
+        if self.outside_systems:
+            values["x-unknown-system"] = list(self.outside_systems)
+        if self.normalized_code is not None:
+            values["normalized-code"] = self.normalized_code
+        return values
 
     def outcome(self) -> dict[str, Any]:
         """The issues as an OperationOutcome resource."""

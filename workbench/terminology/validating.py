@@ -3,15 +3,15 @@ CodeableConcept) and against a whole code system, with status notes."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, cast
 
 from workbench.errors import ImportedValueSetNotFoundError, InvalidRequestError
+from workbench.frozen import replaced
 from workbench.resources import canonical_of
 from workbench.terminology import languages, supplements
 from workbench.terminology.compose import CompiledValueSet
-from workbench.terminology.requests import ValidateRequest
+from workbench.terminology.requests import PLAIN_CHECK, ValidateRequest
 from workbench.terminology.resolution import Resolution, T
 from workbench.terminology.validation import (
     CheckOptions,
@@ -53,7 +53,7 @@ class Validating(Resolution):
         valueset, policy = req.valueset, req.policy
         first = (
             None
-            if isinstance(valueset, Mapping)
+            if not isinstance(valueset, str) and isinstance(valueset, Mapping)
             else self.compiled(valueset, req.valueset_version, policy)
         )
         resource: Mapping[str, Any] = (
@@ -123,6 +123,36 @@ class Validating(Resolution):
         """The request's switches with what the validation needs besides: the versions to
         check or force, the wanted display languages. Raises SupplementNotFoundError for a
         supplement the request or the value set asks for that is not loaded."""
+        brought = per_valueset(
+            ("validate", "supplements"), lambda: supplements.valueset_supplements(resource)
+        )
+        asked = [*req.use_supplements, *brought]
+        if asked:
+            self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
+        if (
+            req.options is PLAIN_CHECK
+            and not req.policy
+            and not req.use_supplements
+            and not (req.display_language or req.accept_language)
+        ):
+            # a plain request: its switches depend on the value set alone
+            return cast(
+                CheckOptions,
+                per_valueset(
+                    ("validate", "options"),
+                    lambda: self._options(req, resource, asked, per_valueset),
+                ),
+            )
+        return self._options(req, resource, asked, per_valueset)
+
+    def _options(
+        self,
+        req: ValidateRequest,
+        resource: Mapping[str, Any],
+        asked: list[str],
+        per_valueset: _PerValueSet,
+    ) -> CheckOptions:
+        """``_check_options`` once the supplements are known to be there."""
         opts, policy = req.options, req.policy
         changes: dict[str, Any] = {}
         if policy or opts.check_versions or opts.force_versions or opts.default_versions:
@@ -131,14 +161,6 @@ class Validating(Resolution):
                 force_versions={**policy.force},
                 default_versions={**policy.defaults},
             )
-        asked = [
-            *req.use_supplements,
-            *per_valueset(
-                ("validate", "supplements"), lambda: supplements.valueset_supplements(resource)
-            ),
-        ]
-        if asked:
-            self.require_supplements(asked, f"the validation against {canonical_of(resource)}")
         # only the supplements the request or the value set bring in count for displays (a7)
         changes["supplements"] = frozenset(asked)
         if req.display_language or req.accept_language:
@@ -152,7 +174,7 @@ class Validating(Resolution):
             )
         if wanted:
             changes["languages"] = wanted
-        return dataclasses.replace(opts, **changes)
+        return replaced(opts, **changes)
 
     def _with_status_notes(
         self,
@@ -182,7 +204,7 @@ class Validating(Resolution):
         else:
             theirs = self._codesystem_status(used, result.version, resource)
         notes = (*own, *theirs)
-        return dataclasses.replace(result, issues=(*result.issues, *notes)) if notes else result
+        return replaced(result, issues=(*result.issues, *notes)) if notes else result
 
     def _codesystem_status(
         self, system: str | None, version: str | None, source: Mapping[str, Any]
