@@ -158,16 +158,29 @@ class Offloader:
         now). ``scan``: the job is large and keeps nothing (decoding a large body), so it
         goes straight to a child process when processes are used (its objects are made and
         freed there, never holding the server's interpreter lock)."""
-        limits = self.limits
         building = not scan  # whether the thread should try first (builds last there)
         if not blocking and not scan:
-            try:
-                trial = budget.Budget(
-                    limits.inline_steps, inline=True, cpu_seconds=limits.inline_seconds
-                )
-                return budget.run_limited(trial, job)
-            except budget.WouldBlock as stopped:
-                building = stopped.building
+            tried = self.trial(job)
+            if not isinstance(tried, budget.WouldBlock):
+                return tried
+            building = tried.building
+        return await self.elsewhere(job, since=since, building=building)
+
+    def trial(self, job: Callable[[], T]) -> T | budget.WouldBlock:
+        """``job`` on the calling thread within the inline allowance: its result, or the
+        WouldBlock that stopped it (then ``elsewhere`` runs it)."""
+        limits = self.limits
+        trial = budget.Budget(limits.inline_steps, inline=True, cpu_seconds=limits.inline_seconds)
+        try:
+            return budget.run_limited(trial, job)
+        except budget.WouldBlock as stopped:
+            return stopped
+
+    async def elsewhere(self, job: Callable[[], T], *, since: float | None, building: bool) -> T:
+        """``job`` in a worker thread under the full limits (``since``: when the deadline
+        starts, default now); with processes, a long scan moves on to a forked child
+        (``building``: the thread tries first, since what it builds lasts there)."""
+        limits = self.limits
         queued = time.monotonic() if since is None else since
         child = _Child()
 

@@ -40,6 +40,7 @@ from workbench.server.offload import Offloader
 from workbench.server.prefix import public_base
 from workbench.server.responses import FHIR_JSON, fhir, outcome, parse_json, read_body
 from workbench.server.store import ResourceStore, etag, etag_version, version_of
+from workbench.terminology.budget import WouldBlock
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 # A write body from this size on is parsed and checked in a forked child (``resource_body``).
@@ -199,9 +200,14 @@ class OperationRoutes:
                 check_cost(outputs, given, threshold)
             return jsonio.dumps(build_output(definition, outputs), pretty=pretty)
 
-        return await self.offloader.run(
-            respond, blocking=op.blocking, since=received, scan=large is not None
-        )
+        if op.blocking or large is not None:
+            return await self.offloader.run(
+                respond, blocking=op.blocking, since=received, scan=large is not None
+            )
+        tried = self.offloader.trial(respond)  # a cheap call answers here, without a coroutine
+        if not isinstance(tried, WouldBlock):
+            return tried
+        return await self.offloader.elsewhere(respond, since=received, building=tried.building)
 
     def _endpoint(self, op: Operation, rtype: str | None) -> Endpoint:
         async def endpoint(request: Request) -> Response:
