@@ -480,3 +480,16 @@ def test_polars_categorical_answers_survive_the_column_being_dropped(big: Workbe
     assert check([BIG_CODES[3], BIG_CODES[4]] * 50).to_list()[:2] == [0, 1]
     gc.collect()  # the first column is gone
     assert check(["made-up freed", BIG_CODES[5]] * 50).to_list()[:2] == [2, 3]
+
+
+def test_polars_categories_of_one_name_and_two_physical_types_are_apart(big: Workbench) -> None:
+    """Two ``Categories`` may share a name and differ in their physical type: each keeps
+    its own answers (the ids 0 and 1 are other strings in each)."""
+    wide = pl.Categorical(pl.Categories("workbench-test-twins"))
+    narrow = pl.Categorical(pl.Categories("workbench-test-twins", physical=pl.UInt8))
+    for dtype, values in ((wide, [BIG_CODES[0], BIG_CODES[1]]), (narrow, ["twin", BIG_CODES[2]])):
+        column = pl.Series(values * 50, dtype=dtype)
+        assert column.to_physical().to_list()[:2] == [0, 1]
+        got = big.validate_column(column, BIG_VS, system=BIG)
+        expected = big.validate_column(pd.Series(values * 50, dtype=object), BIG_VS, system=BIG)
+        assert rows_of(got) == rows_of(expected)

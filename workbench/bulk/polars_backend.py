@@ -414,7 +414,7 @@ def _known_categories(table: AnswerTable, values: pl.Series) -> tuple[Answered, 
     if top >= len(values):
         return None
     categories = values.dtype.categories  # type: ignore[attr-defined]
-    key = f"polars:categories:{categories.namespace()}:{categories.name()}"
+    key = f"polars:categories:{categories.namespace()}:{categories.name()}:{categories.physical()}"
     state = table.state
     known: KnownCategories | None = state.cache.get(key)
     ids = physical.cast(pl.UInt32)
