@@ -2,15 +2,17 @@
 
 One system for every row (``system=`` a URI, or a system column that holds one value) and
 no display column: each row finds its answer in the answer table through a ``Lookup`` built
-once per table state: the row's polars hash proposes a position in an open-addressing table
-of the codes' hashes, and the code at that position must equal the row (gathered and
-compared by polars; a hash never decides alone). What is not found (a code the table has not
-seen) is answered through Arrow and added to the table. A ``Categorical`` or ``Enum`` column
-is looked up through its categories, and its rows take the answers by physical id; a
-``Categorical``'s answers per id are kept with the table state, read again only for ids
-added to its ``Categories`` since, or held by no row then. The
-result columns are gathered by polars from per-answer columns (``Enum`` texts, a byte per
-answer for the result and the nulls), the system is one literal value. Anything else
+once per table state (``polars_lookup``): the row's polars hash proposes a position in an
+open-addressing table of the codes' hashes, and the code at that position must equal the
+row (gathered and compared by polars; a hash never decides alone). What is not found (a
+code the table has not seen) is answered through Arrow and added to the table. A
+``Categorical`` or ``Enum`` column is looked up through its categories, and its rows take
+the answers by physical id; a ``Categorical``'s answers per id are kept with the table
+state, read again only for ids added to its ``Categories`` since, or held by no row then.
+The result columns are gathered by polars from per-answer columns (``Enum`` texts, a byte
+per answer for the result and the nulls), the system is one literal value. The rows go in
+chunks over a few threads, each chunk in one step: its rows of a String system column
+compared with the one system, its codes located, its result frame built. Anything else
 (several systems, displays) goes to the pandas algorithm through Arrow, and comes back as a
 polars DataFrame.
 """
@@ -28,11 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from workbench.bulk import pandas_backend
 from workbench.bulk.pandas_backend import check_columns
-from workbench.bulk.schema import VALIDATION
+from workbench.bulk.polars_lookup import NO_ROWS, Answered, Lookup, locate, lookup
 from workbench.bulk.table import AnswerTable, State
 from workbench.errors import InvalidRequestError
 
@@ -146,149 +147,43 @@ def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
     return results
 
 
-def _uniform(values: pl.Series) -> str | None:
-    """The one non-empty string every row of a column holds, else None."""
+@dataclass(frozen=True)
+class SameSystem:
+    """A String system column whose rows must all hold ``value``: compared chunk by chunk
+    (``holds``), with the rest of each chunk's work, or all at once (``everywhere``)."""
+
+    column: pl.Series
+    value: str
+
+    def holds(self, start: int) -> bool:
+        """Whether the rows of the chunk at ``start`` all hold the value."""
+        return bool((self.column.slice(start, CHUNK) == self.value).all())
+
+    def everywhere(self) -> bool:
+        """Whether every row holds the value."""
+        return all(in_parallel(self.holds, range(0, len(self.column), CHUNK)))
+
+
+def _system_of(values: pl.Series) -> tuple[str | None, SameSystem | None]:
+    """The system of a system column: the one non-empty string every row holds (else
+    None), and, for a String column, its rows still to be compared with it (the caller
+    does that chunk by chunk)."""
     import polars as pl
 
     if len(values) == 0 or values.null_count():
-        return None
+        return None, None
     first = values[0]
     if not isinstance(first, str) or first == "":
-        return None
+        return None, None
+    if values.dtype == pl.String:
+        return first, SameSystem(values, first)
     if _categorical(values.dtype):
         physical = values.to_physical()  # one category: one id
-        return first if physical.min() == physical.max() else None
-    strings = values.cast(pl.String)
-
-    def same(start: int) -> bool:
-        return bool((strings.slice(start, CHUNK) == first).all())
-
-    return first if all(in_parallel(same, range(0, len(strings), CHUNK))) else None
+        return (first if physical.min() == physical.max() else None), None
+    return (first if SameSystem(values.cast(pl.String), first).everywhere() else None), None
 
 
-HASH_SEED = 20240611
-TEXTS = VALIDATION.texts  # message, display, issue, system
-FEW = 8  # a text column of at most this many texts is built from the kind, not gathered
-SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
-CHUNK = 1 << 18  # rows per step of a lookup or of the result frame (each step costs ~1 ms)
-MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
-# odd 64-bit multipliers: each level reads other bits of the hash
-MULTIPLIERS = np.array(
-    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
-    dtype=np.uint64,
-)
-
-
-@dataclass(frozen=True)
-class Level:
-    """One hash table of positions: ``slots[slot(hash)]`` (0: empty)."""
-
-    slots: np.ndarray  # uint32, a power of two long
-    multiplier: int  # 0: the hash's low bits; else the top bits of hash * multiplier
-
-    def slot(self, hashes: np.ndarray) -> np.ndarray:
-        """The slot of each hash (int64)."""
-        size = len(self.slots)
-        if self.multiplier == 0:
-            return (hashes & np.uint64(size - 1)).view(np.int64)
-        shift = np.uint64(64 - (size.bit_length() - 1))
-        return ((hashes * np.uint64(self.multiplier)) >> shift).view(np.int64)
-
-
-@dataclass(frozen=True)
-class Answered:
-    """Per answer what its rows get (see ``Lookup``): ``gathered`` columns, and the
-    ``few`` text columns built from the kind (per name: the shift of its id, its texts)."""
-
-    gathered: dict[str, pl.Series]
-    few: dict[str, tuple[int, pl.Series]]
-
-    def take(self, at: pl.Series) -> Answered:
-        """The answers at ``at``, in that order."""
-        return Answered({name: s.gather(at) for name, s in self.gathered.items()}, self.few)
-
-
-@dataclass(frozen=True)
-class Lookup:
-    """What a polars lookup needs of one table state (built once per state).
-
-    ``levels`` are hash tables over the codes' polars hashes (``hashes``): a code's position
-    is in the first level where its slot was free (position 0, the missing answer, is never
-    in a slot; ``hashes[0]`` is the hash of ""). A hash only proposes a position: the row's
-    string is then compared with the code there (``codes``).
-    ``answers`` holds, per answer, its texts (the text columns of ``VALIDATION``: ``Enum``
-    columns without nulls; a column no answer has is left out, and so is a column of at
-    most ``FEW`` distinct texts), its counts (if the schema has any) and ``kind``, a
-    UInt16: the result (0 NA, 1 false, 2 true), one bit per text that is null (``4 << i``
-    for ``TEXTS[i]``) and, per text column of at most ``FEW`` texts, the text's id in four
-    bits (at ``few[name]``: its shift and its texts, an ``Enum`` Series). A row's few-texts
-    column is then built from its kind by a short ``when`` chain, not gathered.
-    """
-
-    codes: pl.Series
-    hashes: np.ndarray
-    levels: tuple[Level, ...]
-    answers: Answered
-    null_apart: bool  # no code hashes like a null: a null row is found nowhere (so at 0)
-
-
-def lookup(state: State) -> Lookup:
-    """The polars lookup of ``state`` (built on first use, then kept in its cache)."""
-    found: Lookup | None = state.cache.get("polars:lookup")
-    if found is None:
-        found = state.cache["polars:lookup"] = _build(state)
-    return found
-
-
-def _levels(hashes: np.ndarray) -> tuple[Level, ...]:
-    """Hash tables holding the position of every code (but 0): each level takes the codes
-    whose slot is free, one code per slot; the rest go to the next, smaller level."""
-    levels: list[Level] = []
-    todo = np.arange(1, len(hashes), dtype=np.int64)
-    for depth in range(MAX_LEVELS):
-        if not len(todo):
-            break
-        size = 1 << max(int(len(todo) * SPREAD - 1).bit_length(), 4)
-        multiplier = 0 if depth == 0 else int(MULTIPLIERS[depth % len(MULTIPLIERS)])
-        level = Level(np.zeros(size, dtype=np.uint32), multiplier)
-        slot = level.slot(hashes.take(todo))
-        level.slots[slot] = todo  # of the codes on one slot, the last one takes it
-        todo = todo[level.slots.take(slot) != todo]
-        levels.append(level)
-    return tuple(levels)
-
-
-def _build(state: State) -> Lookup:
-    import polars as pl
-
-    codes = pl.Series("code", state.arrow(pa.string()), dtype=pl.String).rechunk()
-    hashes = codes.hash(HASH_SEED).to_numpy()
-    # the texts are gathered without nulls (gathering nulls costs more than putting them
-    # back from the kind's bits)
-    kind = (state.answers.result + 1).astype(np.uint16)
-    answers = {}
-    few: dict[str, tuple[int, pl.Series]] = {}
-    shift = 2 + len(TEXTS)
-    for bit, name in enumerate(TEXTS):
-        ids, texts = state.factorized(name)
-        kind |= (ids < 0).astype(np.uint16) << (bit + 2)
-        if not len(texts):
-            continue
-        labels = pl.Series(name, texts, dtype=pl.String)
-        enum = labels.cast(pl.Enum(labels))
-        if len(texts) <= FEW and shift + 4 <= 16:
-            kind |= np.maximum(ids, 0).astype(np.uint16) << shift
-            few[name] = (shift, enum)
-            shift += 4
-        else:
-            answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
-    for column in VALIDATION.columns:
-        if column.kind == "count":
-            answers[column.name] = pl.Series(column.name, state.answers[column.name])
-    answers["kind"] = pl.Series("kind", kind)
-    null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
-    null_apart = not bool((hashes[1:] == null).any())
-    return Lookup(codes, hashes, _levels(hashes), Answered(answers, few), null_apart)
+CHUNK = 1 << 18  # rows per step (a step of a String column costs ~10 ms: 4 per 1M rows)
 
 
 def _strings(
@@ -311,45 +206,17 @@ def _strings(
 
 def find(found: Lookup, values: pl.Series) -> tuple[pl.Series, np.ndarray]:
     """Each row's position among the codes of ``found`` (a String column; a null row is
-    the missing answer, 0) as a UInt32 Series, and the rows whose code is not there. The
-    row's hash proposes a position (in the first level that has a code of that hash); the
-    code there must equal the row. Rows go in chunks of CHUNK, over a few threads: each
-    step's buffers are small, rather than fresh memory the size of the column."""
+    the missing answer, 0) as a UInt32 Series, and the rows whose code is not there (see
+    ``locate``), in chunks of CHUNK rows over a few threads."""
     import polars as pl
 
-    position = np.zeros(len(values), dtype=np.uint32)
+    def step(start: int) -> tuple[np.ndarray, np.ndarray]:
+        position, lost = locate(found, values.slice(start, CHUNK))
+        return position, start + lost
 
-    def step(start: int) -> np.ndarray:
-        part = values.slice(start, CHUNK)
-        proposed = _propose(found, part)
-        if part.null_count() and not found.null_apart:
-            proposed[part.is_null().to_numpy()] = 0
-        position[start : start + len(part)] = proposed
-        wrong = found.codes.gather(pl.Series(proposed)) != part  # a null row: null, at 0
-        if not wrong.any():
-            return np.zeros(0, dtype=np.int64)
-        return start + wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
-
-    lost = in_parallel(step, range(0, len(values), CHUNK))
-    return pl.Series("at", position), np.concatenate([np.zeros(0, dtype=np.int64), *lost])
-
-
-def _propose(found: Lookup, values: pl.Series) -> np.ndarray:
-    """For each row, the position of a code with the row's hash (0: none)."""
-    hashes = values.hash(HASH_SEED).to_numpy()
-    first = found.levels[0] if found.levels else Level(np.zeros(1, dtype=np.uint32), 0)
-    position = first.slots.take(first.slot(hashes))
-    rows = np.flatnonzero(found.hashes.take(position) != hashes)
-    for level in found.levels[1:]:
-        if not len(rows):
-            break
-        sub = hashes.take(rows)
-        at = level.slots.take(level.slot(sub))
-        hit = (at != 0) & (found.hashes.take(at) == sub)
-        position[rows[hit]] = at[hit]
-        rows = rows[~hit]
-    position[rows] = 0  # no code of that hash: "" is the code at 0, anything else is lost
-    return position
+    parts = in_parallel(step, range(0, len(values), CHUNK))
+    position = np.concatenate([np.zeros(0, dtype=np.uint32), *(p for p, _ in parts)])
+    return pl.Series("at", position), np.concatenate([NO_ROWS, *(lost for _, lost in parts)])
 
 
 def _categories(values: pl.Series) -> tuple[pl.Series, pl.Series]:
@@ -399,12 +266,15 @@ class KnownCategories:
     pinned: pl.Series
 
 
-def _known_categories(table: AnswerTable, values: pl.Series) -> tuple[Answered, pl.Series] | None:
+def _known_categories(
+    table: AnswerTable, values: pl.Series, *, read: bool
+) -> tuple[Answered, pl.Series] | None:
     """The per-id answers and the rows' ids (a null row: the id after ``top``) of a
     Categorical column whose ids all fall in ``0..top`` of its ``Categories``, from the
     table state's cache, read once per state and ``Categories`` size. None when the
     ``Categories`` hold many more strings than the column has rows (then only the ids the
-    rows use are read, as ``_categories`` does)."""
+    rows use are read, as ``_categories`` does), and, unless ``read``, when an id the rows
+    hold is not answered yet."""
     import polars as pl
 
     physical = values.to_physical()
@@ -422,6 +292,8 @@ def _known_categories(table: AnswerTable, values: pl.Series) -> tuple[Answered, 
         ids = ids.fill_null(known.top + 1) if ids.null_count() else ids
         if known.unanswered is None or not known.unanswered.take(ids.to_numpy()).any():
             return known.answers, ids
+    if not read:
+        return None
     ids = physical.cast(pl.UInt32)
     pinned = pl.Series(np.arange(top + 1, dtype=np.uint32)).cat.to(values.dtype, strict=False)
     strings = pinned.cast(pl.String)
@@ -437,78 +309,105 @@ def _known_categories(table: AnswerTable, values: pl.Series) -> tuple[Answered, 
     return known.answers, ids.fill_null(top + 1) if ids.null_count() else ids
 
 
-def validate_codes(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
+def validate_codes(
+    table: AnswerTable, values: pl.Series, system: str | None, same: SameSystem | None = None
+) -> pl.DataFrame | None:
     """The frame of ``VALIDATION`` for a String, Categorical or Enum column of codes of
     ``system`` (None: codes without a system, each answered as the value set infers its
     system). Only the categories the rows hold are answered (a Categorical's categories
-    may be shared with other columns)."""
+    may be shared with other columns). ``same``: the system column's rows, which must all
+    hold ``system`` (else None, and no code is answered)."""
     import polars as pl
 
+    if values.dtype == pl.String:
+        # the system rows apart: read with the lookup, they push its tables out of the
+        # processor's caches
+        if same is not None and not same.everywhere():
+            return None
+        return _answer_strings(table, values, system, None)
     if isinstance(values.dtype, pl.Categorical):
-        known = _known_categories(table, values)
+        known = _known_categories(table, values, read=False)
+        if known is not None:  # warm: the rows' ids all answered
+            return _result(*known, system, same)
+    if same is not None and not same.everywhere():
+        return None
+    if isinstance(values.dtype, pl.Categorical):
+        known = _known_categories(table, values, read=True)
         if known is not None:
-            answers, ids = known
-            return result_frame(answers, ids, system)
-    if _categorical(values.dtype):
-        strings, ids = _categories(values)
-        state, position = _strings(table, strings, used=ids)
-        answers = _per_id(state, position)
-        if ids.null_count():
-            ids = ids.fill_null(len(strings))
-        return result_frame(answers, ids, system)
-    state, position = _strings(table, values)
-    return result_frame(lookup(state).answers, position, system)
+            return result_frame(*known, system)
+    strings, ids = _categories(values)
+    state, position = _strings(table, strings, used=ids)
+    answers = _per_id(state, position)
+    if ids.null_count():
+        ids = ids.fill_null(len(strings))
+    return result_frame(answers, ids, system)
+
+
+def _answer_strings(
+    table: AnswerTable, values: pl.Series, system: str | None, same: SameSystem | None
+) -> pl.DataFrame | None:
+    """``validate_codes`` of a String column: per chunk of rows, over a few threads, the
+    system column's rows compared, the rows located, and their result frame built; the
+    rows the table does not have are answered after (through Arrow, added to the table),
+    and then the result frame is built again with the new answers."""
+    import polars as pl
+
+    found = lookup(table.state)
+    stop = threading.Event()  # a chunk whose system differs: the others need not run
+
+    def step(start: int) -> tuple[np.ndarray, np.ndarray, pl.DataFrame | None] | None:
+        if stop.is_set() or (same is not None and not same.holds(start)):
+            stop.set()
+            return None
+        position, lost = locate(found, values.slice(start, CHUNK))
+        frame = None if len(lost) else found.answers.frame(position, system)
+        return position, start + lost, frame
+
+    done = in_parallel(step, range(0, max(len(values), 1), CHUNK))
+    if stop.is_set():
+        return None
+    lost = np.concatenate([NO_ROWS, *(part[1] for part in done)])
+    if not len(lost):
+        frames = [part[2] for part in done]
+        return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
+    position = np.concatenate([part[0] for part in done])
+    state, answered = table.arrow(values.gather(lost).to_arrow())
+    position[lost] = answered
+    return result_frame(lookup(state).answers, pl.Series("at", position), system)
 
 
 def result_frame(answers: Answered, at: pl.Series, system: str | None) -> pl.DataFrame:
-    """The polars frame of ``VALIDATION``: row ``i`` gets the answer at ``at[i]`` (``answers`` as
-    in ``Lookup``). ``system`` given: the same for every row (one Enum value, not repeated
-    in memory); else each answer's own. Built in chunks of CHUNK rows, over a few threads
-    (the columns are chunked alike)."""
+    """The polars frame of ``VALIDATION``: row ``i`` gets the answer at ``at[i]`` (``answers``
+    as in ``Lookup``). ``system`` given: the same for every row (one Enum value, not
+    repeated in memory); else each answer's own. Built in chunks of CHUNK rows, over a few
+    threads (the columns are chunked alike)."""
+    frame = _result(answers, at, system, None)
+    assert frame is not None  # nothing to compare
+    return frame
+
+
+def _result(
+    answers: Answered, at: pl.Series, system: str | None, same: SameSystem | None
+) -> pl.DataFrame | None:
+    """``result_frame``, each chunk's system rows compared first (None if one differs)."""
     import polars as pl
 
-    kind = pl.col("kind")
-    gathered = answers.gathered
-    columns = []
-    for column in VALIDATION.columns:
-        name = column.name
-        if column.kind == "result":
-            columns.append(pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(name))
-        elif column.kind == "count":
-            columns.append(pl.lit(gathered[name]).gather(pl.col("at")).alias(name))
-        elif system is not None and column.per_system:
-            columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
-        elif name in gathered:
-            texts = pl.lit(gathered[name]).gather(pl.col("at"))
-            bit = TEXTS.index(name)
-            columns.append(pl.when(kind & (4 << bit) == 0).then(texts).alias(name))
-        elif name in answers.few:
-            columns.append(_few_texts(name, *answers.few[name]))
-        else:  # no answer has a text here
-            columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
+    positions = at.to_numpy()
+    stop = threading.Event()
 
-    def step(start: int) -> pl.DataFrame:
-        # select_seq: the chunks are already spread over threads; a select would hand each
-        # chunk's columns to polars' own threads, and wait for them on a busy machine
-        part = at.slice(start, CHUNK)
-        frame = pl.DataFrame({"at": part, "kind": gathered["kind"].gather(part)})
-        return frame.select_seq(columns)
+    def step(start: int) -> pl.DataFrame | None:
+        if stop.is_set() or (same is not None and not same.holds(start)):
+            stop.set()
+            return None
+        # select_seq (in ``frame``): the chunks are already spread over threads; a select
+        # would hand each chunk's columns to polars' own threads, and wait for them on a
+        # busy machine
+        return answers.frame(positions[start : start + CHUNK], system)
 
     frames = in_parallel(step, range(0, max(len(at), 1), CHUNK))
+    if stop.is_set():
+        return None
     return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
-
-
-def _few_texts(name: str, shift: int, texts: pl.Series) -> pl.Expr:
-    """The column ``name`` of at most ``FEW`` texts: null where the kind's null bit for it
-    is set, else the text whose id the kind holds at ``shift``."""
-    import polars as pl
-
-    kind = pl.col("kind")
-    at = kind & (15 << shift)
-    chain: Any = pl.when(kind & (4 << TEXTS.index(name)) != 0).then(None)
-    for i, text in enumerate(texts):
-        chain = chain.when(at == i << shift).then(pl.lit(text, dtype=texts.dtype))
-    return chain.alias(name)
 
 
 def validate_polars(
@@ -523,6 +422,7 @@ def validate_polars(
     otherwise (then the pandas algorithm answers)."""
     import polars as pl
 
+    same = None
     if isinstance(data, pl.Series):
         if display is not None:
             raise InvalidRequestError("display=... names a column; pass a DataFrame for that")
@@ -533,10 +433,10 @@ def validate_polars(
         if display is not None and data[display].null_count() < data.height:
             return None
         codes, one = data[code], system
-        if system is not None and system in data.columns:
-            one = _uniform(data[system])
-            if one is None:  # several systems, or missing ones
-                return None
     if not (codes.dtype == pl.String or _categorical(codes.dtype)):
         return None  # numbers and the like: the pandas path turns them into code text
-    return validate_codes(checker.table(one), codes, one)
+    if isinstance(data, pl.DataFrame) and system is not None and system in data.columns:
+        one, same = _system_of(data[system])
+        if one is None:  # several systems, or missing ones
+            return None
+    return validate_codes(checker.table(one), codes, one, same)
