@@ -11,8 +11,9 @@ the answers by physical id; a ``Categorical``'s answers per id are kept with the
 state, read again only for ids added to its ``Categories`` since, or held by no row then.
 The result columns are gathered by polars from per-answer columns (``Enum`` texts, a byte
 per answer for the result and the nulls), the system is one literal value. The rows go in
-chunks over a few threads, each chunk in one step: its rows of a String system column
-compared with the one system, its codes located, its result frame built. Anything else
+chunks over a few threads, each chunk in one step: its codes located and its result frame
+built (a String system column is compared with the one system before, over the same
+threads; with Categorical codes, in each chunk's step). Anything else
 (several systems, displays) goes to the pandas algorithm through Arrow, and comes back as a
 polars DataFrame.
 """
@@ -324,7 +325,7 @@ def validate_codes(
         # processor's caches
         if same is not None and not same.everywhere():
             return None
-        return _answer_strings(table, values, system, None)
+        return _answer_strings(table, values, system)
     if isinstance(values.dtype, pl.Categorical):
         known = _known_categories(table, values, read=False)
         if known is not None:  # warm: the rows' ids all answered
@@ -343,29 +344,21 @@ def validate_codes(
     return result_frame(answers, ids, system)
 
 
-def _answer_strings(
-    table: AnswerTable, values: pl.Series, system: str | None, same: SameSystem | None
-) -> pl.DataFrame | None:
+def _answer_strings(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
     """``validate_codes`` of a String column: per chunk of rows, over a few threads, the
-    system column's rows compared, the rows located, and their result frame built; the
-    rows the table does not have are answered after (through Arrow, added to the table),
-    and then the result frame is built again with the new answers."""
+    rows located and their result frame built; the rows the table does not have are
+    answered after (through Arrow, added to the table), and then the result frame is built
+    again with the new answers."""
     import polars as pl
 
     found = lookup(table.state)
-    stop = threading.Event()  # a chunk whose system differs: the others need not run
 
-    def step(start: int) -> tuple[np.ndarray, np.ndarray, pl.DataFrame | None] | None:
-        if stop.is_set() or (same is not None and not same.holds(start)):
-            stop.set()
-            return None
+    def step(start: int) -> tuple[np.ndarray, np.ndarray, pl.DataFrame | None]:
         position, lost = locate(found, values.slice(start, CHUNK))
         frame = None if len(lost) else found.answers.frame(position, system)
         return position, start + lost, frame
 
     done = in_parallel(step, range(0, max(len(values), 1), CHUNK))
-    if stop.is_set():
-        return None
     lost = np.concatenate([NO_ROWS, *(part[1] for part in done)])
     if not len(lost):
         frames = [part[2] for part in done]
