@@ -18,6 +18,7 @@ to a child process, where it cannot slow other requests down.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +39,30 @@ class WouldBlock(Exception):
         self.building = building
 
 
+class _ThreadClock(threading.local):
+    """This thread's last reading of its processor time, and when it was taken."""
+
+    wall = -math.inf
+    cpu = 0.0
+
+
+_CLOCK = _ThreadClock()
+CPU_READING_AGE = 0.001
+"""How old (seconds of wall time) a thread's processor-time reading may be when a budget
+counts from it: reading it is a system call, a cost a cheap request would pay every time."""
+
+
+def cpu_reading(wall: float) -> tuple[float, float]:
+    """This thread's processor time and when it was read (``time.monotonic()``), at most
+    ``CPU_READING_AGE`` before ``wall`` (now): read again when older. Counting from it
+    counts at most that much processor time the thread used before ``wall``, never less
+    than it used since."""
+    clock = _CLOCK
+    if wall - clock.wall > CPU_READING_AGE:
+        clock.wall, clock.cpu = wall, time.thread_time()
+    return clock.wall, clock.cpu
+
+
 class Budget:
     """``steps`` units of work and, optionally, ``seconds`` of time from ``since`` (a
     ``time.monotonic()`` value; default now).
@@ -45,7 +70,9 @@ class Budget:
     ``inline``: going over raises WouldBlock instead of TooCostlyError; ``cpu_seconds``
     limits the processor time of the calling thread as well (the time it waited for the
     processor does not count). ``scan_steps`` and ``scan_seconds`` (processor time, from now):
-    an allowance for work outside ``building()``; beyond it, WouldBlock.
+    an allowance for work outside ``building()``; beyond it, WouldBlock. Processor time
+    counts from the thread's last reading (``cpu_reading``), so a limit may stop the work up
+    to ``CPU_READING_AGE`` early, never late.
     """
 
     def __init__(
@@ -77,7 +104,7 @@ class Budget:
         # need not ask for the thread's time (a system call, unlike the clock).
         self.cpu_floor = math.inf
         if cpu_seconds is not None or scan_seconds is not None:
-            wall, cpu = time.monotonic(), time.thread_time()
+            wall, cpu = cpu_reading(time.monotonic())
             if cpu_seconds is not None:
                 self.cpu_deadline = cpu + cpu_seconds
                 self.cpu_floor = wall + cpu_seconds
