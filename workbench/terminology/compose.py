@@ -331,11 +331,10 @@ class CompiledValueSet:
         #: of a code into one entry; False scopes every versioned exclude to its version.
         flag = expansion_parameter(resource, "versionsMatch")
         self.versions_match: bool | None = None if flag is None else str(flag).lower() == "true"
-        # Answers remembered when the value set imports others: a code checked along many
-        # import paths is then decided once per value set, not once per path.
-        self._answers: dict[tuple[str, str, str | None], Match] | None = (
-            {} if any(c.imports for c in (*includes, *excludes)) else None
-        )
+        # Membership answers remembered (up to MAX_REMEMBERED, then forgotten at once): the
+        # codes a client checks again and again, and a code checked along many import paths,
+        # are decided once for as long as the value set stays compiled.
+        self._answers: dict[tuple[str, str, str | None], Match] = {}
 
     def systems(self) -> list[str]:
         """Return the code systems the value set draws on, in order (imports included)."""
@@ -440,8 +439,6 @@ class CompiledValueSet:
         version that has it (a4).
         """
         answers = self._answers
-        if answers is None:
-            return self._contains(system, code, version)
         found = answers.get((system, code, version))
         if found is None:
             found = self._contains(system, code, version)
