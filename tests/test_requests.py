@@ -389,6 +389,10 @@ def test_from_inputs_builds_what_the_class_builds(
     bad = next(f.name for f in dataclasses.fields(cls) if f.name not in given)
     with pytest.raises(InvalidRequestError, match=rf"{cls.__name__}\.{bad} must be"):
         cls.from_inputs(inputs, **given, **{bad: object()})
+    # of two fields that do not fit, the error names the first one declared
+    first, second = [f.name for f in dataclasses.fields(cls) if f.name not in given][:2]
+    with pytest.raises(InvalidRequestError, match=rf"{cls.__name__}\.{first} must be"):
+        cls.from_inputs(inputs, **given, **{second: object(), first: object()})
 
 
 def test_from_inputs_of_a_request_with_its_own_check_calls_the_class() -> None:

@@ -151,6 +151,25 @@ def check_fields(obj: Any) -> None:
             )
 
 
+def fields_fit(cls: type, values: Mapping[str, Any]) -> bool:
+    """Whether each of ``values`` (field name -> value) has its field's declared type or is
+    the field's default: what ``check_fields`` finds of an instance whose other fields are
+    at their defaults, without reading those."""
+    by_name = _BY_NAME.get(cls)
+    if by_name is None:
+        by_name = _BY_NAME[cls] = {c.field: c for c in _checks(cls)[0]}
+    for name, value in values.items():
+        check = by_name[name]
+        if value is not check.default and (
+            not isinstance(value, check.kinds) or (check.deep is not None and not check.deep(value))
+        ):
+            return False
+    return True
+
+
+_BY_NAME: dict[type, dict[str, _Check]] = {}
+
+
 def _checks(cls: type) -> _Checks:
     """The type test of each field of ``cls``, a getter of all their values at once, and
     their defaults."""

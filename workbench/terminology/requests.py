@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from workbench.errors import RequiredError
 from workbench.resources import Resource
-from workbench.terminology.params import bundle, check_fields, param, read_inputs
+from workbench.terminology.params import bundle, check_fields, fields_fit, param, read_inputs
 from workbench.terminology.validation import CheckOptions
 from workbench.terminology.versions import NO_POLICY, VersionPolicy
 
@@ -59,7 +59,8 @@ class Request:
         fields.update(values)
         built = object.__new__(cls)
         built.__dict__.update(fields)
-        check_fields(built)
+        if not fields_fit(cls, values):  # the other fields are at their defaults
+            check_fields(built)  # raises, naming the first field in order that does not fit
         return built
 
 
