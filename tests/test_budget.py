@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 
@@ -56,3 +58,24 @@ def test_waiting_is_not_processor_time() -> None:
     time.sleep(0.05)
     trial.tick()
     assert not trial.exceeded
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the server forks children on Linux only")
+def test_a_forked_child_counts_from_its_own_reading() -> None:
+    """A forked child's thread starts with no processor time: a budget made there must not
+    count from the parent's reading (its limit would never be reached)."""
+    burn(0.01)
+    now = time.monotonic()
+    parent = cpu_reading(now)
+    readable, writable = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        child = cpu_reading(now)
+        fresh = child != parent and child[1] <= time.thread_time()
+        os.write(writable, b"1" if fresh else b"0")
+        os._exit(0)
+    os.close(writable)
+    answer = os.read(readable, 1)
+    os.close(readable)
+    os.waitpid(pid, 0)
+    assert answer == b"1"

@@ -18,6 +18,7 @@ to a child process, where it cannot slow other requests down.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -47,6 +48,16 @@ class _ThreadClock(threading.local):
 
 
 _CLOCK = _ThreadClock()
+
+
+def _forget_reading() -> None:
+    # a forked child's thread starts its processor time afresh: the parent's reading is
+    # not its own
+    _CLOCK.wall = -math.inf
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_reading)
 CPU_READING_AGE = 0.001
 """How old (seconds of wall time) a thread's processor-time reading may be when a budget
 counts from it: reading it is a system call, a cost a cheap request would pay every time."""
