@@ -39,6 +39,26 @@ class _KeywordsOnly:
     b: str = "b"
 
 
+@dataclass(frozen=True, slots=True)
+class _SlottedChecked:
+    low: int
+    high: int = 10
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise ValueError("low above high")
+
+
+@dataclass(frozen=True, slots=True)
+class _SlottedOwnInit:
+    a: int
+    b: int = 0
+
+    def __init__(self, a: int, b: int = 0) -> None:
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "b", b + 100)  # more than setting the slots
+
+
 ISSUE = Issue("error", "invalid-code", "Unknown code", "unknown-code")
 RESULT = ValidationResult(False, "Unknown code", None, code="x", system="http://s", issues=(ISSUE,))
 
@@ -54,6 +74,8 @@ RESULT = ValidationResult(False, "Unknown code", None, code="x", system="http://
         (_Checked(1), {"high": 5}),
         (_Computed(3), {"base": 4}),
         (_KeywordsOnly(a=1), {"b": "c"}),
+        (_SlottedChecked(1), {"high": 5}),
+        (_SlottedOwnInit(1), {"a": 2}),
     ],
 )
 def test_replaced_is_dataclasses_replace(obj: Any, changes: dict[str, Any]) -> None:
@@ -67,6 +89,7 @@ def test_replaced_is_dataclasses_replace(obj: Any, changes: dict[str, Any]) -> N
     ("obj", "changes", "error"),
     [
         (_Checked(1), {"low": 50}, ValueError),  # __post_init__ runs
+        (_SlottedChecked(1), {"low": 50}, ValueError),  # slotted too
         (RESULT, {"nope": 1}, TypeError),  # not a field
         (_Computed(3), {"twice": 1}, ValueError),  # init=False: replace refuses it
     ],
@@ -83,3 +106,14 @@ def test_replaced_refuses_what_replace_refuses(
 def test_replaced_wants_a_dataclass() -> None:
     with pytest.raises(TypeError, match="dataclass"):
         replaced(object())
+
+
+def test_a_slotted_result_is_built_through_its_slots_and_stays_frozen() -> None:
+    """ValidationResult (slotted, generated ``__init__``) is built without ``__init__``: the
+    same value, still frozen, every slot set."""
+    got = replaced(RESULT, message="Other", issues=())
+    assert got == dataclasses.replace(RESULT, message="Other", issues=())
+    assert hash(got) == hash(dataclasses.replace(RESULT, message="Other", issues=()))
+    assert all(hasattr(got, f.name) for f in dataclasses.fields(ValidationResult))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got.message = "changed"  # type: ignore[misc]

@@ -6,19 +6,27 @@ calls the class with positional arguments. The result is the same object
 ``dataclasses.replace`` builds: ``__init__`` (and ``__post_init__``) run as usual. Classes
 whose fields are not all plain positional init fields (``init=False``, ``kw_only``,
 ``InitVar``, ``ClassVar``) go through ``dataclasses.replace`` itself.
+
+A slotted dataclass whose ``__init__`` is the generated one and that has no
+``__post_init__`` (a ValidationResult) is built without calling ``__init__``: each slot is set
+through its descriptor, which is all that ``__init__`` does (a frozen one through
+``object.__setattr__``, which looks each name up first). The builder is generated once per
+class, unrolled, as ``dataclasses`` generates ``__init__``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
-# per class: (field name -> position, all field values at once), or None (use replace)
-_Plan = tuple[dict[str, int], Callable[[Any], Any]] | None
+# per class: (field name -> position, all field values at once, the builder taking them in
+# order), or None (use replace)
+_Plan = tuple[dict[str, int], Callable[[Any], Any], Callable[..., Any]] | None
 _PLANS: dict[type, _Plan] = {}
 
 
@@ -31,7 +39,30 @@ def _plan(cls: type) -> _Plan:
     if not plain or len(fields) < 2:
         return None
     names = [f.name for f in fields]
-    return {name: i for i, name in enumerate(names)}, attrgetter(*names)
+    return {name: i for i, name in enumerate(names)}, attrgetter(*names), _builder(cls, names)
+
+
+def _builder(cls: type, names: list[str]) -> Callable[..., Any]:
+    """What builds an instance of ``cls`` from its field values in order: ``cls`` itself,
+    or for a slotted class with the generated ``__init__`` and no ``__post_init__`` a
+    function setting each slot through its descriptor (see the module docstring)."""
+    slots = [inspect.getattr_static(cls, name, None) for name in names]
+    generated = getattr(cls.__init__, "__code__", None)  # type: ignore[misc]
+    if (
+        "__slots__" not in cls.__dict__
+        or hasattr(cls, "__post_init__")
+        or generated is None
+        or generated.co_filename != "<string>"  # a hand-written __init__ does more
+        or not all(inspect.ismemberdescriptor(slot) for slot in slots)
+    ):
+        return cls
+    setters = {f"_set{i}": slot.__set__ for i, slot in enumerate(slots)}
+    params = ", ".join(f"v{i}" for i in range(len(names)))
+    body = "".join(f"    _set{i}(obj, v{i})\n" for i in range(len(names)))
+    source = f"def build({params}):\n    obj = _new(_cls)\n{body}    return obj\n"
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, **setters}
+    exec(source, namespace)  # the source holds only names made here
+    return cast(Callable[..., Any], namespace["build"])
 
 
 def replaced(obj: T, /, **changes: Any) -> T:
@@ -44,11 +75,11 @@ def replaced(obj: T, /, **changes: Any) -> T:
         plan = _PLANS[cls] = _plan(cls)
     if plan is None:
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
-    positions, values = plan
+    positions, values, build = plan
     args = list(values(obj))
     for name, value in changes.items():
         at = positions.get(name)
         if at is None:  # not a field: let replace say so
             return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
         args[at] = value
-    return cls(*args)
+    return cast(T, build(*args))
