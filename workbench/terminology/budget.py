@@ -41,10 +41,10 @@ class WouldBlock(Exception):
 
 
 class _ThreadClock(threading.local):
-    """This thread's last reading of its processor time, and when it was taken."""
+    """This thread's last reading: when it was taken (``time.monotonic()``) and its
+    processor time then."""
 
-    wall = -math.inf
-    cpu = 0.0
+    reading: tuple[float, float] = (-math.inf, 0.0)
 
 
 _CLOCK = _ThreadClock()
@@ -53,7 +53,7 @@ _CLOCK = _ThreadClock()
 def _forget_reading() -> None:
     # a forked child's thread starts its processor time afresh: the parent's reading is
     # not its own
-    _CLOCK.wall = -math.inf
+    _CLOCK.reading = (-math.inf, 0.0)
 
 
 if hasattr(os, "register_at_fork"):
@@ -68,10 +68,10 @@ def cpu_reading(wall: float) -> tuple[float, float]:
     ``CPU_READING_AGE`` before ``wall`` (now): read again when older. Counting from it
     counts at most that much processor time the thread used before ``wall``, never less
     than it used since."""
-    clock = _CLOCK
-    if wall - clock.wall > CPU_READING_AGE:
-        clock.wall, clock.cpu = wall, time.thread_time()
-    return clock.wall, clock.cpu
+    reading = _CLOCK.reading
+    if wall - reading[0] > CPU_READING_AGE:
+        reading = _CLOCK.reading = (wall, time.thread_time())
+    return reading
 
 
 class Budget:

@@ -12,7 +12,7 @@ from workbench.terminology.result import coding_label as _fmt
 
 def located(result: ValidationResult, path: str) -> ValidationResult:
     """The result with its issues placed at ``path`` (``Coding``, ``CodeableConcept…``)."""
-    if all(i.path == path for i in result.issues):
+    if not result.issues or all(i.path == path for i in result.issues):
         return result  # already there (a valid code, or a plain code input): no copy to make
     return dataclasses.replace(result, issues=tuple(i.at(path) for i in result.issues))
 

@@ -193,18 +193,17 @@ class Validating(Resolution):
             found = [resource, *(vs.resource for vs in imports)]
             return tuple(status_checks(found, source=resource))
 
-        own = per_valueset(("validate", "status"), involved)
-        used = result.system
-        if used and first is not None and used in first.systems():
-            theirs = self.memo(
-                first,
-                ("validate", "status", used, result.version),
-                lambda: self._codesystem_status(used, result.version, resource),
-            )
+        used, version = result.system, result.version
+
+        def notes() -> tuple[Issue, ...]:
+            own = per_valueset(("validate", "status"), involved)
+            return (*own, *self._codesystem_status(used, version, resource))
+
+        if first is not None and (not used or used in first.systems()):
+            found = self.memo(first, ("validate", "notes", used, version), notes)
         else:
-            theirs = self._codesystem_status(used, result.version, resource)
-        notes = (*own, *theirs)
-        return replaced(result, issues=(*result.issues, *notes)) if notes else result
+            found = notes()
+        return replaced(result, issues=(*result.issues, *found)) if found else result
 
     def _codesystem_status(
         self, system: str | None, version: str | None, source: Mapping[str, Any]
