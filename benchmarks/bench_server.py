@@ -4,7 +4,7 @@ cheap requests while an expensive expansion runs.
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_server.py                 # 10 s per measured run
-    .venv/bin/python benchmarks/bench_server.py --duration 30 --rounds 10
+    .venv/bin/python benchmarks/bench_server.py --duration 30 --rounds 16
 
 It needs ``wrk`` on PATH (``make wrk`` installs it; Debian/Ubuntu: ``apt-get install wrk``).
 
@@ -35,7 +35,7 @@ baseline of. Scenarios:
   the run fails if the expansion ends before the load).
 
 Then each scenario with a ratio target is measured again against its baseline in
-alternating slices (``paired.py``): ``--rounds`` rounds (default 6) of one ``--slice``-second
+alternating slices (``paired.py``): ``--rounds`` rounds (default 10) of one ``--slice``-second
 run (default 2) of each, the order reversed every other round. On this shared machine the
 raw endpoint's rate drifts by a fifth or more within a minute, so a ratio of two runs half a
 minute apart (the ``ratio`` column) swings with the drift; the paired ratio compares slices
@@ -415,7 +415,7 @@ def _rps(load: Callable[[int], WrkResult], seconds: int) -> float:
     return load(seconds).rps
 
 
-def bench(duration: int, concepts: int, rounds: int = 6, slice_s: int = 2) -> int:
+def bench(duration: int, concepts: int, rounds: int = 10, slice_s: int = 2) -> int:
     """Start both servers, load every scenario, print the table; return the exit status."""
     wrk = shutil.which("wrk")
     if wrk is None:
@@ -512,9 +512,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=6,
+        default=10,
         help="rounds of the paired ratio: one slice of the baseline and one of the scenario, "
-        "the order reversed every other round (default 6)",
+        "the order reversed every other round (default 10)",
     )
     parser.add_argument(
         "--slice", type=int, default=2, help="seconds of one paired slice (default 2)"
