@@ -58,6 +58,8 @@ def _forget_reading() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_reading)
+
+
 CPU_READING_AGE = 0.001
 """How old (seconds of wall time) a thread's processor-time reading may be when a budget
 counts from it: reading it is a system call, a cost a cheap request would pay every time."""
