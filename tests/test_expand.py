@@ -624,6 +624,26 @@ def test_cache_sees_a_changed_import() -> None:
     assert wb.expand(VS + "outer").frame["code"].tolist() == ["triangle"]
 
 
+def test_remembered_membership_sees_each_change() -> None:
+    """A compiled value set remembers its membership answers; a change to its code system,
+    to itself or to what it imports forgets them with it."""
+    wb = make_wb(
+        valueset("colours", {"system": COLOUR}), valueset("outer", {"valueSet": [VS + "mixed"]})
+    )
+
+    def valid(vs: str, code: str, system: str) -> bool:
+        return bool(wb.validate_code(VS + vs, code=code, system=system))
+
+    assert [valid("colours", "cyan", COLOUR) for _ in range(2)] == [False, False]
+    wb.load(codesystem(COLOUR, [concept("red", "Red"), concept("cyan", "Cyan")]))
+    assert valid("colours", "cyan", COLOUR)
+    wb.load(valueset("colours", listed("red", system=COLOUR)))
+    assert not valid("colours", "cyan", COLOUR)
+    assert [valid("outer", "triangle", SHAPE) for _ in range(2)] == [False, False]
+    wb.load(valueset("mixed", listed("triangle")))
+    assert valid("outer", "triangle", SHAPE)
+
+
 def test_cache_sees_deleted_resources() -> None:
     wb = make_wb(valueset("colours", {"system": COLOUR}))
     assert len(wb.expand(VS + "colours")) == 3
