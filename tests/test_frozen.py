@@ -1,14 +1,17 @@
-"""``frozen.replaced`` builds what ``dataclasses.replace`` builds."""
+"""``frozen.replaced`` builds what ``dataclasses.replace`` builds; ``frozen.fast_init`` gives
+the instance the generated ``__init__`` gives."""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import pickle
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
 
-from workbench.frozen import replaced
+from workbench.frozen import fast_init, replaced
 from workbench.terminology.concept_check import CheckOptions
 from workbench.terminology.result import Issue, ValidationResult
 
@@ -117,3 +120,76 @@ def test_a_slotted_result_is_built_through_its_slots_and_stays_frozen() -> None:
     assert all(hasattr(got, f.name) for f in dataclasses.fields(ValidationResult))
     with pytest.raises(dataclasses.FrozenInstanceError):
         got.message = "changed"  # type: ignore[misc]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plain:
+    left: int
+    right: tuple[int, ...] = ()
+    note: str | None = None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class _Fast:  # _Plain's fields, with the fast __init__
+    left: int
+    right: tuple[int, ...] = ()
+    note: str | None = None
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [((1,), {}), ((1, (2, 3)), {}), ((1,), {"note": "n"}), ((), {"left": 1, "right": (4,)})],
+)
+def test_fast_init_builds_what_the_generated_init_builds(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    assert "_set0" in _Fast.__init__.__code__.co_names  # type: ignore[misc]
+    fast, plain = _Fast(*args, **kwargs), _Plain(*args, **kwargs)
+    assert [getattr(fast, f.name) for f in dataclasses.fields(_Fast)] == [
+        getattr(plain, f.name) for f in dataclasses.fields(_Plain)
+    ]
+    assert fast == _Fast(*args, **kwargs) and hash(fast) == hash(_Fast(*args, **kwargs))
+    assert pickle.loads(pickle.dumps(fast)) == fast
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.left = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error"),
+    [
+        ((), {}, "missing 1 required positional argument: 'left'"),
+        ((1,), {"nope": 2}, "unexpected keyword argument 'nope'"),
+        ((1, (), None, 4), {}, "takes from 2 to 4 positional arguments but 5 were given"),
+        ((1,), {"left": 2}, "multiple values for argument 'left'"),
+    ],
+)
+def test_fast_init_refuses_what_the_generated_init_refuses(
+    args: tuple[Any, ...], kwargs: dict[str, Any], error: str
+) -> None:
+    with pytest.raises(TypeError, match=error):
+        _Plain(*args, **kwargs)
+    with pytest.raises(TypeError, match=error):
+        _Fast(*args, **kwargs)
+
+
+@pytest.mark.parametrize("cls", [ValidationResult, Issue])
+def test_the_hot_results_have_the_fast_init_and_the_generated_signature(cls: type) -> None:
+    assert "_set0" in cls.__init__.__code__.co_names  # type: ignore[misc]
+    defaults = {
+        f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
+    }
+    namespace = {"__annotations__": cls.__annotations__, **defaults}
+    generated = dataclass(frozen=True, slots=True)(type(cls.__name__, (), namespace))
+    assert inspect.signature(cls) == inspect.signature(generated)
+
+
+@pytest.mark.parametrize(
+    "cls", [_Checked, _Computed, _KeywordsOnly, _SlottedChecked, _SlottedOwnInit, CheckOptions]
+)
+def test_fast_init_leaves_what_it_cannot_do_exactly(cls: type) -> None:
+    """A __post_init__, init=False, keyword-only fields, no slots, a hand-written
+    __init__: the class keeps its own __init__."""
+    own = cls.__init__  # type: ignore[misc]
+    assert fast_init(cls) is cls
+    assert cls.__init__ is own  # type: ignore[misc]

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from workbench.frozen import fast_init
 from workbench.marks import visible
 
 REASONS = (
@@ -93,6 +94,7 @@ _ELEMENT: dict[str, str | None] = {
 }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Issue:
     """One finding of a validation: severity, tx-issue-type code, text and reason.
@@ -181,6 +183,7 @@ class Suggestion(NamedTuple):
         return f"did you mean '{visible(self.code)}'{shown}? ({self.why})"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ValidationResult:
     """The answer of ``validate_code``: result, message, the valid display, and the issues.
