@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from workbench import frozen
 from workbench.frozen import fast_init, replaced
 from workbench.terminology.concept_check import CheckOptions
 from workbench.terminology.result import Issue, ValidationResult
@@ -144,7 +145,7 @@ class _Fast:  # _Plain's fields, with the fast __init__
 def test_fast_init_builds_what_the_generated_init_builds(
     args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
-    assert "_set0" in _Fast.__init__.__code__.co_names  # type: ignore[misc]
+    assert "_set0" in _Fast.__init__.__code__.co_names
     fast, plain = _Fast(*args, **kwargs), _Plain(*args, **kwargs)
     assert [getattr(fast, f.name) for f in dataclasses.fields(_Fast)] == [
         getattr(plain, f.name) for f in dataclasses.fields(_Plain)
@@ -180,7 +181,7 @@ def test_the_hot_results_have_the_fast_init_and_the_generated_signature(cls: typ
         f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
     }
     namespace = {"__annotations__": cls.__annotations__, **defaults}
-    generated = dataclass(frozen=True, slots=True)(type(cls.__name__, (), namespace))
+    generated: type = dataclass(frozen=True, slots=True)(type(cls.__name__, (), namespace))
     assert inspect.signature(cls) == inspect.signature(generated)
 
 
@@ -193,3 +194,20 @@ def test_fast_init_leaves_what_it_cannot_do_exactly(cls: type) -> None:
     own = cls.__init__  # type: ignore[misc]
     assert fast_init(cls) is cls
     assert cls.__init__ is own  # type: ignore[misc]
+
+
+def test_replaced_gives_the_same_copy_whatever_the_order_of_the_changes() -> None:
+    one = replaced(RESULT, message="m", issues=(), result=True)
+    other = replaced(RESULT, result=True, issues=(), message="m")
+    assert one == other == dataclasses.replace(RESULT, message="m", issues=(), result=True)
+
+
+def test_replaced_past_its_kept_replacers_is_still_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_REPLACERS a new combination of changed fields is not kept, only built."""
+    monkeypatch.setattr(frozen, "_REPLACERS", {})
+    monkeypatch.setattr(frozen, "MAX_REPLACERS", 1)
+    assert replaced(RESULT, code="a").code == "a"
+    assert replaced(RESULT, display="b", code="c") == dataclasses.replace(
+        RESULT, display="b", code="c"
+    )
+    assert list(frozen._REPLACERS) == [(ValidationResult, ("code",))]

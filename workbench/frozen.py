@@ -1,11 +1,12 @@
 """``replaced`` and ``fast_init``: building the frozen value objects of the hot path.
 
 ``dataclasses.replace`` walks the class's fields in Python on every call (a few microseconds
-for a ValidationResult); ``replaced`` reads every field at once (``operator.attrgetter``) and
-calls the class with positional arguments. The result is the same object
-``dataclasses.replace`` builds: ``__init__`` (and ``__post_init__``) run as usual. Classes
-whose fields are not all plain positional init fields (``init=False``, ``kw_only``,
-``InitVar``, ``ClassVar``) go through ``dataclasses.replace`` itself.
+for a ValidationResult); ``replaced`` calls a function generated once per class and set of
+changed fields, which reads the other fields and calls the class with positional arguments.
+The result is the same object ``dataclasses.replace`` builds: ``__init__`` (and
+``__post_init__``) run as usual. Classes whose fields are not all plain positional init
+fields (``init=False``, ``kw_only``, ``InitVar``, ``ClassVar``) go through
+``dataclasses.replace`` itself.
 
 A slotted dataclass whose ``__init__`` is the generated one and that has no
 ``__post_init__`` (a ValidationResult) is built without calling ``__init__``: each slot is set
@@ -20,15 +21,19 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
-# per class: (field name -> position, all field values at once, the builder taking them in
-# order), or None (use replace)
-_Plan = tuple[dict[str, int], Callable[[Any], Any], Callable[..., Any]] | None
+# per class: (field name -> position, the builder taking the field values in order), or None
+# (use replace)
+_Plan = tuple[dict[str, int], Callable[..., Any]] | None
 _PLANS: dict[type, _Plan] = {}
+# per class and changed fields (in the order given): what builds the copy
+_REPLACERS: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}
+MAX_REPLACERS = 1024
+"""How many (class, changed fields) replacers are kept: the call sites name a few each; past
+this, a new combination is generated again on each call (still right, only slower)."""
 
 
 def _plan(cls: type) -> _Plan:
@@ -40,7 +45,7 @@ def _plan(cls: type) -> _Plan:
     if not plain or len(fields) < 2:
         return None
     names = [f.name for f in fields]
-    return {name: i for i, name in enumerate(names)}, attrgetter(*names), _builder(cls, names)
+    return {name: i for i, name in enumerate(names)}, _builder(cls, names)
 
 
 def _builder(cls: type, names: list[str]) -> Callable[..., Any]:
@@ -48,12 +53,12 @@ def _builder(cls: type, names: list[str]) -> Callable[..., Any]:
     or for a slotted class with the generated ``__init__`` and no ``__post_init__`` a
     function setting each slot through its descriptor (see the module docstring)."""
     slots = [inspect.getattr_static(cls, name, None) for name in names]
-    generated = getattr(cls.__init__, "__code__", None)  # type: ignore[misc]
+    init = getattr(cls.__init__, "__code__", None)  # type: ignore[misc]
     if (
         "__slots__" not in cls.__dict__
         or hasattr(cls, "__post_init__")
-        or generated is None
-        or generated.co_filename != "<string>"  # a hand-written __init__ does more
+        or init is None
+        or init.co_filename != "<string>"  # a hand-written __init__ does more
         or not all(inspect.ismemberdescriptor(slot) for slot in slots)
     ):
         return cls
@@ -69,21 +74,37 @@ def _builder(cls: type, names: list[str]) -> Callable[..., Any]:
 def replaced(obj: T, /, **changes: Any) -> T:
     """A copy of the dataclass instance ``obj`` with ``changes`` (field -> value), exactly
     as ``dataclasses.replace(obj, **changes)`` gives it, only faster."""
-    cls = type(obj)
+    key = (type(obj), tuple(changes))
+    replacer = _REPLACERS.get(key)
+    if replacer is None:
+        replacer = _replacer(*key)
+        if len(_REPLACERS) < MAX_REPLACERS:
+            _REPLACERS[key] = replacer
+    return cast(T, replacer(obj, *changes.values()))
+
+
+def _replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
+    """What ``replaced`` calls for an instance of ``cls`` and new values of the ``changed``
+    fields (in that order): a function, generated once, that reads the other fields and
+    builds the copy (``_plan``); ``dataclasses.replace`` for a class without a plan or a
+    name that is not a field (it says why)."""
     try:
         plan = _PLANS[cls]
     except KeyError:
         plan = _PLANS[cls] = _plan(cls)
-    if plan is None:
-        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
-    positions, values, build = plan
-    args = list(values(obj))
-    for name, value in changes.items():
-        at = positions.get(name)
-        if at is None:  # not a field: let replace say so
-            return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
-        args[at] = value
-    return cast(T, build(*args))
+    if plan is None or not all(name in plan[0] for name in changed):
+
+        def replace(obj: Any, *values: Any) -> Any:
+            return dataclasses.replace(obj, **dict(zip(changed, values, strict=True)))
+
+        return replace
+    positions, build = plan
+    new = {name: f"c{i}" for i, name in enumerate(changed)}
+    args = ", ".join(new.get(name, f"obj.{name}") for name in positions)
+    params = ", ".join(["obj", *new.values()])
+    namespace: dict[str, Any] = {"_build": build}
+    exec(f"def replace({params}):\n    return _build({args})\n", namespace)  # names made here
+    return cast(Callable[..., Any], namespace["replace"])
 
 
 C = TypeVar("C", bound=type)
