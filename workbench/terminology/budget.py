@@ -88,6 +88,22 @@ class Budget:
     to ``CPU_READING_AGE`` early, never late.
     """
 
+    __slots__ = (
+        "builds",
+        "cpu_deadline",
+        "cpu_floor",
+        "cpu_seconds",
+        "deadline",
+        "exceeded",
+        "inline",
+        "left",
+        "scan_deadline",
+        "scan_left",
+        "seconds",
+        "steps",
+        "timed",
+    )
+
     def __init__(
         self,
         steps: int,

@@ -7,7 +7,7 @@ announces the canonical URLs each write touches).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from workbench import collector, forksafe, loading
 from workbench.errors import (
@@ -33,6 +33,7 @@ from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.versions import NO_POLICY, VersionPolicy, is_pattern
 
 T = TypeVar("T")
+_NOT_KEPT = object()  # what ``memo`` has not remembered yet
 
 
 class Resolution:
@@ -264,12 +265,14 @@ class Resolution:
     def memo(self, compiled: CompiledValueSet, key: Hashable, factory: Callable[[], T]) -> T:
         """Remember something derived from a compiled value set for as long as it is cached
         (for example the bulk validator's index of plainly valid members)."""
-        if key not in compiled.extras:
-            with collector.paused():  # such indexes are large and kept: no cycles to find
-                value = factory()
-            with self._lock:
-                compiled.extras[key] = value
-        return compiled.extras[key]
+        found = compiled.extras.get(key, _NOT_KEPT)
+        if found is not _NOT_KEPT:
+            return cast(T, found)
+        with collector.paused():  # such indexes are large and kept: no cycles to find
+            value = factory()
+        with self._lock:
+            compiled.extras[key] = value
+        return cast(T, compiled.extras[key])
 
     def _compile(
         self,

@@ -187,23 +187,35 @@ class Validating(Resolution):
         imports and the code system used (d5); a code system the value set draws on is one
         of its dependencies, so its notes can be remembered with the compiled value set
         too."""
+        used, version = result.system, result.version
+        if first is not None and (not used or used in first.systems()):
+            found = self.memo(
+                first,
+                ("validate", "notes", used, version),
+                lambda: self._status_notes(used, version, resource, first, per_valueset),
+            )
+        else:
+            found = self._status_notes(used, version, resource, first, per_valueset)
+        return replaced(result, issues=(*result.issues, *found)) if found else result
+
+    def _status_notes(
+        self,
+        used: str | None,
+        version: str | None,
+        resource: Mapping[str, Any],
+        first: CompiledValueSet | None,
+        per_valueset: _PerValueSet,
+    ) -> tuple[Issue, ...]:
+        """The status-check notes of ``_with_status_notes``: the value set's own (and its
+        imports'), then the code system's."""
 
         def involved() -> tuple[Issue, ...]:
             imports = first.imported() if first is not None else self._inline_imports(resource)
             found = [resource, *(vs.resource for vs in imports)]
             return tuple(status_checks(found, source=resource))
 
-        used, version = result.system, result.version
-
-        def notes() -> tuple[Issue, ...]:
-            own = per_valueset(("validate", "status"), involved)
-            return (*own, *self._codesystem_status(used, version, resource))
-
-        if first is not None and (not used or used in first.systems()):
-            found = self.memo(first, ("validate", "notes", used, version), notes)
-        else:
-            found = notes()
-        return replaced(result, issues=(*result.issues, *found)) if found else result
+        own = per_valueset(("validate", "status"), involved)
+        return (*own, *self._codesystem_status(used, version, resource))
 
     def _codesystem_status(
         self, system: str | None, version: str | None, source: Mapping[str, Any]
