@@ -106,6 +106,8 @@ def check_concept(
             tx="code-rule",
         )
         return dataclasses.replace(result, normalized_code=normalized)
+    if display is None and concept is not None and normalized is None and status is None:
+        return ValidationResult(True, None, preferred, code, system, version)  # nothing to say
     issues = [
         *_display_issues(
             concept,
