@@ -105,6 +105,52 @@ def test_lookup_outputs_with_parts() -> None:
 
 
 @pytest.mark.parametrize(
+    ("part_values", "parts"),
+    [
+        (
+            {"code": "inactive", "value": TypedValue("valueBoolean", False), "code-display": "I"},
+            [
+                ("code", "valueCode", "inactive"),
+                ("value", "valueBoolean", False),
+                ("code-display", "valueString", "I"),  # a part the definition does not declare
+            ],
+        ),
+        (
+            {"code": "order", "value": 3, "description": ["a", None, "b"]},
+            [
+                ("code", "valueCode", "order"),
+                ("value", "valueInteger", 3),
+                ("description", "valueString", "a"),
+                ("description", "valueString", "b"),
+            ],
+        ),
+        (
+            {"code": "weight", "value": 1.5, "description": None},
+            [("code", "valueCode", "weight"), ("value", "valueDecimal", 1.5)],
+        ),
+        (
+            {"code": "parent", "value": {"system": "http://s", "code": "x"}},
+            [
+                ("code", "valueCode", "parent"),
+                ("value", "valueCoding", {"system": "http://s", "code": "x"}),
+            ],
+        ),
+    ],
+)
+def test_lookup_property_parts(
+    part_values: dict[str, Any], parts: list[tuple[str, str, Any]]
+) -> None:
+    """Each part by its declared type, else its value's; a list repeats the part, None and
+    list items that are None are left out."""
+    outputs = {"name": "N", "display": "D", "property": [part_values]}
+    entry = build_output(LOOKUP, outputs)["parameter"][2]
+    assert entry == {
+        "name": "property",
+        "part": [{"name": name, key: value} for name, key, value in parts],
+    }
+
+
+@pytest.mark.parametrize(
     ("items", "expected"),
     [
         ([("url", "u"), ("code", "a"), ("_pretty", "true")], {"url": "u", "code": "a"}),

@@ -421,6 +421,7 @@ def _plan(op: OperationDef) -> _Plan:
 
 
 _SCALARS = frozenset({str, bool, int, float})
+_COMPOUND = frozenset({dict, list, TypedValue})  # (told apart without Mapping's slower test)
 
 
 def build_output(op: OperationDef, outputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -454,8 +455,10 @@ def _entries(steps: dict[str, _Step], outputs: Mapping[str, Any]) -> list[dict[s
         last = at
         if value is None:
             continue
+        kind = type(value)
         if key is not None and (
-            type(value) in _SCALARS or not isinstance(value, Mapping | TypedValue | list)
+            kind in _SCALARS
+            or (kind not in _COMPOUND and not isinstance(value, Mapping | TypedValue | list))
         ):
             entries.append({"name": name, key: value})
         elif one_resource:  # as _output_entry writes it
@@ -485,20 +488,35 @@ def _parts_by_name(param: ParamDef) -> dict[str, ParamDef]:
     return found[1]
 
 
+@cache
+def _undeclared_part(name: str) -> ParamDef:
+    """An output part the definition does not declare (``code-display``, as tx.fhir.org
+    gives it): written by the type of its value."""
+    return ParamDef(name, "out", 0, 1, None)
+
+
 def _output_entry(param: ParamDef, value: Any) -> dict[str, Any]:
-    if param.parts and isinstance(value, Mapping) and not param.type:
+    if param.parts and not param.type and (type(value) is dict or isinstance(value, Mapping)):
         parts_by_name = _parts_by_name(param)
         part_entries = []
         for name, part_value in value.items():
-            part = parts_by_name.get(name) or ParamDef(name, "out", 0, 1, None)
-            items = part_value if isinstance(part_value, list) else [part_value]
-            part_entries += [_output_entry(part, v) for v in items if v is not None]
+            if part_value is None:
+                continue
+            part = parts_by_name.get(name) or _undeclared_part(name)
+            if isinstance(part_value, list):
+                part_entries += [_output_entry(part, v) for v in part_value if v is not None]
+            else:
+                part_entries.append(_output_entry(part, part_value))
         return {"name": param.name, "part": part_entries}
     if param.is_resource:
         return {"name": param.name, "resource": value}
     if isinstance(value, TypedValue):
         return {"name": param.name, value.key: value.value}
     kind = param.type
+    if type(value) in _SCALARS:  # (its type decides when the definition's does not)
+        if kind is None or kind == "Element" or kind[:1].isupper():
+            kind = next(t for py, t in _PY_TYPES if isinstance(value, py))
+        return {"name": param.name, value_key(kind): value}
     if kind is None or kind == "Element" or (kind[:1].isupper() and not isinstance(value, Mapping)):
         kind = next((t for py, t in _PY_TYPES if isinstance(value, py)), "string")
     if isinstance(value, Mapping) and (kind is None or kind[:1].islower() or kind == "Element"):
