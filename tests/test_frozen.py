@@ -211,3 +211,11 @@ def test_replaced_past_its_kept_replacers_is_still_right(monkeypatch: pytest.Mon
         RESULT, display="b", code="c"
     )
     assert list(frozen._REPLACERS) == [(ValidationResult, ("code",))]
+
+
+def test_fast_init_wants_a_dataclass() -> None:
+    class Plain:
+        __slots__ = ("a",)
+
+    with pytest.raises(TypeError, match="above @dataclass"):
+        fast_init(Plain)

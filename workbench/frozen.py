@@ -37,36 +37,55 @@ this, a new combination is generated again on each call (still right, only slowe
 
 
 def _plan(cls: type) -> _Plan:
-    declared = getattr(cls, "__dataclass_fields__", None)
-    if declared is None:
+    if getattr(cls, "__dataclass_fields__", None) is None:
         raise TypeError("replaced() should be called on dataclass instances")
-    fields = dataclasses.fields(cls)
-    plain = len(fields) == len(declared) and all(f.init and not f.kw_only for f in fields)
-    if not plain or len(fields) < 2:
+    fields = _plain_fields(cls)
+    if fields is None or len(fields) < 2:
         return None
     names = [f.name for f in fields]
-    return {name: i for i, name in enumerate(names)}, _builder(cls, names)
+    return {name: i for i, name in enumerate(names)}, _builder(cls)
 
 
-def _builder(cls: type, names: list[str]) -> Callable[..., Any]:
-    """What builds an instance of ``cls`` from its field values in order: ``cls`` itself,
-    or for a slotted class with the generated ``__init__`` and no ``__post_init__`` a
-    function setting each slot through its descriptor (see the module docstring)."""
-    slots = [inspect.getattr_static(cls, name, None) for name in names]
+def _plain_fields(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
+    """The fields of a dataclass when each is a plain positional ``__init__`` argument (no
+    ``init=False``, ``kw_only``, ``InitVar`` or ``ClassVar``); else None."""
+    fields = dataclasses.fields(cls)
+    declared = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    if len(fields) != len(declared) or not all(f.init and not f.kw_only for f in fields):
+        return None
+    return fields
+
+
+def _slot_setters(cls: type) -> list[Callable[[Any, Any], None]] | None:
+    """Each field's slot setter, in field order, for a slotted dataclass whose ``__init__``
+    only sets its slots (the generated one, or ``fast_init``'s) and that has no
+    ``__post_init__``; else None."""
     init = getattr(cls.__init__, "__code__", None)  # type: ignore[misc]
     if (
         "__slots__" not in cls.__dict__
         or hasattr(cls, "__post_init__")
         or init is None
         or init.co_filename != "<string>"  # a hand-written __init__ does more
-        or not all(inspect.ismemberdescriptor(slot) for slot in slots)
     ):
+        return None
+    slots = [inspect.getattr_static(cls, f.name, None) for f in dataclasses.fields(cls)]
+    if not all(inspect.ismemberdescriptor(slot) for slot in slots):
+        return None
+    return [slot.__set__ for slot in slots]
+
+
+def _builder(cls: type) -> Callable[..., Any]:
+    """What builds an instance of ``cls`` from its field values in order: ``cls`` itself,
+    or for a class with slot setters (``_slot_setters``) a function setting each slot
+    through its descriptor (see the module docstring)."""
+    setters = _slot_setters(cls)
+    if setters is None:
         return cls
-    setters = {f"_set{i}": slot.__set__ for i, slot in enumerate(slots)}
-    params = ", ".join(f"v{i}" for i in range(len(names)))
-    body = "".join(f"    _set{i}(obj, v{i})\n" for i in range(len(names)))
+    params = ", ".join(f"v{i}" for i in range(len(setters)))
+    body = "".join(f"    _set{i}(obj, v{i})\n" for i in range(len(setters)))
     source = f"def build({params}):\n    obj = _new(_cls)\n{body}    return obj\n"
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, **setters}
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    namespace.update((f"_set{i}", setter) for i, setter in enumerate(setters))
     exec(source, namespace)  # the source holds only names made here
     return cast(Callable[..., Any], namespace["build"])
 
@@ -116,7 +135,7 @@ def fast_init(cls: C) -> C:
     ``object.__setattr__`` per field (half the time for a ValidationResult). Put it above
     ``@dataclass``. A class it cannot do exactly (a ``__post_init__``, a hand-written
     ``__init__``, fields with a default factory, keyword-only or not in ``__init__``) is
-    returned unchanged.
+    returned unchanged; a class that is no dataclass raises TypeError.
 
     >>> from dataclasses import dataclass
     >>> @fast_init
@@ -127,47 +146,33 @@ def fast_init(cls: C) -> C:
     >>> Pair(1), Pair(1, right=2) == Pair(1, 2)
     (Pair(left=1, right=0), True)
     """
-    names = _fast_init_names(cls)
-    if names is None:
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError("fast_init() should decorate a dataclass (put it above @dataclass)")
+    setters = _slot_setters(cls)
+    fields = _plain_fields(cls)
+    if (
+        setters is None
+        or fields is None
+        or not cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        or any(f.default_factory is not dataclasses.MISSING for f in fields)
+        or any(f.name == "self" or f.name.startswith(("_set", "_default")) for f in fields)
+    ):
         return cls
-    fields = dataclasses.fields(cls)
     namespace: dict[str, Any] = {}
     params, body = [], []
-    for i, field in enumerate(fields):
+    for i, (field, setter) in enumerate(zip(fields, setters, strict=True)):
         if field.default is dataclasses.MISSING:
             params.append(field.name)
         else:
             namespace[f"_default{i}"] = field.default
             params.append(f"{field.name}=_default{i}")
-        namespace[f"_set{i}"] = inspect.getattr_static(cls, field.name).__set__
+        namespace[f"_set{i}"] = setter
         body.append(f"    _set{i}(self, {field.name})\n")
     source = f"def __init__(self, {', '.join(params)}):\n{''.join(body)}"
     exec(source, namespace)  # the source holds only the field names and names made here
     init = namespace["__init__"]
-    generated = cls.__init__  # type: ignore[misc]
+    generated = cls.__init__
     init.__qualname__ = generated.__qualname__
     init.__annotations__ = generated.__annotations__
-    cls.__init__ = init  # type: ignore[misc]
+    cls.__init__ = init  # type: ignore[method-assign]
     return cls
-
-
-def _fast_init_names(cls: type) -> list[str] | None:
-    """The field names of a class ``fast_init`` can do, in order; else None."""
-    params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.frozen or "__slots__" not in cls.__dict__:
-        return None
-    generated = getattr(cls.__init__, "__code__", None)  # type: ignore[misc]
-    if hasattr(cls, "__post_init__") or generated is None or generated.co_filename != "<string>":
-        return None
-    fields = dataclasses.fields(cls)
-    if len(fields) != len(cls.__dataclass_fields__):  # type: ignore[attr-defined]
-        return None
-    names = [f.name for f in fields]
-    plain = all(
-        f.init and not f.kw_only and f.default_factory is dataclasses.MISSING for f in fields
-    )
-    own = any(name == "self" or name.startswith(("_set", "_default")) for name in names)
-    slots = [inspect.getattr_static(cls, name, None) for name in names]
-    if not plain or own or not all(inspect.ismemberdescriptor(s) for s in slots):
-        return None
-    return names
