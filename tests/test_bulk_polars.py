@@ -197,6 +197,41 @@ def test_polars_series_equals_pandas_row_for_row(
         assert rows_of(got) == expected
 
 
+@pytest.mark.parametrize("start", [3, 64, 131])
+@pytest.mark.parametrize("kind", KINDS)
+def test_polars_slice_with_nulls_equals_pandas_row_for_row(
+    big: Workbench, kind: str, start: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slice of a column holding nulls starts inside its validity bitmap (bit ``start``):
+    each chunk's null rows are read from the right bits."""
+    from workbench.bulk import polars_backend as bulk_polars
+
+    monkeypatch.setattr(bulk_polars, "CHUNK", 64)
+    values = mixed_codes(1000, seed=7)
+    values[start] = values[start + 65] = values[-1] = None  # a chunk's first and last row
+    column = codes_column(kind, values).slice(start)
+    expected = rows_of(
+        big.validate_column(pd.Series(values[start:], dtype=object), BIG_VS, system=BIG)
+    )
+    for _ in range(2):
+        assert rows_of(big.validate_column(column, BIG_VS, system=BIG)) == expected
+
+
+def test_ids_read_null_rows_from_their_bits() -> None:
+    """``Ids`` gives a null row ``null_id`` whatever value polars left under it, chunk by
+    chunk, from any bit of the validity bitmap."""
+    from workbench.bulk import polars_backend as bulk_polars
+
+    raw = pl.Series([5, None, 7, None, 2, 9, None, 1, 3, None, 4], dtype=pl.UInt32)
+    for start in range(0, 5):
+        ids = bulk_polars.Ids.of(raw.slice(start), null_id=99)
+        chunks = [ids.chunk(at) for at in range(0, len(ids), bulk_polars.CHUNK)]
+        expected = raw.slice(start).fill_null(99).to_list()
+        assert np.concatenate(chunks).tolist() == expected
+        assert ids.any_of(np.arange(100) == 99) == (None in raw.slice(start).to_list())
+    assert bulk_polars.Ids.of(pl.Series([1, 2], dtype=pl.UInt8), null_id=300).valid is None
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_polars_series_answers_each_kind_of_row(big: Workbench, kind: str) -> None:
     values = [BIG_CODES[0], BIG_CODES[1], "Z-made-up", f" {BIG_CODES[0]}", "", None, BIG_CODES[0]]

@@ -187,6 +187,54 @@ def _system_of(values: pl.Series) -> tuple[str | None, SameSystem | None]:
 CHUNK = 1 << 18  # rows per step (a step of a String column costs ~10 ms: 4 per 1M rows)
 
 
+@dataclass(frozen=True)
+class Ids:
+    """Each row's position in a table of answers, read chunk by chunk (``chunk``): the
+    positions as polars holds them (``values``, read in place) and, if some rows are null,
+    their Arrow validity bits (``valid`` from bit ``offset``): a null row takes ``null_id``.
+    A null row's own value is whatever polars left there, so it is never read. Substituting
+    per chunk, in the chunk's step, spares a pass over every row (and a fresh column the
+    size of the rows) before the steps start."""
+
+    values: np.ndarray  # unsigned integers
+    valid: np.ndarray | None = None  # uint8, the validity bitmap (least significant bit first)
+    offset: int = 0
+    null_id: int = 0
+
+    @classmethod
+    def of(cls, positions: pl.Series, null_id: int) -> Ids:
+        """The ids of an unsigned integer Series (a null row: ``null_id``)."""
+        if not positions.null_count():
+            return cls(positions.to_numpy())
+        array = positions.rechunk().to_arrow()  # one Arrow array over polars' buffers
+        validity, data = array.buffers()
+        width = array.type.bit_width // 8
+        values = np.frombuffer(
+            data, dtype=f"u{width}", count=len(array), offset=array.offset * width
+        )
+        return cls(values, np.frombuffer(validity, dtype=np.uint8), array.offset, null_id)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def chunk(self, start: int) -> np.ndarray:
+        """The positions of the rows ``start`` to ``start + CHUNK``."""
+        part = self.values[start : start + CHUNK]
+        if self.valid is None:
+            return part
+        first = self.offset + start
+        bits = np.unpackbits(
+            self.valid[first // 8 : (first + len(part) + 7) // 8], bitorder="little"
+        )[first % 8 : first % 8 + len(part)]
+        return np.where(bits.view(bool), part, np.uint32(self.null_id))
+
+    def any_of(self, flags: np.ndarray) -> bool:
+        """Whether a row's position is flagged (``flags``: a bool per position)."""
+        return any(
+            bool(flags.take(self.chunk(start)).any()) for start in range(0, len(self), CHUNK)
+        )
+
+
 def _strings(
     table: AnswerTable, values: pl.Series, used: pl.Series | None = None
 ) -> tuple[State, pl.Series]:
@@ -269,7 +317,7 @@ class KnownCategories:
 
 def _known_categories(
     table: AnswerTable, values: pl.Series, *, read: bool
-) -> tuple[Answered, pl.Series] | None:
+) -> tuple[Answered, Ids] | None:
     """The per-id answers and the rows' ids (a null row: the id after ``top``) of a
     Categorical column whose ids all fall in ``0..top`` of its ``Categories``, from the
     table state's cache, read once per state and ``Categories`` size. None when the
@@ -288,11 +336,10 @@ def _known_categories(
     key = f"polars:categories:{categories.namespace()}:{categories.name()}:{categories.physical()}"
     state = table.state
     known: KnownCategories | None = state.cache.get(key)
-    ids = physical.cast(pl.UInt32)
     if known is not None and top <= known.top:
-        ids = ids.fill_null(known.top + 1) if ids.null_count() else ids
-        if known.unanswered is None or not known.unanswered.take(ids.to_numpy()).any():
-            return known.answers, ids
+        rows = Ids.of(physical, known.top + 1)
+        if known.unanswered is None or not rows.any_of(known.unanswered):
+            return known.answers, rows
     if not read:
         return None
     ids = physical.cast(pl.UInt32)
@@ -307,7 +354,7 @@ def _known_categories(
     found = unanswered if unanswered.any() else None
     known = KnownCategories(top, _per_id(state, position), found, pinned)
     state.cache[key] = known
-    return known.answers, ids.fill_null(top + 1) if ids.null_count() else ids
+    return known.answers, Ids.of(physical, top + 1)
 
 
 def validate_codes(
@@ -338,10 +385,7 @@ def validate_codes(
             return result_frame(*known, system)
     strings, ids = _categories(values)
     state, position = _strings(table, strings, used=ids)
-    answers = _per_id(state, position)
-    if ids.null_count():
-        ids = ids.fill_null(len(strings))
-    return result_frame(answers, ids, system)
+    return result_frame(_per_id(state, position), Ids.of(ids, len(strings)), system)
 
 
 def _answer_strings(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
@@ -366,12 +410,12 @@ def _answer_strings(table: AnswerTable, values: pl.Series, system: str | None) -
     position = np.concatenate([part[0] for part in done])
     state, answered = table.arrow(values.gather(lost).to_arrow())
     position[lost] = answered
-    return result_frame(lookup(state).answers, pl.Series("at", position), system)
+    return result_frame(lookup(state).answers, Ids(position), system)
 
 
-def result_frame(answers: Answered, at: pl.Series, system: str | None) -> pl.DataFrame:
-    """The polars frame of ``VALIDATION``: row ``i`` gets the answer at ``at[i]`` (``answers``
-    as in ``Lookup``). ``system`` given: the same for every row (one Enum value, not
+def result_frame(answers: Answered, at: Ids, system: str | None) -> pl.DataFrame:
+    """The polars frame of ``VALIDATION``: row ``i`` gets the answer at its id in ``at``
+    (``answers`` as in ``Lookup``). ``system`` given: the same for every row (one Enum value, not
     repeated in memory); else each answer's own. Built in chunks of CHUNK rows, over a few
     threads (the columns are chunked alike)."""
     frame = _result(answers, at, system, None)
@@ -380,12 +424,11 @@ def result_frame(answers: Answered, at: pl.Series, system: str | None) -> pl.Dat
 
 
 def _result(
-    answers: Answered, at: pl.Series, system: str | None, same: SameSystem | None
+    answers: Answered, at: Ids, system: str | None, same: SameSystem | None
 ) -> pl.DataFrame | None:
     """``result_frame``, each chunk's system rows compared first (None if one differs)."""
     import polars as pl
 
-    positions = at.to_numpy()
     stop = threading.Event()
 
     def step(start: int) -> pl.DataFrame | None:
@@ -395,7 +438,7 @@ def _result(
         # select_seq (in ``frame``): the chunks are already spread over threads; a select
         # would hand each chunk's columns to polars' own threads, and wait for them on a
         # busy machine
-        return answers.frame(positions[start : start + CHUNK], system)
+        return answers.frame(at.chunk(start), system)
 
     frames = in_parallel(step, range(0, max(len(at), 1), CHUNK))
     if stop.is_set():
