@@ -2,9 +2,9 @@
 table's codes, and what each answer gives its rows (see ``polars_backend``).
 
 A row's polars hash proposes a position (in levels of open-addressing tables of the
-codes' hashes), and the code at that position must equal the row (gathered and compared
-by polars; a hash never decides alone). What is not there is "lost" (answered through
-Arrow by the caller).
+codes' hashes), and the code at that position must equal the row (their Arrow string
+views compared in place, and polars compares the strings too long for a view; a hash
+never decides alone). What is not there is "lost" (answered through Arrow by the caller).
 """
 
 from __future__ import annotations
@@ -148,6 +148,46 @@ class Lookup:
     levels: tuple[Level, ...]
     answers: Answered
     null_apart: bool  # no code hashes like a null: a null row is found nowhere (so at 0)
+    views: Views
+
+
+@dataclass(frozen=True)
+class Views:
+    """The codes' Arrow string views (16 bytes each) as two words per code: ``heads`` (the
+    length and the first four bytes) and ``tails`` (the next eight bytes). A string of at
+    most ``INLINE`` bytes is all in its view, zero-padded, so two such strings are equal
+    exactly when both words are. A longer one's tail points into a data buffer: ``long``
+    says whether any code is that long (then rows of equal heads are compared by polars)."""
+
+    heads: np.ndarray  # uint64 per code
+    tails: np.ndarray  # uint64 per code
+    long: bool
+
+    @classmethod
+    def of(cls, codes: pl.Series) -> Views:
+        """The views of a String Series of codes."""
+        words = string_views(codes)
+        heads, tails = np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1])
+        return cls(heads, tails, bool((_lengths(words) > INLINE).any()))
+
+
+INLINE = 12  # bytes of a string an Arrow view holds itself
+
+
+def string_views(values: pl.Series) -> np.ndarray:
+    """The Arrow views of a String Series, read in place: two uint64 words per row."""
+    import polars as pl
+
+    array = values.to_arrow(compat_level=pl.CompatLevel.newest())
+    if not len(array):
+        return np.zeros((0, 2), dtype=np.uint64)
+    words = np.frombuffer(array.buffers()[1], dtype=np.uint64).reshape(-1, 2)
+    return words[array.offset : array.offset + len(array)]
+
+
+def _lengths(words: np.ndarray) -> np.ndarray:
+    """The length of each view's string (its first four bytes, little-endian)."""
+    return words.view(np.uint32)[:, 0]
 
 
 def lookup(state: State) -> Lookup:
@@ -205,7 +245,8 @@ def _build(state: State) -> Lookup:
             answers[column.name] = pl.Series(column.name, state.answers[column.name])
     null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
     null_apart = not bool((hashes[1:] == null).any())
-    return Lookup(codes, hashes, _levels(hashes), Answered(answers, few, kind), null_apart)
+    answered = Answered(answers, few, kind)
+    return Lookup(codes, hashes, _levels(hashes), answered, null_apart, Views.of(codes))
 
 
 def locate(found: Lookup, part: pl.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -213,21 +254,41 @@ def locate(found: Lookup, part: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     the missing answer, 0) as uint32, and the rows (int64) whose code is not there.
 
     The row's hash proposes a position (in the first level that has a code of that hash;
-    0 if none: "" is the code there); polars then compares the code there with the row."""
-    import polars as pl
-
+    0 if none: "" is the code there), and the row's string must then equal the code
+    there: compared by their Arrow views in place (see ``Views``), or by polars where both
+    are longer than a view holds."""
     hashes = part.hash(HASH_SEED).to_numpy()
     first = found.levels[0] if found.levels else EMPTY_LEVEL
     position = first.slots.take(first.slot(hashes))
     rows = np.flatnonzero(found.hashes.take(position) != hashes)
     if len(rows):  # the code of that hash is deeper, or nowhere
         position[rows] = _deeper(found, hashes.take(rows))
-    if part.null_count() and not found.null_apart:
+    nulls = part.null_count()
+    if nulls and not found.null_apart:
         position[part.is_null().to_numpy()] = 0
-    wrong = found.codes.gather(pl.Series(position)) != part  # a null row: null, at 0
-    if not wrong.any():
+    words = string_views(part)
+    views = found.views
+    heads = views.heads.take(position) == words[:, 0]
+    right = heads & (views.tails.take(position) == words[:, 1])
+    if views.long:  # a long row's tail is no string: equal heads are compared by polars
+        long = _lengths(words) > INLINE
+        right &= ~long
+        right[_equal(found, position, part, np.flatnonzero(heads & long))] = True
+    if nulls:
+        right |= part.is_null().to_numpy()
+    if right.all():
         return position, NO_ROWS
-    return position, wrong.fill_null(False).arg_true().to_numpy().astype(np.int64)
+    return position, np.flatnonzero(~right)
+
+
+def _equal(found: Lookup, position: np.ndarray, part: pl.Series, rows: np.ndarray) -> np.ndarray:
+    """Those of ``rows`` whose string equals the code at their position (polars compares)."""
+    import polars as pl
+
+    if not len(rows):
+        return rows
+    codes = found.codes.gather(pl.Series(position.take(rows)))
+    return rows[(codes == part.gather(rows)).fill_null(False).to_numpy()]
 
 
 def _deeper(found: Lookup, hashes: np.ndarray) -> np.ndarray:
