@@ -115,27 +115,32 @@ BIG_VS = "http://example.org/big-vs"
 BIG_CODES = [f"C{i:04d}" for i in range(3000)]  # enough codes that some share hash slots
 
 
-@pytest.fixture(scope="module")
-def big() -> Workbench:
+def one_system(system: str, value_set: str, codes: list[str], step: int) -> Workbench:
+    """A workbench with a code system of ``codes`` (each with a display) and a value set of
+    every ``step``-th of them."""
     wb = Workbench()
     wb.load(
         {
             "resourceType": "CodeSystem",
-            "url": BIG,
+            "url": system,
             "content": "complete",
-            "concept": [{"code": c, "display": f"Display {c}"} for c in BIG_CODES],
+            "concept": [{"code": c, "display": f"Display {c}"} for c in codes],
         }
     )
+    members = [{"code": c} for c in codes[::step]]
     wb.load(
         {
             "resourceType": "ValueSet",
-            "url": BIG_VS,
-            "compose": {
-                "include": [{"system": BIG, "concept": [{"code": c} for c in BIG_CODES[::2]]}]
-            },
+            "url": value_set,
+            "compose": {"include": [{"system": system, "concept": members}]},
         }
     )
     return wb
+
+
+@pytest.fixture(scope="module")
+def big() -> Workbench:
+    return one_system(BIG, BIG_VS, BIG_CODES, 2)
 
 
 def rows_of(frame: Any) -> list[tuple[Any, ...]]:

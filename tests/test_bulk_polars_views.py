@@ -11,7 +11,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from tests.test_bulk_polars import KINDS, codes_column, rows_of
+from tests.test_bulk_polars import KINDS, codes_column, one_system, rows_of
 from workbench import Workbench
 
 LONG = "http://example.org/long"
@@ -28,25 +28,7 @@ LONG_CODES = [
 
 @pytest.fixture(scope="module")
 def long_wb() -> Workbench:
-    wb = Workbench()
-    wb.load(
-        {
-            "resourceType": "CodeSystem",
-            "url": LONG,
-            "content": "complete",
-            "concept": [{"code": c, "display": f"Display {c}"} for c in LONG_CODES],
-        }
-    )
-    wb.load(
-        {
-            "resourceType": "ValueSet",
-            "url": LONG_VS,
-            "compose": {
-                "include": [{"system": LONG, "concept": [{"code": c} for c in LONG_CODES[::3]]}]
-            },
-        }
-    )
-    return wb
+    return one_system(LONG, LONG_VS, LONG_CODES, 3)
 
 
 def near_misses() -> list[str | None]:
