@@ -100,3 +100,17 @@ def test_views_whose_padding_is_not_zero_are_still_answered(long_wb: Workbench) 
     expected = rows_of(long_wb.validate_column(pd.Series(codes), LONG_VS, system=LONG))
     for _ in range(2):
         assert rows_of(long_wb.validate_column(column, LONG_VS, system=LONG)) == expected
+
+
+def test_string_views_of_a_column_polars_exports_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Should polars export a String column as offsets and bytes, the views are made."""
+    from workbench.bulk import polars_lookup
+
+    values = ["a", "x" * 20, ""]
+    monkeypatch.setattr(
+        pl.Series, "to_arrow", lambda self, **_: pa.array(values, type=pa.large_string())
+    )
+    words = polars_lookup.string_views(pl.Series(values))
+    assert words.view(np.uint32)[:, 0].tolist() == [1, 20, 0]

@@ -179,6 +179,8 @@ def string_views(values: pl.Series) -> np.ndarray:
     import polars as pl
 
     array = values.to_arrow(compat_level=pl.CompatLevel.newest())
+    if not pa.types.is_string_view(array.type):  # polars' own layout; else made so
+        array = array.cast(pa.string_view())
     if not len(array):
         return np.zeros((0, 2), dtype=np.uint64)
     words = np.frombuffer(array.buffers()[1], dtype=np.uint64).reshape(-1, 2)
