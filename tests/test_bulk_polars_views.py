@@ -11,7 +11,16 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from tests.test_bulk_polars import KINDS, codes_column, one_system, rows_of
+from tests.test_bulk_polars import (
+    BIG,
+    BIG_CODES,
+    BIG_VS,
+    KINDS,
+    codes_column,
+    mixed_codes,
+    one_system,
+    rows_of,
+)
 from workbench import Workbench
 
 LONG = "http://example.org/long"
@@ -29,6 +38,11 @@ LONG_CODES = [
 @pytest.fixture(scope="module")
 def long_wb() -> Workbench:
     return one_system(LONG, LONG_VS, LONG_CODES, 3)
+
+
+@pytest.fixture(scope="module")
+def big() -> Workbench:
+    return one_system(BIG, BIG_VS, BIG_CODES, 2)
 
 
 def near_misses() -> list[str | None]:
@@ -114,3 +128,20 @@ def test_string_views_of_a_column_polars_exports_otherwise(
     )
     words = polars_lookup.string_views(pl.Series(values))
     assert words.view(np.uint32)[:, 0].tolist() == [1, 20, 0]
+
+
+def test_a_column_of_several_chunks_is_read_across_them(
+    big: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A String column made of several Arrow chunks (``pl.concat`` without a rechunk): a
+    step's rows may span two of them, and their views are read as one."""
+    from workbench.bulk import polars_backend as bulk_polars
+
+    monkeypatch.setattr(bulk_polars, "CHUNK", 64)
+    first, second = mixed_codes(500, seed=3), mixed_codes(300, seed=4)
+    column = pl.concat([pl.Series(first), pl.Series(second)], rechunk=False)
+    assert column.n_chunks() == 2
+    plain = pd.Series(first + second, dtype=object)
+    expected = rows_of(big.validate_column(plain, BIG_VS, system=BIG))
+    for _ in range(2):
+        assert rows_of(big.validate_column(column, BIG_VS, system=BIG)) == expected
