@@ -265,9 +265,9 @@ def locate(found: Lookup, part: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     rows = np.flatnonzero(found.hashes.take(position) != hashes)
     if len(rows):  # the code of that hash is deeper, or nowhere
         position[rows] = _deeper(found, hashes.take(rows))
-    nulls = part.null_count()
-    if nulls and not found.null_apart:
-        position[part.is_null().to_numpy()] = 0
+    null = part.is_null().to_numpy() if part.null_count() else None
+    if null is not None and not found.null_apart:
+        position[null] = 0
     words = string_views(part)
     views = found.views
     heads = views.heads.take(position) == words[:, 0]
@@ -276,8 +276,8 @@ def locate(found: Lookup, part: pl.Series) -> tuple[np.ndarray, np.ndarray]:
         long = _lengths(words) > INLINE
         right &= ~long
         right[_equal(found, position, part, np.flatnonzero(heads & long))] = True
-    if nulls:
-        right |= part.is_null().to_numpy()
+    if null is not None:
+        right |= null
     if right.all():
         return position, NO_ROWS
     return position, np.flatnonzero(~right)
