@@ -337,7 +337,7 @@ def test_polars_empty_and_all_missing(big: Workbench, kind: str) -> None:
 
 
 def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
-    """Every code the table holds is found by its hash slots, none through
+    """Every code the table holds has a slot of its own and is found there, none through
     the fallback; a code it does not hold (a padded one too) is lost, a null and "" are the
     missing answer."""
     from workbench.bulk import checker
@@ -346,20 +346,48 @@ def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
     big.validate_column(pl.Series(BIG_CODES), BIG_VS, system=BIG)
     state = checker.make_checker(big.terminology, BIG_VS, False).table(BIG).state
     found = bulk_polars.lookup(state)
+    assert len(found.table.unplaced) == 0
     codes = pl.Series(list(state.codes[1:]), dtype=pl.String)
     position, lost = bulk_polars.find(found, codes)
     assert len(lost) == 0
     assert position.to_list() == list(range(1, len(state.codes)))
-    assert len(found.levels) > 1  # some codes share a first-level slot, and are found too
     unseen = ["never seen", f"\t{BIG_CODES[0]}\t", None, ""]  # padded: another string
-    unseen = pl.Series(unseen)
-    position, lost = bulk_polars.find(found, unseen)
+    position, lost = bulk_polars.find(found, pl.Series(unseen))
     assert lost.tolist() == [0, 1]
-    assert position.to_list()[2:] == [0, 0]
-    assert found.null_apart  # so a null row needs no pass of its own; with one, the same
-    again, lost_again = bulk_polars.find(dataclasses.replace(found, null_apart=False), unseen)
-    assert again.to_list() == position.to_list()
-    assert lost_again.tolist() == [0, 1]
+    assert position.to_list() == [0, 0, 0, 0]
+    # most slots of codes not held propose some code's position: a lost row is at 0
+    made_up = pl.Series([f"made-up {i}" for i in range(500)])
+    position, lost = bulk_polars.find(found, made_up)
+    assert lost.tolist() == list(range(500))
+    assert set(position.to_list()) == {0}
+
+
+def test_a_code_without_a_slot_is_still_answered(
+    big: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A code whose hash another code has gets no slot (a hash proposes one position): its
+    rows are lost to the lookup and answered through Arrow, like pandas answers them. (Two
+    codes' polars hashes are made equal for the table only: the rows keep their own.)"""
+    from workbench.bulk import checker, polars_lookup
+    from workbench.bulk.perfect_hash import PerfectHash
+
+    rows = [BIG_CODES[3], BIG_CODES[40], "never seen", None, BIG_CODES[3]] * 30
+    expected = rows_of(big.validate_column(pd.Series(rows), BIG_VS, system=BIG))
+    big.validate_column(pl.Series(rows), BIG_VS, system=BIG)
+    state = checker.make_checker(big.terminology, BIG_VS, False).table(BIG).state
+    found = polars_lookup.lookup(state)
+    twin, first = list(state.codes).index(BIG_CODES[3]), list(state.codes).index(BIG_CODES[40])
+    hashes = found.codes.hash(polars_lookup.HASH_SEED).to_numpy().copy()
+    hashes[twin] = hashes[first]
+    table = PerfectHash.of(hashes)
+    assert table.unplaced.tolist() == [max(twin, first)]
+    monkeypatch.setitem(state.cache, "polars:lookup", dataclasses.replace(found, table=table))
+    lost = polars_lookup.locate(state.cache["polars:lookup"], pl.Series(state.codes[1:]))[1]
+    assert max(twin, first) - 1 in lost.tolist()
+    for kind in KINDS:
+        assert (
+            rows_of(big.validate_column(codes_column(kind, rows), BIG_VS, system=BIG)) == expected
+        )
 
 
 @pytest.mark.parametrize("kind", ["Categorical", "Enum"])

@@ -2,8 +2,8 @@
 
 One system for every row (``system=`` a URI, or a system column that holds one value) and
 no display column: each row finds its answer in the answer table through a ``Lookup`` built
-once per table state (``polars_lookup``): the row's polars hash proposes a position in an
-open-addressing table of the codes' hashes, and the code at that position must equal the
+once per table state (``polars_lookup``): the row's polars hash proposes a position (by a
+perfect hash table of the codes' hashes), and the code at that position must equal the
 row (by their Arrow string views; a hash never decides alone). What is not found (a
 code the table has not seen) is answered through Arrow and added to the table. A
 ``Categorical`` or ``Enum`` column is looked up through its categories, and its rows take

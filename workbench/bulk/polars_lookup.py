@@ -1,10 +1,11 @@
 """The polars lookup of one answer table state: where each row's code is among the
 table's codes, and what each answer gives its rows (see ``polars_backend``).
 
-A row's polars hash proposes a position (in levels of open-addressing tables of the
-codes' hashes), and the code at that position must equal the row (their Arrow string
-views compared in place, and polars compares the strings too long for a view; a hash
-never decides alone). What is not there is "lost" (answered through Arrow by the caller).
+A row's polars hash proposes a position (through a perfect hash table of the codes'
+hashes, ``perfect_hash``), and the code at that position must equal the row (their Arrow
+string views compared in place, and polars compares the strings too long for a view; a
+hash never decides alone). What is not there is "lost" (answered through Arrow by the
+caller).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from workbench.bulk.perfect_hash import PerfectHash
 from workbench.bulk.schema import VALIDATION
 from workbench.bulk.table import State
 
@@ -24,33 +26,7 @@ if TYPE_CHECKING:
 HASH_SEED = 20240611
 TEXTS = VALIDATION.texts  # message, display, issue, system
 FEW = 8  # a text column of at most this many texts is built from the kind, not gathered
-SPREAD = 4  # hash slots per code in each level (at most a quarter of the slots hold one)
-MAX_LEVELS = 32  # codes left after these (equal hashes) are found through Arrow
-# odd 64-bit multipliers: each level reads other bits of the hash
-MULTIPLIERS = np.array(
-    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
-    dtype=np.uint64,
-)
 NO_ROWS = np.zeros(0, dtype=np.int64)
-
-
-@dataclass(frozen=True)
-class Level:
-    """One hash table of positions: ``slots[slot(hash)]`` (0: empty)."""
-
-    slots: np.ndarray  # uint32, a power of two long
-    multiplier: int  # 0: the hash's low bits; else the top bits of hash * multiplier
-
-    def slot(self, hashes: np.ndarray) -> np.ndarray:
-        """The slot of each hash (int64)."""
-        size = len(self.slots)
-        if self.multiplier == 0:
-            return (hashes & np.uint64(size - 1)).view(np.int64)
-        shift = np.uint64(64 - (size.bit_length() - 1))
-        return ((hashes * np.uint64(self.multiplier)) >> shift).view(np.int64)
-
-
-EMPTY_LEVEL = Level(np.zeros(1, dtype=np.uint32), 0)
 
 
 @dataclass(frozen=True)
@@ -130,10 +106,10 @@ def _few_texts(name: str, shift: int, texts: pl.Series) -> pl.Expr:
 class Lookup:
     """What a polars lookup needs of one table state (built once per state).
 
-    ``levels`` are hash tables over the codes' polars hashes (``hashes``): a code's position
-    is in the first level where its slot was free (position 0, the missing answer, is never
-    in a slot; ``codes[0]`` is ""). A hash only proposes a position: the row's string is
-    then compared with the code there (``codes``).
+    ``table`` is a perfect hash table of the codes' polars hashes: a code's hash proposes
+    its position (``codes[0]``, the missing answer's, is ""; an empty slot proposes it
+    too). A hash only proposes a position: the row's string is then compared with the
+    code there (by ``views``, and ``codes``).
     ``answers`` holds, per answer, its texts (the text columns of ``VALIDATION``: ``Enum``
     columns without nulls; a column no answer has is left out, and so is a column of at
     most ``FEW`` distinct texts), its counts (if the schema has any) and ``kinds``: the
@@ -144,10 +120,8 @@ class Lookup:
     """
 
     codes: pl.Series
-    hashes: np.ndarray
-    levels: tuple[Level, ...]
+    table: PerfectHash
     answers: Answered
-    null_apart: bool  # no code hashes like a null: a null row is found nowhere (so at 0)
     views: Views
 
 
@@ -200,24 +174,6 @@ def lookup(state: State) -> Lookup:
     return found
 
 
-def _levels(hashes: np.ndarray) -> tuple[Level, ...]:
-    """Hash tables holding the position of every code (but 0): each level takes the codes
-    whose slot is free, one code per slot; the rest go to the next, smaller level."""
-    levels: list[Level] = []
-    todo = np.arange(1, len(hashes), dtype=np.int64)
-    for depth in range(MAX_LEVELS):
-        if not len(todo):
-            break
-        size = 1 << max(int(len(todo) * SPREAD - 1).bit_length(), 4)
-        multiplier = 0 if depth == 0 else int(MULTIPLIERS[depth % len(MULTIPLIERS)])
-        level = Level(np.zeros(size, dtype=np.uint32), multiplier)
-        slot = level.slot(hashes.take(todo))
-        level.slots[slot] = todo  # of the codes on one slot, the last one takes it
-        todo = todo[level.slots.take(slot) != todo]
-        levels.append(level)
-    return tuple(levels)
-
-
 def _build(state: State) -> Lookup:
     import polars as pl
 
@@ -245,29 +201,19 @@ def _build(state: State) -> Lookup:
     for column in VALIDATION.columns:
         if column.kind == "count":
             answers[column.name] = pl.Series(column.name, state.answers[column.name])
-    null = pl.Series([None], dtype=pl.String).hash(HASH_SEED).to_numpy()[0]
-    null_apart = not bool((hashes[1:] == null).any())
     answered = Answered(answers, few, kind)
-    return Lookup(codes, hashes, _levels(hashes), answered, null_apart, Views.of(codes))
+    return Lookup(codes, PerfectHash.of(hashes), answered, Views.of(codes))
 
 
 def locate(found: Lookup, part: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """Each row's position among the codes of ``found`` (a String Series; a null row is
-    the missing answer, 0) as uint32, and the rows (int64) whose code is not there.
+    the missing answer, 0) as uint32, and the rows (int64) whose code is not there (their
+    position is 0).
 
-    The row's hash proposes a position (in the first level that has a code of that hash;
-    0 if none: "" is the code there), and the row's string must then equal the code
-    there: compared by their Arrow views in place (see ``Views``), or by polars where both
-    are longer than a view holds."""
-    hashes = part.hash(HASH_SEED).to_numpy()
-    first = found.levels[0] if found.levels else EMPTY_LEVEL
-    position = first.slots.take(first.slot(hashes))
-    rows = np.flatnonzero(found.hashes.take(position) != hashes)
-    if len(rows):  # the code of that hash is deeper, or nowhere
-        position[rows] = _deeper(found, hashes.take(rows))
-    null = part.is_null().to_numpy() if part.null_count() else None
-    if null is not None and not found.null_apart:
-        position[null] = 0
+    The row's hash proposes a position (see ``Lookup``), and the row's string must then
+    equal the code there: compared by their Arrow views in place (see ``Views``), or by
+    polars where both are longer than a view holds."""
+    position = found.table.positions(part.hash(HASH_SEED).to_numpy())
     words = string_views(part)
     views = found.views
     heads = views.heads.take(position) == words[:, 0]
@@ -276,11 +222,15 @@ def locate(found: Lookup, part: pl.Series) -> tuple[np.ndarray, np.ndarray]:
         long = _lengths(words) > INLINE
         right &= ~long
         right[_equal(found, position, part, np.flatnonzero(heads & long))] = True
-    if null is not None:
+    if part.null_count():  # a null row's view holds anything
+        null = part.is_null().to_numpy()
+        position[null] = 0
         right |= null
     if right.all():
         return position, NO_ROWS
-    return position, np.flatnonzero(~right)
+    lost = np.flatnonzero(~right)
+    position[lost] = 0  # the position proposed was another code's
+    return position, lost
 
 
 def _equal(found: Lookup, position: np.ndarray, part: pl.Series, rows: np.ndarray) -> np.ndarray:
@@ -291,19 +241,3 @@ def _equal(found: Lookup, position: np.ndarray, part: pl.Series, rows: np.ndarra
         return rows
     codes = found.codes.gather(pl.Series(position.take(rows)))
     return rows[(codes == part.gather(rows)).fill_null(False).to_numpy()]
-
-
-def _deeper(found: Lookup, hashes: np.ndarray) -> np.ndarray:
-    """For each hash, the position of a code of that hash in the levels after the first
-    (0: none)."""
-    at = np.zeros(len(hashes), dtype=np.uint32)
-    todo = np.arange(len(hashes), dtype=np.int64)
-    for level in found.levels[1:]:
-        if not len(todo):
-            break
-        sub = hashes.take(todo)
-        proposed = level.slots.take(level.slot(sub))
-        hit = (proposed != 0) & (found.hashes.take(proposed) == sub)
-        at[todo[hit]] = proposed[hit]
-        todo = todo[~hit]
-    return at
