@@ -61,10 +61,13 @@ class PerfectHash:
             np.uint64(64 - slot_bits),
             np.zeros(0, dtype=np.int64),
         )
-        _, first = np.unique(hashes, return_index=True)
-        twins = np.setdiff1d(np.arange(n, dtype=np.int64), first, assume_unique=True)
-        left = table._place(hashes, first.astype(np.int64))
-        return replace(table, unplaced=np.sort(np.concatenate([twins, left])))
+        # by hash, so by bucket (the hash's top bits); of equal hashes, the first key
+        order = np.argsort(hashes, kind="stable")
+        ordered = hashes.take(order)
+        twin = np.zeros(n, dtype=bool)
+        twin[1:] = ordered[1:] == ordered[:-1]
+        left = table._place(hashes, order[~twin])
+        return replace(table, unplaced=np.sort(np.concatenate([order[twin], left])))
 
     def positions(self, hashes: np.ndarray) -> np.ndarray:
         """The position each hash's slot holds (uint32; 0 for an empty slot)."""
@@ -80,11 +83,10 @@ class PerfectHash:
         return mixed.view(np.int64)
 
     def _place(self, hashes: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        """Seeds for the buckets of ``keys`` (positions of distinct hashes), written into
-        ``seeds`` and ``slots``; the positions left without a slot."""
+        """Seeds for the buckets of ``keys`` (positions of distinct hashes, in the order of
+        their buckets), written into ``seeds`` and ``slots``; the positions left without a
+        slot."""
         bucket = (hashes.take(keys) >> self.bucket_shift).view(np.int64)
-        order = np.argsort(bucket, kind="stable")
-        keys, bucket = keys.take(order), bucket.take(order)
         sizes = np.bincount(bucket, minlength=len(self.seeds))
         taken = np.zeros(len(self.slots), dtype=bool)
         claim = np.full(len(self.slots), -1, dtype=np.int64)
