@@ -127,22 +127,21 @@ class Lookup:
 
 @dataclass(frozen=True)
 class Views:
-    """The codes' Arrow string views (16 bytes each) as two words per code: ``heads`` (the
-    length and the first four bytes) and ``tails`` (the next eight bytes). A string of at
-    most ``INLINE`` bytes is all in its view, zero-padded, so two such strings are equal
-    exactly when both words are. A longer one's tail points into a data buffer: ``long``
-    says whether any code is that long (then rows of equal heads are compared by polars)."""
+    """The codes' Arrow string views (16 bytes each) as two words per code (``words``, one
+    row per code, so that a row's two words are one read): the head (the length and the
+    first four bytes) and the tail (the next eight bytes). A string of at most ``INLINE``
+    bytes is all in its view, zero-padded, so two such strings are equal exactly when both
+    words are. A longer one's tail points into a data buffer: ``long`` says whether any
+    code is that long (then rows of equal heads are compared by polars)."""
 
-    heads: np.ndarray  # uint64 per code
-    tails: np.ndarray  # uint64 per code
+    words: np.ndarray  # uint64, (codes, 2)
     long: bool
 
     @classmethod
     def of(cls, codes: pl.Series) -> Views:
         """The views of a String Series of codes."""
         words = string_views(codes)
-        heads, tails = np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1])
-        return cls(heads, tails, bool((_lengths(words) > INLINE).any()))
+        return cls(np.ascontiguousarray(words), bool((_lengths(words) > INLINE).any()))
 
 
 INLINE = 12  # bytes of a string an Arrow view holds itself
@@ -215,13 +214,15 @@ def locate(found: Lookup, part: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     polars where both are longer than a view holds."""
     position = found.table.positions(part.hash(HASH_SEED).to_numpy())
     words = string_views(part)
-    views = found.views
-    heads = views.heads.take(position) == words[:, 0]
-    right = heads & (views.tails.take(position) == words[:, 1])
-    if views.long:  # a long row's tail is no string: equal heads are compared by polars
+    differ = found.views.words.take(position, axis=0)  # the proposed codes' views
+    np.bitwise_xor(differ, words, out=differ)  # 0 where a word is equal
+    if found.views.long:  # a long row's tail is no string: equal heads are compared by polars
+        heads = differ[:, 0] == 0
         long = _lengths(words) > INLINE
-        right &= ~long
+        right = heads & (differ[:, 1] == 0) & ~long
         right[_equal(found, position, part, np.flatnonzero(heads & long))] = True
+    else:
+        right = (differ[:, 0] | differ[:, 1]) == 0
     if part.null_count():  # a null row's view holds anything
         null = part.is_null().to_numpy()
         position[null] = 0
