@@ -13,9 +13,8 @@ The result columns are gathered by polars from per-answer columns (``Enum`` text
 per answer for the result and the nulls), the system is one literal value. The rows go in
 chunks over a few threads, each chunk in one step: its codes located and its result frame
 built (a String system column is compared with the one system before, over the same
-threads; with Categorical codes, in each chunk's step). Anything else
-(several systems, displays) goes to the pandas algorithm through Arrow, and comes back as a
-polars DataFrame.
+threads). Anything else (several systems, displays) goes to the pandas algorithm through
+Arrow, and comes back as a polars DataFrame.
 """
 
 from __future__ import annotations
@@ -150,8 +149,8 @@ def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
 
 @dataclass(frozen=True)
 class SameSystem:
-    """A String system column whose rows must all hold ``value``: compared chunk by chunk
-    (``holds``), with the rest of each chunk's work, or all at once (``everywhere``)."""
+    """A String system column whose rows must all hold ``value`` (``everywhere``: compared
+    chunk by chunk over a few threads, before the codes are read)."""
 
     column: pl.Series
     value: str
@@ -315,15 +314,12 @@ class KnownCategories:
     pinned: pl.Series
 
 
-def _known_categories(
-    table: AnswerTable, values: pl.Series, *, read: bool
-) -> tuple[Answered, Ids] | None:
+def _known_categories(table: AnswerTable, values: pl.Series) -> tuple[Answered, Ids] | None:
     """The per-id answers and the rows' ids (a null row: the id after ``top``) of a
     Categorical column whose ids all fall in ``0..top`` of its ``Categories``, from the
     table state's cache, read once per state and ``Categories`` size. None when the
     ``Categories`` hold many more strings than the column has rows (then only the ids the
-    rows use are read, as ``_categories`` does), and, unless ``read``, when an id the rows
-    hold is not answered yet."""
+    rows use are read, as ``_categories`` does)."""
     import polars as pl
 
     physical = values.to_physical()
@@ -340,8 +336,6 @@ def _known_categories(
         rows = Ids.of(physical, known.top + 1)
         if known.unanswered is None or not rows.any_of(known.unanswered):
             return known.answers, rows
-    if not read:
-        return None
     ids = physical.cast(pl.UInt32)
     pinned = pl.Series(np.arange(top + 1, dtype=np.uint32)).cat.to(values.dtype, strict=False)
     strings = pinned.cast(pl.String)
@@ -367,20 +361,14 @@ def validate_codes(
     hold ``system`` (else None, and no code is answered)."""
     import polars as pl
 
-    if values.dtype == pl.String:
-        # the system rows apart: read with the lookup, they push its tables out of the
-        # processor's caches
-        if same is not None and not same.everywhere():
-            return None
-        return _answer_strings(table, values, system)
-    if isinstance(values.dtype, pl.Categorical):
-        known = _known_categories(table, values, read=False)
-        if known is not None:  # warm: the rows' ids all answered
-            return _result(*known, system, same)
+    # the system rows first, apart: compared with the codes' work, they push its tables
+    # out of the processor's caches
     if same is not None and not same.everywhere():
         return None
+    if values.dtype == pl.String:
+        return _answer_strings(table, values, system)
     if isinstance(values.dtype, pl.Categorical):
-        known = _known_categories(table, values, read=True)
+        known = _known_categories(table, values)
         if known is not None:
             return result_frame(*known, system)
     strings, ids = _categories(values)
@@ -418,31 +406,15 @@ def result_frame(answers: Answered, at: Ids, system: str | None) -> pl.DataFrame
     (``answers`` as in ``Lookup``). ``system`` given: the same for every row (one Enum value, not
     repeated in memory); else each answer's own. Built in chunks of CHUNK rows, over a few
     threads (the columns are chunked alike)."""
-    frame = _result(answers, at, system, None)
-    assert frame is not None  # nothing to compare
-    return frame
-
-
-def _result(
-    answers: Answered, at: Ids, system: str | None, same: SameSystem | None
-) -> pl.DataFrame | None:
-    """``result_frame``, each chunk's system rows compared first (None if one differs)."""
     import polars as pl
 
-    stop = threading.Event()
-
-    def step(start: int) -> pl.DataFrame | None:
-        if stop.is_set() or (same is not None and not same.holds(start)):
-            stop.set()
-            return None
+    def step(start: int) -> pl.DataFrame:
         # select_seq (in ``frame``): the chunks are already spread over threads; a select
         # would hand each chunk's columns to polars' own threads, and wait for them on a
         # busy machine
         return answers.frame(at.chunk(start), system)
 
     frames = in_parallel(step, range(0, max(len(at), 1), CHUNK))
-    if stop.is_set():
-        return None
     return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
 
 
