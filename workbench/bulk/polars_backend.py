@@ -149,8 +149,9 @@ def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
 
 @dataclass(frozen=True)
 class SameSystem:
-    """A String system column whose rows must all hold ``value`` (``everywhere``: compared
-    chunk by chunk over a few threads, before the codes are read)."""
+    """A String system column whose rows must all hold ``value``: compared chunk by chunk
+    (``holds``) over a few threads before the codes' rows are read (``everywhere``, or
+    beside a Categorical's answers per id)."""
 
     column: pl.Series
     value: str
@@ -363,17 +364,34 @@ def validate_codes(
 
     # the system rows first, apart: compared with the codes' work, they push its tables
     # out of the processor's caches
-    if same is not None and not same.everywhere():
+    if isinstance(values.dtype, pl.Categorical):
+        known, holds = _known_categories_and_system(table, values, same)
+        if not holds:
+            return None
+        if known is not None:
+            return result_frame(*known, system)
+    elif same is not None and not same.everywhere():
         return None
     if values.dtype == pl.String:
         return _answer_strings(table, values, system)
-    if isinstance(values.dtype, pl.Categorical):
-        known = _known_categories(table, values)
-        if known is not None:
-            return result_frame(*known, system)
     strings, ids = _categories(values)
     state, position = _strings(table, strings, used=ids)
     return result_frame(_per_id(state, position), Ids.of(ids, len(strings)), system)
+
+
+def _known_categories_and_system(
+    table: AnswerTable, values: pl.Series, same: SameSystem | None
+) -> tuple[tuple[Answered, Ids] | None, bool]:
+    """``_known_categories`` of a Categorical column, and whether ``same`` holds on every
+    row: the one task runs beside the system column's chunks, over the same threads."""
+    if same is None:
+        return _known_categories(table, values), True
+
+    def task(start: int) -> Any:
+        return _known_categories(table, values) if start < 0 else same.holds(start)
+
+    done = in_parallel(task, [-1, *range(0, len(same.column), CHUNK)])
+    return done[0], all(done[1:])
 
 
 def _answer_strings(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
