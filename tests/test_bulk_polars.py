@@ -313,6 +313,26 @@ def test_polars_frame_whose_system_differs_in_one_late_row(
     assert got["system"].cast(pl.String)[1900] == (odd or BIG)  # no system: the only one
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_frame_of_several_systems_asks_nothing_under_the_first_one(kind: str) -> None:
+    """A frame whose system column holds several systems goes to the pandas algorithm:
+    its codes are not first answered under the first row's system (a cold Categorical's
+    answers per id are read only once the system column holds one system)."""
+    from workbench.bulk import checker
+
+    wb = one_system(BIG, BIG_VS, BIG_CODES[:50], 2)
+    codes = [f"fresh-{kind}-{i}" for i in range(200)]
+    systems = [BIG] + [OTHER] * 199
+    frame = pl.DataFrame({"code": codes_column(kind, codes), "system": systems})
+    got = wb.validate_column(frame, BIG_VS, code="code", system="system")
+    expected = wb.validate_column(
+        pd.DataFrame({"code": codes, "system": systems}), BIG_VS, code="code", system="system"
+    )
+    assert rows_of(got) == rows_of(expected)
+    held = set(checker.make_checker(wb.terminology, BIG_VS, False).table(BIG).state.codes)
+    assert held & set(codes) == {codes[0]}  # only the row of that system
+
+
 def test_polars_categorical_with_ids_beyond_its_length(big: Workbench) -> None:
     """Categories shared with a larger column: the ids of a short column are sparse."""
     categories = pl.Categories("workbench-test-sparse")

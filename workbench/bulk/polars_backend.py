@@ -315,12 +315,15 @@ class KnownCategories:
     pinned: pl.Series
 
 
-def _known_categories(table: AnswerTable, values: pl.Series) -> tuple[Answered, Ids] | None:
+def _known_categories(
+    table: AnswerTable, values: pl.Series, *, read: bool = True
+) -> tuple[Answered, Ids] | None:
     """The per-id answers and the rows' ids (a null row: the id after ``top``) of a
     Categorical column whose ids all fall in ``0..top`` of its ``Categories``, from the
     table state's cache, read once per state and ``Categories`` size. None when the
     ``Categories`` hold many more strings than the column has rows (then only the ids the
-    rows use are read, as ``_categories`` does)."""
+    rows use are read, as ``_categories`` does), and, unless ``read``, when an id the rows
+    hold is not answered yet (nothing is then asked of the engine)."""
     import polars as pl
 
     physical = values.to_physical()
@@ -337,6 +340,8 @@ def _known_categories(table: AnswerTable, values: pl.Series) -> tuple[Answered, 
         rows = Ids.of(physical, known.top + 1)
         if known.unanswered is None or not rows.any_of(known.unanswered):
             return known.answers, rows
+    if not read:
+        return None
     ids = physical.cast(pl.UInt32)
     pinned = pl.Series(np.arange(top + 1, dtype=np.uint32)).cat.to(values.dtype, strict=False)
     strings = pinned.cast(pl.String)
@@ -383,15 +388,19 @@ def _known_categories_and_system(
     table: AnswerTable, values: pl.Series, same: SameSystem | None
 ) -> tuple[tuple[Answered, Ids] | None, bool]:
     """``_known_categories`` of a Categorical column, and whether ``same`` holds on every
-    row: the one task runs beside the system column's chunks, over the same threads."""
+    row. The answers kept per id are looked up beside the system column's chunks, over the
+    same threads; ids not answered yet are read only once every row holds the system (else
+    their codes would be asked of the engine under another row's system)."""
     if same is None:
         return _known_categories(table, values), True
 
     def task(start: int) -> Any:
-        return _known_categories(table, values) if start < 0 else same.holds(start)
+        return _known_categories(table, values, read=False) if start < 0 else same.holds(start)
 
     done = in_parallel(task, [-1, *range(0, len(same.column), CHUNK)])
-    return done[0], all(done[1:])
+    if not all(done[1:]):
+        return None, False
+    return (done[0] or _known_categories(table, values)), True
 
 
 def _answer_strings(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
