@@ -222,18 +222,27 @@ def test_polars_slice_with_nulls_equals_pandas_row_for_row(
         assert rows_of(big.validate_column(column, BIG_VS, system=BIG)) == expected
 
 
-def test_ids_read_null_rows_from_their_bits() -> None:
+@pytest.mark.parametrize("chunk", [3, 8, 13, 64, 1 << 18])
+def test_ids_read_null_rows_from_their_bits(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """``Ids`` gives a null row ``null_id`` whatever value polars left under it, chunk by
-    chunk, from any bit of the validity bitmap."""
+    chunk (chunks that start inside a byte of the validity bitmap too), from any bit of the
+    bitmap: in bytes all null, all valid or mixed."""
     from workbench.bulk import polars_backend as bulk_polars
 
-    raw = pl.Series([5, None, 7, None, 2, 9, None, 1, 3, None, 4], dtype=pl.UInt32)
-    for start in range(0, 5):
+    monkeypatch.setattr(bulk_polars, "CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    values: list[int | None] = [int(v) for v in rng.integers(0, 50, 300)]
+    for at in [*range(0, 16), *range(100, 140), *rng.integers(0, 300, 40).tolist()]:
+        values[at] = None  # two bytes all null, then a run across bytes, then scattered
+    raw = pl.Series(values, dtype=pl.UInt32)
+    for start in [*range(0, 10), 17, 99]:
         ids = bulk_polars.Ids.of(raw.slice(start), null_id=99)
         chunks = [ids.chunk(at) for at in range(0, len(ids), bulk_polars.CHUNK)]
         expected = raw.slice(start).fill_null(99).to_list()
         assert np.concatenate(chunks).tolist() == expected
         assert ids.any_of(np.arange(100) == 99) == (None in raw.slice(start).to_list())
+        null = np.flatnonzero(raw.slice(start).is_null().to_numpy())
+        assert ids.nulls(0, len(ids)).tolist() == null.tolist()
     assert bulk_polars.Ids.of(pl.Series([1, 2], dtype=pl.UInt8), null_id=300).valid is None
 
 

@@ -9,12 +9,13 @@ code the table has not seen) is answered through Arrow and added to the table. A
 ``Categorical`` or ``Enum`` column is looked up through its categories, and its rows take
 the answers by physical id; a ``Categorical``'s answers per id are kept with the table
 state, read again only for ids added to its ``Categories`` since, or held by no row then.
-The result columns are gathered by polars from per-answer columns (``Enum`` texts, a byte
-per answer for the result and the nulls), the system is one literal value. The rows go in
-chunks over a few threads, each chunk in one step: its codes located and its result frame
-built (a String system column is compared with the one system before, over the same
-threads). Anything else (several systems, displays) goes to the pandas algorithm through
-Arrow, and comes back as a polars DataFrame.
+The result columns are gathered by polars, in one gather per chunk, from a frame of the
+answers (``Enum`` texts without nulls, and each answer's kind: its result and which texts
+are null); the system is one literal value. The rows go in chunks over a few threads,
+each chunk in one step: its codes located and its result frame built. A String system
+column is compared with the one system in one task beside the steps, whose results are
+dropped if a row holds another system. Anything else (several systems, displays) goes to
+the pandas algorithm through Arrow, and comes back as a polars DataFrame.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -93,6 +94,7 @@ def from_pandas(frame: pd.DataFrame) -> Any:
     return pl.from_pandas(pd.DataFrame(frame), include_index=False)
 
 
+T = TypeVar("T")
 _POOL: dict[int, ThreadPoolExecutor] = {}  # per process: a forked child starts its own
 
 
@@ -149,9 +151,9 @@ def in_parallel(work: Callable[[int], Any], starts: Iterable[int]) -> list[Any]:
 
 @dataclass(frozen=True)
 class SameSystem:
-    """A String system column whose rows must all hold ``value``: compared chunk by chunk
-    (``holds``) over a few threads before the codes' rows are read (``everywhere``, or
-    beside a Categorical's answers per id)."""
+    """A String system column whose rows must all hold ``value``: compared beside the
+    codes' own work (``beside``), or on its own chunk by chunk over a few threads
+    (``everywhere``)."""
 
     column: pl.Series
     value: str
@@ -163,6 +165,18 @@ class SameSystem:
     def everywhere(self) -> bool:
         """Whether every row holds the value."""
         return all(in_parallel(self.holds, range(0, len(self.column), CHUNK)))
+
+    def beside(self, work: Callable[[int], T], starts: range) -> list[T] | None:
+        """``work(start)`` for each start (as ``in_parallel``), with the whole column
+        compared in one task among them; None if a row holds another value (then the
+        work's results are dropped, so ``work`` must not ask the engine anything). The
+        comparison is bound by the memory it reads, the work by the processor: one core
+        compares while the others work, rather than every core doing both in turn."""
+        done = in_parallel(
+            lambda start: bool((self.column == self.value).all()) if start < 0 else work(start),
+            [-1, *starts],
+        )
+        return done[1:] if done[0] else None
 
 
 def _system_of(values: pl.Series) -> tuple[str | None, SameSystem | None]:
@@ -222,11 +236,25 @@ class Ids:
         part = self.values[start : start + CHUNK]
         if self.valid is None:
             return part
+        null = self.nulls(start, len(part))
+        if not len(null):
+            return part
+        part = part.copy()
+        part[null] = self.null_id
+        return part
+
+    def nulls(self, start: int, count: int) -> np.ndarray:
+        """The null rows among ``count`` rows from ``start``, relative to ``start``: only
+        the bytes of the validity bitmap with a bit clear are unpacked."""
+        assert self.valid is not None
         first = self.offset + start
-        bits = np.unpackbits(
-            self.valid[first // 8 : (first + len(part) + 7) // 8], bitorder="little"
-        )[first % 8 : first % 8 + len(part)]
-        return np.where(bits.view(bool), part, np.uint32(self.null_id))
+        low = first // 8
+        bytes_ = self.valid[low : (first + count + 7) // 8]
+        some = np.flatnonzero(bytes_ != 0xFF)
+        bits = np.unpackbits(bytes_[some, None], axis=1, bitorder="little")
+        rows = ((low + some)[:, None] * 8 + np.arange(8)) - first
+        rows = rows[bits == 0]
+        return rows[(rows >= 0) & (rows < count)]
 
     def any_of(self, flags: np.ndarray) -> bool:
         """Whether a row's position is flagged (``flags``: a bool per position)."""
@@ -367,47 +395,31 @@ def validate_codes(
     hold ``system`` (else None, and no code is answered)."""
     import polars as pl
 
-    # the system rows first, apart: compared with the codes' work, they push its tables
-    # out of the processor's caches
+    if values.dtype == pl.String:
+        return _answer_strings(table, values, system, same)
     if isinstance(values.dtype, pl.Categorical):
-        known, holds = _known_categories_and_system(table, values, same)
-        if not holds:
-            return None
+        known = _known_categories(table, values, read=False)
+        if known is not None:
+            return result_frame(*known, system, same)
+        if same is not None and not same.everywhere():
+            return None  # before any id is read: the engine is asked under one system only
+        known = _known_categories(table, values)
         if known is not None:
             return result_frame(*known, system)
     elif same is not None and not same.everywhere():
         return None
-    if values.dtype == pl.String:
-        return _answer_strings(table, values, system)
     strings, ids = _categories(values)
     state, position = _strings(table, strings, used=ids)
     return result_frame(_per_id(state, position), Ids.of(ids, len(strings)), system)
 
 
-def _known_categories_and_system(
-    table: AnswerTable, values: pl.Series, same: SameSystem | None
-) -> tuple[tuple[Answered, Ids] | None, bool]:
-    """``_known_categories`` of a Categorical column, and whether ``same`` holds on every
-    row. The answers kept per id are looked up beside the system column's chunks, over the
-    same threads; ids not answered yet are read only once every row holds the system (else
-    their codes would be asked of the engine under another row's system)."""
-    if same is None:
-        return _known_categories(table, values), True
-
-    def task(start: int) -> Any:
-        return _known_categories(table, values, read=False) if start < 0 else same.holds(start)
-
-    done = in_parallel(task, [-1, *range(0, len(same.column), CHUNK)])
-    if not all(done[1:]):
-        return None, False
-    return (done[0] or _known_categories(table, values)), True
-
-
-def _answer_strings(table: AnswerTable, values: pl.Series, system: str | None) -> pl.DataFrame:
-    """``validate_codes`` of a String column: per chunk of rows, over a few threads, the
-    rows located and their result frame built; the rows the table does not have are
-    answered after (through Arrow, added to the table), and then the result frame is built
-    again with the new answers."""
+def _answer_strings(
+    table: AnswerTable, values: pl.Series, system: str | None, same: SameSystem | None
+) -> pl.DataFrame | None:
+    """``validate_codes`` of a String column: per chunk of rows, over a few threads (beside
+    the comparison of ``same``), the rows located and their result frame built; the rows
+    the table does not have are answered after (through Arrow, added to the table), and
+    then the result frame is built again with the new answers."""
     import polars as pl
 
     found = lookup(table.state)
@@ -417,10 +429,13 @@ def _answer_strings(table: AnswerTable, values: pl.Series, system: str | None) -
         frame = None if len(lost) else found.answers.frame(position, system)
         return position, start + lost, frame
 
-    done = in_parallel(step, range(0, max(len(values), 1), CHUNK))
+    starts = range(0, max(len(values), 1), CHUNK)
+    done = in_parallel(step, starts) if same is None else same.beside(step, starts)
+    if done is None:
+        return None
     lost = np.concatenate([NO_ROWS, *(part[1] for part in done)])
     if not len(lost):
-        frames = [part[2] for part in done]
+        frames = [part[2] for part in done if part[2] is not None]  # every one, nothing lost
         return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
     position = np.concatenate([part[0] for part in done])
     state, answered = table.arrow(values.gather(lost).to_arrow())
@@ -428,11 +443,14 @@ def _answer_strings(table: AnswerTable, values: pl.Series, system: str | None) -
     return result_frame(lookup(state).answers, Ids(position), system)
 
 
-def result_frame(answers: Answered, at: Ids, system: str | None) -> pl.DataFrame:
+def result_frame(
+    answers: Answered, at: Ids, system: str | None, same: SameSystem | None = None
+) -> pl.DataFrame | None:
     """The polars frame of ``VALIDATION``: row ``i`` gets the answer at its id in ``at``
     (``answers`` as in ``Lookup``). ``system`` given: the same for every row (one Enum value, not
     repeated in memory); else each answer's own. Built in chunks of CHUNK rows, over a few
-    threads (the columns are chunked alike)."""
+    threads (the columns are chunked alike), beside the comparison of ``same`` (None if a
+    row of it holds another system)."""
     import polars as pl
 
     def step(start: int) -> pl.DataFrame:
@@ -441,7 +459,10 @@ def result_frame(answers: Answered, at: Ids, system: str | None) -> pl.DataFrame
         # busy machine
         return answers.frame(at.chunk(start), system)
 
-    frames = in_parallel(step, range(0, max(len(at), 1), CHUNK))
+    starts = range(0, max(len(at), 1), CHUNK)
+    frames = in_parallel(step, starts) if same is None else same.beside(step, starts)
+    if frames is None:
+        return None
     return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
 
 

@@ -11,7 +11,7 @@ caller).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -25,30 +25,32 @@ if TYPE_CHECKING:
 
 HASH_SEED = 20240611
 TEXTS = VALIDATION.texts  # message, display, issue, system
-FEW = 8  # a text column of at most this many texts is built from the kind, not gathered
 NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+KIND = "kind"  # the per-answer column of kinds
+KINDS = np.uint8  # a kind's bits (see ``Lookup``): the result's two, one per text
+assert 2 + len(TEXTS) <= 8
+assert all(column.name != KIND for column in VALIDATION.columns)
 
 
 @dataclass(frozen=True)
 class Answered:
-    """Per answer what its rows get (see ``Lookup``): ``gathered`` columns, ``kinds`` (the
-    kind of each answer, uint16) and the ``few`` text columns built from the kind (per
-    name: the shift of its id, its texts). ``built``: the result columns' expressions per
-    system (see ``columns``), made once for these answers."""
+    """Per answer what its rows get (see ``Lookup``): ``table``, one row per answer, holds
+    its ``kind`` (``KINDS``) and the columns gathered for its rows (texts without nulls,
+    counts). ``built``: the result columns' expressions per system (see ``columns``), made
+    once for these answers."""
 
-    gathered: dict[str, pl.Series]
-    few: dict[str, tuple[int, pl.Series]]
-    kinds: np.ndarray
+    table: pl.DataFrame
     built: dict[str | None, list[pl.Expr]] = field(default_factory=dict, compare=False)
 
     def take(self, at: pl.Series) -> Answered:
         """The answers at ``at``, in that order."""
-        gathered = {name: s.gather(at) for name, s in self.gathered.items()}
-        return Answered(gathered, self.few, self.kinds.take(at.to_numpy().astype(np.int64)))
+        return Answered(self.table.gather(at))
 
     def columns(self, system: str | None) -> list[pl.Expr]:
-        """The expressions of the result columns over a frame of ``at`` (each row's answer)
-        and ``kind`` (its kind). ``system`` given: the same for every row (one Enum value);
+        """The expressions of the result columns but ``result`` over the rows' answers (as
+        ``table`` holds them). ``system`` given: the same for every row (one Enum value);
         else each answer's own."""
         found = self.built.get(system)
         if found is None:
@@ -59,47 +61,50 @@ class Answered:
         """The result frame of the rows whose answers are at ``at`` (uint32)."""
         import polars as pl
 
-        kind = self.kinds.take(at)
-        frame = pl.DataFrame({"at": pl.Series(at), "kind": pl.Series(kind)})
-        return frame.select_seq(self.columns(system))
+        # one gather of the table: polars checks and copies the positions once per
+        # gather, not once per column
+        rows = self.table.gather(pl.Series(at))
+        frame = rows.select_seq(self.columns(system))
+        return frame.insert_column(RESULT_AT, result_bits(rows[KIND].to_numpy()))
+
+
+RESULT_AT = next(i for i, c in enumerate(VALIDATION.columns) if c.kind == "result")
+
+
+def result_bits(kind: np.ndarray) -> pl.Series:
+    """The boolean result column of rows of these kinds (their two low bits: 0 NA, 1 false,
+    2 true), its Arrow value and validity bits packed by numpy (a pass each, where polars'
+    ``when`` takes several)."""
+    import polars as pl
+
+    low = kind & 3
+    valid = np.packbits(low != 0, bitorder="little")
+    true = np.packbits(low == 2, bitorder="little")
+    bits = pa.Array.from_buffers(pa.bool_(), len(kind), [pa.py_buffer(valid), pa.py_buffer(true)])
+    return pl.Series(VALIDATION.columns[RESULT_AT].name, bits)
 
 
 def _columns(answers: Answered, system: str | None) -> list[pl.Expr]:
+    """The expressions of the result columns but ``result`` (see ``Answered.columns``)."""
     import polars as pl
 
-    kind = pl.col("kind")
-    gathered = answers.gathered
+    kind = pl.col(KIND)
+    gathered = answers.table.columns
     columns = []
     for column in VALIDATION.columns:
         name = column.name
         if column.kind == "result":
-            columns.append(pl.when(kind & 3 != 0).then(kind & 3 == 2).alias(name))
+            continue  # built by ``result_bits``
         elif column.kind == "count":
-            columns.append(pl.lit(gathered[name]).gather(pl.col("at")).alias(name))
+            columns.append(pl.col(name))
         elif system is not None and column.per_system:
             columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
         elif name in gathered:
-            texts = pl.lit(gathered[name]).gather(pl.col("at"))
             bit = TEXTS.index(name)
-            columns.append(pl.when(kind & (4 << bit) == 0).then(texts).alias(name))
-        elif name in answers.few:
-            columns.append(_few_texts(name, *answers.few[name]))
+            columns.append(pl.when(kind & (4 << bit) == 0).then(pl.col(name)).alias(name))
         else:  # no answer has a text here
             columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
     return columns
-
-
-def _few_texts(name: str, shift: int, texts: pl.Series) -> pl.Expr:
-    """The column ``name`` of at most ``FEW`` texts: null where the kind's null bit for it
-    is set, else the text whose id the kind holds at ``shift``."""
-    import polars as pl
-
-    kind = pl.col("kind")
-    at = kind & (15 << shift)
-    chain: Any = pl.when(kind & (4 << TEXTS.index(name)) != 0).then(None)
-    for i, text in enumerate(texts):
-        chain = chain.when(at == i << shift).then(pl.lit(text, dtype=texts.dtype))
-    return chain.alias(name)
 
 
 @dataclass(frozen=True)
@@ -111,12 +116,9 @@ class Lookup:
     too). A hash only proposes a position: the row's string is then compared with the
     code there (by ``views``, and ``codes``).
     ``answers`` holds, per answer, its texts (the text columns of ``VALIDATION``: ``Enum``
-    columns without nulls; a column no answer has is left out, and so is a column of at
-    most ``FEW`` distinct texts), its counts (if the schema has any) and ``kinds``: the
-    result (0 NA, 1 false, 2 true), one bit per text that is null (``4 << i`` for
-    ``TEXTS[i]``) and, per text column of at most ``FEW`` texts, the text's id in four
-    bits (at ``few[name]``: its shift and its texts, an ``Enum`` Series). A row's few-texts
-    column is then built from its kind by a short ``when`` chain, not gathered.
+    columns without nulls; a column no answer has is left out), its counts (if the schema
+    has any) and its kind: the result (0 NA, 1 false, 2 true) and one bit per text that
+    is null (``4 << i`` for ``TEXTS[i]``).
     """
 
     codes: pl.Series
@@ -180,27 +182,19 @@ def _build(state: State) -> Lookup:
     hashes = codes.hash(HASH_SEED).to_numpy()
     # the texts are gathered without nulls (gathering nulls costs more than putting them
     # back from the kind's bits)
-    kind = (state.answers.result + 1).astype(np.uint16)
+    kind = (state.answers.result + 1).astype(KINDS)
     answers = {}
-    few: dict[str, tuple[int, pl.Series]] = {}
-    shift = 2 + len(TEXTS)
     for bit, name in enumerate(TEXTS):
         ids, texts = state.factorized(name)
-        kind |= (ids < 0).astype(np.uint16) << (bit + 2)
-        if not len(texts):
-            continue
-        labels = pl.Series(name, texts, dtype=pl.String)
-        enum = labels.cast(pl.Enum(labels))
-        if len(texts) <= FEW and shift + 4 <= 16:
-            kind |= np.maximum(ids, 0).astype(np.uint16) << shift
-            few[name] = (shift, enum)
-            shift += 4
-        else:
-            answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32))
+        kind |= (ids < 0).astype(KINDS) << (bit + 2)
+        if len(texts):
+            labels = pl.Series(name, texts, dtype=pl.String)
+            enum = labels.cast(pl.Enum(labels))
+            answers[name] = enum.gather(np.maximum(ids, 0).astype(np.uint32)).alias(name)
     for column in VALIDATION.columns:
         if column.kind == "count":
             answers[column.name] = pl.Series(column.name, state.answers[column.name])
-    answered = Answered(answers, few, kind)
+    answered = Answered(pl.DataFrame([pl.Series(KIND, kind), *answers.values()]))
     return Lookup(codes, PerfectHash.of(hashes), answered, Views.of(codes))
 
 
