@@ -35,36 +35,41 @@ assert all(column.name != KIND for column in VALIDATION.columns)
 
 
 @dataclass(frozen=True)
+class Built:
+    """How the result frame of some rows is built for one system (see ``Answered``): the
+    columns of the answers' table its rows take (``table``), and the expressions of the
+    result columns but ``result`` over them."""
+
+    table: pl.DataFrame
+    columns: list[pl.Expr]
+
+
+@dataclass(frozen=True)
 class Answered:
     """Per answer what its rows get (see ``Lookup``): ``table``, one row per answer, holds
     its ``kind`` (``KINDS``) and the columns gathered for its rows (texts without nulls,
-    counts). ``built``: the result columns' expressions per system (see ``columns``), made
+    counts). ``built``: per system, how a result frame is built (see ``Built``), made
     once for these answers."""
 
     table: pl.DataFrame
-    built: dict[str | None, list[pl.Expr]] = field(default_factory=dict, compare=False)
+    built: dict[str | None, Built] = field(default_factory=dict, compare=False)
 
     def take(self, at: pl.Series) -> Answered:
         """The answers at ``at``, in that order."""
         return Answered(self.table.gather(at))
 
-    def columns(self, system: str | None) -> list[pl.Expr]:
-        """The expressions of the result columns but ``result`` over the rows' answers (as
-        ``table`` holds them). ``system`` given: the same for every row (one Enum value);
-        else each answer's own."""
-        found = self.built.get(system)
-        if found is None:
-            found = self.built[system] = _columns(self, system)
-        return found
-
     def frame(self, at: np.ndarray, system: str | None) -> pl.DataFrame:
-        """The result frame of the rows whose answers are at ``at`` (uint32)."""
+        """The result frame of the rows whose answers are at ``at`` (uint32). ``system``
+        given: the same for every row (one Enum value); else each answer's own."""
         import polars as pl
 
+        built = self.built.get(system)
+        if built is None:
+            built = self.built[system] = _built(self.table, system)
         # one gather of the table: polars checks and copies the positions once per
         # gather, not once per column
-        rows = self.table.gather(pl.Series(at))
-        frame = rows.select_seq(self.columns(system))
+        rows = built.table.gather(pl.Series(at))
+        frame = rows.select_seq(built.columns)
         return frame.insert_column(RESULT_AT, result_bits(rows[KIND].to_numpy()))
 
 
@@ -84,27 +89,29 @@ def result_bits(kind: np.ndarray) -> pl.Series:
     return pl.Series(VALIDATION.columns[RESULT_AT].name, bits)
 
 
-def _columns(answers: Answered, system: str | None) -> list[pl.Expr]:
-    """The expressions of the result columns but ``result`` (see ``Answered.columns``)."""
+def _built(table: pl.DataFrame, system: str | None) -> Built:
+    """``Built`` for the answers of ``table`` and ``system`` (see ``Answered.frame``)."""
     import polars as pl
 
     kind = pl.col(KIND)
-    gathered = answers.table.columns
+    taken = [KIND]
     columns = []
     for column in VALIDATION.columns:
         name = column.name
         if column.kind == "result":
             continue  # built by ``result_bits``
+        if system is not None and column.per_system:
+            columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
+        elif name not in table.columns:  # no answer has a text here
+            columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
         elif column.kind == "count":
             columns.append(pl.col(name))
-        elif system is not None and column.per_system:
-            columns.append(pl.lit(system, dtype=pl.Enum([system])).alias(name))
-        elif name in gathered:
+            taken.append(name)
+        else:
             bit = TEXTS.index(name)
             columns.append(pl.when(kind & (4 << bit) == 0).then(pl.col(name)).alias(name))
-        else:  # no answer has a text here
-            columns.append(pl.lit(None, dtype=pl.Enum([])).alias(name))
-    return columns
+            taken.append(name)
+    return Built(pl.DataFrame([table[name] for name in taken]), columns)
 
 
 @dataclass(frozen=True)
