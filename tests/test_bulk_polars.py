@@ -244,6 +244,8 @@ def test_ids_read_null_rows_from_their_bits(chunk: int, monkeypatch: pytest.Monk
         null = np.flatnonzero(raw.slice(start).is_null().to_numpy())
         assert ids.nulls(0, len(ids)).tolist() == null.tolist()
     assert bulk_polars.Ids.of(pl.Series([1, 2], dtype=pl.UInt8), null_id=300).valid is None
+    narrow = bulk_polars.Ids.of(pl.Series([1, None, 2], dtype=pl.UInt8), null_id=300)
+    assert narrow.chunk(0).tolist() == [1, 300, 2]  # an id wider than the column's
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -592,3 +594,18 @@ def test_polars_categories_of_one_name_and_two_physical_types_are_apart(big: Wor
         got = big.validate_column(column, BIG_VS, system=BIG)
         expected = big.validate_column(pd.Series(values * 50, dtype=object), BIG_VS, system=BIG)
         assert rows_of(got) == rows_of(expected)
+
+
+def test_polars_nulls_of_a_full_one_byte_categories_are_missing(big: Workbench) -> None:
+    """A ``Categories`` of one-byte ids that holds as many strings as polars allows: a
+    null row's id (the one after the last) is the largest a byte holds, and is still the
+    missing answer, cold and warm."""
+    dtype = pl.Categorical(pl.Categories("workbench-test-full-byte", physical=pl.UInt8))
+    values: list[str | None] = [*(f"byte-{i}" for i in range(254)), BIG_CODES[0]]
+    values += [None, *values[:40], None]
+    column = pl.Series(values, dtype=dtype)
+    assert column.to_physical().dtype == pl.UInt8
+    assert column.to_physical().max() == 254
+    expected = rows_of(big.validate_column(pd.Series(values, dtype=object), BIG_VS, system=BIG))
+    for _ in range(2):
+        assert rows_of(big.validate_column(column, BIG_VS, system=BIG)) == expected
