@@ -170,8 +170,8 @@ class SameSystem:
         """``work(start)`` for each start (as ``in_parallel``), with the whole column
         compared in one task among them; None if a row holds another value (then the
         work's results are dropped, so ``work`` must not ask the engine anything). One
-        core compares while the others work: measured faster than every core comparing
-        a chunk and then working, as the comparison reads far more memory per row."""
+        core compares while the others work: measured faster than comparing on every core
+        first, or a chunk of the column before each step."""
         done = in_parallel(
             lambda start: bool((self.column == self.value).all()) if start < 0 else work(start),
             [-1, *starts],
@@ -182,7 +182,7 @@ class SameSystem:
 def _system_of(values: pl.Series) -> tuple[str | None, SameSystem | None]:
     """The system of a system column: the one non-empty string every row holds (else
     None), and, for a String column, its rows still to be compared with it (the caller
-    does that chunk by chunk)."""
+    does that, see ``SameSystem``)."""
     import polars as pl
 
     if len(values) == 0 or values.null_count():
