@@ -166,17 +166,20 @@ class SameSystem:
         """Whether every row holds the value."""
         return all(in_parallel(self.holds, range(0, len(self.column), CHUNK)))
 
-    def beside(self, work: Callable[[int], T], starts: range) -> list[T] | None:
-        """``work(start)`` for each start (as ``in_parallel``), with the whole column
-        compared in one task among them; None if a row holds another value (then the
-        work's results are dropped, so ``work`` must not ask the engine anything). One
-        core compares while the others work: measured faster than comparing on every core
-        first, or a chunk of the column before each step."""
-        done = in_parallel(
-            lambda start: bool((self.column == self.value).all()) if start < 0 else work(start),
-            [-1, *starts],
-        )
-        return done[1:] if done[0] else None
+
+def beside(same: SameSystem | None, work: Callable[[int], T], starts: range) -> list[T] | None:
+    """``work(start)`` for each start (as ``in_parallel``), with the whole system column of
+    ``same`` (if any) compared in one task among them; None if a row holds another value
+    (then the work's results are dropped, so ``work`` must not ask the engine anything).
+    One core compares while the others work: measured faster than comparing on every core
+    first, or a chunk of the column before each step."""
+    if same is None:
+        return in_parallel(work, starts)
+    done = in_parallel(
+        lambda start: bool((same.column == same.value).all()) if start < 0 else work(start),
+        [-1, *starts],
+    )
+    return done[1:] if done[0] else None
 
 
 def _system_of(values: pl.Series) -> tuple[str | None, SameSystem | None]:
@@ -430,7 +433,7 @@ def _answer_strings(
         return position, start + lost, frame
 
     starts = range(0, max(len(values), 1), CHUNK)
-    done = in_parallel(step, starts) if same is None else same.beside(step, starts)
+    done = beside(same, step, starts)
     if done is None:
         return None
     lost = np.concatenate([NO_ROWS, *(part[1] for part in done)])
@@ -460,7 +463,7 @@ def result_frame(
         return answers.frame(at.chunk(start), system)
 
     starts = range(0, max(len(at), 1), CHUNK)
-    frames = in_parallel(step, starts) if same is None else same.beside(step, starts)
+    frames = beside(same, step, starts)
     if frames is None:
         return None
     return pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
