@@ -115,3 +115,38 @@ def test_translate_is_listed_with_its_definition(http: httpx.Client) -> None:
     assert {"source", "target", "source-system", "target-system"} <= names
     terminology = http.get("/metadata", params={"mode": "terminology"}).json()
     assert terminology["translation"] == {"needsMap": False}
+
+
+def feature_value(caps: dict[str, Any], definition: str) -> Any:
+    """The value of the application-feature extension with this definition."""
+    found = []
+    for ext in caps.get("extension", []):
+        if ext["url"] != "http://hl7.org/fhir/uv/application-feature/StructureDefinition/feature":
+            continue
+        parts = {e["url"]: e for e in ext["extension"]}
+        if parts["definition"]["valueCanonical"] == definition:
+            value = parts["value"]
+            found.append(next(v for k, v in value.items() if k.startswith("value")))
+    assert len(found) == 1, f"{definition}: {found}"
+    return found[0]
+
+
+def test_the_features_the_hl7_validator_reads_at_start(http: httpx.Client) -> None:
+    caps = http.get("/metadata").json()
+    version = feature_value(caps, "http://hl7.org/fhir/uv/tx-tests/FeatureDefinition/test-version")
+    assert tuple(int(n) for n in version.split(".")) >= (1, 7, 8)  # batches from 1.7.8
+    as_parameter = "http://hl7.org/fhir/uv/tx-ecosystem/FeatureDefinition/CodeSystemAsParameter"
+    assert feature_value(caps, as_parameter) is True
+
+
+def test_both_statements_give_the_same_software_version(http: httpx.Client) -> None:
+    full = http.get("/metadata").json()
+    terminology = http.get("/metadata", params={"mode": "terminology"}).json()
+    assert full["software"]["version"]
+    assert terminology["software"] == full["software"]
+
+
+def test_built_in_code_systems_are_listed_with_their_versions(http: httpx.Client) -> None:
+    caps = http.get("/metadata", params={"mode": "terminology"}).json()
+    by_uri = {entry["uri"]: entry for entry in caps["codeSystem"]}
+    assert by_uri["http://unitsofmeasure.org"]["version"] == [{"code": "2.2", "isDefault": True}]

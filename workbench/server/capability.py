@@ -4,6 +4,7 @@ the TerminologyCapabilities at ``GET {base}/metadata?mode=terminology``."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from importlib import metadata
 from typing import Any
 
 from workbench.operations import Operation
@@ -15,6 +16,50 @@ SECURITY = {
     "description": "Send Authorization: Bearer <token> on every request but GET /metadata",
     "service": [{"text": "Bearer token (RFC 6750)"}],
 }
+
+FEATURE = "http://hl7.org/fhir/uv/application-feature/StructureDefinition/feature"
+#: The version of HL7's terminology test cases (fhir-tx-ecosystem-ig) this server answers
+#: to; from 1.7.8 on, the HL7 validator sends its codings in $batch-validate-code.
+TX_TEST_VERSION = "1.7.8"
+TX_TEST_FEATURE = "http://hl7.org/fhir/uv/tx-tests/FeatureDefinition/test-version"
+CODE_SYSTEM_AS_PARAMETER = (
+    "http://hl7.org/fhir/uv/tx-ecosystem/FeatureDefinition/CodeSystemAsParameter"
+)
+
+
+def software_version() -> str:
+    """The installed workbench's version (the same in the CapabilityStatement and the
+    TerminologyCapabilities, which the HL7 validator compares)."""
+    try:
+        return metadata.version("workbench")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a bare checkout
+        return "0.0.0"
+
+
+def software() -> dict[str, str]:
+    """``software`` of both statements."""
+    return {"name": "FHIR terminology workbench", "version": software_version()}
+
+
+def features() -> list[dict[str, Any]]:
+    """The application-feature extensions the HL7 validator reads before it uses a server:
+    the tx test-cases version it conforms to, and that CodeSystems may be sent as
+    ``tx-resource`` parameters."""
+
+    def feature(definition: str, value: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "url": FEATURE,
+            "extension": [
+                {"url": "definition", "valueCanonical": definition},
+                {"url": "value", **value},
+            ],
+        }
+
+    return [
+        feature(TX_TEST_FEATURE, {"valueCode": TX_TEST_VERSION}),
+        feature(CODE_SYSTEM_AS_PARAMETER, {"valueBoolean": True}),
+    ]
+
 
 SEARCH_PARAMETER_BASE = "http://hl7.org/fhir/SearchParameter/"
 INTERACTIONS = (
@@ -122,11 +167,13 @@ def capability_statement(operations: tuple[Operation, ...], base_url: str) -> di
         rest["operation"] = system_ops
     return {
         "resourceType": "CapabilityStatement",
+        "extension": features(),
+        "version": software_version(),
         "instantiates": [TERMINOLOGY_SERVER],
         "status": "active",
         "date": datetime.now(timezone.utc).date().isoformat(),
         "kind": "instance",
-        "software": {"name": "FHIR terminology workbench"},
+        "software": software(),
         "implementation": {"description": "FHIR terminology workbench", "url": base_url},
         "fhirVersion": "4.0.1",
         "format": ["application/fhir+json", "json"],
@@ -167,7 +214,7 @@ def terminology_capabilities(
         "status": "active",
         "date": datetime.now(timezone.utc).date().isoformat(),
         "kind": "instance",
-        "software": {"name": "FHIR terminology workbench"},
+        "software": software(),
         "implementation": {"description": "FHIR terminology workbench", "url": base_url},
         "codeSystem": code_systems,
         "expansion": {
