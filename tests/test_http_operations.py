@@ -736,8 +736,10 @@ class Err:
     content_type: str | None = FHIR_JSON
     one_issue: bool = False
     own_server: bool = False  # the request makes the server log a traceback
+    headers: dict[str, str] | None = None
 
 
+STRICT = {"Prefer": "handling=strict"}
 VC = "/ValueSet/$validate-code"
 EXP = "/ValueSet/$expand"
 SUBSUMES = "/CodeSystem/$subsumes"
@@ -988,14 +990,22 @@ ERRORS = [
         "invalid",
         r"'code' may appear only once",
     ),
-    # Unknown parameters.
-    get("unknown-param-GET", {**GENDER_Q, "foo": "1"}, 400, "invalid", r"Unknown parameter 'foo'"),
+    # Unknown parameters, under Prefer: handling=strict (else ignored, with an issue).
+    get(
+        "unknown-param-GET",
+        {**GENDER_Q, "foo": "1"},
+        400,
+        "invalid",
+        r"Unknown parameter 'foo'",
+        headers=STRICT,
+    ),
     post(
         "unknown-param-POST",
         params(URL_P, SYS_P, CODE_P, ("foo", {"valueString": "1"})),
         400,
         "invalid",
         r"Unknown parameter 'foo' for \$validate-code",
+        headers=STRICT,
     ),
     get(
         "unknown-param-lookup",
@@ -1004,6 +1014,7 @@ ERRORS = [
         "invalid",
         r"Unknown parameter 'bar' for \$lookup",
         LOOKUP,
+        headers=STRICT,
     ),
     # Booleans and integers are parsed strictly.
     get(
@@ -1375,11 +1386,12 @@ ERRORS = [
 
 def send(http: httpx.Client, err: Err) -> httpx.Response:
     headers = {} if err.content_type is None else {"Content-Type": err.content_type}
+    headers.update(err.headers or {})
     content = err.raw
     if content is None and err.body is not None:
         content = json.dumps(err.body).encode()
     if err.method in ("GET", "HEAD") or content is None:
-        return http.request(err.method, err.path, params=err.query)
+        return http.request(err.method, err.path, params=err.query, headers=err.headers)
     return http.request(err.method, err.path, params=err.query, content=content, headers=headers)
 
 

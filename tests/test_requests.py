@@ -492,16 +492,18 @@ SUPPORTED = {
     "ValueSet-validate-code": "url valueSet valueSetVersion code system systemVersion display "
     "coding codeableConcept abstract inferSystem activeOnly lenient-display-validation "
     "valueset-membership-only system-version check-system-version force-system-version "
-    "default-valueset-version tx-resource displayLanguage useSupplement version",
+    "default-valueset-version tx-resource displayLanguage useSupplement version "
+    "diagnostics default-to-latest-version profile-url mode x-system-cache-id",
     "ValueSet-expand": "url valueSet valueSetVersion filter offset count activeOnly "
     "includeDesignations displayLanguage excludeNested excludePostCoordinated tx-resource "
     "includeDefinition property system-version check-system-version force-system-version "
-    "default-valueset-version useSupplement designation allowMaximumSizeExpansion",
+    "default-valueset-version useSupplement designation allowMaximumSizeExpansion "
+    "_limit _incomplete incomplete-ok default-to-latest-version profile-url x-system-cache-id",
     "CodeSystem-lookup": "code system version coding property displayLanguage useSupplement "
     "tx-resource",
     "CodeSystem-validate-code": "url code system version display coding codeableConcept abstract "
-    "displayLanguage "
-    "tx-resource",
+    "displayLanguage lenient-display-validation "
+    "tx-resource diagnostics default-to-latest-version profile-url mode x-system-cache-id",
     "CodeSystem-subsumes": "codeA codeB system version codingA codingB tx-resource",
     "ConceptMap-translate": "url conceptMap conceptMapVersion code system version source coding "
     "codeableConcept target targetsystem reverse dependency",

@@ -10,7 +10,8 @@ object the caller built once (``workbench.terminology.requests``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from workbench.registry import Registry
@@ -40,6 +41,9 @@ class TerminologyService(Protocol):
     @property
     def terminology(self) -> Terminology:
         """The terminology engine (code systems from release files, caches)."""
+
+    def engine(self, tx_resources: Sequence[Mapping[str, Any]] = ()) -> Terminology:
+        """The engine, or a view of it that sees ``tx_resources`` first (one call's)."""
 
     def validate(self, req: ValidateRequest) -> ValidationResult:
         """ValueSet ``$validate-code``."""

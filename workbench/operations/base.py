@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError
+from workbench.operations.codec import IGNORED
 from workbench.operations.definitions import OperationDef
 from workbench.resources import Resource
 from workbench.terminology.params import parameter_names
@@ -45,7 +46,13 @@ class Operation:
         accept_language: str | None = None,
     ) -> dict[str, Any]:
         """Check the inputs against what is supported, then run. ``accept_language`` is the
-        HTTP Accept-Language header, which the runner reads as ``inputs[ACCEPT_LANGUAGE]``."""
+        HTTP Accept-Language header, which the runner reads as ``inputs[ACCEPT_LANGUAGE]``.
+        Unknown inputs a lenient read ignored (``codec.IGNORED``) are named in an
+        information issue of the answer (``note_ignored``)."""
+        ignored: tuple[str, ...] = ()
+        if IGNORED in inputs:
+            inputs = dict(inputs)
+            ignored = inputs.pop(IGNORED)
         if not self.supported.issuperset(inputs):
             unsupported = sorted(set(inputs) - self.supported)
             raise NotSupportedError(
@@ -54,7 +61,49 @@ class Operation:
             )
         if accept_language:
             inputs = {**inputs, ACCEPT_LANGUAGE: accept_language}
-        return self.runner(workbench, inputs, resource)
+        outputs = self.runner(workbench, inputs, resource)
+        return note_ignored(self.definition, outputs, ignored) if ignored else outputs
+
+
+#: R4's ValueSet extension for a warning about the value set's use: where an ``$expand``
+#: answer (a bare ValueSet) names the parameters it ignored.
+VALUESET_WARNING = "http://hl7.org/fhir/StructureDefinition/valueset-warning"
+
+
+def ignored_issue(definition: OperationDef, names: Iterable[str]) -> dict[str, Any]:
+    """The information issue naming the unknown parameters a request sent."""
+    listed = ", ".join(f"'{n}'" for n in names)
+    return {
+        "severity": "information",
+        "code": "not-supported",
+        "details": {
+            "text": f"${definition.code} ignored the unknown parameter(s) {listed} (send "
+            "'Prefer: handling=strict' to have them refused)"
+        },
+    }
+
+
+def note_ignored(
+    definition: OperationDef, outputs: dict[str, Any], names: tuple[str, ...]
+) -> dict[str, Any]:
+    """The outputs with an information issue that names the ignored parameters: in the
+    ``issues`` OperationOutcome of a Parameters answer, or as a ``valueset-warning`` of an
+    ``$expand`` ValueSet."""
+    issue = ignored_issue(definition, names)
+    returned = outputs.get("return")
+    if isinstance(returned, Mapping) and returned.get("resourceType") == "ValueSet":
+        text = issue["details"]["text"]
+        extension = [
+            *returned.get("extension", []),
+            {"url": VALUESET_WARNING, "valueMarkdown": text},
+        ]
+        return {**outputs, "return": {**returned, "extension": extension}}
+    existing = outputs.get("issues")
+    if isinstance(existing, Mapping):
+        outcome = {**existing, "issue": [*existing.get("issue", []), issue]}
+    else:
+        outcome = {"resourceType": "OperationOutcome", "issue": [issue]}
+    return {**outputs, "issues": outcome}
 
 
 def honoured(

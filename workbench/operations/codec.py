@@ -22,6 +22,9 @@ from workbench.registry import TERMINOLOGY_TYPES
 from workbench.terminology.lookup import TypedValue
 
 GENERAL_PARAMETERS = frozenset({"_format", "_pretty"})
+#: Where the names of the unknown inputs a lenient read ignored reach an operation (not a
+#: FHIR parameter name): ``Operation.run`` names them in an information issue.
+IGNORED = "\x00ignored"
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 # FHIR integers are 32-bit signed (R4 datatypes: integer, positiveInt, unsignedInt)
 INTEGER_RANGE = (-(2**31), 2**31 - 1)
@@ -181,18 +184,26 @@ def _unknown(op: OperationDef, name: str) -> InvalidRequestError:
     )
 
 
-def parse_query(op: OperationDef, items: Iterable[tuple[str, str]]) -> dict[str, Any]:
-    """Parse GET query parameters (rule 2: simple types only)."""
+def parse_query(
+    op: OperationDef, items: Iterable[tuple[str, str]], *, strict: bool = True
+) -> dict[str, Any]:
+    """Parse GET query parameters (rule 2: simple types only). An unknown parameter is
+    refused when ``strict``, else ignored and named under ``IGNORED`` (as FHIR search
+    treats unknown parameters unless ``Prefer: handling=strict``)."""
     reading = _reading(op)
     table, repeating = reading.query, reading.repeating
     inputs: dict[str, Any] = {}
     duplicate: str | None = None
+    ignored: list[str] = []
     for name, text in items:
         if name in GENERAL_PARAMETERS:
             continue
         found = table.get(name)
         if found is None:
-            raise _unknown(op, name)
+            if strict:
+                raise _unknown(op, name)
+            ignored.append(name)
+            continue
         if found.as_is:  # (a simple type)
             value: Any = text
         elif found.param.is_simple:
@@ -209,10 +220,16 @@ def parse_query(op: OperationDef, items: Iterable[tuple[str, str]]) -> dict[str,
         else:
             inputs[name] = value
     _complete(op, reading, inputs, duplicate)
+    return _with_ignored(inputs, ignored)
+
+
+def _with_ignored(inputs: dict[str, Any], ignored: list[str]) -> dict[str, Any]:
+    if ignored:
+        inputs[IGNORED] = tuple(dict.fromkeys(ignored))
     return inputs
 
 
-def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
+def parse_parameters(op: OperationDef, body: Any, *, strict: bool = True) -> dict[str, Any]:
     """Parse a POSTed body: a Parameters resource, or the operation's single resource input."""
     if not isinstance(body, dict | Mapping):
         raise InvalidRequestError(
@@ -234,6 +251,7 @@ def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
     if not isinstance(entries, list):
         raise InvalidRequestError("Parameters.parameter must be a list")
     pairs: list[tuple[str, Any]] = []
+    ignored: list[str] = []
     table = _reading(op).query
     for i, entry in enumerate(entries):
         # (dict first: a JSON object is one, and the test is then cheaper than Mapping's)
@@ -244,9 +262,12 @@ def parse_parameters(op: OperationDef, body: Any) -> dict[str, Any]:
             continue
         found = table.get(name)
         if found is None:
-            raise _unknown(op, name)
+            if strict:
+                raise _unknown(op, name)
+            ignored.append(name)
+            continue
         pairs.append((name, _read_entry(found, entry)))
-    return _collect(op, pairs)
+    return _with_ignored(_collect(op, pairs), ignored)
 
 
 def _read_entry(found: _Input, entry: Mapping[str, Any]) -> Any:

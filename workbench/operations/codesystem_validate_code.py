@@ -7,6 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError, RequiredError
 from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, honoured, one_of
+from workbench.operations.client_inputs import (
+    CLIENT_STATE,
+    Clock,
+    codesystem_diagnostics,
+    with_mode,
+)
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 from workbench.terminology.requests import CodeSystemValidateRequest
@@ -20,13 +26,16 @@ DEFINITION = load_definition("OperationDefinition-CodeSystem-validate-code.json"
 
 #: The inputs the operation consumes itself; the others are fields of
 #: CodeSystemValidateRequest (one per code checked).
-OWN = ("coding", "codeableConcept", "system", ACCEPT_LANGUAGE)
+OWN = ("coding", "codeableConcept", "system", ACCEPT_LANGUAGE, "mode", "diagnostics", *CLIENT_STATE)
 
 
 def run(
     svc: TerminologyService, inputs: Inputs, resource: Resource | None = None
 ) -> dict[str, Any]:
-    """Validate a code, Coding or CodeableConcept against the code system ``url``/instance."""
+    """Validate a code, Coding or CodeableConcept against the code system ``url``/instance;
+    ``diagnostics=true`` adds how the answer was reached."""
+    clock = Clock()
+    inputs = with_mode(inputs)
     url = inputs.get("url")
     if resource is not None:
         if url is not None and url != resource.get("url"):
@@ -65,7 +74,10 @@ def run(
         result = combine_codings(
             [check(c.get("code"), c.get("display"), c.get("system")) for c in codings]
         )
-    return result.outputs()
+    outputs = result.outputs()
+    if inputs.get("diagnostics") is True:
+        outputs["diagnostics"] = codesystem_diagnostics(svc, base, result, clock=clock)
+    return outputs
 
 
 def _system_given(inputs: Inputs, given: str) -> str | None:

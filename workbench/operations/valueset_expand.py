@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InvalidRequestError
+from workbench.errors import InvalidRequestError, TooCostlyError
 from workbench.operations.base import Inputs, Operation, honoured, target_valueset
+from workbench.operations.client_inputs import CLIENT_STATE
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 from workbench.terminology.expansion import Expansion
@@ -21,7 +22,17 @@ DEFINITION = load_definition("OperationDefinition-ValueSet-expand.json")
 #: The inputs the operation consumes itself (``excludePostCoordinated=true`` leaves out the
 #: post-coordinated expressions a value set lists, which are expanded as listed); the
 #: others are fields of ExpandRequest.
-OWN = ("url", "valueSet", "excludePostCoordinated")
+OWN: tuple[str, ...] = (
+    "url",
+    "valueSet",
+    "excludePostCoordinated",
+    "_limit",
+    "_incomplete",
+    "incomplete-ok",
+    *CLIENT_STATE,
+)
+#: R4's extension marking an expansion cut short because the whole is too costly.
+TOO_COSTLY = "http://hl7.org/fhir/StructureDefinition/valueset-toocostly"
 
 
 def run(
@@ -34,10 +45,35 @@ def run(
     count = inputs.get("count")
     if offset < 0 or (count is not None and count < 0):
         raise InvalidRequestError("Parameters 'offset' and 'count' must be 0 or more")
+    limit = inputs.get("_limit")
+    if limit is not None and limit < 0:
+        raise InvalidRequestError(f"Parameter '_limit' must be 0 or more, not {limit}")
+    if limit is not None and (count is None or count > limit):
+        inputs = {**inputs, "count": limit}
     expansion = svc.expand(ExpandRequest.from_inputs(inputs, own=OWN, valueset=target))
     if inputs.get("excludePostCoordinated") is True:
         expansion = _without_expressions(svc, expansion)
-    return {"return": expansion.to_valueset()}
+    valueset = expansion.to_valueset()
+    if limit is not None and count is None:
+        valueset = _limited(valueset, limit, inputs)
+    return {"return": valueset}
+
+
+def _limited(valueset: dict[str, Any], limit: int, inputs: Inputs) -> dict[str, Any]:
+    """An expansion asked for with ``_limit`` (the HL7 validator's): whole when it has at
+    most ``limit`` codes; else its first ``limit`` codes marked too costly when the client
+    takes an incomplete one (``_incomplete``, ``incomplete-ok``), else TooCostlyError."""
+    expansion = valueset.get("expansion", {})
+    total = expansion.get("total")
+    if not isinstance(total, int) or total <= limit:
+        return valueset
+    if inputs.get("_incomplete") is not True and inputs.get("incomplete-ok") is not True:
+        raise TooCostlyError(
+            f"The expansion has {total} codes, more than the {limit} the request allows "
+            "(_limit); send _incomplete=true to take its first codes, or narrow it with filter"
+        )
+    marked = [*expansion.get("extension", []), {"url": TOO_COSTLY, "valueBoolean": True}]
+    return {**valueset, "expansion": {**expansion, "extension": marked}}
 
 
 def _without_expressions(svc: TerminologyService, expansion: Expansion) -> Expansion:

@@ -6,6 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RequiredError
 from workbench.operations.base import Inputs, Operation, honoured, one_of, target_valueset
+from workbench.operations.client_inputs import (
+    CLIENT_STATE,
+    Clock,
+    validation_diagnostics,
+    with_mode,
+)
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 from workbench.terminology.requests import ValidateRequest
@@ -17,13 +23,15 @@ DEFINITION = load_definition("OperationDefinition-ValueSet-validate-code.json")
 
 
 #: The inputs the operation consumes itself; the others are fields of ValidateRequest.
-OWN = ("url", "valueSet", "inferSystem", "version")
+OWN = ("url", "valueSet", "inferSystem", "version", "mode", "diagnostics", *CLIENT_STATE)
 
 
 def run(
     svc: TerminologyService, inputs: Inputs, resource: Resource | None = None
 ) -> dict[str, Any]:
-    """Validate code+system, a Coding or a CodeableConcept; result=false is not an error."""
+    """Validate code+system, a Coding or a CodeableConcept; result=false is not an error.
+    ``diagnostics=true`` adds how the answer was reached."""
+    clock = Clock()
     target = target_valueset(inputs, resource)
     given = one_of(inputs, ("code", "coding", "codeableConcept"), "validate")
     if given == "code" and not inputs.get("system") and not inputs.get("inferSystem"):
@@ -33,7 +41,17 @@ def run(
         )
     if inputs.get("version") is not None and inputs.get("systemVersion") is None:
         inputs = {**inputs, "systemVersion": inputs["version"]}  # the name tx.fhir.org takes
-    return svc.validate(ValidateRequest.from_inputs(inputs, own=OWN, valueset=target)).outputs()
+    inputs = with_mode(inputs)
+    req = ValidateRequest.from_inputs(inputs, own=OWN, valueset=target)
+    if inputs.get("diagnostics") is not True:
+        return svc.validate(req).outputs()
+    cached = not req.tx_resources and svc.terminology.is_compiled(
+        target, req.valueset_version, req.policy
+    )
+    result = svc.validate(req)
+    outputs = result.outputs()
+    outputs["diagnostics"] = validation_diagnostics(svc, req, result, cached=cached, clock=clock)
+    return outputs
 
 
 OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, ValidateRequest, OWN))

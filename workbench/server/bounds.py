@@ -25,14 +25,17 @@ from workbench.terminology import budget
 TX_RESOURCE = "tx-resource"
 
 
-def post_inputs(definition: OperationDef, raw: bytes, limits: Limits) -> dict[str, Any]:
+def post_inputs(
+    definition: OperationDef, raw: bytes, limits: Limits, *, strict: bool = True
+) -> dict[str, Any]:
     """The inputs of a POSTed body (``raw``): decoded, checked against the limits on inline
-    resources, then read by the codec. Raises MalformedError, TooManyResourcesError, or the
-    codec's errors."""
+    resources, then read by the codec (``strict``: unknown parameters refused, else
+    ignored and named). Raises MalformedError, TooManyResourcesError, or the codec's
+    errors."""
     budget.charge(1 + len(raw) // 1024)
     body = parse_json(raw)
     check_inline_resources(body, len(raw), limits)
-    return parse_parameters(definition, body)
+    return parse_parameters(definition, body, strict=strict)
 
 
 def inline_resources(body: Any) -> list[Any]:

@@ -52,16 +52,29 @@ def _pretty(request: Request) -> bool:
     return request.query_params.get("_pretty") == "true"
 
 
-def _headers(scope: Mapping[str, Any], first: bytes, second: bytes) -> tuple[str | None, ...]:
-    """Two request headers' values (the first of each name, latin-1 as Starlette reads
-    them), None for one not sent."""
-    found: list[str | None] = [None, None]
+#: The request headers an operation reads, in the order ``_headers`` gives them.
+OPERATION_HEADERS = (b"accept-language", b"x-too-costly-threshold", b"prefer")
+
+
+def _headers(scope: Mapping[str, Any], names: tuple[bytes, ...]) -> list[str | None]:
+    """Request headers' values (the first of each name, latin-1 as Starlette reads them),
+    None for one not sent."""
+    found: list[str | None] = [None] * len(names)
     for key, value in scope["headers"]:
-        if key == first and found[0] is None:
-            found[0] = value.decode("latin-1")
-        elif key == second and found[1] is None:
-            found[1] = value.decode("latin-1")
-    return tuple(found)
+        if key in names:
+            at = names.index(key)
+            if found[at] is None:
+                found[at] = value.decode("latin-1")
+    return found
+
+
+def strict_handling(text: str | None) -> bool:
+    """Whether a ``Prefer`` header asks ``handling=strict`` (unknown parameters refused)."""
+    if not text:
+        return False
+    return any(
+        part.strip().replace(" ", "").lower() == "handling=strict" for part in text.split(",")
+    )
 
 
 def too_costly_threshold(text: str | None) -> int | None:
@@ -168,19 +181,21 @@ class OperationRoutes:
         limits = self.offloader.limits
         # the query string is read once, straight from the scope (no QueryParams)
         query = query_items(scope["query_string"])
+        language, costly, preference = _headers(scope, OPERATION_HEADERS)
+        strict = strict_handling(preference)
         large: bytes | None = None  # a body decoded where the operation runs
         if scope["method"] == "GET":
             if definition.affects_state:
                 raise MethodNotAllowedError(
                     f"${definition.code} changes state, so it cannot be invoked with GET"
                 )
-            inputs = parse_query(definition, query)
+            inputs = parse_query(definition, query, strict=strict)
         else:
             raw = await read_body(scope, receive, self.max_body, empty_ok=True)
             if raw is None:  # a POST without a body is the operation without inputs
-                inputs = parse_query(definition, query)
+                inputs = parse_query(definition, query, strict=strict)
             elif len(raw) <= limits.loop_body_bytes:
-                inputs = post_inputs(definition, raw, limits)
+                inputs = post_inputs(definition, raw, limits, strict=strict)
             else:
                 inputs, large = {}, raw
         received = time.monotonic()  # the deadline counts from here
@@ -188,13 +203,14 @@ class OperationRoutes:
         rid = params.get("rid") if params else None
         resource = self.store.read(rtype, rid) if rid is not None and rtype else None
         wb = self.store.workbench
-        language, costly = _headers(scope, b"accept-language", b"x-too-costly-threshold")
         threshold = too_costly_threshold(costly)
         pretty = ("_pretty", "true") in query
 
         def respond() -> bytes:
             # the answer is serialised where the work ran: a child process sends bytes back
-            given = inputs if large is None else post_inputs(definition, large, limits)
+            given = (
+                inputs if large is None else post_inputs(definition, large, limits, strict=strict)
+            )
             outputs = op.run(wb, given, resource, accept_language=language)
             if threshold is not None and definition.code == "expand":
                 check_cost(outputs, given, threshold)

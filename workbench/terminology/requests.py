@@ -136,6 +136,7 @@ class CodeSystemValidateRequest(Request):
     display: str | None = param("display", None)
     abstract: bool = param("abstract", True)
     display_language: str | None = param("displayLanguage", None)
+    lenient_display: bool = param("lenient-display-validation", False)
     tx_resources: Codings = param("tx-resource", ())
 
 

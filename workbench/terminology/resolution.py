@@ -262,6 +262,16 @@ class Resolution:
                     self._vs_cache[key] = found
         return found
 
+    def is_compiled(
+        self, valueset: str | Mapping[str, Any], version: str | None, policy: VersionPolicy
+    ) -> bool:
+        """Whether ``compiled`` would answer this value set from its cache (diagnostics);
+        an inline ValueSet is compiled for each request."""
+        if not isinstance(valueset, str):
+            return False
+        url, pinned = split_canonical(valueset)
+        return _cache_key(url, version or pinned, policy) in self._vs_cache
+
     def memo(self, compiled: CompiledValueSet, key: Hashable, factory: Callable[[], T]) -> T:
         """Remember something derived from a compiled value set for as long as it is cached
         (for example the bulk validator's index of plainly valid members)."""

@@ -62,6 +62,7 @@ class EngineService:
             display=req.display,
             abstract=req.abstract,
             display_language=req.display_language,
+            lenient_display=req.lenient_display,
         )
 
     def expand(self, req: ExpandRequest) -> Expansion:

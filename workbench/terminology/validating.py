@@ -250,9 +250,11 @@ class Validating(Resolution):
         display: str | None = None,
         abstract: bool = True,
         display_language: str | None = None,
+        lenient_display: bool = False,
     ) -> ValidationResult:
         """Validate a code against a whole code system; ``display_language`` (a weighted
-        list) is the language a given display must be in."""
+        list) is the language a given display must be in; ``lenient_display`` makes a
+        wrong display a warning."""
         found = self.codesystem(url, version)
         stored = self.registry.get("CodeSystem", url, version) if found is None else None
         if stored is not None and supplements.is_supplement(stored):
@@ -277,7 +279,12 @@ class Validating(Resolution):
             )
         wanted = languages.requested(display_language, None, None, wildcard=False)
         return validate_in_codesystem(
-            found, code=code, display=display, abstract=abstract, languages=wanted
+            found,
+            code=code,
+            display=display,
+            abstract=abstract,
+            languages=wanted,
+            lenient_display=lenient_display,
         )
 
 

@@ -351,9 +351,11 @@ def validate_in_codesystem(
     display: str | None = None,
     abstract: bool = True,
     languages: Languages | None = None,
+    lenient_display: bool = False,
 ) -> ValidationResult:
     """Validate a code against a whole code system (CodeSystem/$validate-code); a display
-    given must be one in ``languages`` when they are given."""
+    given must be one in ``languages`` when they are given (a wrong one is a warning when
+    ``lenient_display``)."""
     if code is None or code == "":
         return failure("missing", "No code was given", code=code, system=cs.url)
     if cs.content in UNUSABLE_CONTENT:
@@ -383,7 +385,9 @@ def validate_in_codesystem(
         display=display,
         abstract=abstract,
         where=f"the CodeSystem {cs.url}",
-        options=CheckOptions(abstract=abstract, languages=languages),
+        options=CheckOptions(
+            abstract=abstract, languages=languages, lenient_display=lenient_display
+        ),
         case_sensitive=cs.case_sensitive,
         language=cs.language,
     )
