@@ -180,15 +180,24 @@ CHECKS = [
         out_version="2.0.0",
         out_display="A 2.0.0",
     ),
+    # issue 36.8 (tx.fhir.org): a display of another included version is right, and the
+    # answer names the version that has it, with no message about the others
+    row(
+        "a4-a-display-of-the-older-version-names-that-version",
+        "both",
+        display="A 1.0.0",
+        out_version="1.0.0",
+        out_display="A 1.0.0",
+    ),
     row(
         "a4-a-wrong-display-is-reported-against-the-newer-one",
         "both",
-        display="A 1.0.0",
+        display="A 9.9.9",
         result=False,
         out_version="2.0.0",
         out_display="A 2.0.0",
         issues=(("error", "invalid", "invalid-display", "display"),),
-        message=f"Wrong display 'A 1.0.0' for {S}#A. Valid display is 'A 2.0.0'",
+        message=f"Wrong display 'A 9.9.9' for {S}#A. Valid display is 'A 2.0.0'",
     ),
     row(
         "a4-a-code-only-in-the-older-version",
@@ -474,16 +483,16 @@ def test_a4_several_versions_of_one_code_system(
 def test_a4_debatable_two_codings_from_different_versions(
     wb: Workbench, http: httpx.Client
 ) -> None:
-    """Debatable (followed): two codings of A, displays from 1.0.0 and 2.0.0: valid, with the
-    newer version's display (the older display is reported as information only)."""
+    """Two codings of A, displays from 1.0.0 and 2.0.0: each is right in the version that
+    has its display (issue 36.8), so the first names 1.0.0, with no message."""
     codings = [
         {"system": S, "code": "A", "display": "A 1.0.0"},
         {"system": S, "code": "A", "display": "A 2.0.0"},
     ]
     answer = wb.validate_code(V + "both", codeable_concept={"coding": codings}).to_parameters()
     found = outputs(answer)
-    assert (found["result"], found["display"], found["version"]) == (True, "A 2.0.0", "2.0.0")
-    assert [i[0] for i in issues_of(answer)] == ["information"]
+    assert (found["result"], found["display"], found["version"]) == (True, "A 1.0.0", "1.0.0")
+    assert issues_of(answer) == []
     body = params(
         ("url", {"valueUri": V + "both"}),
         ("codeableConcept", {"valueCodeableConcept": {"coding": codings}}),

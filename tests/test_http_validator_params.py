@@ -265,3 +265,78 @@ def test_format_json(http: httpx.Client) -> None:
     query = {"url": GENDER_VS, "system": GENDER_CS, "code": "male", "_format": "json"}
     response = http.get(VC, params=query, headers={"Accept": "*/*"})
     assert values(ok(response), "result") == [True]
+
+
+UNKNOWN = "http://unknown.example.org/cs"
+INLINE_VS = {
+    "resourceType": "ValueSet",
+    "url": "http://example.org/vs/inline-mixed",
+    "status": "active",
+    "compose": {"include": [{"system": GENDER_CS}, {"system": UNKNOWN}]},
+}
+GENDER_ONLY = {
+    "resourceType": "ValueSet",
+    "url": "http://example.org/vs/inline-gender",
+    "status": "active",
+    "compose": {"include": [{"system": GENDER_CS}]},
+}
+
+
+@pytest.mark.parametrize(
+    ("target", "coding", "caused_by", "unknown"),
+    [
+        # the value set includes the unknown system: the answer depends on it
+        (("valueSet", {"resource": INLINE_VS}), {"system": UNKNOWN, "code": "x"}, [UNKNOWN], []),
+        (
+            ("valueSet", {"resource": INLINE_VS}),
+            {"system": UNKNOWN, "version": "3", "code": "x"},
+            [f"{UNKNOWN}|3"],
+            [],
+        ),
+        # the value set does not use that system: the answer does not depend on it
+        (("valueSet", {"resource": GENDER_ONLY}), {"system": UNKNOWN, "code": "x"}, [], [UNKNOWN]),
+        (("url", {"valueUri": GENDER_VS}), {"system": UNKNOWN, "code": "x"}, [], [UNKNOWN]),
+        # the same value set sent as a tx-resource and named by url
+        (
+            ("url", {"valueUri": INLINE_VS["url"]}),
+            {"system": UNKNOWN, "code": "x"},
+            [UNKNOWN],
+            [],
+        ),
+    ],
+    ids=["vs-uses-it", "vs-uses-it-versioned", "vs-does-not", "stored-vs-does-not", "tx-resource"],
+)
+def test_unknown_systems_in_the_validators_forms(
+    http: httpx.Client,
+    target: tuple[str, dict[str, Any]],
+    coding: dict[str, str],
+    caused_by: list[str],
+    unknown: list[str],
+) -> None:
+    body = params(
+        target,
+        ("coding", {"valueCoding": coding}),
+        ("tx-resource", {"resource": INLINE_VS}),
+        *VALIDATOR_EXTRAS,
+    )
+    out = ok(http.post(VC, json=body))
+    assert values(out, "result") == [False]
+    assert values(out, "x-caused-by-unknown-system") == caused_by
+    assert values(out, "x-unknown-system") == unknown
+
+
+@pytest.mark.parametrize(
+    ("query", "caused_by"),
+    [
+        ({"url": UNKNOWN, "code": "x"}, [UNKNOWN]),
+        ({"url": UNKNOWN, "code": "x", "version": "2"}, [f"{UNKNOWN}|2"]),
+        ({"url": GENDER_CS, "code": "male", "version": "9.9"}, [f"{GENDER_CS}|9.9"]),
+    ],
+    ids=["system", "system-version", "known-system-unknown-version"],
+)
+def test_codesystem_validation_against_an_unknown_system(
+    http: httpx.Client, query: dict[str, str], caused_by: list[str]
+) -> None:
+    out = ok(http.get(CS_VC, params={**query, "diagnostics": "true"}))
+    assert values(out, "result") == [False]
+    assert values(out, "x-caused-by-unknown-system") == caused_by

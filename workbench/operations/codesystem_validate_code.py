@@ -16,7 +16,13 @@ from workbench.operations.client_inputs import (
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 from workbench.terminology.requests import CodeSystemValidateRequest
-from workbench.terminology.validation import ValidationResult, combine_codings, located
+from workbench.terminology.result import Issue
+from workbench.terminology.validation import (
+    NO_SYSTEM,
+    ValidationResult,
+    combine_codings,
+    located,
+)
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
@@ -47,6 +53,8 @@ def run(
         inputs = {**inputs, "version": inputs.get("version") or resource.get("version")}
     given = one_of(inputs, ("code", "coding", "codeableConcept"), "validate")
     url = url or _system_given(inputs, given)
+    if not url and given != "code":
+        return without_system(inputs, given).outputs()
     if not url:
         raise RequiredError(
             "Parameter 'url' is required when the operation is not called on a CodeSystem "
@@ -78,6 +86,24 @@ def run(
     if inputs.get("diagnostics") is True:
         outputs["diagnostics"] = codesystem_diagnostics(svc, base, result, clock=clock)
     return outputs
+
+
+def without_system(inputs: Inputs, given: str) -> ValidationResult:
+    """The answer for a Coding (or a CodeableConcept's first coding) that names no system,
+    with no ``url`` either: not valid, with a warning, never an error (the HL7 validator
+    sends such codings, and reads the answer)."""
+    if given == "coding":
+        coding, path = inputs["coding"], "Coding"
+    else:
+        coding, path = (
+            (inputs["codeableConcept"].get("coding") or [{}])[0],
+            "CodeableConcept.coding[0]",
+        )
+    code = coding.get("code")
+    issue = Issue("warning", "invalid-data", NO_SYSTEM, "unknown-system", "system", path)
+    return ValidationResult(
+        False, NO_SYSTEM, None, str(code) if code else None, None, None, "unknown-system", (issue,)
+    )
 
 
 def _system_given(inputs: Inputs, given: str) -> str | None:

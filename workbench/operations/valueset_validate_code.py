@@ -23,7 +23,7 @@ DEFINITION = load_definition("OperationDefinition-ValueSet-validate-code.json")
 
 
 #: The inputs the operation consumes itself; the others are fields of ValidateRequest.
-OWN = ("url", "valueSet", "inferSystem", "version", "mode", "diagnostics", *CLIENT_STATE)
+OWN = ("url", "valueSet", "version", "mode", "diagnostics", *CLIENT_STATE)
 
 
 def run(

@@ -390,6 +390,11 @@ class CompiledValueSet:
             ]
         return self._unloaded
 
+    def included_versions(self, system: str) -> list[str]:
+        """The versions of ``system`` the includes draw on (loaded ones), in reverse order."""
+        found = {v for v in self._versions_of(system) if v is not None}
+        return sorted(found, reverse=True)
+
     def _versions_of(self, system: str) -> set[str | None]:
         return {c.used_version for c in self.includes if c.system == system}
 

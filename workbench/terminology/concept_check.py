@@ -33,6 +33,10 @@ class CheckOptions:
     lenient_display: bool = param("lenient-display-validation", False)
     membership_only: bool = param("valueset-membership-only", False)
     active_only: bool = param("activeOnly", False)
+    #: ``inferSystem=true`` (the FHIR input): a code no system of the value set has cannot
+    #: be inferred (``cannot-infer``). Without it (Python's and a column's convenience) the
+    #: one system of a value set is taken, and an unknown code says why it is unknown.
+    infer_system: bool = param("inferSystem", False)
     check_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     force_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     default_versions: Mapping[str, str] = dataclasses.field(default_factory=dict)

@@ -276,6 +276,7 @@ class Validating(Resolution):
                 code=code,
                 system=url,
                 version=version,
+                unknown=[label],
             )
         wanted = languages.requested(display_language, None, None, wildcard=False)
         return validate_in_codesystem(

@@ -79,7 +79,7 @@ def validate_in_valueset(
     if code is None or code == "":
         return failure("missing", "No code was given", code=code, system=system)
     if not system:
-        inferred = _infer_system(vs, code)
+        inferred = _infer_system(vs, code, strict=opts.infer_system)
         if isinstance(inferred, ValidationResult):
             return with_not_in_vs(inferred, where)
         system = inferred
@@ -119,6 +119,8 @@ def validate_in_valueset(
         case_sensitive=cs.case_sensitive if cs is not None else True,
         language=cs.language if cs is not None else None,
     )
+    if result.issue == "invalid-display" and version is None and forced is None:
+        result = _display_in_another_version(vs, codesystem, opts, code, system, display) or result
     if result.issue == "abstract":  # refused: not a member here (a2, d1)
         return with_not_in_vs(result, where)
     if result.result and found.deprecated:  # deprecated in this value set (d5)
@@ -129,6 +131,45 @@ def validate_in_valueset(
         extra = Issue("warning", "code-comment", text, "deprecated", "code")
         return dataclasses.replace(result, issues=(*result.issues, extra))
     return result
+
+
+def _display_in_another_version(
+    vs: CompiledValueSet,
+    codesystem: Callable[[str, str | None], CodeSystemProvider | None],
+    opts: CheckOptions,
+    code: str,
+    system: str,
+    display: str | None,
+) -> ValidationResult | None:
+    """A coding without a version whose display is wrong in the version it was checked
+    against, when the value set includes several versions of its system: the answer of
+    another included version that has the code with that display (naming that version),
+    else None."""
+    versions = vs.included_versions(system)
+    if len(versions) < 2:
+        return None
+    for other in versions:
+        match = vs.contains(system, code, other)
+        cs = codesystem(system, other) if match.found else None
+        concept = match.concept or (cs.get(code) if cs is not None else None)
+        if cs is None or concept is None:
+            continue
+        result = check_concept(
+            concept,
+            match.display,
+            code=code,
+            system=system,
+            version=cs.version,
+            display=display,
+            abstract=opts.abstract,
+            where=_where(vs),
+            options=opts,
+            case_sensitive=cs.case_sensitive,
+            language=cs.language,
+        )
+        if result.result and not result.issues:
+            return result
+    return None
 
 
 def _version_refusal(
@@ -305,27 +346,36 @@ def without_system(vs: CompiledValueSet, code: str) -> ValidationResult:
     )
 
 
-def _infer_system(vs: CompiledValueSet, code: str) -> str | ValidationResult:
+def _infer_system(vs: CompiledValueSet, code: str, *, strict: bool) -> str | ValidationResult:
     """The system of a code given without one: the value set's only system, else the one
-    system of the value set that has the code (``inferSystem``)."""
+    system of the value set that has the code (``inferSystem``). A code that no system of
+    the value set has cannot be inferred (never checked against a guessed system), unless
+    the value set's one system could not be checked (it is not loaded: that is the
+    answer's cause)."""
     systems = vs.systems()
-    if len(systems) == 1:
+    if len(systems) == 1 and not strict:
         return systems[0]
     having = []
+    unchecked = []
     for candidate in systems:
         try:
             if vs.contains(candidate, code).found:
                 having.append(candidate)
         except (CodeSystemNotFoundError, IncompleteCodeSystemError):
-            continue
+            unchecked.append(candidate)
     if len(having) == 1:
         return having[0]
+    if not having and len(systems) == 1 and unchecked:
+        return systems[0]
     listed = ", ".join(systems) or "none"
+    if len(systems) == 1:
+        why = f"the value set {vs.canonical} draws on {listed} only, which has no such code"
+    else:
+        why = f"the value set {vs.canonical} draws on {len(systems)} code systems ({listed})"
+        why += f" and {len(having)} of them have the code" if having else ""
     return failure(
         "unknown-system",
-        f"The code '{code}' has no system, and it cannot be inferred: the value set "
-        f"{vs.canonical} draws on {len(systems)} code systems ({listed})"
-        + (f" and {len(having)} of them have the code" if having else ""),
+        f"The code '{code}' has no system, and it cannot be inferred: {why}",
         code=code,
         system=None,
         tx="cannot-infer",
