@@ -182,7 +182,10 @@ def test_product_and_display_and_parameters() -> None:
     assert {"name": "equivalence", "valueCode": "equivalent"} in first
     product = next(p for p in first if p["name"] == "product")
     assert product["part"][1]["valueCoding"] == {"system": C, "code": "pv"}
-    assert first[-1] == {"name": "source", "valueUri": "http://ex/cm/main"}
+    assert first[-2:] == [
+        {"name": "source", "valueUri": "http://ex/cm/main"},
+        {"name": "originMap", "valueCanonical": "http://ex/cm/main"},  # R5's name
+    ]
 
 
 @pytest.mark.parametrize(

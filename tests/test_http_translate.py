@@ -126,6 +126,53 @@ def test_translate(
     assert _matches(response.json()) == matches
 
 
+R5_CASES = [
+    ({"sourceCode": "male", "sourceSystem": GENDER, "url": MAP["url"]}, [("equal", "M")]),
+    ({"sourceCoding": {"system": GENDER, "code": "male"}}, [("equal", "M")]),
+    (
+        {"sourceCodeableConcept": {"coding": [{"system": GENDER, "code": "male"}]}},
+        [("equal", "M")],
+    ),
+    ({"sourceCode": "male", "sourceSystem": GENDER, "targetSystem": V2}, [("equal", "M")]),
+    ({"targetCode": "M", "url": MAP["url"]}, [("equal", "male")]),
+    ({"targetCoding": {"system": V2, "code": "M"}, "url": MAP["url"]}, [("equal", "male")]),
+]
+_KEYS = {
+    "url": "valueUri",
+    "sourceCode": "valueCode",
+    "targetCode": "valueCode",
+    "sourceSystem": "valueUri",
+    "targetSystem": "valueUri",
+    "sourceCoding": "valueCoding",
+    "targetCoding": "valueCoding",
+    "sourceCodeableConcept": "valueCodeableConcept",
+}
+
+
+@pytest.mark.parametrize(("given", "matches"), R5_CASES)
+def test_translate_takes_r5_names_and_names_the_map(
+    http: httpx.Client, given: dict[str, Any], matches: list[tuple[str, str | None]]
+) -> None:
+    body = [{"name": name, _KEYS[name]: value} for name, value in given.items()]
+    response = http.post(
+        "/ConceptMap/$translate", json={"resourceType": "Parameters", "parameter": body}
+    )
+    assert response.status_code == 200, response.text
+    assert _matches(response.json()) == matches
+    for p in response.json()["parameter"]:
+        if p["name"] == "match":
+            parts = {q["name"]: q for q in p["part"]}
+            origin = f"{MAP['url']}|{MAP['version']}"
+            assert parts["originMap"] == {"name": "originMap", "valueCanonical": origin}
+
+
+def test_a_code_given_under_both_names_is_refused(http: httpx.Client) -> None:
+    query = {"code": "male", "sourceCode": "male", "system": GENDER}
+    response = http.get("/ConceptMap/$translate", params=query)
+    assert response.status_code == 400
+    assert "'sourceCode' stands for 'code'" in response.text
+
+
 def test_inline_map_is_not_stored(http: httpx.Client) -> None:
     body = {
         "resourceType": "Parameters",

@@ -506,7 +506,8 @@ SUPPORTED = {
     "tx-resource diagnostics default-to-latest-version profile-url mode x-system-cache-id",
     "CodeSystem-subsumes": "codeA codeB system version codingA codingB tx-resource",
     "ConceptMap-translate": "url conceptMap conceptMapVersion code system version source coding "
-    "codeableConcept target targetsystem reverse dependency",
+    "codeableConcept target targetsystem reverse dependency sourceCode sourceSystem "
+    "sourceCoding sourceCodeableConcept targetCode targetCoding targetSystem",
 }
 
 REQUESTS: dict[str, type[Request]] = {

@@ -218,6 +218,8 @@ class Match:
                 }
             )
         parts.append({"name": "source", "valueUri": self.source})
+        # R5's name of the same (tx.fhir.org's R4 endpoint gives both)
+        parts.append({"name": "originMap", "valueCanonical": self.source})
         return {"name": "match", "part": parts}
 
 
