@@ -17,6 +17,8 @@ from workbench import Workbench
 CS = "http://example.org/cs/multi"
 MULTI = "http://example.org/vs/multi"
 ONE = "http://example.org/vs/one"
+OTHER_CS = "http://example.org/cs/other"
+OTHER = "http://example.org/vs/other"
 
 
 def codesystem(version: str, concepts: list[dict[str, str]]) -> dict[str, Any]:
@@ -51,6 +53,13 @@ def wb() -> Workbench:
             ),
             valueset(MULTI, "1", "2"),
             valueset(ONE, "1"),
+            {**codesystem("1", [{"code": "o"}]), "url": OTHER_CS},
+            {
+                "resourceType": "ValueSet",
+                "url": OTHER,
+                "status": "active",
+                "compose": {"include": [{"system": OTHER_CS}]},
+            },
         ]
     )
     return made
@@ -128,10 +137,20 @@ def test_infer_system_still_infers(wb: Workbench) -> None:
     assert (result.result, result.system, result.version) == (True, CS, "1")
 
 
-def test_a_codeable_concept_of_an_unknown_code_system(http: httpx.Client) -> None:
-    concept = {"coding": [{"system": "http://unknown.example.org/cs", "code": "x"}]}
+@pytest.mark.parametrize(
+    ("coding", "unknown"),
+    [
+        ({"system": "http://unknown.example.org/cs", "code": "x"}, "http://unknown.example.org/cs"),
+        ({"system": CS, "version": "9", "code": "a"}, f"{CS}|9"),
+    ],
+    ids=["unknown-system", "unknown-version-of-a-known-one"],
+)
+def test_a_codeable_concept_of_an_unknown_code_system(
+    http: httpx.Client, coding: dict[str, str], unknown: str
+) -> None:
+    concept = {"coding": [coding]}
     body = params(
-        ("url", {"valueUri": ONE}), ("codeableConcept", {"valueCodeableConcept": concept})
+        ("url", {"valueUri": OTHER}), ("codeableConcept", {"valueCodeableConcept": concept})
     )
     out = outputs(http.post("/ValueSet/$validate-code", json=body).json())
     assert out["result"] is False
@@ -140,7 +159,8 @@ def test_a_codeable_concept_of_an_unknown_code_system(http: httpx.Client) -> Non
         ("error", "not-found", "not-found"),
         ("information", "code-invalid", "this-code-not-in-vs"),
     ]
-    assert out["x-unknown-system"] == "http://unknown.example.org/cs"
+    assert out["x-unknown-system"] == unknown
+    assert "x-caused-by-unknown-system" not in out
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from workbench.terminology.compose import CompiledValueSet
 from workbench.terminology.concept_check import CheckOptions
+from workbench.terminology.membership import unknown_system
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.result import Issue, ValidationResult, failure
 from workbench.terminology.versions import matches, names
@@ -108,6 +109,11 @@ def coding_version(
     """A coding's own version that is not loaded (even when a version is forced: b4), or
     that none of the value set's includes of its system names (when none is forced)."""
     if codesystem(system, version) is None:
+        if system not in vs.systems() and system not in opts.force_versions:
+            # the value set does not use the system: the answer does not depend on the
+            # missing version (x-unknown-system), the code is simply no member
+            where = f"the value set {vs.canonical}" if vs.canonical else "the value set"
+            return unknown_system(system, code, version, where, drawn_on=False, is_valueset=False)
         return _unknown_version(vs, codesystem, versions, opts, code, system, version)
     pins = vs.pinned_versions(system)
     if system in opts.force_versions or not pins or None in pins:
