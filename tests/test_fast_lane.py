@@ -132,8 +132,16 @@ JSON_BODY = [AUTH, (b"content-type", b"application/fhir+json")]
         pytest.param(
             http_scope("GET", VALIDATE, {**GENDER_Q, "nope": "1"}, [AUTH]),
             b"",
+            200,
+            id="unknown-parameter-ignored",
+        ),
+        pytest.param(
+            http_scope(
+                "GET", VALIDATE, {**GENDER_Q, "nope": "1"}, [AUTH, (b"prefer", b"handling=strict")]
+            ),
+            b"",
             400,
-            id="unknown-parameter",
+            id="unknown-parameter-strict",
         ),
         pytest.param(
             http_scope("POST", VALIDATE, headers=[AUTH, (b"content-type", b"text/plain")]),
