@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError, RequiredError
 from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, honoured, one_of
+from workbench.operations.caching import CACHE_ID
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 from workbench.terminology.requests import CodeSystemValidateRequest
@@ -81,4 +82,9 @@ def _system_given(inputs: Inputs, given: str) -> str | None:
     return str(found) if found else None
 
 
-OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, CodeSystemValidateRequest, OWN))
+OPERATION = Operation(
+    DEFINITION,
+    run,
+    honoured(DEFINITION, CodeSystemValidateRequest, (*OWN, CACHE_ID)),
+    cached=True,
+)

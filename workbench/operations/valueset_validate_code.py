@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RequiredError
 from workbench.operations.base import Inputs, Operation, honoured, one_of, target_valueset
+from workbench.operations.caching import CACHE_ID
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 from workbench.terminology.requests import ValidateRequest
@@ -36,4 +37,6 @@ def run(
     return svc.validate(ValidateRequest.from_inputs(inputs, own=OWN, valueset=target)).outputs()
 
 
-OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, ValidateRequest, OWN))
+OPERATION = Operation(
+    DEFINITION, run, honoured(DEFINITION, ValidateRequest, (*OWN, CACHE_ID)), cached=True
+)
