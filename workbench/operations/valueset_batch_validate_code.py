@@ -69,7 +69,19 @@ def answer(svc: TerminologyService, entry: Any, shared: Mapping[str, Any]) -> di
             given = {**shared, **given}
         return build_output(single.DEFINITION, single.run(svc, given))
     except WorkbenchError as exc:
-        return build_output(single.DEFINITION, failed(exc, given))
+        return build_output(single.DEFINITION, failed(exc, given or _raw_inputs(entry)))
+
+
+def _raw_inputs(entry: Any) -> dict[str, Any]:
+    """``code``, ``system`` and ``coding`` as an entry that could not be read sent them."""
+    found: dict[str, Any] = {}
+    parts = entry.get("parameter") if isinstance(entry, Mapping) else None
+    for part in parts if isinstance(parts, list) else ():
+        name = part.get("name") if isinstance(part, Mapping) else None
+        if name in ("code", "system", "coding"):
+            value = next((v for k, v in part.items() if k.startswith("value")), None)
+            found.setdefault(name, value)
+    return found
 
 
 def failed(exc: WorkbenchError, given: Mapping[str, Any]) -> dict[str, Any]:
