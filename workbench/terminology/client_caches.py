@@ -40,8 +40,10 @@ from workbench.errors import CacheIdUnknownError, InvalidRequestError
 if TYPE_CHECKING:
     from workbench.terminology.engine import Terminology
 
-#: What the engine holds of a resource, per byte of its JSON (parsed dicts and the index).
-MEMORY_FACTOR = 6
+#: What the engine holds of a resource, per byte of its JSON: the parsed dicts, the view's
+#: copy and its index (measured by benchmarks/bench_client_caches.py: about 15 for a code
+#: system of 1,000 concepts, with room for the allocator).
+MEMORY_FACTOR = 20
 #: The form of a cache id (a FHIR id, as the validator's UUIDs are).
 CACHE_ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
 #: How often a worker marks a shared cache as used (seconds), and sweeps the folder.
