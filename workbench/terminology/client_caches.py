@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from workbench.terminology.engine import Terminology
 
 #: What the engine holds of a resource, per byte of its JSON: the parsed dicts, the view's
-#: copy and its index (measured by benchmarks/bench_client_caches.py: about 15 for a code
+#: copy and its index (measured by benchmarks/bench_client_caches.py: about 18 for a code
 #: system of 1,000 concepts, with room for the allocator).
 MEMORY_FACTOR = 20
 #: The form of a cache id (a FHIR id, as the validator's UUIDs are).
