@@ -36,7 +36,9 @@ class Operation:
     the server runs them off the event loop. A ``cached`` operation runs within the
     client cache its call names (``caching.within_cache``); a ``with_caches`` one (such
     as ``$cache-control``) is given the caches and the header id as ``inputs[CACHES]``
-    and ``inputs[CACHE_HEADER]``.
+    and ``inputs[CACHE_HEADER]``. A ``many`` operation (``$batch-validate-code``) is many
+    cheap calls whose engine caches later calls use: the server runs it in its own process
+    (a worker thread), never in a forked child, even when its body is large.
     """
 
     definition: OperationDef
@@ -45,6 +47,7 @@ class Operation:
     blocking: bool = False
     cached: bool = False
     with_caches: bool = False
+    many: bool = False
 
     def run(
         self,

@@ -106,4 +106,5 @@ OPERATION = Operation(
     frozenset({"validation", "tx-resource", *SHARED}),
     blocking=True,
     cached=True,
+    many=True,
 )

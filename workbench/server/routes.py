@@ -232,7 +232,7 @@ class OperationRoutes:
             return jsonio.dumps(build_output(definition, outputs), pretty=pretty)
 
         offloader = self.offloader
-        if op.with_caches or cache_id is not None or (op.cached and _names_cache(large)):
+        if op.with_caches or op.many or cache_id is not None or (op.cached and _names_cache(large)):
             offloader = self.in_process
         if op.blocking or large is not None:
             return await offloader.run(
