@@ -1658,6 +1658,9 @@ EXPECTED_OPERATIONS = {
     "ValueSet": {
         "validate-code": "http://hl7.org/fhir/OperationDefinition/ValueSet-validate-code",
         "expand": "http://hl7.org/fhir/OperationDefinition/ValueSet-expand",
+        "batch-validate-code": (
+            "http://hl7.org/fhir/uv/tx-ecosystem/OperationDefinition/ValueSet-batch-validate-code"
+        ),
     },
     "CodeSystem": {
         "lookup": "http://hl7.org/fhir/OperationDefinition/CodeSystem-lookup",

@@ -246,3 +246,42 @@ def test_bad_workers_option_exits_2(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert b"--workers" in done.stderr
+
+
+def test_a_client_cache_works_through_every_worker(
+    server: tuple[int, list[psutil.Process]], opened: list[Pinned]
+) -> None:
+    """A cache started through one worker, filled through the other, is used, checked and
+    ended through either (its content lives in the shared data folder)."""
+    port, workers = server
+    a, b = one_per_worker(port, workers, opened).values()
+    status, _, started = a.request("POST", "/$cache-control?mode=start")
+    assert status == 200, started
+    cache_id = started["parameter"][0]["valueId"]
+    header = {"X-Cache-Id": cache_id}
+    cs = {
+        "resourceType": "CodeSystem",
+        "url": "http://example.org/fhir/CodeSystem/shared-cache",
+        "status": "active",
+        "content": "complete",
+        "concept": [{"code": "k", "display": "K"}],
+    }
+    ask: dict[str, Any] = {
+        "resourceType": "Parameters",
+        "parameter": [
+            {"name": "url", "valueUri": cs["url"]},
+            {"name": "code", "valueCode": "k"},
+            {"name": "tx-resource", "resource": cs},
+        ],
+    }
+    status, _, body = b.request("POST", "/CodeSystem/$validate-code", ask, **header)
+    assert status == 200 and body["parameter"][0] == {"name": "result", "valueBoolean": True}
+    del ask["parameter"][2]  # named by url alone, through the other worker
+    status, _, body = a.request("POST", "/CodeSystem/$validate-code", ask, **header)
+    assert status == 200 and body["parameter"][0] == {"name": "result", "valueBoolean": True}
+    status, _, body = b.request("POST", "/$cache-control?mode=end", **header)
+    assert status == 200, body
+    for conn in (a, b):
+        status, _, body = conn.request("POST", "/CodeSystem/$validate-code", ask, **header)
+        assert status == 404, body
+        assert "cache-id-unknown" in {c["code"] for c in body["issue"][0]["details"]["coding"]}

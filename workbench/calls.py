@@ -241,6 +241,39 @@ class TerminologyCalls:
         )
         return self._suggested(found, url or valueset, valueset_version, system, tx_resources)
 
+    def validate_codes(
+        self,
+        valueset: Mapping[str, Any] | str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
+        **options: Any,
+    ) -> list[ValidationResult]:
+        """Validate many codes against one value set (``ValueSet/$batch-validate-code``):
+        one ValidationResult per item, in order.
+
+        An item is a Coding (``{"system": …, "code": …}``, ``version`` and ``display``
+        optional) or a dict of ``validate_code`` keywords for that item alone (``code``,
+        ``system``, ``coding``, ``codeable_concept``, ``display``, ``lenient_display``, …);
+        ``options`` are keywords every item shares. An item that cannot be validated (no
+        code, a wrong keyword value) is a ``result=False`` answer carrying the error's
+        message and issue code, in its place; the others are validated all the same. An
+        unknown value set raises ValueSetNotFoundError, before any item.
+        """
+        if not isinstance(items, Sequence) or isinstance(items, str | bytes | Mapping):
+            raise InvalidRequestError("validate_codes takes a list of Codings or keyword dicts")
+        self.engine(tx_resources).compiled(valueset)  # the shared value set, once
+        out = []
+        for item in items:
+            given = _item_keywords(item)
+            try:
+                out.append(
+                    self.validate_code(valueset, tx_resources=tx_resources, **{**options, **given})
+                )
+            except (WorkbenchError, TypeError) as exc:
+                out.append(_unvalidated(exc, given))
+        return out
+
     def _suggested(
         self,
         result: ValidationResult,
@@ -369,3 +402,36 @@ def _target(valueset: Mapping[str, Any] | str | None, url: str | None) -> Mappin
     if target is None:
         raise InvalidRequestError("Give the value set: a canonical url or a ValueSet")
     return target
+
+
+_CODING_KEYS = frozenset({"system", "version", "code", "display", "userSelected", "id"})
+
+
+def _item_keywords(item: Any) -> dict[str, Any]:
+    """The ``validate_code`` keywords of one ``validate_codes`` item (a Coding or a dict of
+    keywords); an item of neither kind is left for ``validate_code`` to refuse."""
+    if not isinstance(item, Mapping):
+        return {"coding": item}
+    if set(item) <= _CODING_KEYS and "code" in item:
+        return {"coding": dict(item)}
+    return dict(item)
+
+
+def _unvalidated(exc: Exception, given: Mapping[str, Any]) -> ValidationResult:
+    """The answer of an item that could not be validated: result=False with the error."""
+    coding = given.get("coding")
+    coding = coding if isinstance(coding, Mapping) else {}
+    code, system = (
+        given.get("code") or coding.get("code"),
+        given.get("system") or coding.get("system"),
+    )
+    text = exc.text if isinstance(exc, WorkbenchError) else f"Not a valid item: {exc}"
+    issue = (exc.tx or exc.code) if isinstance(exc, WorkbenchError) else "invalid"
+    return ValidationResult(
+        False,
+        text,
+        None,
+        code=code if isinstance(code, str) else None,
+        system=system if isinstance(system, str) else None,
+        issue=issue,
+    )

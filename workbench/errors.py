@@ -534,3 +534,13 @@ class InvalidValueSetError(WorkbenchError):
         if self.expression:
             found["issue"][0]["location"] = list(self.expression)
         return found
+
+
+class CacheIdUnknownError(WorkbenchError):
+    """A client cache id (``X-Cache-Id``, ``$cache-control``) the server does not hold: never
+    started, ended, or dropped by the cache limits (404, tx ``cache-id-unknown``)."""
+
+    code = "not-found"
+    status = 404
+    msg_id = "WB-CACHE-404"
+    tx = "cache-id-unknown"

@@ -7,10 +7,13 @@ definitions, so adding an operation means adding a module and listing it here.
 from __future__ import annotations
 
 from workbench.operations import (
+    cache_control,
+    capability_versions,
     codesystem_lookup,
     codesystem_subsumes,
     codesystem_validate_code,
     conceptmap_translate,
+    valueset_batch_validate_code,
     valueset_expand,
     valueset_validate_code,
 )
@@ -23,6 +26,9 @@ OPERATIONS: tuple[Operation, ...] = (
     codesystem_validate_code.OPERATION,
     codesystem_subsumes.OPERATION,
     conceptmap_translate.OPERATION,
+    valueset_batch_validate_code.OPERATION,
+    capability_versions.OPERATION,
+    cache_control.OPERATION,
 )
 
 __all__ = ["OPERATIONS", "Operation"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError
+from workbench.operations.caching import within_cache
 from workbench.operations.codec import IGNORED
 from workbench.operations.definitions import OperationDef
 from workbench.resources import Resource
@@ -15,11 +16,15 @@ from workbench.terminology.requests import ACCEPT_LANGUAGE, Request
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
+    from workbench.terminology.client_caches import ClientCaches
 
 __all__ = ["ACCEPT_LANGUAGE", "Inputs", "Operation", "honoured", "one_of", "target_valueset"]
 
 Inputs = dict[str, Any]
 Runner = Callable[["TerminologyService", Inputs, "Resource | None"], dict[str, Any]]
+#: Where the client caches and the ``X-Cache-Id`` header reach a ``with_caches`` operation.
+CACHES = "#caches"
+CACHE_HEADER = "X-Cache-Id"
 
 
 @dataclass(frozen=True)
@@ -29,13 +34,21 @@ class Operation:
     ``resource`` is the instance an instance-level call names. ``supported`` lists the
     inputs the operation honours; a defined input outside it is refused as not-supported
     rather than silently ignored. ``blocking`` operations may take long (an expansion), so
-    the server runs them off the event loop.
+    the server runs them off the event loop. A ``cached`` operation runs within the
+    client cache its call names (``caching.within_cache``); a ``with_caches`` one (such
+    as ``$cache-control``) is given the caches and the header id as ``inputs[CACHES]``
+    and ``inputs[CACHE_HEADER]``. A ``many`` operation (``$batch-validate-code``) is many
+    cheap calls whose engine caches later calls use: the server runs it in its own process
+    (a worker thread), never in a forked child, even when its body is large.
     """
 
     definition: OperationDef
     runner: Runner
     supported: frozenset[str]
     blocking: bool = False
+    cached: bool = False
+    with_caches: bool = False
+    many: bool = False
 
     def run(
         self,
@@ -44,15 +57,20 @@ class Operation:
         resource: Resource | None = None,
         *,
         accept_language: str | None = None,
+        caches: ClientCaches | None = None,
+        cache_id: str | None = None,
     ) -> dict[str, Any]:
         """Check the inputs against what is supported, then run. ``accept_language`` is the
-        HTTP Accept-Language header, which the runner reads as ``inputs[ACCEPT_LANGUAGE]``.
+        HTTP Accept-Language header, which the runner reads as ``inputs[ACCEPT_LANGUAGE]``;
+        ``caches`` the server's client caches, ``cache_id`` the ``X-Cache-Id`` header.
         Unknown inputs a lenient read ignored (``codec.IGNORED``) are named in an
         information issue of the answer (``note_ignored``)."""
         ignored: tuple[str, ...] = ()
         if IGNORED in inputs:
             inputs = dict(inputs)
             ignored = inputs.pop(IGNORED)
+        if self.cached:
+            workbench, inputs = within_cache(workbench, inputs, caches, cache_id)
         if not self.supported.issuperset(inputs):
             unsupported = sorted(set(inputs) - self.supported)
             raise NotSupportedError(
@@ -61,6 +79,8 @@ class Operation:
             )
         if accept_language:
             inputs = {**inputs, ACCEPT_LANGUAGE: accept_language}
+        if self.with_caches:
+            inputs = {**inputs, CACHES: caches, CACHE_HEADER: cache_id}
         outputs = self.runner(workbench, inputs, resource)
         return note_ignored(self.definition, outputs, ignored) if ignored else outputs
 

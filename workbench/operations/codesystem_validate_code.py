@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError, RequiredError
 from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, honoured, one_of
+from workbench.operations.caching import CACHE_ID
 from workbench.operations.client_inputs import (
     CLIENT_STATE,
     Clock,
@@ -119,4 +120,9 @@ def _system_given(inputs: Inputs, given: str) -> str | None:
     return str(found) if found else None
 
 
-OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, CodeSystemValidateRequest, OWN))
+OPERATION = Operation(
+    DEFINITION,
+    run,
+    honoured(DEFINITION, CodeSystemValidateRequest, (*OWN, CACHE_ID)),
+    cached=True,
+)

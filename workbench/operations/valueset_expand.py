@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidRequestError, TooCostlyError
 from workbench.operations.base import Inputs, Operation, honoured, target_valueset
+from workbench.operations.caching import CACHE_ID
 from workbench.operations.client_inputs import CLIENT_STATE
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
@@ -94,4 +95,10 @@ def _without_expressions(svc: TerminologyService, expansion: Expansion) -> Expan
     return dataclasses.replace(expansion, entries=tuple(kept))
 
 
-OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, ExpandRequest, OWN), blocking=True)
+OPERATION = Operation(
+    DEFINITION,
+    run,
+    honoured(DEFINITION, ExpandRequest, (*OWN, CACHE_ID)),
+    blocking=True,
+    cached=True,
+)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RequiredError
 from workbench.operations.base import Inputs, Operation, honoured, one_of, target_valueset
+from workbench.operations.caching import CACHE_ID
 from workbench.operations.client_inputs import (
     CLIENT_STATE,
     Clock,
@@ -54,4 +55,6 @@ def run(
     return outputs
 
 
-OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, ValidateRequest, OWN))
+OPERATION = Operation(
+    DEFINITION, run, honoured(DEFINITION, ValidateRequest, (*OWN, CACHE_ID)), cached=True
+)

@@ -45,11 +45,14 @@ from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
+from workbench.terminology.client_caches import ClientCaches
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
 
 DEFAULT_BASE = "/fhir/R4"
+#: The folder of the data folder that holds the client caches (``$cache-control``).
+CACHE_FOLDER = "tx-caches"
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
 TITLE = "FHIR terminology workbench"
 VERSION = "0.1.0"
@@ -194,7 +197,10 @@ def create_app(
     """
     base = "/" + base.strip("/") if base.strip("/") else ""
     store = ResourceStore(workbench, data_dir)
-    operation_routes = OperationRoutes(OPERATIONS, store, max_body, Offloader(limits))
+    offloader = Offloader(limits)
+    shared = None if store.data_dir is None else store.data_dir / CACHE_FOLDER
+    caches = ClientCaches(offloader.limits.cache_limits(), shared)
+    operation_routes = OperationRoutes(OPERATIONS, store, max_body, offloader, caches)
     document = openapi_document(OPERATIONS, title=TITLE, version=VERSION)
     routes = [
         *docs_routes(base, document, TITLE),
@@ -234,4 +240,5 @@ def create_app(
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base
+    app.state.caches = caches
     return app

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from workbench.errors import TooCostlyError
 from workbench.server import forked
 from workbench.terminology import budget
+from workbench.terminology.client_caches import CacheLimits
 
 T = TypeVar("T")
 # A worker that overruns its deadline stops at its next step; the answer is not held for
@@ -56,7 +57,11 @@ class Limits:
     Inline resources (``tx-resource``): at most ``tx_resources`` of them in one request, of at
     most ``tx_resource_bytes`` (their JSON) together. A POSTed body larger than
     ``loop_body_bytes`` is decoded and checked where the operation runs (a worker thread or a
-    child), never on the event loop."""
+    child), never on the event loop.
+
+    Client caches (``$cache-control``, ``X-Cache-Id``): one unused for ``cache_idle_seconds``
+    is dropped, at most ``caches`` of them holding at most ``cache_bytes`` together (the
+    least recently used go first; see ``workbench.terminology.client_caches``)."""
 
     steps: int = 5_000_000
     seconds: float = 30.0
@@ -69,6 +74,9 @@ class Limits:
     tx_resources: int = 1_000
     tx_resource_bytes: int = 5_000_000
     loop_body_bytes: int = 65_536
+    cache_idle_seconds: float = 1800.0
+    caches: int = 1000
+    cache_bytes: int = 512_000_000
 
     @classmethod
     def from_options(cls, options: Iterable[str]) -> Limits:
@@ -91,6 +99,10 @@ class Limits:
                 raise ValueError(f"--limit {option!r}: the value must be positive")
             changes[name] = number
         return replace(cls(), **changes)
+
+    def cache_limits(self) -> CacheLimits:
+        """The bounds of the client caches."""
+        return CacheLimits(self.cache_idle_seconds, self.caches, self.cache_bytes)
 
     def grace(self) -> float:
         """How long after the deadline an answer may come at most."""

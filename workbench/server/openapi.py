@@ -37,6 +37,14 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "codeB": "female",
     },
     "ConceptMap": {"system": GENDER_CS, "code": "female"},
+    "": {"mode": "start"},  # system level: $cache-control
+}
+# The resource-typed samples: one entry of $batch-validate-code.
+SAMPLE_RESOURCES: dict[str, dict[str, Any]] = {
+    "validation": {
+        "resourceType": "Parameters",
+        "parameter": [{"name": "coding", "valueCoding": {"system": GENDER_CS, "code": "female"}}],
+    }
 }
 SAMPLE_IDS = {"ValueSet": "administrative-gender", "CodeSystem": "administrative-gender"}
 _INTEGERS = {"integer": None, "positiveInt": 1, "unsignedInt": 0}
@@ -131,6 +139,11 @@ def example_parameters(op: Operation, rtype: str | None, instance: bool) -> dict
         {"name": name, _value_key(param.type): samples[name]}
         for name, param in op.definition.inputs.items()
         if name in samples and name in op.supported and not (instance and name == "url")
+    ]
+    entries += [
+        {"name": name, "resource": SAMPLE_RESOURCES[name]}
+        for name in op.definition.inputs
+        if name in SAMPLE_RESOURCES and name in op.supported
     ]
     return {"resourceType": "Parameters", "parameter": entries}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
 from functools import partial
@@ -41,6 +42,7 @@ from workbench.server.prefix import public_base
 from workbench.server.responses import FHIR_JSON, fhir, outcome, parse_json, read_body
 from workbench.server.store import ResourceStore, etag, etag_version, version_of
 from workbench.terminology.budget import WouldBlock
+from workbench.terminology.client_caches import ClientCaches, check_id
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 # A write body from this size on is parsed and checked in a forked child (``resource_body``).
@@ -93,6 +95,25 @@ def too_costly_threshold(text: str | None) -> int | None:
     return value
 
 
+def cache_header(scope: Mapping[str, Any]) -> str | None:
+    """The ``X-Cache-Id`` request header (the client cache a call works in), or None;
+    InvalidRequestError when it names several caches or no valid id."""
+    found = [v.decode("latin-1").strip() for k, v in scope["headers"] if k == b"x-cache-id"]
+    if not found:
+        return None
+    ids = [part.strip() for value in found for part in value.split(",")]
+    if len(ids) > 1:
+        raise InvalidRequestError(
+            f"X-Cache-Id names {len(ids)} caches; a request works in one cache at most"
+        )
+    return check_id(ids[0])
+
+
+def _names_cache(body: bytes | None) -> bool:
+    """Whether a large body (decoded where the call runs) may carry a ``cache-id``."""
+    return body is not None and b'"cache-id"' in body
+
+
 def check_cost(outputs: Mapping[str, Any], inputs: Mapping[str, Any], threshold: int) -> None:
     """Raise TooCostlyError when an expansion asked for without ``count`` has more codes
     than the client's threshold (it would rather fail than receive them all)."""
@@ -115,11 +136,15 @@ class OperationRoutes:
         store: ResourceStore,
         max_body: int,
         offloader: Offloader | None = None,
+        caches: ClientCaches | None = None,
     ) -> None:
         self.operations = operations
         self.store = store
         self.max_body = max_body
         self.offloader = offloader or Offloader()
+        # calls in a client cache change it: they run in this process, never in a child
+        self.in_process = Offloader(replace(self.offloader.limits, processes=False))
+        self.caches = caches
 
     def routes(self, base: str) -> list[Route]:
         """One route per (operation, resource type, level), then the catch-alls."""
@@ -198,12 +223,16 @@ class OperationRoutes:
                 inputs = post_inputs(definition, raw, limits, strict=strict)
             else:
                 inputs, large = {}, raw
+            if op.with_caches and query:  # ``$cache-control?mode=start`` with a body
+                inputs = {**parse_query(definition, query), **inputs}
         received = time.monotonic()  # the deadline counts from here
         params = scope.get("path_params")
         rid = params.get("rid") if params else None
         resource = self.store.read(rtype, rid) if rid is not None and rtype else None
         wb = self.store.workbench
         threshold = too_costly_threshold(costly)
+        cache_id = cache_header(scope) if op.cached or op.with_caches else None
+        caches = self.caches
         pretty = ("_pretty", "true") in query
 
         def respond() -> bytes:
@@ -211,19 +240,24 @@ class OperationRoutes:
             given = (
                 inputs if large is None else post_inputs(definition, large, limits, strict=strict)
             )
-            outputs = op.run(wb, given, resource, accept_language=language)
+            outputs = op.run(
+                wb, given, resource, accept_language=language, caches=caches, cache_id=cache_id
+            )
             if threshold is not None and definition.code == "expand":
                 check_cost(outputs, given, threshold)
             return jsonio.dumps(build_output(definition, outputs), pretty=pretty)
 
+        offloader = self.offloader
+        if op.with_caches or op.many or cache_id is not None or (op.cached and _names_cache(large)):
+            offloader = self.in_process
         if op.blocking or large is not None:
-            return await self.offloader.run(
+            return await offloader.run(
                 respond, blocking=op.blocking, since=received, scan=large is not None
             )
-        tried = self.offloader.trial(respond)  # a cheap call answers here, without a coroutine
+        tried = offloader.trial(respond)  # a cheap call answers here, without a coroutine
         if not isinstance(tried, WouldBlock):
             return tried
-        return await self.offloader.elsewhere(respond, since=received, building=tried.building)
+        return await offloader.elsewhere(respond, since=received, building=tried.building)
 
     def _endpoint(self, op: Operation, rtype: str | None) -> Endpoint:
         async def endpoint(request: Request) -> Response:

@@ -1,0 +1,197 @@
+"""``ValueSet/$batch-validate-code`` over HTTP (uvicorn on 127.0.0.1) and
+``Workbench.validate_codes``: one answer per entry, in order, the same outputs
+``$validate-code`` gives; an entry that cannot be validated answers an error in its place;
+an empty batch and one past the limit are refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from http_support import (
+    GENDER_CS,
+    GENDER_VS,
+    ORDERABLE_CS,
+    TOKEN,
+    assert_outcome,
+    client,
+    params,
+    values,
+)
+
+from workbench import Workbench
+from workbench.operations import valueset_batch_validate_code as batch
+
+OTHER_CS = "http://example.org/fhir/CodeSystem/batch"
+
+
+@pytest.fixture(scope="module")
+def http(default_wb: Workbench) -> Iterator[httpx.Client]:
+    with default_wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as c:
+        yield c
+
+
+def entry(*pairs: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    return ("validation", {"resource": params(*pairs)})
+
+
+def coding(code: str, system: str = GENDER_CS, **more: str) -> tuple[str, dict[str, Any]]:
+    return ("coding", {"valueCoding": {"system": system, "code": code, **more}})
+
+
+def answers(response: httpx.Response) -> list[dict[str, Any]]:
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert {p["name"] for p in body["parameter"]} == {"validation"}
+    return [p["resource"] for p in body["parameter"]]
+
+
+def single(http: httpx.Client, *pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    found = http.post("/ValueSet/$validate-code", json=params(*pairs))
+    assert found.status_code == 200, found.text
+    return dict(found.json())
+
+
+def test_each_entry_answers_as_validate_code_does(http: httpx.Client) -> None:
+    entries = [
+        [coding("male")],
+        [coding("nope")],
+        [("code", {"valueCode": "female"}), ("system", {"valueUri": GENDER_CS})],
+        [("code", {"valueCode": "other"}), ("inferSystem", {"valueBoolean": True})],
+        [coding("female", display="Femme"), ("lenient-display-validation", {"valueBoolean": True})],
+        [coding("male", version="9.9")],
+    ]
+    top = ("url", {"valueUri": GENDER_VS})
+    got = answers(
+        http.post(
+            "/ValueSet/$batch-validate-code", json=params(top, *map(lambda e: entry(*e), entries))
+        )
+    )
+    assert got == [single(http, top, *e) for e in entries]
+    assert [values(a, "result")[0] for a in got] == [True, False, True, True, True, False]
+    assert [values(a, "code")[0] for a in got] == [
+        "male",
+        "nope",
+        "female",
+        "other",
+        "female",
+        "male",
+    ]
+
+
+def test_entries_mixing_code_systems_and_value_sets(http: httpx.Client) -> None:
+    other = {
+        "resourceType": "CodeSystem",
+        "url": OTHER_CS,
+        "version": "2",
+        "status": "active",
+        "content": "complete",
+        "concept": [{"code": "x", "display": "X"}],
+    }
+    other_vs = {
+        "resourceType": "ValueSet",
+        "url": "http://example.org/fhir/ValueSet/batch",
+        "status": "active",
+        "compose": {"include": [{"system": OTHER_CS}, {"system": ORDERABLE_CS}]},
+    }
+    body = params(
+        ("url", {"valueUri": GENDER_VS}),
+        ("tx-resource", {"resource": other}),
+        ("tx-resource", {"resource": other_vs}),
+        entry(coding("male")),
+        entry(("url", {"valueUri": other_vs["url"]}), coding("x", OTHER_CS, version="2")),
+        entry(("url", {"valueUri": other_vs["url"]}), coding("x", OTHER_CS, version="1")),
+        entry(("url", {"valueUri": other_vs["url"]}), coding("x", GENDER_CS)),
+        entry(coding("x", OTHER_CS)),
+    )
+    got = answers(http.post("/ValueSet/$batch-validate-code", json=body))
+    assert [values(a, "result")[0] for a in got] == [True, True, False, False, False]
+    assert values(got[1], "version") == ["2"]
+
+
+def test_bad_entries_answer_in_their_place(http: httpx.Client) -> None:
+    body = params(
+        ("url", {"valueUri": GENDER_VS}),
+        entry(coding("male")),
+        ("validation", {"resource": {"resourceType": "ValueSet", "status": "active"}}),
+        entry(("display", {"valueString": "no code"})),
+        entry(("unheard-of", {"valueString": "x"}), coding("male")),
+        entry(("url", {"valueUri": "http://example.org/no-such-vs"}), coding("male")),
+        entry(coding("female")),
+    )
+    got = answers(http.post("/ValueSet/$batch-validate-code", json=body))
+    assert [values(a, "result")[0] for a in got] == [True, False, False, False, False, True]
+    for failed, text in zip(
+        got[1:5],
+        [
+            "must be a Parameters",
+            "Nothing to validate",
+            "Unknown parameter 'unheard-of'",
+            "not found",
+        ],
+        strict=True,
+    ):
+        (outcome,) = [p["resource"] for p in failed["parameter"] if p["name"] == "issues"]
+        assert outcome["resourceType"] == "OperationOutcome"
+        assert text in values(failed, "message")[0], values(failed, "message")
+    assert values(got[3], "code") == ["male"]
+
+
+def test_empty_batch_and_too_many(http: httpx.Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = http.post(
+        "/ValueSet/$batch-validate-code", json=params(("url", {"valueUri": GENDER_VS}))
+    )
+    assert_outcome(empty, 400, "required", "'validation' is required")
+    many = params(*[entry(coding("male")) for _ in range(batch.MAX_ENTRIES + 1)])
+    found = http.post("/ValueSet/$batch-validate-code", json=many)
+    assert_outcome(found, 422, "too-costly", "at most 10,000 validations")
+    assert http.get("/ValueSet/$batch-validate-code").status_code == 405
+
+
+def test_batch_in_a_client_cache(http: httpx.Client) -> None:
+    cs = {
+        "resourceType": "CodeSystem",
+        "url": OTHER_CS,
+        "status": "active",
+        "content": "complete",
+        "concept": [{"code": "y"}],
+    }
+    started = http.post(
+        "/$cache-control?mode=start", json=params(("tx-resource", {"resource": cs}))
+    )
+    header = {"X-Cache-Id": str(values(started.json(), "cache-id")[0])}
+    body = params(
+        (
+            "valueSet",
+            {
+                "resource": {
+                    "resourceType": "ValueSet",
+                    "status": "active",
+                    "url": "http://example.org/vs-y",
+                    "compose": {"include": [{"system": OTHER_CS}]},
+                }
+            },
+        ),
+        entry(coding("y", OTHER_CS)),
+    )
+    got = answers(http.post("/ValueSet/$batch-validate-code", json=body, headers=header))
+    assert values(got[0], "result") == [True]
+    later = params(("url", {"valueUri": "http://example.org/vs-y"}), entry(coding("y", OTHER_CS)))
+    again = answers(http.post("/ValueSet/$batch-validate-code", json=later, headers=header))
+    assert values(again[0], "result") == [True]
+
+
+def test_validate_codes_in_python(default_wb: Workbench) -> None:
+    items: list[Any] = [
+        {"system": GENDER_CS, "code": "male"},
+        {"system": GENDER_CS, "code": "nope"},
+        {"code": "female", "system": GENDER_CS, "display": "Femme", "lenient_display": True},
+        {"display": "no code"},
+        5,
+    ]
+    found = default_wb.validate_codes(GENDER_VS, items)
+    assert [r.result for r in found] == [True, False, True, False, False]
+    assert found[0] == default_wb.validate_code(GENDER_VS, coding=items[0])
+    assert found[3].issue == "invalid" and "Give something to validate" in (found[3].message or "")

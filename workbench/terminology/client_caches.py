@@ -1,0 +1,342 @@
+"""Client caches: the ``tx-resource``s and inline resources a client sent, kept per cache id.
+
+The HL7 validator starts a cache (``$cache-control?mode=start``), then sends each
+CodeSystem or ValueSet it needs once, inline, with its cache id (the ``X-Cache-Id``
+header, or the older ``cache-id`` parameter); later requests of that cache name them by
+url (and version) alone. ``ClientCaches`` holds these caches: each one a set of resources
+keyed by (url, version), isolated from the others and from requests without an id, and an
+engine view over them (``Terminology.with_resources``), built once per content and reused,
+so that a call naming a cached code system costs about what a call on stored content does.
+
+Bounded (``CacheLimits``): a cache unused for ``idle_seconds`` is gone, at most ``caches``
+of them and ``bytes`` of content (the resources' JSON, times ``MEMORY_FACTOR`` for what
+their parsed form and index take) are held, the least recently used going first.
+
+With a ``folder`` (the server's data folder, shared by its worker processes), every cache
+is a folder holding one JSON file per resource, so that a cache started through one worker
+works through every other: a worker that does not know an id, or whose copy is older than
+the folder, reads it from there. Ending a cache removes its folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from workbench.errors import CacheIdUnknownError, InvalidRequestError
+
+if TYPE_CHECKING:
+    from workbench.terminology.engine import Terminology
+
+#: What the engine holds of a resource, per byte of its JSON: the parsed dicts, the view's
+#: copy and its index (measured by benchmarks/bench_client_caches.py: about 18 for a code
+#: system of 1,000 concepts, with room for the allocator).
+MEMORY_FACTOR = 20
+#: The form of a cache id (a FHIR id, as the validator's UUIDs are).
+CACHE_ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
+#: How often a worker marks a shared cache as used (seconds), and sweeps the folder.
+TOUCH_EVERY = 10.0
+Key = tuple[str, str | None]
+SEALED = ".sealed"  # the file that marks a shared cache as sealed
+
+
+@dataclass(frozen=True)
+class CacheLimits:
+    """How long an unused cache lives, how many are held and how much content."""
+
+    idle_seconds: float = 1800.0
+    caches: int = 1000
+    bytes: int = 512_000_000
+
+
+@dataclass
+class ClientCache:
+    """One client's cache: resources by (url, version), and the engine view over them."""
+
+    id: str
+    resources: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    size: int = 0
+    used: float = field(default_factory=time.monotonic)
+    content: int = 0  # bumped on every change of the resources
+    stamp: int = 0  # the folder's mtime when this copy was read or written
+    touched: float = 0.0
+    sealed: bool = False  # takes no resources after those sent with start
+    view: tuple[tuple[int, int, int], Terminology] | None = None
+
+    def names(self) -> list[str]:
+        """``url|version`` of every resource held, sorted."""
+        return sorted(url if v is None else f"{url}|{v}" for url, v in self.resources)
+
+
+def check_id(cache_id: str) -> str:
+    """The id itself, or InvalidRequestError when it is no cache id."""
+    if not isinstance(cache_id, str) or not CACHE_ID.fullmatch(cache_id):
+        raise InvalidRequestError(
+            f"{str(cache_id)[:80]!r} is not a cache id (1 to 64 letters, digits, '-' or '.')"
+        )
+    return cache_id
+
+
+def _file_name(key: Key) -> str:
+    text = key[0] if key[1] is None else f"{key[0]}|{key[1]}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40] + ".json"
+
+
+def cacheable(resources: Iterable[Any]) -> list[tuple[Key, dict[str, Any]]]:
+    """The CodeSystems and ValueSets with a url among ``resources``, keyed (others are left
+    to the engine, which refuses them with a clear error)."""
+    out = []
+    for r in resources:
+        if (
+            isinstance(r, Mapping)
+            and r.get("resourceType") in ("CodeSystem", "ValueSet")
+            and isinstance(r.get("url"), str)
+            and r["url"]
+        ):
+            version = r.get("version")
+            out.append(((r["url"], version if isinstance(version, str) else None), dict(r)))
+    return out
+
+
+class ClientCaches:
+    """The client caches of one server process (thread-safe; see the module docstring)."""
+
+    def __init__(self, limits: CacheLimits | None = None, folder: Path | None = None) -> None:
+        self.limits = limits or CacheLimits()
+        self.folder = folder
+        self._lock = threading.RLock()
+        self._caches: OrderedDict[str, ClientCache] = OrderedDict()
+        self._swept = 0.0
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire(time.monotonic())
+            return len(self._caches)
+
+    @property
+    def held(self) -> int:
+        """The bytes of content held (the estimate the ``bytes`` limit bounds)."""
+        with self._lock:
+            return sum(c.size for c in self._caches.values())
+
+    # --- the $cache-control modes -------------------------------------------------------
+
+    def start(
+        self,
+        cache_id: str | None = None,
+        *,
+        resources: Iterable[Any] = (),
+        sealed: bool = False,
+    ) -> ClientCache:
+        """A new cache (with a fresh id unless ``cache_id`` is given) holding the
+        CodeSystems and ValueSets of ``resources``; a ``sealed`` one takes no more."""
+        cache = ClientCache(check_id(cache_id) if cache_id else uuid.uuid4().hex)
+        with self._lock:
+            self._store(cache)
+            if self.folder is not None:
+                where = self.folder / cache.id
+                where.mkdir(exist_ok=True)
+                if sealed:
+                    (where / SEALED).touch()
+                cache.stamp = where.stat().st_mtime_ns
+                cache.touched = time.time()
+                self._sweep_folder(force=False)
+            self.keep(cache, resources)
+            cache.sealed = sealed
+        return cache
+
+    def get(self, cache_id: str, *, create: bool = False) -> ClientCache:
+        """The cache ``cache_id``, marked as used; CacheIdUnknownError when there is none
+        (unless ``create``: the older ``cache-id`` parameter makes it on first sight)."""
+        check_id(cache_id)
+        with self._lock:
+            now = time.monotonic()
+            self._expire(now)
+            cache = self._caches.get(cache_id)
+            if self.folder is not None:
+                cache = self._shared(cache_id, cache)
+            if cache is None:
+                if create:
+                    return self.start(cache_id)
+                raise CacheIdUnknownError(
+                    f"Cache {cache_id!r} is not known: it was never started, was ended, or "
+                    "was dropped after being unused (start one with $cache-control?mode=start)"
+                )
+            cache.used = now
+            self._caches.move_to_end(cache_id)
+            self._touch(cache)
+            return cache
+
+    def end(self, cache_id: str) -> None:
+        """Drop the cache (CacheIdUnknownError when there is none)."""
+        self.get(cache_id)
+        with self._lock:
+            self._drop(cache_id)
+
+    # --- content -----------------------------------------------------------------------
+
+    def keep(self, cache: ClientCache, resources: Iterable[Any]) -> None:
+        """Add (or replace) the CodeSystems and ValueSets of ``resources`` in ``cache``."""
+        found = cacheable(resources)
+        if not found:
+            return
+        with self._lock:
+            for key, resource in found:
+                raw = orjson.dumps(resource)
+                old = cache.resources.get(key)
+                if old == resource:
+                    continue
+                if old is not None:
+                    cache.size -= len(orjson.dumps(old)) * MEMORY_FACTOR
+                cache.resources[key] = resource
+                cache.size += len(raw) * MEMORY_FACTOR
+                cache.content += 1
+                if self.folder is not None:
+                    self._write(cache, key, raw)
+            if cache.id in self._caches:
+                self._bound(keep=cache.id)
+
+    def view(self, cache: ClientCache, base: Terminology) -> Terminology:
+        """The engine over ``base`` that sees the cache's resources first, built once per
+        content of the cache and of ``base``'s stored resources."""
+        stamp = (id(base), base.registry.generation, cache.content)
+        held = cache.view
+        if held is not None and held[0] == stamp:
+            return held[1]
+        built = base.with_resources(list(cache.resources.values()))
+        cache.view = (stamp, built)
+        return built
+
+    # --- bounds ------------------------------------------------------------------------
+
+    def _store(self, cache: ClientCache) -> None:
+        self._expire(time.monotonic())
+        self._caches[cache.id] = cache
+        self._caches.move_to_end(cache.id)
+        self._bound(keep=cache.id)
+
+    def _expire(self, now: float) -> None:
+        idle = self.limits.idle_seconds
+        while self._caches:
+            oldest = next(iter(self._caches.values()))
+            if now - oldest.used <= idle:
+                break
+            self._drop(oldest.id)
+
+    def _bound(self, keep: str) -> None:
+        """Drop the least recently used caches (never ``keep``) past the limits."""
+        limits = self.limits
+        total = sum(c.size for c in self._caches.values())
+        for cache_id in list(self._caches):
+            if len(self._caches) <= limits.caches and total <= limits.bytes:
+                break
+            if cache_id == keep:
+                continue
+            total -= self._caches[cache_id].size
+            self._drop(cache_id)
+        mine = self._caches.get(keep)
+        if mine is not None and mine.size > limits.bytes:
+            self._drop(keep)
+            raise InvalidRequestError(
+                f"The resources sent to cache {keep!r} take more than the {limits.bytes:,} "
+                "bytes the server holds for caches (limit cache_bytes)",
+                code="too-costly",
+            )
+
+    def _drop(self, cache_id: str) -> None:
+        self._caches.pop(cache_id, None)
+        if self.folder is not None:
+            shutil.rmtree(self.folder / cache_id, ignore_errors=True)
+
+    # --- the shared folder -------------------------------------------------------------
+
+    def _shared(self, cache_id: str, cache: ClientCache | None) -> ClientCache | None:
+        """The cache as the folder has it: None when it is gone, this copy when it is
+        current, else read again (another worker added to it)."""
+        assert self.folder is not None
+        where = self.folder / cache_id
+        try:
+            info = where.stat()
+        except OSError:
+            if cache is not None:
+                self._caches.pop(cache_id, None)
+            return None
+        if time.time() - info.st_atime > self.limits.idle_seconds and (
+            cache is None or time.monotonic() - cache.used > TOUCH_EVERY
+        ):
+            self._drop(cache_id)  # unused through every worker for too long
+            return None
+        if cache is not None and cache.stamp == info.st_mtime_ns:
+            return cache
+        return self._read(cache_id, where, info.st_mtime_ns)
+
+    def _read(self, cache_id: str, where: Path, stamp: int) -> ClientCache | None:
+        cache = ClientCache(cache_id, stamp=stamp, touched=time.time())
+        cache.sealed = (where / SEALED).exists()
+        for path in sorted(where.glob("*.json")):
+            try:
+                raw = path.read_bytes()
+                resource = orjson.loads(raw)
+            except (OSError, orjson.JSONDecodeError):
+                continue  # a file being replaced: the next request reads it
+            for key, kept in cacheable([resource]):
+                cache.resources[key] = kept
+                cache.size += len(raw) * MEMORY_FACTOR
+        cache.content = len(cache.resources)
+        self._caches[cache_id] = cache
+        self._bound(keep=cache_id)
+        return cache if cache_id in self._caches else None
+
+    def _write(self, cache: ClientCache, key: Key, raw: bytes) -> None:
+        assert self.folder is not None
+        where = self.folder / cache.id
+        where.mkdir(exist_ok=True)
+        temp = where / f".{uuid.uuid4().hex}.tmp"
+        temp.write_bytes(raw)
+        os.replace(temp, where / _file_name(key))
+        cache.stamp = where.stat().st_mtime_ns
+
+    def _touch(self, cache: ClientCache) -> None:
+        """Mark a shared cache as used (its folder's access time), now and then."""
+        if self.folder is None or time.time() - cache.touched < TOUCH_EVERY:
+            return
+        cache.touched = time.time()
+        where = self.folder / cache.id
+        try:
+            mtime = where.stat().st_mtime_ns
+            os.utime(where, ns=(time.time_ns(), mtime))
+        except OSError:
+            pass
+        self._sweep_folder(force=False)
+
+    def _sweep_folder(self, *, force: bool) -> None:
+        """Remove the shared caches unused for too long, and the least recently used past
+        the ``caches`` limit (at most once every ``TOUCH_EVERY`` seconds unless forced)."""
+        assert self.folder is not None
+        now = time.time()
+        if not force and now - self._swept < TOUCH_EVERY:
+            return
+        self._swept = now
+        found = []
+        for entry in os.scandir(self.folder):
+            if entry.is_dir(follow_symlinks=False):
+                found.append((entry.stat().st_atime, entry.name))
+        found.sort()
+        excess = len(found) - self.limits.caches
+        for i, (used, name) in enumerate(found):
+            if i < excess or now - used > self.limits.idle_seconds:
+                self._drop(name)
