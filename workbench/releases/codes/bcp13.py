@@ -40,7 +40,7 @@ TOP_LEVEL = frozenset(
 _NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&\-^_.+]{0,126}"
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _QUOTED = r'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\[\x09\x20-\x7e])*"'
-_TYPE = re.compile(rf"(?P<type>{_NAME})/(?P<subtype>{_NAME})(?P<params>.*)", re.DOTALL)
+_TYPE = re.compile(rf"(?P<type>{_NAME})/(?P<subtype>{_NAME})(?P<params>(?:[ \t]*;.*)?)", re.DOTALL)
 _PARAM = re.compile(rf"[ \t]*;[ \t]*({_TOKEN})=({_TOKEN}|{_QUOTED})[ \t]*")
 _NOT_LISTABLE = (
     "BCP-13 (urn:ietf:bcp:13) is a grammar of media types: a value set that takes all of "
