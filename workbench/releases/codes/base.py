@@ -73,6 +73,7 @@ class GrammarProvider(CodeSystemProvider):
         self.property_types: dict[str, str] = {}
         self.concepts = _Concepts(self)
         self._made: dict[str, Concept | None] = {}
+        self._why: dict[str, str | None] = {}
 
     def check(self, code: str) -> str | None:
         """Why ``code`` is none of the system's codes (None: it is one)."""
@@ -84,7 +85,16 @@ class GrammarProvider(CodeSystemProvider):
 
     def why_unknown(self, code: str) -> str | None:
         """Where the code breaks the grammar (None when it is valid)."""
-        return self.check(code) if isinstance(code, str) else "not a string"
+        if not isinstance(code, str):
+            return "not a string"
+        try:
+            return self._why[code]
+        except KeyError:
+            pass
+        if len(self._why) > _KEPT:
+            self._why.clear()
+        found = self._why[code] = self.check(code)
+        return found
 
     def get(self, code: str) -> Concept | None:
         """The concept of a valid code, in its canonical case (None for anything else)."""
@@ -94,7 +104,7 @@ class GrammarProvider(CodeSystemProvider):
             return self._made[code]
         except KeyError:
             pass
-        found = None if self.check(code) is not None else self.concept_of(code)
+        found = None if self.why_unknown(code) is not None else self.concept_of(code)
         if len(self._made) > _KEPT:
             self._made.clear()
         self._made[code] = found

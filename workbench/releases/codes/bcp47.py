@@ -12,7 +12,7 @@ tags but is not expanded.
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import langcodes
@@ -69,13 +69,23 @@ class Registry:
     def has(self, kind: str, subtag: str) -> bool:
         """Whether the registry lists ``subtag`` (lower case) as a subtag of ``kind``;
         ranges such as ``qaa..qtz`` count."""
-        table = self.subtags.get(kind, {})
-        if subtag in table:
+        if subtag in self.subtags.get(kind, {}):
             return True
         return any(
-            ".." in key and key[:3] <= subtag <= key[-3:] and len(subtag) == len(key[-3:])
-            for key in table
+            len(subtag) == len(low) and low <= subtag <= high
+            for low, high in self.ranges.get(kind, ())
         )
+
+    @cached_property
+    def ranges(self) -> dict[str, list[tuple[str, str]]]:
+        """The ranges (``qaa..qtz``) of each kind of subtag."""
+        found: dict[str, list[tuple[str, str]]] = {}
+        for kind, table in self.subtags.items():
+            for key in table:
+                low, sep, high = key.partition("..")
+                if sep:
+                    found.setdefault(kind, []).append((low, high))
+        return found
 
 
 @cache
