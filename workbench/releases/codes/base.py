@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import pandas as pd
+
 from workbench.errors import TooCostlyError, UnknownCodeError
 from workbench.terminology.concepts import Concept
 from workbench.terminology.lookup import LookupResult
@@ -141,6 +143,10 @@ class GrammarProvider(CodeSystemProvider):
     def listing_error(self) -> TooCostlyError:
         """Why the whole grammar cannot be expanded."""
         return TooCostlyError(self.not_listable)
+
+    def designations_frame(self) -> pd.DataFrame:
+        """No designations (a grammar's codes have their display only)."""
+        return pd.DataFrame(columns=["code", "language", "use_system", "use_code", "value"])
 
     def lookup(
         self,

@@ -14,6 +14,9 @@ from __future__ import annotations
 import mimetypes
 import re
 
+import numpy as np
+import pandas as pd
+
 from workbench.releases.codes.base import GrammarProvider, resource
 from workbench.releases.kinds import BuiltinKind
 from workbench.terminology.concepts import Concept
@@ -84,6 +87,20 @@ class Bcp13Provider(GrammarProvider):
     def __reduce__(self) -> tuple[type[Bcp13Provider], tuple[()]]:
         """Pickled as a fresh provider."""
         return (Bcp13Provider, ())
+
+    def concepts_frame(self) -> pd.DataFrame:
+        """The media types Python's ``mimetypes`` knows (any other well-formed one is a
+        code too)."""
+        mimetypes.init()
+        codes = sorted({t.lower() for t in mimetypes.types_map.values()})
+        return pd.DataFrame(
+            {
+                "code": codes,
+                "display": codes,
+                "abstract": np.zeros(len(codes), dtype=bool),
+                "inactive": np.zeros(len(codes), dtype=bool),
+            }
+        )
 
     def check(self, code: str) -> str | None:
         """Why ``code`` is no media type (None when it is one)."""

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import langcodes
 import language_data
+import numpy as np
+import pandas as pd
 
 from workbench.releases.codes.base import GrammarProvider, resource
 from workbench.releases.kinds import BuiltinKind
@@ -134,6 +136,10 @@ class Bcp47Provider(GrammarProvider):
         """Pickled as a fresh provider."""
         return (Bcp47Provider, ())
 
+    def concepts_frame(self) -> pd.DataFrame:
+        """The registry's language subtags (every tag is made of one)."""
+        return language_frame()
+
     def check(self, code: str) -> str | None:
         """Why ``code`` is no valid language tag (None when it is one)."""
         if len(code) > MAX_LENGTH:
@@ -198,6 +204,20 @@ def _display(canonical: str) -> str:
     if shown.endswith(")"):
         return f"{shown[:-1]}, {', '.join(names)})"
     return f"{shown} ({', '.join(names)})"
+
+
+def language_frame() -> pd.DataFrame:
+    """Every language subtag of the registry (ranges left out), as concepts."""
+    table = registry().subtags.get("language", {})
+    codes = [code for code in table if ".." not in code]
+    return pd.DataFrame(
+        {
+            "code": codes,
+            "display": [table[c] for c in codes],
+            "abstract": np.zeros(len(codes), dtype=bool),
+            "inactive": np.zeros(len(codes), dtype=bool),
+        }
+    )
 
 
 class Bcp47Kind(BuiltinKind):
