@@ -77,7 +77,7 @@ class Bcp13Provider(GrammarProvider):
         self.resource = resource(
             SYSTEM,
             "BCP13",
-            "Media Types (BCP 13)",
+            "BCP-13 media types",
             None,
             publisher="IETF",
             caseSensitive=False,

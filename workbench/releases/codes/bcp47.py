@@ -126,7 +126,7 @@ class Bcp47Provider(GrammarProvider):
         self.resource = resource(
             SYSTEM,
             "BCP47",
-            "Tags for the Identification of Languages (BCP 47)",
+            "BCP-47 language tags",
             self.version,
             publisher="IETF",
             caseSensitive=False,

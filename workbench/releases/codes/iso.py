@@ -22,7 +22,7 @@ class CountryProvider(TableProvider):
 
     url = COUNTRIES
     name = "ISO3166Part1"
-    title = "ISO 3166-1 Codes for the representation of names of countries"
+    title = "ISO 3166-1 countries"
 
     def rows(self) -> list[tuple[str, str, str | None]]:
         """Alpha-2 codes, then alpha-3, then numeric."""
@@ -39,7 +39,7 @@ class SubdivisionProvider(TableProvider):
 
     url = SUBDIVISIONS
     name = "ISO3166Part2"
-    title = "ISO 3166-2 Codes for the representation of names of country subdivisions"
+    title = "ISO 3166-2 subdivisions"
     hierarchical = True
 
     def rows(self) -> list[tuple[str, str, str | None]]:
@@ -55,7 +55,7 @@ class CurrencyProvider(TableProvider):
 
     url = CURRENCIES
     name = "ISO4217"
-    title = "ISO 4217 Currency codes"
+    title = "ISO 4217 currencies"
 
     def rows(self) -> list[tuple[str, str, str | None]]:
         """Every currency."""
