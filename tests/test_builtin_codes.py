@@ -66,6 +66,8 @@ CASES = [
     (BCP13, "text/plain; charset", False, None, None, "its parameters"),
     (BCP13, "text/plain; a=b c", False, None, None, "its parameters"),
     (BCP13, "text/" + "a" * 200, False, None, None, "not a media type"),
+    (BCP13, "text/plain" + "; a=b" * 300, False, None, None, "at most 1024"),
+    (BCP13, 'text/plain; a="unclosed', False, None, None, "its parameters"),
     (ISO3166, "US", True, "United States", None, None),
     (ISO3166, "us", True, "United States", "US", None),
     (ISO3166, "USA", True, "United States", None, None),
