@@ -69,7 +69,14 @@ RELEASES: list[tuple[str, Callable[[Path], Path]]] = [
 
 def test_the_registry_lists_every_kind() -> None:
     assert kinds.names() == ("snomed", "loinc", "icd10cm", "rxnorm")
-    assert [k.name for k in kinds.builtin_kinds()] == ["ucum"]
+    assert [k.name for k in kinds.builtin_kinds()] == [
+        "ucum",
+        "bcp47",
+        "bcp13",
+        "iso-country",
+        "iso-subdivision",
+        "iso-currency",
+    ]
     assert all(isinstance(k, ReleaseKind) and not k.builtin for k in kinds.release_kinds())
     assert all(k.builtin for k in kinds.builtin_kinds())
 
@@ -265,9 +272,20 @@ def test_a_name_is_registered_once(tiny: _CsvKind) -> None:
         kinds.register(object())  # type: ignore[arg-type]
 
 
-def test_a_builtin_kind_gives_a_provider() -> None:
-    (ucum,) = kinds.builtin_kinds()
-    assert isinstance(ucum, BuiltinKind)
-    provider = ucum.provider()
-    assert provider.url == ucum.system == "http://unitsofmeasure.org"
-    assert Workbench().lookup(ucum.system, "mg/dL").display
+@pytest.mark.parametrize(
+    ("system", "code"),
+    [
+        ("http://unitsofmeasure.org", "mg/dL"),
+        ("urn:ietf:bcp:47", "en-US"),
+        ("urn:ietf:bcp:13", "text/plain"),
+        ("urn:iso:std:iso:3166", "US"),
+        ("urn:iso:std:iso:3166:-2", "US-CA"),
+        ("urn:iso:std:iso:4217", "EUR"),
+    ],
+)
+def test_a_builtin_kind_gives_a_provider(system: str, code: str) -> None:
+    (kind,) = [k for k in kinds.builtin_kinds() if k.system == system]
+    assert isinstance(kind, BuiltinKind)
+    provider = kind.provider()
+    assert provider.url == kind.system
+    assert Workbench().lookup(kind.system, code).display

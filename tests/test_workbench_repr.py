@@ -13,9 +13,15 @@ import pytest
 import snomed_rf2
 
 from workbench import Workbench
+from workbench.releases import kinds
 
 LOINC_RELEASE = Path(__file__).parent / "data" / "loinc-release"
 UCUM = "Unified Code for Units of Measure (UCUM) 2.2"
+#: The built-in terminologies, as the repr shows them (UCUM first).
+BUILT_IN = ", ".join(
+    f"{p.resource['title']} {p.version or '(no version)'}"
+    for p in (kind.provider() for kind in kinds.builtin_kinds())
+)
 CS = {"resourceType": "CodeSystem", "url": "http://x/cs", "content": "complete", "concept": []}
 VS = {"resourceType": "ValueSet", "url": "http://x/vs", "compose": {"include": [{"system": "x"}]}}
 CM = {"resourceType": "ConceptMap", "url": "http://x/cm"}
@@ -45,11 +51,11 @@ def _tarball(folder: Path, resources: list[dict[str, Any]]) -> Path:
     ("load", "expected"),
     [
         pytest.param(
-            [], f"0 ValueSets, 0 CodeSystems, 0 ConceptMaps; terminologies: {UCUM}>", id="empty"
+            [], f"0 ValueSets, 0 CodeSystems, 0 ConceptMaps; terminologies: {BUILT_IN}>", id="empty"
         ),
         pytest.param(
             [[CS, VS, CM]],
-            f"1 ValueSet, 1 CodeSystem, 1 ConceptMap; terminologies: {UCUM}>",
+            f"1 ValueSet, 1 CodeSystem, 1 ConceptMap; terminologies: {BUILT_IN}>",
             id="resources",
         ),
         pytest.param(
@@ -60,7 +66,7 @@ def _tarball(folder: Path, resources: list[dict[str, Any]]) -> Path:
         pytest.param(["tarball"], "1 package (example.pkg-2.0.0.tgz), 1 ValueSet", id="tgz"),
         pytest.param(
             ["snomed", "loinc"],
-            f"terminologies: {UCUM}, SNOMED CT {snomed_rf2.VERSION}, LOINC Code System 2.80>",
+            f"terminologies: {BUILT_IN}, SNOMED CT {snomed_rf2.VERSION}, LOINC Code System 2.80>",
             id="releases",
         ),
     ],

@@ -422,14 +422,21 @@ def value_set_languages(compiled: CompiledValueSet) -> Languages | None:
 # --- made from the engine ----------------------------------------------------------------
 
 
+def _kept(compiled: CompiledValueSet, abstract: bool) -> Kept:
+    """``Kept.of``, or for a value set that cannot be expanded (all of a grammar such as
+    BCP-47 or UCUM) an empty ``Kept``: every code goes through the full check, and its
+    answers are kept with the compiled value set all the same."""
+    try:
+        return Kept.of(compiled, abstract)
+    except WorkbenchError:
+        return Kept()
+
+
 def make_checker(engine: Terminology, valueset: str | Mapping[str, Any], abstract: bool) -> Checker:
     """A checker over the engine itself (pandas and polars): what it learns is kept with
     the compiled value set."""
     compiled = engine.compiled(valueset)
-    try:
-        kept = engine.memo(compiled, (Kept, abstract), partial(Kept.of, compiled, abstract))
-    except WorkbenchError:  # not expandable: every code goes through the full check
-        kept = Kept()
+    kept = engine.memo(compiled, (Kept, abstract), partial(_kept, compiled, abstract))
     wanted = value_set_languages(compiled)
     if wanted:  # displays depend on the language: every member goes through the check
         kept = Kept(members=kept.members, tables=kept.tables, foreign=kept.foreign)

@@ -48,6 +48,11 @@ BUILT_IN = (
     "workbench.releases.icd10cm.loader",
     "workbench.releases.rxnorm.loader",
     "workbench.releases.ucum.loader",
+    "workbench.releases.codes.bcp47",
+    "workbench.releases.codes.bcp13",
+    "workbench.releases.codes.iso_country",
+    "workbench.releases.codes.iso_subdivision",
+    "workbench.releases.codes.iso_currency",
 )
 #: What opening a damaged store (a file deleted or truncated by hand) raises.
 _DAMAGED = (OSError, ValueError, KeyError, TypeError, pa.ArrowException)
