@@ -6,8 +6,8 @@ nested types), repeats only where it may (a JSON array) and is present where req
 elements (``value[x]``) appear once. Unknown elements and extensions are left alone (FHIR
 JSON stays lossless). ``check_value`` does the same for one value of a data type (a Coding, a
 CodeableConcept) given to an operation; ``check_parameters`` and ``check_entry`` the parts of
-a Parameters body the codec does not type by the operation's definition. The schema (``r4.json``) is derived from the R4
-StructureDefinitions by ``workbench.structure.build``.
+a Parameters body the codec does not type by the operation's definition. The schema
+(``r4.json``) is derived from the R4 StructureDefinitions by ``workbench.structure.build``.
 
 >>> check_value("Coding", {"system": "http://x", "code": 5}, "coding")
 Traceback (most recent call last):
@@ -67,7 +67,10 @@ def _compiled() -> tuple[dict[str, Any], dict[str, Any]]:
         elements = {k: (v[0], v[1], v[2]) for k, v in table["elements"].items()}
         required = [k for k, v in elements.items() if v[2]]
         choices = [
-            (c["names"], c["required"], base) for base, c in table.get("choices", {}).items()
+            # (the names of a choice, each also as "_name", to look up by the object's keys:
+            # value[x] has 50 names, an Extension a key or two)
+            (c["names"], c["required"], base, {p + n for n in c["names"] for p in ("", "_")})
+            for base, c in table.get("choices", {}).items()
         ]
         types[name] = (elements, required, choices)
     return primitives, types
@@ -302,8 +305,12 @@ class _Checker:
             except _Bad as bad:
                 bad.steps.append(key)
                 raise
-        for names, needed, base in choices:
-            present = [n for n in names if n in obj or ("_" + n) in obj]
+        for names, needed, base, keys in choices:
+            hits = [k for k in obj if k in keys]
+            if len(hits) > 1:
+                present = [n for n in names if n in obj or ("_" + n) in obj]
+            else:
+                present = [hits[0].lstrip("_")] if hits else []
             if len(present) > 1:
                 raise _Bad(f"{{path}} has {' and '.join(present)}: {base}[x] takes one value")
             if needed and (self.root_required or not root) and not present:
