@@ -6,6 +6,7 @@ every endpoint; the same bodies well typed pass. Over HTTP, against uvicorn on 1
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -373,3 +374,89 @@ def test_a_wrong_json_type_in_a_resource_is_a_400_naming_its_path(
 ) -> None:
     response = send(http, _changed(resource, where, value))
     assert_outcome(response, 400, "structure", text)
+
+
+#: (id, path, a body whose known parameter's value has the wrong JSON type, what the 400
+#: names): the values the definition types, checked by the codec as before
+VALUE_ERRORS = [
+    (
+        "coding-code-number",
+        "/ValueSet/$validate-code",
+        _params(
+            {"name": "url", "valueUri": GENDER_VS}, {"name": "coding", "valueCoding": {"code": 5}}
+        ),
+        r"coding\.code must be a code \(a JSON string\), not a number",
+    ),
+    (
+        "codeableConcept-coding-object",
+        "/ValueSet/$validate-code",
+        _params(
+            {"name": "url", "valueUri": GENDER_VS},
+            {"name": "codeableConcept", "valueCodeableConcept": {"coding": FEMALE}},
+        ),
+        r"codeableConcept\.coding must be an array",
+    ),
+    (
+        "boolean-string",
+        "/CodeSystem/$validate-code",
+        _params(
+            {"name": "url", "valueUri": GENDER_CS},
+            {"name": "code", "valueCode": "male"},
+            {"name": "abstract", "valueBoolean": "true"},
+        ),
+        r"'abstract' must be a JSON boolean",
+    ),
+    (
+        "integer-string",
+        "/ValueSet/$expand",
+        _params({"name": "url", "valueUri": GENDER_VS}, {"name": "count", "valueInteger": "1"}),
+        r"'count' must be a JSON integer",
+    ),
+    (
+        "code-number",
+        "/CodeSystem/$lookup",
+        _params({"name": "system", "valueUri": GENDER_CS}, {"name": "code", "valueCode": 1}),
+        r"'code' must be a JSON string",
+    ),
+    (
+        "dependency-part-concept-string",
+        "/ConceptMap/$translate",
+        _params(
+            {"name": "url", "valueUri": MAP["url"]},
+            {"name": "system", "valueUri": GENDER_CS},
+            {"name": "code", "valueCode": "male"},
+            {
+                "name": "dependency",
+                "part": [{"name": "concept", "valueCodeableConcept": {"text": ["x"]}}],
+            },
+        ),
+        r"dependency\.concept\.text must be a single value",
+    ),
+    (
+        "dependency-part-extension-object",
+        "/ConceptMap/$translate",
+        _params(
+            {"name": "url", "valueUri": MAP["url"]},
+            {"name": "system", "valueUri": GENDER_CS},
+            {"name": "code", "valueCode": "male"},
+            {
+                "name": "dependency",
+                "part": [{"name": "element", "valueUri": "http://x", "extension": {}}],
+            },
+        ),
+        r"Parameters\.parameter\[3\]\.part\[0\]\.extension must be an array",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "path", "body", "text"), VALUE_ERRORS, ids=[v[0] for v in VALUE_ERRORS]
+)
+def test_a_wrong_json_type_in_a_known_value_is_a_400_naming_it(
+    http: httpx.Client, case: str, path: str, body: Body, text: str
+) -> None:
+    response = http.post(path, json=body)
+    assert response.status_code == 400, response.text
+    issue = response.json()["issue"][0]
+    assert issue["code"] in ("structure", "invalid"), issue
+    assert re.search(text, issue["details"]["text"]), issue
