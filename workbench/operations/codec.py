@@ -247,6 +247,8 @@ def parse_parameters(op: OperationDef, body: Any, *, strict: bool = True) -> dic
         if single is not None:
             expected += f" or a {single.type}"
         raise InvalidRequestError(f"The body of ${op.code} must be {expected}, not {rtype!r}")
+    if len(body) - ("parameter" in body) > 1:  # (id, meta, ...: not on the common path)
+        structure.check_parameters(body)
     entries = body.get("parameter", [])
     if not isinstance(entries, list):
         raise InvalidRequestError("Parameters.parameter must be a list")
@@ -258,9 +260,12 @@ def parse_parameters(op: OperationDef, body: Any, *, strict: bool = True) -> dic
         if not isinstance(entry, dict | Mapping) or not isinstance(entry.get("name"), str):
             raise InvalidRequestError(f"Parameters.parameter[{i}] needs a name")
         name = entry["name"]
+        found = table.get(name)
+        if found is None or len(entry) > 2 or "part" in entry:
+            # FHIR JSON typing of what the definition does not type (issue 38.3)
+            structure.check_entry(entry, f"Parameters.parameter[{i}]", typed=found is not None)
         if name in GENERAL_PARAMETERS:
             continue
-        found = table.get(name)
         if found is None:
             if strict:
                 raise _unknown(op, name)

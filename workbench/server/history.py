@@ -27,6 +27,28 @@ from workbench.resources import Resource
 TEMP_PREFIX = ".tmp-"
 MEMORY_VERSIONS = 50
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+# why a write failed, for the errors whose system text would mislead (never a path: the
+# answer goes to the client)
+_REASONS = {
+    errno.ENOENT: "the data folder (or a file in it) is gone",
+    errno.ENOTDIR: "the data folder is no longer a folder (a file took its place)",
+    errno.EISDIR: "a folder took the place of a file of the data folder",
+}
+
+
+def refused(exc: OSError, what: str = "") -> StorageError:
+    """The StorageError of a write the data folder refused: the write was not stored, why
+    (from the error number, never a path or file name), 507 for a full disk, else 500."""
+    full = exc.errno in _FULL
+    if full:
+        reason = "the disk is full"
+    else:
+        reason = _REASONS.get(exc.errno or 0) or exc.strerror or "an I/O error"
+    where = f" ({what})" if what else ""
+    return StorageError(
+        f"The write was not stored: {reason}{where}; nothing was changed",
+        status=507 if full else 500,
+    )
 
 
 @dataclass(frozen=True)
@@ -101,12 +123,7 @@ class FolderHistory:
                 sync_folder(self.folder)
             write_durably(target, jsonio.dumps(version.resource))
         except OSError as exc:
-            reason = "the disk is full" if exc.errno in _FULL else (exc.strerror or str(exc))
-            status = 507 if exc.errno in _FULL else 500
-            raise StorageError(
-                f"The write was not stored: {reason} ({target}); nothing was changed",
-                status=status,
-            ) from exc
+            raise refused(exc, f"{rtype}/{rid} version {version.number}") from exc
 
     def discard(self, rtype: str, rid: str, version: Version) -> None:
         """Remove a version just saved whose write was then refused."""

@@ -50,6 +50,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench import forksafe
 from workbench.errors import StorageError
+from workbench.server.history import refused
 
 log = logging.getLogger("workbench.server")
 
@@ -130,7 +131,7 @@ class Journal:
             written = os.write(self._fd, line)
         except OSError as exc:
             self.offset = start
-            raise StorageError(f"The write was not stored: {exc}; nothing was changed") from exc
+            raise refused(exc, "the journal") from exc
         if written != len(line):  # pragma: no cover - a short write to a local file
             self.offset = start + written
             raise StorageError("The write was not stored: the journal is full")
@@ -186,8 +187,8 @@ class Journal:
         """The journal file, opened for appending."""
         try:
             return os.open(self.folder / JOURNAL, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        except OSError as exc:
-            raise StorageError(f"The journal in {self.folder} cannot be opened: {exc}") from exc
+        except OSError as exc:  # (the text names no path: it may reach a client)
+            raise refused(exc, "the journal cannot be opened") from exc
 
     def _generation(self, fd: int | None = None) -> int:
         """The generation of the open journal, or of ``fd`` (0: not made by compaction)."""
@@ -224,9 +225,16 @@ class Journal:
         self._retired, self._fd = self._fd, fd
 
     def _lock_file(self) -> int:
-        if self._lock_fd is None or self._lock_pid != os.getpid():
-            self._lock_fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-            self._lock_pid = os.getpid()
+        """The lock file, opened once per process, and again when it is no longer the one
+        in the folder (the folder was restored after a failure): every process locks the
+        same file."""
+        fd, mine = self._lock_fd, self._lock_pid == os.getpid()
+        if fd is not None and mine and _same_file(self.folder / LOCK, fd):
+            return fd
+        self._lock_fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        self._lock_pid = os.getpid()
+        if fd is not None and mine:
+            os.close(fd)
         return self._lock_fd
 
     def _catch_up(self) -> None:
@@ -249,6 +257,14 @@ class Journal:
             except Exception:  # one bad line must not stop this process for good
                 log.exception("Journal line %r in %s could not be applied", line, self.folder)
         self.offset += len(whole)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        there, held = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino)
 
 
 class JournalSync:

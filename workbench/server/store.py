@@ -38,6 +38,7 @@ from workbench.server.history import (
     MemoryHistory,
     Version,
     now_instant,
+    refused,
     tombstone,
 )
 from workbench.server.journal import Journal
@@ -156,8 +157,11 @@ class ResourceStore:
             if self.journal is None:
                 yield
                 return
-            with self.journal.exclusive():
-                yield
+            try:
+                with self.journal.exclusive():
+                    yield
+            except OSError as exc:  # the folder, its lock or its journal failed
+                raise refused(exc) from exc
 
     def _apply(self, rtype: str, rid: str, number: int) -> None:
         """Bring the registry to a version another process wrote (from the journal)."""

@@ -1,12 +1,13 @@
 """Structural checks of FHIR R4 terminology resources and data types (pure; no web imports).
 
-``check_resource`` checks a ValueSet, CodeSystem or ConceptMap against the R4 structure:
-every known element has its type (JSON kind, primitive format, integer range, nested types),
-repeats only where it may (a JSON array) and is present where required; choice elements
-(``value[x]``) appear once. Unknown elements and extensions are left alone (FHIR JSON stays
-lossless). ``check_value`` does the same for one value of a data type (a Coding, a
-CodeableConcept) given to an operation. The schema (``r4.json``) is derived from the R4
-StructureDefinitions by ``workbench.structure.build``.
+``check_resource`` checks a ValueSet, CodeSystem, ConceptMap or Parameters against the R4
+structure: every known element has its type (JSON kind, primitive format, integer range,
+nested types), repeats only where it may (a JSON array) and is present where required; choice
+elements (``value[x]``) appear once. Unknown elements and extensions are left alone (FHIR
+JSON stays lossless). ``check_value`` does the same for one value of a data type (a Coding, a
+CodeableConcept) given to an operation; ``check_parameters`` and ``check_entry`` the parts of
+a Parameters body the codec does not type by the operation's definition. The schema
+(``r4.json``) is derived from the R4 StructureDefinitions by ``workbench.structure.build``.
 
 >>> check_value("Coding", {"system": "http://x", "code": 5}, "coding")
 Traceback (most recent call last):
@@ -66,7 +67,10 @@ def _compiled() -> tuple[dict[str, Any], dict[str, Any]]:
         elements = {k: (v[0], v[1], v[2]) for k, v in table["elements"].items()}
         required = [k for k, v in elements.items() if v[2]]
         choices = [
-            (c["names"], c["required"], base) for base, c in table.get("choices", {}).items()
+            # (the names of a choice, each also as "_name", to look up by the object's keys:
+            # value[x] has 50 names, an Extension a key or two)
+            (c["names"], c["required"], base, {p + n for n in c["names"] for p in ("", "_")})
+            for base, c in table.get("choices", {}).items()
         ]
         types[name] = (elements, required, choices)
     return primitives, types
@@ -152,6 +156,43 @@ def check_value(type_name: str, value: Any, path: str, *, required: bool = True)
     """Raise StructureError when ``value`` is not a well-formed ``type_name`` (a data type
     such as Coding or CodeableConcept, or a primitive such as code)."""
     _run(_Checker(required).value, type_name, value, path)
+
+
+#: The elements of a Parameters entry that the codec reads by the operation's definition
+#: (and types by it): its value[x], resource and parts.
+_CONTENT = ("value", "resource", "part")
+
+
+def check_parameters(body: Mapping[str, Any]) -> None:
+    """Raise StructureError when a Parameters' own elements (``id``, ``meta``,
+    ``implicitRules``, ``language``, unknown content's depth) break the R4 structure; its
+    entries are left to ``check_entry``."""
+    own = {key: value for key, value in body.items() if key != "parameter"}
+    _run(_Checker(False).complex, "Parameters", own, "Parameters")
+
+
+def check_entry(entry: Mapping[str, Any], path: str, *, typed: bool) -> None:
+    """Raise StructureError when a Parameters entry (``Parameters.parameter``) breaks the R4
+    structure. ``typed``: the codec reads the entry's value, resource and parts by the
+    operation's definition and types them itself, so only the other elements (``id``,
+    ``extension``, ``modifierExtension``, a primitive's ``_value[x]``) of the entry and of
+    its parts are checked; else (a parameter the operation does not know) all of it."""
+    checker = _Checker(False)
+    if not typed:
+        _run(checker.complex, "Parameters.parameter", entry, path)
+        return
+    stack = [(entry, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise StructureError(f"{where} is nested more than {MAX_DEPTH} levels deep")
+        own = {k: v for k, v in item.items() if k == "name" or not k.startswith(_CONTENT)}
+        _run(checker.complex, "Parameters.parameter", own, where)
+        parts = item.get("part")
+        for i, part in enumerate(parts if isinstance(parts, list) else ()):
+            # (a part that is no object, or has no name, is the codec's to refuse)
+            if isinstance(part, Mapping) and (len(part) > 2 or "part" in part):
+                stack.append((part, f"{where}.part[{i}]", depth + 1))
 
 
 class _Bad(Exception):
@@ -264,8 +305,12 @@ class _Checker:
             except _Bad as bad:
                 bad.steps.append(key)
                 raise
-        for names, needed, base in choices:
-            present = [n for n in names if n in obj or ("_" + n) in obj]
+        for names, needed, base, keys in choices:
+            hits = [k for k in obj if k in keys]
+            if len(hits) > 1:
+                present = [n for n in names if n in obj or ("_" + n) in obj]
+            else:
+                present = [hits[0].lstrip("_")] if hits else []
             if len(present) > 1:
                 raise _Bad(f"{{path}} has {' and '.join(present)}: {base}[x] takes one value")
             if needed and (self.root_required or not root) and not present:

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-ROOTS = ("ValueSet", "CodeSystem", "ConceptMap")
+ROOTS = ("ValueSet", "CodeSystem", "ConceptMap", "Parameters")
 FHIR_TYPE = "http://hl7.org/fhir/StructureDefinition/structuredefinition-fhir-type"
 REGEX = "http://hl7.org/fhir/StructureDefinition/regex"
 SYSTEM = "http://hl7.org/fhirpath/System."
