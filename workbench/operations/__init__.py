@@ -11,6 +11,7 @@ from workbench.operations import (
     codesystem_subsumes,
     codesystem_validate_code,
     conceptmap_translate,
+    valueset_compare,
     valueset_expand,
     valueset_validate_code,
 )
@@ -23,6 +24,7 @@ OPERATIONS: tuple[Operation, ...] = (
     codesystem_validate_code.OPERATION,
     codesystem_subsumes.OPERATION,
     conceptmap_translate.OPERATION,
+    valueset_compare.OPERATION,
 )
 
 __all__ = ["OPERATIONS", "Operation"]
