@@ -1658,6 +1658,7 @@ EXPECTED_OPERATIONS = {
     "ValueSet": {
         "validate-code": "http://hl7.org/fhir/OperationDefinition/ValueSet-validate-code",
         "expand": "http://hl7.org/fhir/OperationDefinition/ValueSet-expand",
+        "compare": "http://hl7.org/fhir/OperationDefinition/ValueSet-compare",
     },
     "CodeSystem": {
         "lookup": "http://hl7.org/fhir/OperationDefinition/CodeSystem-lookup",
