@@ -12,7 +12,7 @@ is an error (404, as ``$expand`` answers).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -95,7 +95,9 @@ def compare(engine: Resolution, req: CompareRequest) -> Comparison:
 def _codes(
     engine: Resolution, side: _Side, req: CompareRequest, limit: int
 ) -> dict[tuple[str, str], Entry]:
-    """The codes of one side by (system, code); TooCostlyError past ``limit``."""
+    """The codes of one side by (system, code), or by (system|version, code) when it holds
+    a code system in several versions; TooCostlyError past ``limit``. Kept with the
+    compiled value set for as long as it stays cached."""
     compiled = engine.compiled(side.target, None, req.policy)
     entries = compiled.entries()
     if len(entries) > limit:
@@ -103,51 +105,47 @@ def _codes(
             f"the value set {side.label} has {len(entries)} codes, more than the {limit} "
             "a comparison takes"
         )
-    if compiled.versions_match is False or _several_versions(entries):
-        return {(e.system + "|" + (e.version or ""), e.code): e for e in entries}
-    return compiled.member_index()
+
+    def index() -> dict[tuple[str, str], Entry]:
+        if compiled.versions_match is False or _several_versions(entries):
+            return {(e.system + "|" + (e.version or ""), e.code): e for e in entries}
+        return compiled.member_index()
+
+    return engine.memo(compiled, "compare-codes", index)
 
 
 def _several_versions(entries: list[Entry]) -> bool:
     """Whether one code system appears in several versions (they then differ)."""
-    seen: dict[str, str | None] = {}
-    return any(seen.setdefault(e.system, e.version) != e.version for e in entries)
+    return len({(e.system, e.version) for e in entries}) > len({e.system for e in entries})
 
 
-def definition_key(resource: Mapping[str, Any]) -> bytes | None:
+def definition_key(resource: Mapping[str, Any]) -> Hashable | None:
     """The value set's compose normalised (order of includes, excludes, codes and filters
-    left out, displays and designations dropped); None when it has no compose (an
-    expansion only) or its compose has something this does not normalise (an import
-    could be written out in another value set: compared by expansion)."""
+    left out, displays and designations dropped), as sets: equal for two definitions that
+    hold the same codes by construction. None when it has no compose (an expansion only)."""
     compose = resource.get("compose")
     if not isinstance(compose, Mapping):
         return None
-    normal = {
-        "include": _clauses(compose.get("include") or []),
-        "exclude": _clauses(compose.get("exclude") or []),
-        "inactive": compose.get("inactive", True) is not False,
-        "lockedDate": compose.get("lockedDate"),
-    }
-    return _canonical_json(normal).encode()
+    return (
+        _clauses(compose.get("include") or []),
+        _clauses(compose.get("exclude") or []),
+        compose.get("inactive", True) is not False,
+        compose.get("lockedDate"),
+    )
 
 
-def _clauses(clauses: list[Mapping[str, Any]]) -> list[str]:
-    """The include (or exclude) clauses, each normalised, as a sorted set."""
-    out = set()
-    for clause in clauses:
-        normal = {
-            "system": clause.get("system"),
-            "version": clause.get("version"),
-            "concept": sorted({str(c.get("code")) for c in clause.get("concept") or []}),
-            "filter": sorted(
-                orjson.dumps(f, option=orjson.OPT_SORT_KEYS).decode()
-                for f in clause.get("filter") or []
-            ),
-            "valueSet": sorted(str(v) for v in clause.get("valueSet") or []),
-        }
-        kept = {k: v for k, v in normal.items() if v}
-        out.add(_canonical_json(kept))
-    return sorted(out)
+def _clauses(clauses: list[Mapping[str, Any]]) -> frozenset[Hashable]:
+    """The include (or exclude) clauses, each normalised, as a set."""
+    return frozenset(
+        (
+            clause.get("system"),
+            clause.get("version"),
+            frozenset(str(c.get("code")) for c in clause.get("concept") or []),
+            frozenset(_canonical_json(f) for f in clause.get("filter") or []),
+            frozenset(str(v) for v in clause.get("valueSet") or []),
+        )
+        for clause in clauses
+    )
 
 
 def _canonical_json(value: Any) -> str:
