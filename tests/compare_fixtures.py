@@ -50,6 +50,14 @@ def compare_workbench() -> Workbench:
         two_includes("ab+c", "ab", "c"),
         two_includes("c+ab", "c", "ab"),
         valueset("ab", "ab"),
+        {
+            **valueset("ab-pinned", "ba"),
+            "compose": {
+                "include": [
+                    {"system": CS, "version": "1", "concept": [{"code": "b"}, {"code": "a"}]}
+                ]
+            },
+        },
         valueset("cd", "cd"),
         valueset("de", "de"),
         valueset("ab-c-excluded", "abc", exclude=[{"system": CS, "concept": [{"code": "c"}]}]),
@@ -93,7 +101,16 @@ CASES = [
     ("abc", "cba", "same", False, "", "", ""),  # codes in another order
     ("ab+c", "c+ab", "same", False, "", "", ""),  # includes in another order
     ("abc|1", "abc|2", "same", False, "", "", ""),  # two versions with the same codes
-    ("abc", "ab+c", "same", True, "a,b,c", "", ""),  # one include, or two: expanded
+    ("abc", "ab+c", "same", True, "a,b,c", "", ""),
+    (
+        "ab",
+        "ab-pinned",
+        "same",
+        False,
+        "",
+        "",
+        "",
+    ),  # pinned to the version it takes anyway  # one include, or two: expanded
     ("ab", "abc", "subset", True, "a,b", "", "c"),
     ("abc", "ab", "superset", True, "a,b", "c", ""),
     ("abc", "cd", "overlapping", True, "c", "a,b", "d"),

@@ -12,7 +12,7 @@ is an error (404, as ``$expand`` answers).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -31,6 +31,7 @@ from workbench.terminology.comparison import Comparison, relation
 from workbench.terminology.concepts import Entry
 from workbench.terminology.expansion import MAXIMUM_EXPANSION
 from workbench.terminology.requests import CompareRequest
+from workbench.terminology.versions import NO_POLICY
 
 if TYPE_CHECKING:
     from workbench.terminology.resolution import Resolution
@@ -76,7 +77,8 @@ def compare(engine: Resolution, req: CompareRequest) -> Comparison:
     """Compare ``req.this`` with ``req.other``; see the module docstring."""
     a = _Side(engine, req.this, req.this_version)
     b = _Side(engine, req.other, req.other_version)
-    key_a, key_b = definition_key(a.resource), definition_key(b.resource)
+    latest = _latest_versions(engine) if req.policy == NO_POLICY else None
+    key_a, key_b = definition_key(a.resource, latest), definition_key(b.resource, latest)
     if key_a is not None and key_a == key_b:
         return Comparison(a.label, b.label, "same", performed_expansion=False)
     limit = max(engine.max_expansion, MAXIMUM_EXPANSION)
@@ -119,33 +121,61 @@ def _several_versions(entries: list[Entry]) -> bool:
     return len({(e.system, e.version) for e in entries}) > len({e.system for e in entries})
 
 
-def definition_key(resource: Mapping[str, Any]) -> Hashable | None:
+def _latest_versions(engine: Resolution) -> Callable[[str], str | None]:
+    """The version an unversioned include of a code system takes (its latest loaded), per
+    code system asked for once."""
+    known: dict[str, str | None] = {}
+
+    def latest(system: str) -> str | None:
+        if system not in known:
+            found = engine.codesystem(system)
+            known[system] = None if found is None else found.version
+        return known[system]
+
+    return latest
+
+
+def definition_key(
+    resource: Mapping[str, Any], latest: Callable[[str], str | None] | None = None
+) -> Hashable | None:
     """The value set's compose normalised (order of includes, excludes, codes and filters
     left out, displays and designations dropped), as sets: equal for two definitions that
-    hold the same codes by construction. None when it has no compose (an expansion only)."""
+    hold the same codes by construction. With ``latest`` (the version an unversioned
+    include takes), an include pinned to that very version counts as unversioned: the pin
+    cannot change the answer. None when it has no compose (an expansion only)."""
     compose = resource.get("compose")
     if not isinstance(compose, Mapping):
         return None
     return (
-        _clauses(compose.get("include") or []),
-        _clauses(compose.get("exclude") or []),
+        _clauses(compose.get("include") or [], latest),
+        _clauses(compose.get("exclude") or [], latest),
         compose.get("inactive", True) is not False,
         compose.get("lockedDate"),
     )
 
 
-def _clauses(clauses: list[Mapping[str, Any]]) -> frozenset[Hashable]:
+def _clauses(
+    clauses: list[Mapping[str, Any]], latest: Callable[[str], str | None] | None
+) -> frozenset[Hashable]:
     """The include (or exclude) clauses, each normalised, as a set."""
     return frozenset(
         (
             clause.get("system"),
-            clause.get("version"),
+            _version(clause, latest),
             frozenset(str(c.get("code")) for c in clause.get("concept") or []),
             frozenset(_canonical_json(f) for f in clause.get("filter") or []),
             frozenset(str(v) for v in clause.get("valueSet") or []),
         )
         for clause in clauses
     )
+
+
+def _version(clause: Mapping[str, Any], latest: Callable[[str], str | None] | None) -> Any:
+    """The clause's version; None when it is the one an unversioned include takes."""
+    version, system = clause.get("version"), clause.get("system")
+    if version is None or latest is None or not isinstance(system, str):
+        return version
+    return None if version == latest(system) else version
 
 
 def _canonical_json(value: Any) -> str:
