@@ -43,7 +43,7 @@ def test_compare(
     if this_version:
         inputs.append(("thisVersion", this_version))
     if method == "GET":
-        response = http.get("/ValueSet/$compare", params=inputs)
+        response = http.get("/ValueSet/$compare", params=dict(inputs))
     else:
         body = params(
             *((n, {"valueUri" if n.endswith("Url") else "valueString": v}) for n, v in inputs)
@@ -92,4 +92,4 @@ def test_inline_value_sets_and_diagnostics(http: httpx.Client) -> None:
 def test_bad_input(
     http: httpx.Client, inputs: list[tuple[str, str]], status: int, code: str, text: str
 ) -> None:
-    assert_outcome(http.get("/ValueSet/$compare", params=inputs), status, code, text)
+    assert_outcome(http.get("/ValueSet/$compare", params=dict(inputs)), status, code, text)
