@@ -239,6 +239,11 @@ OPERATION_CALLS: list[tuple[str, dict[str, Any], list[tuple[str, str, Any]]]] = 
     ),
     ("ValueSet/workbench-demo-all/$expand", {}, []),
     (
+        "ValueSet/$compare",
+        {"thisUrl": DEMO_ALL, "otherUrl": GENDER_VS},
+        [("thisUrl", "valueUri", DEMO_ALL), ("otherUrl", "valueUri", GENDER_VS)],
+    ),
+    (
         "ValueSet/$validate-code",
         {"url": GENDER_VS, "system": GENDER_CS, "code": "female"},
         [

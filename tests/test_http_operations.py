@@ -1661,6 +1661,7 @@ EXPECTED_OPERATIONS = {
         "batch-validate-code": (
             "http://hl7.org/fhir/uv/tx-ecosystem/OperationDefinition/ValueSet-batch-validate-code"
         ),
+        "compare": "http://hl7.org/fhir/OperationDefinition/ValueSet-compare",
     },
     "CodeSystem": {
         "lookup": "http://hl7.org/fhir/OperationDefinition/CodeSystem-lookup",

@@ -28,6 +28,7 @@ from workbench.terminology.params import param, parameter_names, read_inputs
 from workbench.terminology.requests import (
     ACCEPT_LANGUAGE,
     CodeSystemValidateRequest,
+    CompareRequest,
     ExpandRequest,
     LookupRequest,
     Request,
@@ -507,6 +508,9 @@ SUPPORTED = {
     "tx-resource diagnostics default-to-latest-version profile-url mode x-system-cache-id "
     "cache-id",
     "CodeSystem-subsumes": "codeA codeB system version codingA codingB tx-resource",
+    "ValueSet-compare": "thisUrl thisVersion thisValueSet otherUrl otherVersion otherValueSet "
+    "system-version check-system-version force-system-version default-valueset-version "
+    "tx-resource diagnostics",
     "ConceptMap-translate": "url conceptMap conceptMapVersion code system version source coding "
     "codeableConcept target targetsystem reverse dependency sourceCode sourceSystem "
     "sourceCoding sourceCodeableConcept targetCode targetCoding targetSystem",
@@ -519,6 +523,7 @@ REQUESTS: dict[str, type[Request]] = {
     "CodeSystem-validate-code": CodeSystemValidateRequest,
     "CodeSystem-subsumes": SubsumesRequest,
     "ConceptMap-translate": TranslateRequest,
+    "ValueSet-compare": CompareRequest,
 }
 
 

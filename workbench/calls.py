@@ -32,11 +32,13 @@ from workbench.errors import (
     WorkbenchError,
 )
 from workbench.registry import Registry
+from workbench.terminology.comparison import Comparison
 from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import Expansion
 from workbench.terminology.lookup import LookupResult
 from workbench.terminology.requests import (
     CodeSystemValidateRequest,
+    CompareRequest,
     ExpandRequest,
     LookupRequest,
     SubsumesRequest,
@@ -384,6 +386,39 @@ class TerminologyCalls:
                 code_a=code_a,
                 code_b=code_b,
                 version=version,
+                tx_resources=tuple(tx_resources or ()),
+            )
+        )
+
+    def compare(
+        self,
+        a: str | Mapping[str, Any],
+        b: str | Mapping[str, Any],
+        *,
+        system_version: str | Sequence[str] | None = None,
+        force_system_version: str | Sequence[str] | None = None,
+        check_system_version: str | Sequence[str] | None = None,
+        tx_resources: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Comparison:
+        """Compare value set ``a`` (*this*) with ``b`` (*other*), each a canonical URL
+        (``url`` or ``url|version``) or a ValueSet dict, as ``ValueSet/$compare`` does.
+
+        ``.result`` is same, subset, superset, overlapping, disjoint, empty or
+        indeterminate (a side that cannot be expanded); ``.both``, ``.only_in_a`` and
+        ``.only_in_b`` are frames of the codes (empty when the definitions alone decided,
+        ``.performed_expansion`` False). Raises ValueSetDefinitionNotFoundError for a value
+        set that is not loaded, ValueSetVersionNotFoundError (naming the loaded versions)
+        for a version that is not.
+        """
+        return self.service.compare(
+            CompareRequest(
+                this=a,
+                other=b,
+                policy=VersionPolicy.from_parameters(
+                    system_version=system_version,
+                    force_system_version=force_system_version,
+                    check_system_version=check_system_version,
+                ),
                 tx_resources=tuple(tx_resources or ()),
             )
         )

@@ -206,6 +206,21 @@ class ImportedValueSetNotFoundError(ValueSetNotFoundError):
         self.detail = detail
 
 
+class ValueSetVersionNotFoundError(ValueSetDefinitionNotFoundError):
+    """A value set asked for by a version that is not loaded, when other versions of it
+    are: 404 ``not-found``, naming the versions that are loaded."""
+
+    msg_id = "WB-VS-VER-404"
+
+    def __init__(self, url: str, version: str, loaded: list[str]) -> None:
+        WorkbenchError.__init__(
+            self,
+            f"The value set {url} has no version {version!r} loaded; the loaded versions "
+            f"are {', '.join(repr(v) for v in loaded)}",
+        )
+        self.url = f"{url}|{version}"
+
+
 class CodeSystemNotFoundError(WorkbenchError):
     """A code system whose codes are needed is not loaded."""
 

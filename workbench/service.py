@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from workbench.registry import Registry
     from workbench.resources import Resource
+    from workbench.terminology.comparison import Comparison
     from workbench.terminology.conceptmap import Translation
     from workbench.terminology.engine import Terminology
     from workbench.terminology.expansion import Expansion
     from workbench.terminology.lookup import LookupResult
     from workbench.terminology.requests import (
         CodeSystemValidateRequest,
+        CompareRequest,
         ExpandRequest,
         LookupRequest,
         SubsumesRequest,
@@ -53,6 +55,9 @@ class TerminologyService(Protocol):
 
     def expand(self, req: ExpandRequest) -> Expansion:
         """ValueSet ``$expand``."""
+
+    def compare(self, req: CompareRequest) -> Comparison:
+        """ValueSet ``$compare``."""
 
     def lookup(self, req: LookupRequest) -> LookupResult:
         """CodeSystem ``$lookup``."""

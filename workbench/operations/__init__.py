@@ -14,6 +14,7 @@ from workbench.operations import (
     codesystem_validate_code,
     conceptmap_translate,
     valueset_batch_validate_code,
+    valueset_compare,
     valueset_expand,
     valueset_validate_code,
 )
@@ -29,6 +30,7 @@ OPERATIONS: tuple[Operation, ...] = (
     valueset_batch_validate_code.OPERATION,
     capability_versions.OPERATION,
     cache_control.OPERATION,
+    valueset_compare.OPERATION,
 )
 
 __all__ = ["OPERATIONS", "Operation"]

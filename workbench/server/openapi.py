@@ -28,7 +28,14 @@ GENDER_CS = "http://hl7.org/fhir/administrative-gender"
 # Example inputs by resource type and parameter name, valid against the shipped content
 # (valuesets/); an operation's example takes those of its inputs that are listed here.
 SAMPLES: dict[str, dict[str, Any]] = {
-    "ValueSet": {"url": GENDER_VS, "system": GENDER_CS, "code": "female", "count": 10},
+    "ValueSet": {
+        "url": GENDER_VS,
+        "system": GENDER_CS,
+        "code": "female",
+        "count": 10,
+        "thisUrl": GENDER_VS,
+        "otherUrl": GENDER_VS,
+    },
     "CodeSystem": {
         "url": GENDER_CS,
         "system": GENDER_CS,

@@ -189,6 +189,19 @@ class SubsumesRequest(Request):
     tx_resources: Codings = param("tx-resource", ())
 
 
+@dataclass(frozen=True)
+class CompareRequest(Request):
+    """ValueSet ``$compare`` (``Workbench.compare``): value set ``this`` against ``other``,
+    each a canonical URL (``url`` or ``url|version``) or a ValueSet."""
+
+    this: str | Mapping[str, Any]
+    other: str | Mapping[str, Any]
+    this_version: str | None = param("thisVersion", None)
+    other_version: str | None = param("otherVersion", None)
+    policy: VersionPolicy = bundle(NO_POLICY)
+    tx_resources: Codings = param("tx-resource", ())
+
+
 def parse_dependencies(given: Any, name: str = "dependency") -> tuple[Dependency, ...]:
     """The ``dependency`` inputs (``{"element": uri, "concept": CodeableConcept}`` each) as
     (element, codings): both parts are required for a dependency to mean something."""

@@ -14,12 +14,15 @@ from typing import Any
 from workbench.errors import WorkbenchError
 from workbench.registry import Registry
 from workbench.resources import Resource
+from workbench.terminology.compare import compare
+from workbench.terminology.comparison import Comparison
 from workbench.terminology.conceptmap import Translation, translate
 from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import Expansion
 from workbench.terminology.lookup import LookupResult
 from workbench.terminology.requests import (
     CodeSystemValidateRequest,
+    CompareRequest,
     ExpandRequest,
     LookupRequest,
     SubsumesRequest,
@@ -68,6 +71,10 @@ class EngineService:
     def expand(self, req: ExpandRequest) -> Expansion:
         """ValueSet ``$expand``."""
         return self.engine(req.tx_resources).expand(req)
+
+    def compare(self, req: CompareRequest) -> Comparison:
+        """ValueSet ``$compare``: ``same``, ``subset``, ... or ``indeterminate``."""
+        return compare(self.engine(req.tx_resources), req)
 
     def lookup(self, req: LookupRequest) -> LookupResult:
         """CodeSystem ``$lookup``: the display in the first wanted language the code system

@@ -1,0 +1,183 @@
+"""ValueSet ``$compare``: two value sets side by side, by definition first.
+
+Two definitions that are the same once normalised (includes and excludes in any order,
+listed codes in any order, the same filters, displays in the compose ignored) hold the
+same codes, whatever their url or version: the answer is ``same`` without expanding
+(``performed_expansion`` false). Otherwise both are expanded (through the compiled value
+sets, cached for stored ones) and their codes compared as (system, code). A side that
+cannot be expanded (an unknown code system, a filter that cannot be evaluated, too
+costly) makes the answer ``indeterminate``, not an error; a value set that is not there
+is an error (404, as ``$expand`` answers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from workbench.errors import (
+    CodeSystemNotFoundError,
+    IncompleteCodeSystemError,
+    TooCostlyError,
+    UnsupportedFilterError,
+    ValueSetDefinitionNotFoundError,
+    ValueSetNotFoundError,
+    ValueSetVersionNotFoundError,
+)
+from workbench.resources import Resource, split_canonical
+from workbench.terminology.comparison import Comparison, relation
+from workbench.terminology.concepts import Entry
+from workbench.terminology.expansion import MAXIMUM_EXPANSION
+from workbench.terminology.requests import CompareRequest
+from workbench.terminology.versions import NO_POLICY
+
+if TYPE_CHECKING:
+    from workbench.terminology.resolution import Resolution
+
+#: What makes a side impossible to evaluate: the answer is then ``indeterminate``.
+UNEVALUABLE = (
+    CodeSystemNotFoundError,
+    IncompleteCodeSystemError,
+    UnsupportedFilterError,
+    TooCostlyError,
+)
+
+
+class _Side:
+    """One value set of the comparison: how to compile it, its resource, its label."""
+
+    def __init__(self, engine: Resolution, given: str | Mapping[str, Any], version: str | None):
+        if isinstance(given, str):
+            url, pinned = split_canonical(given)
+            version = version or pinned
+            self.resource = _stored(engine, url, version)
+            self.target: str | Mapping[str, Any] = given if version is None else f"{url}|{version}"
+        else:
+            self.resource, self.target = dict(given), given
+        url = self.resource.get("url") or "(inline ValueSet)"
+        found = self.resource.get("version")
+        self.label = f"{url}|{found}" if found else str(url)
+
+
+def _stored(engine: Resolution, url: str, version: str | None) -> Resource:
+    """The stored value set; 404 when it is not there, naming the loaded versions when
+    only the version asked for is missing."""
+    try:
+        return engine.valueset_resource(url, version)
+    except ValueSetNotFoundError as exc:
+        loaded = [v for v in engine.registry.versions("ValueSet", url) if v]
+        if version is not None and loaded:
+            raise ValueSetVersionNotFoundError(url, version, loaded) from exc
+        raise ValueSetDefinitionNotFoundError(exc.url) from exc
+
+
+def compare(engine: Resolution, req: CompareRequest) -> Comparison:
+    """Compare ``req.this`` with ``req.other``; see the module docstring."""
+    a = _Side(engine, req.this, req.this_version)
+    b = _Side(engine, req.other, req.other_version)
+    latest = _latest_versions(engine) if req.policy == NO_POLICY else None
+    key_a, key_b = definition_key(a.resource, latest), definition_key(b.resource, latest)
+    if key_a is not None and key_a == key_b:
+        return Comparison(a.label, b.label, "same", performed_expansion=False)
+    limit = max(engine.max_expansion, MAXIMUM_EXPANSION)
+    try:
+        codes_a = _codes(engine, a, req, limit)
+        codes_b = _codes(engine, b, req, limit)
+    except UNEVALUABLE as exc:
+        return Comparison(a.label, b.label, "indeterminate", True, reason=str(exc))
+    common = tuple(e for k, e in codes_a.items() if k in codes_b)
+    missing = tuple(e for k, e in codes_a.items() if k not in codes_b)
+    extra = tuple(e for k, e in codes_b.items() if k not in codes_a)
+    result = relation(len(codes_a), len(codes_b), len(common))
+    return Comparison(a.label, b.label, result, True, common, missing, extra)
+
+
+def _codes(
+    engine: Resolution, side: _Side, req: CompareRequest, limit: int
+) -> dict[tuple[str, str], Entry]:
+    """The codes of one side by (system, code), or by (system|version, code) when it holds
+    a code system in several versions; TooCostlyError past ``limit``. Kept with the
+    compiled value set for as long as it stays cached."""
+    compiled = engine.compiled(side.target, None, req.policy)
+    entries = compiled.entries()
+    if len(entries) > limit:
+        raise TooCostlyError(
+            f"the value set {side.label} has {len(entries)} codes, more than the {limit} "
+            "a comparison takes"
+        )
+
+    def index() -> dict[tuple[str, str], Entry]:
+        if compiled.versions_match is False or _several_versions(entries):
+            return {(e.system + "|" + (e.version or ""), e.code): e for e in entries}
+        return compiled.member_index()
+
+    return engine.memo(compiled, "compare-codes", index)
+
+
+def _several_versions(entries: list[Entry]) -> bool:
+    """Whether one code system appears in several versions (they then differ)."""
+    return len({(e.system, e.version) for e in entries}) > len({e.system for e in entries})
+
+
+def _latest_versions(engine: Resolution) -> Callable[[str], str | None]:
+    """The version an unversioned include of a code system takes (its latest loaded), per
+    code system asked for once."""
+    known: dict[str, str | None] = {}
+
+    def latest(system: str) -> str | None:
+        if system not in known:
+            found = engine.codesystem(system)
+            known[system] = None if found is None else found.version
+        return known[system]
+
+    return latest
+
+
+def definition_key(
+    resource: Mapping[str, Any], latest: Callable[[str], str | None] | None = None
+) -> Hashable | None:
+    """The value set's compose normalised (order of includes, excludes, codes and filters
+    left out, displays and designations dropped), as sets: equal for two definitions that
+    hold the same codes by construction. With ``latest`` (the version an unversioned
+    include takes), an include pinned to that very version counts as unversioned: the pin
+    cannot change the answer. None when it has no compose (an expansion only)."""
+    compose = resource.get("compose")
+    if not isinstance(compose, Mapping):
+        return None
+    return (
+        _clauses(compose.get("include") or [], latest),
+        _clauses(compose.get("exclude") or [], latest),
+        compose.get("inactive", True) is not False,
+        compose.get("lockedDate"),
+    )
+
+
+def _clauses(
+    clauses: list[Mapping[str, Any]], latest: Callable[[str], str | None] | None
+) -> frozenset[Hashable]:
+    """The include (or exclude) clauses, each normalised, as a set."""
+    return frozenset(
+        (
+            clause.get("system"),
+            _version(clause, latest),
+            frozenset(str(c.get("code")) for c in clause.get("concept") or []),
+            frozenset(_canonical_json(f) for f in clause.get("filter") or []),
+            frozenset(str(v) for v in clause.get("valueSet") or []),
+        )
+        for clause in clauses
+    )
+
+
+def _version(clause: Mapping[str, Any], latest: Callable[[str], str | None] | None) -> Any:
+    """The clause's version; None when it is the one an unversioned include takes."""
+    version, system = clause.get("version"), clause.get("system")
+    if version is None or latest is None or not isinstance(system, str):
+        return version
+    return None if version == latest(system) else version
+
+
+def _canonical_json(value: Any) -> str:
+    """JSON with sorted keys: equal for equal values whatever their key order."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
