@@ -9,6 +9,8 @@ the data are small, so its start (several seconds) is most of the cost.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -43,7 +45,9 @@ SCHEMA = f"id long, code string, system string, display string, coding {CODING}"
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """The one local Spark session of the test run (two cores, no UI)."""
+    """The one local Spark session of the test run (two cores, no UI); its Python workers
+    (which answer the distinct keys inside the plan) run this interpreter."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (
         SparkSession.builder.master("local[2]")
         .appName("workbench-tests")
@@ -228,7 +232,7 @@ def test_lazy_and_in_order_on_several_partitions(spark: SparkSession, swb: Workb
     data = spark.createDataFrame([(i, c) for i, c in enumerate(codes)], "id long, code string")
     data = data.repartition(3, "id").sortWithinPartitions("id")
     order = [r["id"] for r in data.select("id").collect()]
-    result = swb.validate_column(data, VS, code="code", system=DX)  # one job: the distinct
+    result = swb.validate_column(data, VS, code="code", system=DX)
     assert result.rdd.getNumPartitions() == data.rdd.getNumPartitions()
     expected = pandas_rows(
         swb.validate_column(pd.Series([codes[i] for i in order], dtype=object), VS, system=DX)
@@ -259,6 +263,25 @@ def test_a_coding_struct_is_translated_by_its_system_and_code(
         system="s",
     )
     assert result == pandas_rows(expected)
+
+
+def test_validate_column_starts_no_job_during_the_call(spark: SparkSession, swb: Workbench) -> None:
+    """The call only builds a plan (no job of its job group, none at all); the answers
+    are computed when the caller's action runs, and equal the pandas ones."""
+    codes = ["A01", "B01", None, "", "nope", "1000-1"] * 20
+    data = spark.createDataFrame([(i, c) for i, c in enumerate(codes)], "id long, code string")
+    context = spark.sparkContext
+    context.setJobGroup("workbench-lazy", "validate_column builds a plan only")
+    try:
+        with NoJob(spark):
+            result = swb.validate_column(data, VS, code="code", system=DX)
+        assert context.statusTracker().getJobIdsForGroup("workbench-lazy") == []
+        rows = spark_rows(result.select(*VALIDATION.names))
+        assert context.statusTracker().getJobIdsForGroup("workbench-lazy") != []
+    finally:
+        context.setJobGroup(None, None)  # type: ignore[arg-type]
+    expected = pandas_rows(swb.validate_column(pd.Series(codes, dtype=object), VS, system=DX))
+    assert rows == expected
 
 
 # --- bad input, on the driver -----------------------------------------------------------------

@@ -333,3 +333,34 @@ def test_unknown_value_set_error_says_did_you_mean(default_wb: Workbench) -> Non
     with pytest.raises(Exception) as raised:
         default_wb.validate_code("http://example.org/nothing-like-it", code="x")
     assert getattr(raised.value, "__notes__", []) == []
+
+
+GENDER_VS = "http://hl7.org/fhir/ValueSet/administrative-gender"
+
+
+@pytest.mark.parametrize("max_columns", [0, 20])  # 0: fitted to the terminal, as pandas does
+def test_plain_text_leads_with_code_count_issue_suggestion(
+    default_wb: Workbench, max_columns: int
+) -> None:
+    """In an 80-column terminal, ``print`` of ``by_code()``, ``summary()`` and the report
+    shows the code (odd whitespace marked), count, issue and suggestion on its first lines;
+    messages come last and elided; ``to_string()`` keeps every column and whole messages."""
+    report = default_wb.validate_column(pd.Series([" male", "femal", "female"]), GENDER_VS)
+    codes = report.by_code()
+    with pd.option_context("display.width", 80, "display.max_columns", max_columns):
+        printed = {"by_code": repr(codes), "summary": repr(report.summary()), "rows": repr(report)}
+    for name, text in printed.items():
+        assert max(len(line) for line in text.splitlines()) <= 80, name
+    head = printed["by_code"].splitlines()[0].split()
+    assert head[:4] == ["code", "count", "issue", "suggestion"]
+    first_block = printed["by_code"].split("\n\n")[0]
+    assert "␣male" in first_block and "unknown-code" in first_block and "female" in first_block
+    assert printed["summary"].split("Most frequent invalid codes:\n")[1].split()[:4] == [
+        "code", "count", "issue", "system"
+    ]  # fmt: skip
+    assert "␣male" in printed["summary"]
+    assert printed["rows"].splitlines()[0].split()[:2] == ["code", "issue"]
+    message = codes.loc[codes["code"] == " male", "message"].iloc[0]
+    assert len(message) > 40 and message not in printed["by_code"]
+    full = codes.to_string()
+    assert message in full and all(column in full for column in codes.columns)

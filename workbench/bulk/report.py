@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 import numpy as np
 import pandas as pd
 
+from workbench.bulk.leading import leading_repr, ordered
 from workbench.bulk.schema import VALIDATION
 from workbench.marks import frame_formatters, frame_html, frame_text, visible
 
@@ -142,7 +143,7 @@ class ValidationSummary:
         return (
             f"ValidationSummary({self.valid:,} of {self.rows:,} valid)\n"
             f"{self.counts.to_string()}\n\nMost frequent invalid codes:\n"
-            f"{plain_text(self.top_invalid, index=False)}"
+            f"{plain_text(self.top_invalid[ordered(list(self.top_invalid.columns))], index=False)}"
         )
 
     def plot(self, top: int = 10) -> Any:
@@ -437,6 +438,13 @@ class ValidationFrame(pd.DataFrame):
         odd whitespace made visible as in the HTML; the data keeps them exactly."""
         return plain_text(self, *args, **kwargs)
 
+    def __repr__(self) -> str:
+        """The rows with the checked code first, then the issue; messages last, elided."""
+        shown = pd.DataFrame(self, copy=False)
+        if "code" not in shown.columns:
+            shown = shown.assign(code=self._checked_codes().to_numpy(dtype=object))
+        return leading_repr(shown, MARKED)
+
     def _repr_html_(self) -> str | None:
         table = _frame_html(pd.DataFrame(self).head(20))
         if not self._is_complete():
@@ -476,6 +484,10 @@ class CodeTable(pd.DataFrame):
         displays and suggestions' odd whitespace made visible as in the HTML (``␣male``);
         the data keeps them exactly."""
         return plain_text(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        """The code, count, issue and suggestion first; messages last and elided."""
+        return leading_repr(self, MARKED)
 
     def _repr_html_(self) -> str | None:
         shown = pd.DataFrame(self).head(50).copy()

@@ -1,15 +1,16 @@
 """The Spark backend: the same semantics on a ``pyspark.sql.DataFrame``, lazily, in the JVM.
 
-No Python runs per row, and no terminology server is involved. The distinct values a
-row's answer depends on (its code, or Coding struct; its system column; its display
-column) are gathered on the driver, as Arrow, by one Spark job (``distinct``): the only
-eager step. Each distinct value is answered there by the pandas backend, with the very
-answer tables and rules of a pandas column (``encoding.is_missing`` included), so every row
-gets what pandas gives for it. The answers become a small DataFrame that is joined to the
+No Python runs per row, and no terminology server is involved. A row's answer depends on
+a few values (its code, or Coding struct; its system column; its display column). For a
+validation the call starts no job: the plan gathers the distinct values (``distinct``) and
+answers each batch of them in a Python worker (``mapInArrow``, with a picklable checker of
+the value set: workbench must be importable on the executors), by the pandas backend, with
+the very answer tables and rules of a pandas column (``encoding.is_missing`` included), so
+every row gets what pandas gives for it. A translation gathers its distinct values on the
+driver, as Arrow, by one Spark job, and answers them there. The answers are joined to the
 rows by a broadcast hash join on those values (null-safe: a null key finds the missing
-answer): the answers are shipped to the executors once, and the join runs in generated JVM
-code (measured against ``mapInArrow``, which moves every row through Python, in
-``benchmarks/bench_spark.py``).
+answer): they are shipped to the executors once, and the join runs in generated JVM code
+(measured against ``mapInArrow`` over every row in ``benchmarks/bench_spark.py``).
 
 A column of the wrong type (an array, a map, binary, a struct that is neither a Coding nor
 a CodeableConcept, a date) is refused with its name before any job runs; so is a value set
@@ -76,8 +77,8 @@ class Keys:
 def validate(job: ValidateColumn, data: DataFrame) -> DataFrame:
     """``validate_column`` of a Spark DataFrame: a lazy DataFrame of ``VALIDATION``
     (``result`` boolean, null for a missing code; the texts strings), one row per input
-    row in its order. Eager: the value set is compiled, and the distinct (system, code,
-    display) values are collected and answered on the driver (one Spark job)."""
+    row in its order. Eager: only the value set is compiled (no Spark job runs); the
+    distinct (system, code, display) values are answered when the caller's action runs."""
     return with_validation(job, data).select(f"{ANSWER}.*")
 
 
@@ -89,20 +90,26 @@ def translate(job: TranslateColumn, data: DataFrame) -> DataFrame:
 
 
 def with_validation(job: ValidateColumn, data: DataFrame, into: str = ANSWER) -> DataFrame:
-    """``data`` with one more column, ``into``: a struct of the ``VALIDATION`` columns."""
-    checker = job.checker()  # an unknown value set fails here, before any job
+    """``data`` with one more column, ``into``: a struct of the ``VALIDATION`` columns.
+    No job runs: the distinct keys are answered inside the plan (``mapInArrow`` over them,
+    Python once per distinct key), when the caller's action runs."""
+    job.checker()  # an unknown value set fails here, before any job
     keys = validation_keys(data, job.code, job.system, job.display)
+    return _joined_lazily(data, keys, VALIDATION, _Validator(job.shippable_checker(), keys), into)
 
-    def answer(local: pd.DataFrame) -> pd.DataFrame:
+
+@dataclass(frozen=True)
+class _Validator:
+    """Answers a batch of distinct keys, on an executor (picklable: a shippable checker)."""
+
+    checker: Any
+    keys: Keys
+
+    def __call__(self, local: pd.DataFrame) -> pd.DataFrame:
+        keys = self.keys
         return validate_pandas(
-            checker,
-            local,
-            code=keys.code,
-            system=keys.system,
-            display=keys.display,
+            self.checker, local, code=keys.code, system=keys.system, display=keys.display
         )
-
-    return _joined(data, keys, VALIDATION, answer, into)
 
 
 def with_translation(job: TranslateColumn, data: DataFrame, into: str = ANSWER) -> DataFrame:
@@ -302,6 +309,52 @@ def _joined(
     on = _all_equal([c.eqNullSafe(F.col(n)) for c, n in zip(columns, names, strict=True)])
     joined = data.join(F.broadcast(answers), on=on, how="left")
     return joined.select(*[_col(c) for c in data.columns], F.col(into))
+
+
+def _joined_lazily(
+    data: DataFrame,
+    keys: Keys,
+    schema: Schema,
+    answer: Callable[[pd.DataFrame], pd.DataFrame],
+    into: str,
+) -> DataFrame:
+    """As ``_joined``, with the distinct keys gathered and answered inside the plan: a
+    ``mapInArrow`` over ``distinct`` of the keys (one Python step per batch of distinct
+    keys, never per row), broadcast and joined null-safe; no job runs now."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    if into in data.columns:
+        raise InvalidRequestError(f"The data has a column {into!r} already")
+    columns = [_col(name) for name in keys.columns]
+    names = [f"{KEY}{k}" for k in range(len(columns))]
+    types = {f.name: f.dataType for f in data.schema.fields}
+    fields = [StructField(n, types[k], True) for n, k in zip(names, keys.columns, strict=True)]
+    struct = StructType([*fields, StructField(into, spark_schema(schema), True)])
+    distinct = data.select(*[c.alias(n) for c, n in zip(columns, names, strict=True)]).distinct()
+    answers = distinct.mapInArrow(_Answering(keys, schema, answer, into), struct)
+    on = _all_equal([c.eqNullSafe(F.col(n)) for c, n in zip(columns, names, strict=True)])
+    joined = data.join(F.broadcast(answers), on=on, how="left")
+    return joined.select(*[_col(c) for c in data.columns], F.col(into))
+
+
+@dataclass(frozen=True)
+class _Answering:
+    """The function of ``mapInArrow``: each batch of distinct keys with its answers."""
+
+    keys: Keys
+    schema: Schema
+    answer: Callable[[pd.DataFrame], pd.DataFrame]
+    into: str
+
+    def __call__(self, batches: Any) -> Any:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            table = pa.Table.from_batches([batch])
+            frame = self.answer(_local(table, self.keys))
+            arrays = [*batch.columns, _answer_arrow(frame, self.schema)]
+            yield pa.RecordBatch.from_arrays(arrays, names=[*batch.schema.names, self.into])
 
 
 def _all_equal(conditions: Sequence[Column]) -> Column:
