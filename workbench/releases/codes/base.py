@@ -18,8 +18,9 @@ from workbench.terminology.provider import CodeSystemProvider
 _KEPT = 50_000
 
 
-class _Concepts(Mapping[str, Concept]):
-    """Concepts by code, asked of the provider (``get``)."""
+class MadeConcepts(Mapping[str, Concept]):
+    """Concepts by code, asked of the provider (``get``), for a provider that makes its
+    concepts on demand (the built-in systems here, UCUM)."""
 
     def __init__(self, provider: CodeSystemProvider) -> None:
         self._provider = provider
@@ -73,7 +74,7 @@ class GrammarProvider(CodeSystemProvider):
 
     def __init__(self) -> None:
         self.property_types: dict[str, str] = {}
-        self.concepts = _Concepts(self)
+        self.concepts = MadeConcepts(self)
         self._made: dict[str, Concept | None] = {}
         self._why: dict[str, str | None] = {}
 

@@ -10,7 +10,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from workbench.releases.codes.base import _Concepts, resource
+from workbench.releases.codes.base import MadeConcepts, resource
 from workbench.terminology.concepts import Concept
 from workbench.terminology.provider import CodeSystemProvider, Described
 
@@ -37,7 +37,7 @@ class TableProvider(CodeSystemProvider):
     def __init__(self) -> None:
         self.version: str | None = library_version("pycountry")
         self.property_types: dict[str, str] = {}
-        self.concepts = _Concepts(self)
+        self.concepts = MadeConcepts(self)
         self.resource = resource(
             self.url, self.name, self.title, self.version, publisher="ISO", caseSensitive=False
         )

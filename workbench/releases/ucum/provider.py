@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import TooCostlyError, UnknownCodeError, UnsupportedFilterError
+from workbench.releases.codes.base import MadeConcepts
 from workbench.releases.ucum import units
 from workbench.releases.ucum.units import SYSTEM, UcumSyntaxError, Unit
 from workbench.terminology.codesystem import Concept
@@ -68,24 +69,8 @@ def _version() -> str:
     return found.group(1) if found else ""
 
 
-class _Concepts(Mapping[str, Concept]):
+class _Concepts(MadeConcepts):
     """Concepts by code, made by parsing (not enumerable)."""
-
-    def __init__(self, provider: UcumProvider) -> None:
-        self._provider = provider
-
-    def __getitem__(self, code: str) -> Concept:
-        found = self._provider.get(code)
-        if found is None:
-            raise KeyError(code)
-        return found
-
-    def get(self, code: str, default: Any = None) -> Any:
-        found = self._provider.get(code) if isinstance(code, str) else None
-        return default if found is None else found
-
-    def __contains__(self, code: object) -> bool:
-        return isinstance(code, str) and self._provider.get(code) is not None
 
     def __iter__(self) -> Iterator[str]:
         raise TooCostlyError(_NOT_LISTABLE)
