@@ -158,12 +158,12 @@ def translate(file: Path, column: str, map_url: str, **kwargs: Any) -> None:
 
 
 @cli.command(epilog="example: workbench install hl7.fhir.r4.core#4.0.1")
-@click.argument("package")
+@click.argument("reference", metavar="PACKAGE")
 @content_options
 @_fails_cleanly
-def install(package: str, **kwargs: Any) -> None:
+def install(reference: str, **kwargs: Any) -> None:
     """Install a FHIR package (NAME#VERSION) into the package cache and load it."""
-    click.echo(str(_workbench(kwargs).install_package(package)))
+    click.echo(str(_workbench(kwargs).install_package(reference)))
 
 
 @cli.command("import", epilog="example: workbench import SnomedCT_InternationalRF2.zip")
