@@ -55,6 +55,8 @@ def test_page_blocks_run_in_order(
     assert all(re.search(r"cluster|cloud", reason) for _, reason in skipped), skipped
     monkeypatch.chdir(workspace / "work")
     monkeypatch.setenv("WORKBENCH_RELEASE_CACHE", str(workspace / "release-cache"))
+    # the commands a page runs as subprocesses import this checkout's package
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
     assert doc_blocks.run_blocks(page, monkeypatch) == len(found) - len(skipped)
 
 

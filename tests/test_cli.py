@@ -1,0 +1,237 @@
+"""The workbench command, run as a real subprocess on small files written here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+GENDER = "http://hl7.org/fhir/ValueSet/administrative-gender"
+GENDER_CS = "http://hl7.org/fhir/administrative-gender"
+ROWS = {"id": [1, 2, 3], "gender": ["male", "female", "unknown"]}
+NUMBERS = {"id": [1, 2], "code": [12, 7]}  # numbers read as codes: "12", never "12.0"
+
+
+def run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The command, as a user runs it (stdout piped: no progress bar)."""
+    return subprocess.run(
+        [sys.executable, "-m", "workbench.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+def write(path: Path, data: dict[str, list[object]]) -> Path:
+    """Write ``data`` in the format of ``path``'s extension."""
+    frame = pd.DataFrame(data)
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif path.suffix == ".tsv":
+        frame.to_csv(path, index=False, sep="\t")
+    elif path.suffix == ".parquet":
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+    elif path.suffix == ".ndjson":
+        path.write_text("".join(json.dumps(r) + "\n" for r in frame.to_dict("records")))
+    elif path.suffix == ".xlsx":
+        frame.to_excel(path, index=False)
+    return path
+
+
+FORMATS = [".csv", ".tsv", ".parquet", ".ndjson", ".xlsx"]
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+@pytest.mark.parametrize(
+    ("data", "extra", "code", "lines"),
+    [
+        (ROWS, [], 0, ["rows: 3", "valid: 3 (100.00%)"]),
+        ({"gender": ["male", "bogus"]}, [], 1, ["valid: 1 (50.00%)", "'bogus' unknown-code"]),
+        ({"gender": ["male", "bogus"]}, ["--fail-under", "50"], 0, ["valid: 1 (50.00%)"]),
+        (NUMBERS, ["--column", "code"], 1, ["'12' unknown-code", "'7' unknown-code"]),
+    ],
+)
+def test_validate_formats_and_outcomes(
+    tmp_path: Path, suffix: str, data: dict, extra: list[str], code: int, lines: list[str]
+) -> None:
+    path = write(tmp_path / f"data{suffix}", data)
+    column = [] if "--column" in extra else ["--column", "gender"]
+    done = run("validate", path, *column, "--valueset", GENDER, *extra)
+    assert done.returncode == code, done.stderr
+    for line in lines:
+        assert line in done.stdout
+    assert "12.0" not in done.stdout
+    assert done.stderr == ""  # piped: no progress bar
+
+
+def test_a_folder_of_parquet_files_and_a_json_report(tmp_path: Path) -> None:
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    write(folder / "a.parquet", {"gender": ["male", "other"]})
+    write(folder / "b.parquet", {"gender": ["nonsense", "female"]})
+    report = tmp_path / "out.json"
+    done = run(
+        "validate",
+        folder,
+        "--column",
+        "gender",
+        "--system",
+        GENDER_CS,
+        "--report",
+        report,
+        "--fail-under",
+        "75",
+    )
+    assert done.returncode == 0, done.stderr  # "other" is a gender: 3 of 4 reach 75%
+    summary = json.loads(report.read_text())
+    assert (summary["rows"], summary["valid"], summary["valid_percent"]) == (4, 3, 75.0)
+    assert summary["top_invalid"][0]["code"] == "nonsense"
+
+
+def _truncated(tmp: Path) -> Path:
+    good = write(tmp / "good.parquet", ROWS)
+    bad = tmp / "bad.parquet"
+    bad.write_bytes(good.read_bytes()[:-20])
+    return bad
+
+
+def _mixed_encodings(tmp: Path) -> Path:
+    path = tmp / "mixed.csv"
+    path.write_bytes("gender\nm\xe2le\n".encode() + "f\xe9male\n".encode("latin-1"))
+    return path
+
+
+def _text(name: str, content: str) -> Callable[[Path], Path]:
+    def make(tmp: Path) -> Path:
+        (tmp / name).write_text(content)
+        return tmp / name
+
+    return make
+
+
+BAD_INPUTS = [
+    ("missing file", lambda tmp: tmp / "none.csv", [], "no such file"),
+    ("empty file", _text("empty.csv", ""), [], "the file is empty"),
+    ("not parquet", _text("fake.parquet", "gender\nmale\n"), [], "not a readable Parquet file"),
+    ("truncated", _truncated, [], "not a readable Parquet file"),
+    (
+        "bad ndjson",
+        _text("bad.ndjson", '{"gender": "male"}\n{"gender": \n'),
+        [],
+        "not a readable NDJSON file",
+    ),
+    ("mixed encodings", _mixed_encodings, [], "not a readable CSV file"),
+    (
+        "unknown column",
+        lambda tmp: write(tmp / "d.csv", ROWS),
+        ["--column", "sex"],
+        "no column 'sex'; the columns are 'id', 'gender'",
+    ),
+    (
+        "unknown value set",
+        lambda tmp: write(tmp / "d.csv", ROWS),
+        ["--valueset", "http://example.org/none"],
+        "ValueSet http://example.org/none not found",
+    ),
+    ("unknown format", _text("d.xml", "<a/>"), [], "unknown format"),
+    (
+        "no value set",
+        lambda tmp: write(tmp / "d.csv", ROWS),
+        ["--valueset", None],
+        "give one of --valueset URL or --system URL",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "change", "message"), [c[1:] for c in BAD_INPUTS], ids=[c[0] for c in BAD_INPUTS]
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, make: Callable[[Path], Path], change: list, message: str
+) -> None:
+    options = {"--column": "gender", "--valueset": GENDER}
+    options.update(dict(zip(change[::2], change[1::2], strict=True)))
+    args = [a for k, v in options.items() if v is not None for a in (k, v)]
+    done = run("validate", make(tmp_path), *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 or "Usage:" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["expand", GENDER], "http://hl7.org/fhir/administrative-gender,4.0.1,male,Male"),
+        (["expand", GENDER, "--format", "ndjson"], '"code":"female"'),
+        (["expand", GENDER, "--format", "json"], '"resourceType": "ValueSet"'),
+        (["lookup", GENDER_CS, "other"], "other\tOther"),
+    ],
+)
+def test_expand_and_lookup(args: list[str], expected: str) -> None:
+    done = run(*args)
+    assert done.returncode == 0, done.stderr
+    assert expected in done.stdout
+
+
+def test_translate_a_column_and_load_a_map(tmp_path: Path) -> None:
+    conceptmap = tmp_path / "map.json"
+    conceptmap.write_text(
+        json.dumps(
+            {
+                "resourceType": "ConceptMap",
+                "url": "http://ex/cm",
+                "status": "active",
+                "group": [
+                    {
+                        "source": "http://ex/a",
+                        "target": "http://ex/b",
+                        "element": [
+                            {"code": "1", "target": [{"code": "x", "equivalence": "equivalent"}]}
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    data = write(tmp_path / "codes.csv", {"code": [1, 2]})
+    done = run("translate", data, "--column", "code", "--map", "http://ex/cm", "--load", conceptmap)
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()
+    assert rows[1].startswith("1,") and ",x," in rows[1]
+    assert rows[2].startswith("2,")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["lookup", GENDER_CS, "male", "--load", "/nonexistent/x.json"], 2, "/nonexistent"),
+        (["expand", "http://example.org/none"], 2, "could not be found"),
+        (["install", "not-a-reference"], 2, "error:"),
+        (["import", "/nonexistent/release.zip"], 2, "error:"),
+    ],
+)
+def test_other_commands_fail_cleanly(args: list[str], code: int, message: str) -> None:
+    done = run(*args)
+    assert done.returncode == code
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command", ["validate", "expand", "lookup", "translate", "install", "import", "serve"]
+)
+def test_every_help_shows_an_example_and_the_content_options(command: str) -> None:
+    done = run(command, "--help")
+    assert done.returncode == 0, done.stderr
+    assert "example: " in done.stdout
+    for option in ("--load", "--package", "--release"):
+        assert option in done.stdout

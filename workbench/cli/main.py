@@ -1,0 +1,203 @@
+"""The ``workbench`` command (Click, with Rich for the progress bar): each command builds a
+Workbench from the content options and calls its public methods; exit codes 0 (done, or the
+check passed), 1 (the check failed), 2 (a usage or input error, one line on stderr)."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from workbench.cli import reading, validate
+from workbench.cli.content import build_workbench, content_options
+from workbench.errors import WorkbenchError
+
+CONTENT = ("load", "package", "release", "release_cache", "no_default_content")
+
+
+def _fails_cleanly(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn the workbench's and the reader's errors into one line and exit code 2."""
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        try:
+            return command(**kwargs)
+        except (WorkbenchError, reading.InputError, OSError) as exc:
+            text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+            click.echo(f"error: {text.splitlines()[0] if text else type(exc).__name__}", err=True)
+            sys.exit(2)
+
+    return wrapper
+
+
+def _workbench(kwargs: dict[str, Any]) -> Any:
+    return build_workbench(*(kwargs.pop(name) for name in CONTENT))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Validate, expand, look up and translate FHIR terminology from the command line."""
+
+
+@cli.command(
+    "validate",
+    epilog="example: workbench validate patients.parquet --column gender "
+    "--valueset http://hl7.org/fhir/ValueSet/administrative-gender --fail-under 99",
+)
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--column", required=True, help="the column of codes")
+@click.option("--valueset", help="the value set's canonical URL")
+@click.option("--system", help="a code system URL: validate against all of it")
+@click.option("--system-column", help="a column holding each row's system")
+@click.option("--display-column", help="a column of displays to check")
+@click.option("--report", type=click.Path(path_type=Path), help="write the summary (.json)")
+@click.option(
+    "--fail-under",
+    type=click.FloatRange(0, 100),
+    default=100.0,
+    show_default=True,
+    help="exit 1 when the valid share (percent) is below this",
+)
+@content_options
+@_fails_cleanly
+def validate_command(**kwargs: Any) -> None:
+    """Validate a column of a CSV, TSV, Parquet, NDJSON or Excel file (or a folder of
+    Parquet files), read in streamed batches; print the summary."""
+    url, system = kwargs.pop("valueset"), kwargs.pop("system")
+    if (url is None) == (system is None):
+        raise click.UsageError("give one of --valueset URL or --system URL")
+    report = kwargs.pop("report")
+    if report is not None and report.suffix.lower() != ".json":
+        raise click.UsageError(f"--report {report}: only a .json report is written so far")
+    table = reading.open_table(kwargs.pop("file"))
+    table.require(kwargs["column"], kwargs["system_column"], kwargs["display_column"])
+    wb = _workbench(kwargs)
+    valueset = url or {"resourceType": "ValueSet", "compose": {"include": [{"system": system}]}}
+    if url is not None:
+        wb.resource("ValueSet", url)  # an unknown value set: an error before any batch
+    job = validate.Job(
+        table, kwargs["column"], valueset, system, kwargs["system_column"], kwargs["display_column"]
+    )
+    tally = validate.run(wb, job)
+    click.echo("\n".join(tally.lines()))
+    if report is not None:
+        validate.write_report(
+            report,
+            tally.to_json(file=str(table.path), column=job.column, valueset=url, system=system),
+        )
+    sys.exit(0 if tally.percent >= kwargs["fail_under"] else 1)
+
+
+@cli.command(
+    epilog="example: workbench expand "
+    "http://hl7.org/fhir/ValueSet/administrative-gender --format csv"
+)
+@click.argument("url")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "json", "ndjson"]),
+    default="csv",
+    show_default=True,
+)
+@content_options
+@_fails_cleanly
+def expand(url: str, fmt: str, **kwargs: Any) -> None:
+    """Expand a value set: its codes on stdout."""
+    expansion = _workbench(kwargs).expand(url)
+    if fmt == "json":
+        click.echo(orjson.dumps(expansion.to_valueset(), option=orjson.OPT_INDENT_2).decode())
+        return
+    frame = expansion.frame
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False, quoting=csv.QUOTE_MINIMAL)
+        return
+    for record in frame.to_dict(orient="records"):
+        click.echo(orjson.dumps(record).decode())
+
+
+@cli.command(epilog="example: workbench lookup http://hl7.org/fhir/administrative-gender male")
+@click.argument("system")
+@click.argument("code")
+@content_options
+@_fails_cleanly
+def lookup(system: str, code: str, **kwargs: Any) -> None:
+    """Look a code up in a code system: its display and properties."""
+    found = _workbench(kwargs).lookup(system, code)
+    click.echo(f"{found.code}\t{found.display or ''}\t{found.name}")
+    for name, value in found.properties:
+        click.echo(f"  {name}: {value}")
+
+
+@cli.command(
+    epilog="example: workbench translate codes.csv --column code "
+    "--map http://example.org/ConceptMap/local-to-loinc > translated.csv"
+)
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--column", required=True, help="the column of codes")
+@click.option("--map", "map_url", required=True, help="the ConceptMap's canonical URL")
+@content_options
+@_fails_cleanly
+def translate(file: Path, column: str, map_url: str, **kwargs: Any) -> None:
+    """Translate a column through a ConceptMap: CSV of code and targets on stdout."""
+    table = reading.open_table(file)
+    table.require(column)
+    wb = _workbench(kwargs)
+    header = True
+    for frame in reading.batches(table, [column]):
+        result = wb.translate_column(frame[column], map_url)
+        result.insert(0, column, frame[column])
+        result.to_csv(sys.stdout, index=False, header=header)
+        header = False
+
+
+@cli.command(epilog="example: workbench install hl7.fhir.r4.core#4.0.1")
+@click.argument("reference", metavar="PACKAGE")
+@content_options
+@_fails_cleanly
+def install(reference: str, **kwargs: Any) -> None:
+    """Install a FHIR package (NAME#VERSION) into the package cache and load it."""
+    click.echo(str(_workbench(kwargs).install_package(reference)))
+
+
+@cli.command("import", epilog="example: workbench import SnomedCT_InternationalRF2.zip")
+@click.argument("release_path", metavar="RELEASE")
+@content_options
+@_fails_cleanly
+def import_release(release_path: str, **kwargs: Any) -> None:
+    """Import a terminology release (folder or zip, PATH[|VERSION]) into the release cache."""
+    path, _, version = release_path.partition("|")
+    cache = kwargs["release_cache"]
+    summary = _workbench(kwargs).load_release(path, version=version or None, cache_dir=cache)
+    click.echo(str(summary))
+
+
+@cli.command(
+    context_settings={
+        "ignore_unknown_options": True,
+        "allow_extra_args": True,
+        "help_option_names": [],
+    },
+    add_help_option=False,
+)
+@click.pass_context
+def serve(ctx: click.Context) -> None:
+    """Serve as a FHIR R4 terminology server (the options of server.py; --help lists them)."""
+    from workbench.cli.serve import main as serve_main
+
+    sys.exit(serve_main(list(ctx.args), prog="workbench serve"))
+
+
+def main() -> None:
+    """The console script: Click's usage errors exit 2 with one line."""
+    cli(prog_name="workbench")
+
+
+if __name__ == "__main__":
+    main()

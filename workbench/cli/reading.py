@@ -1,0 +1,161 @@
+"""Tables read in streamed batches for the command line: CSV, TSV, Parquet (a file or a
+folder), NDJSON and Excel, the chosen columns always as strings (``12``, never ``12.0``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
+
+BATCH_ROWS = 256_000
+FORMATS = {
+    ".csv": "CSV",
+    ".tsv": "TSV",
+    ".parquet": "Parquet",
+    ".ndjson": "NDJSON",
+    ".jsonl": "NDJSON",
+    ".xlsx": "Excel",
+}
+
+
+class InputError(Exception):
+    """A file that cannot be read as asked: one line for the user, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A file to read: its path, its format name and its column names."""
+
+    path: Path
+    kind: str
+    columns: list[str]
+
+    def require(self, *names: str | None) -> None:
+        """Raise InputError naming the first of ``names`` that is not a column."""
+        for name in names:
+            if name is not None and name not in self.columns:
+                raise InputError(
+                    f"{self.path}: no column {name!r}; the columns are "
+                    + ", ".join(repr(c) for c in self.columns)
+                )
+
+
+def open_table(path: str | Path) -> Table:
+    """Look at ``path``: its format (from its extension, or a folder of Parquet files) and
+    its columns. Raises InputError for a missing, empty or unreadable file."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    kind = "Parquet" if path.is_dir() else FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise InputError(
+            f"{path}: unknown format; use one of " + ", ".join(sorted(FORMATS)) + " or a folder"
+        )
+    if path.is_file() and path.stat().st_size == 0:
+        raise InputError(f"{path}: the file is empty")
+    try:
+        columns = _columns(path, kind)
+    except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a readable {kind} file ({_first_line(exc)})") from None
+    if not columns:
+        raise InputError(f"{path}: the file has no columns")
+    return Table(path, kind, columns)
+
+
+def batches(table: Table, columns: list[str]) -> Iterator[pd.DataFrame]:
+    """The ``columns`` of ``table`` in frames of at most BATCH_ROWS rows, as strings (None
+    for a missing value). Raises InputError for a truncated or badly encoded file."""
+    try:
+        if table.kind == "NDJSON":
+            yield from _ndjson(table.path, columns)
+        elif table.kind == "Excel":
+            frame = pd.read_excel(table.path, usecols=columns, dtype=str)
+            yield frame.astype(object).where(frame.notna(), None)
+        else:
+            scanner = _dataset(table.path, table.kind, columns).scanner(
+                columns=columns, batch_size=BATCH_ROWS
+            )
+            for batch in scanner.to_batches():
+                yield _strings(batch, columns)
+    except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"{table.path}: not a readable {table.kind} file ({_first_line(exc)})"
+        ) from None
+
+
+def count_rows(table: Table) -> int | None:
+    """The number of rows when it is known without reading the data (Parquet)."""
+    if table.kind != "Parquet":
+        return None
+    return int(ds.dataset(table.path, format="parquet").count_rows())
+
+
+def _columns(path: Path, kind: str) -> list[str]:
+    if kind == "NDJSON":
+        with path.open("rb") as file:
+            return list(orjson.loads(file.readline()))
+    if kind == "Excel":
+        return [str(c) for c in pd.read_excel(path, nrows=0).columns]
+    return list(_dataset(path, kind, []).schema.names)
+
+
+def _dataset(path: Path, kind: str, columns: list[str]) -> ds.Dataset:
+    if kind == "Parquet":
+        return ds.dataset(path, format="parquet")
+    file_format = ds.CsvFileFormat(
+        parse_options=pacsv.ParseOptions(delimiter="\t" if kind == "TSV" else ","),
+        convert_options=pacsv.ConvertOptions(
+            column_types={name: pa.string() for name in columns}, strings_can_be_null=True
+        ),
+    )
+    return ds.dataset(path, format=file_format)
+
+
+def _strings(batch: pa.RecordBatch, columns: list[str]) -> pd.DataFrame:
+    """A batch as a frame of Python strings (numbers written as their text)."""
+    data = {}
+    for name in columns:
+        column = batch.column(name)
+        if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+            column = column.cast(pa.string())
+        data[name] = pd.Series(column.to_pylist(), dtype=object)
+    return pd.DataFrame(data)
+
+
+def _ndjson(path: Path, columns: list[str]) -> Iterator[pd.DataFrame]:
+    rows: list[list[str | None]] = []
+    with path.open("rb") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(f"line {number}: {exc}") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"line {number}: not a JSON object")
+            rows.append([_text(record.get(name)) for name in columns])
+            if len(rows) >= BATCH_ROWS:
+                yield pd.DataFrame(rows, columns=columns, dtype=object)
+                rows = []
+    if rows:
+        yield pd.DataFrame(rows, columns=columns, dtype=object)
+
+
+def _text(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
