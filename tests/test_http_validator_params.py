@@ -21,6 +21,7 @@ from http_support import (
 )
 
 from workbench import Workbench
+from workbench.operations import OPERATIONS, Operation
 
 VC = "/ValueSet/$validate-code"
 CS_VC = "/CodeSystem/$validate-code"
@@ -340,3 +341,47 @@ def test_codesystem_validation_against_an_unknown_system(
     out = ok(http.get(CS_VC, params={**query, "diagnostics": "true"}))
     assert values(out, "result") == [False]
     assert values(out, "x-caused-by-unknown-system") == caused_by
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: op.definition.id)
+def test_every_operation_can_name_what_it_ignored(op: Operation) -> None:
+    """An ignored parameter is named in ``issues`` (a Parameters answer) or on the returned
+    ValueSet: every definition declares one of the two outputs."""
+    assert {"issues", "return"} & set(op.definition.outputs)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "body"),
+    [
+        ("GET", "/$versions", {"foo": "1"}, None),
+        (
+            "GET",
+            "/ValueSet/$compare",
+            {"thisUrl": GENDER_VS, "otherUrl": GENDER_VS, "foo": "1"},
+            None,
+        ),
+        (
+            "POST",
+            "/ValueSet/$batch-validate-code",
+            {},
+            params(
+                ("url", {"valueUri": GENDER_VS}),
+                ("foo", {"valueString": "1"}),
+                ("validation", {"resource": params(("coding", {"valueCoding": FEMALE}))}),
+            ),
+        ),
+        (
+            "GET",
+            "/CodeSystem/$subsumes",
+            {"system": GENDER_CS, "codeA": "male", "codeB": "male", "foo": "1"},
+            None,
+        ),
+    ],
+    ids=["versions", "compare", "batch", "subsumes"],
+)
+def test_the_other_operations_name_an_ignored_parameter(
+    http: httpx.Client, method: str, path: str, query: dict[str, str], body: Any
+) -> None:
+    response = http.request(method, path, params=query, json=body)
+    texts = issue_texts(ok(response))
+    assert any("'foo'" in t and "ignored" in t for t in texts), texts
