@@ -13,6 +13,7 @@ from workbench.operations.base import Inputs
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
+    from workbench.terminology.engine import Terminology
     from workbench.terminology.requests import CodeSystemValidateRequest, ValidateRequest
     from workbench.terminology.validation import ValidationResult
 
@@ -54,11 +55,10 @@ def _canonical(resource: Mapping[str, Any]) -> str:
     return f"{url}|{version}" if version else url
 
 
-def _resolved_valueset(svc: TerminologyService, req: ValidateRequest) -> str:
+def _resolved_valueset(engine: Terminology, req: ValidateRequest) -> str:
     target = req.valueset
     if not isinstance(target, str):
         return f"the inline ValueSet {_canonical(target)}"
-    engine = svc.engine(req.tx_resources)
     try:
         resource = engine.valueset_resource(target, req.valueset_version)
     except WorkbenchError as exc:
@@ -68,9 +68,8 @@ def _resolved_valueset(svc: TerminologyService, req: ValidateRequest) -> str:
     return f"{_canonical(resource)} ({where})"
 
 
-def _systems(svc: TerminologyService, req: ValidateRequest) -> list[str]:
+def _systems(engine: Terminology, req: ValidateRequest) -> list[str]:
     """The code systems the value set draws on, each with the version it resolves to."""
-    engine = svc.engine(req.tx_resources)
     try:
         compiled = engine.compiled(req.valueset, req.valueset_version, req.policy)
     except WorkbenchError:
@@ -95,8 +94,9 @@ def validation_diagnostics(
     """What ``diagnostics=true`` reports of a ``$validate-code``: the value set resolved
     and its code systems' versions, the inline resources, the cache, the versions the
     request pinned, the answer and the time it took."""
-    lines = [f"Value set: {_resolved_valueset(svc, req)}"]
-    systems = _systems(svc, req)
+    engine = svc.engine(req.tx_resources)  # (a view over the tx-resources, made once)
+    lines = [f"Value set: {_resolved_valueset(engine, req)}"]
+    systems = _systems(engine, req)
     if systems:
         lines.append(f"Code systems of the value set: {', '.join(systems)}")
     lines.append(_resources_line(req.tx_resources))
