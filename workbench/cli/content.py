@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from workbench.cli.serve import ROOT
 from workbench.workbench import Workbench
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: its valuesets/ folder
 
 
 def content_options(command: Callable[..., Any]) -> Callable[..., Any]:

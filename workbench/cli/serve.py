@@ -15,6 +15,7 @@ from pathlib import Path
 import uvicorn
 
 from workbench import Workbench, WorkbenchError, unpacking
+from workbench.cli.content import ROOT
 from workbench.releases import grammar, kinds
 from workbench.server import create_app
 from workbench.server.auth import new_token
@@ -22,7 +23,6 @@ from workbench.server.offload import Limits
 from workbench.server.protocol import http_protocol
 from workbench.server.workers import WorkersFailed, serve_workers, worker_count
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: its valuesets/ folder
 # How long a stop (SIGTERM, SIGINT) waits for requests in flight before cancelling them.
 GRACEFUL_SECONDS = 30
 
