@@ -26,7 +26,7 @@ from http_support import (
     assert_outcome,
     client,
     exactly,
-    folder_state,
+    stored_versions,
     serve_app,
 )
 
@@ -768,7 +768,7 @@ def test_rejected_write_leaves_data_folder_unchanged(
     code: str,
 ) -> None:
     wb, url, data = persisted
-    files = folder_state(data)
+    files = stored_versions(data)
     assert "ValueSet-http-test/1.json" in files
     with client(url) as http:
         before = http.get("/ValueSet/http-test").json()
@@ -781,7 +781,7 @@ def test_rejected_write_leaves_data_folder_unchanged(
         assert_outcome(response, status, code, ".")
     with client(url) as http:
         assert http.get("/ValueSet/http-test").json() == before
-    assert folder_state(data) == files
+    assert stored_versions(data) == files
     assert wb.registry.read("ValueSet", "http-test") == before
     assert wb.registry.read("ValueSet", "workbench-demo-all")["version"] == "1.0.0"
 

@@ -36,7 +36,6 @@ from workbench.server.capability import (
 from workbench.server.dispatch import FastLane, OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
-from workbench.server.journal import JournalSync
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
 from workbench.server.openapi import openapi_document, with_server
@@ -45,6 +44,7 @@ from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
+from workbench.server.sync import WriteSync
 from workbench.terminology.client_caches import ClientCaches
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def create_app(
     # then the token, then the format negotiation, then (with a data folder, which other
     # processes may write) the writes of other processes, then the operation calls on exact
     # paths.
-    synced = [] if store.journal is None else [Middleware(JournalSync, journal=store.journal)]
+    synced = [Middleware(WriteSync, store=store)] if store.db.shared else []
     middleware = [
         Middleware(Guard),
         Middleware(BearerAuth, token=token, open_paths=free, open_prefix=free_prefix),
