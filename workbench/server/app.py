@@ -184,19 +184,22 @@ def create_app(
     token: str,
     base: str = DEFAULT_BASE,
     data_dir: str | Path | None = None,
+    database: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     limits: Limits | None = None,
     telemetry: TelemetryConfig | None = None,
 ) -> FastAPI:
     """Build the server app. It serves ``workbench`` itself, so changes show both ways.
 
-    ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies;
+    ``data_dir`` persists writes (and is loaded now), unless ``database`` (a
+    ``postgresql://`` URL, shared by several servers) holds them; ``max_body`` limits
+    request bodies;
     ``limits`` bounds the work of one operation (steps, seconds; see ``offload.Limits``);
     ``telemetry`` is FastAPI's OpenTelemetry configuration (off by default).
     The app serves ``{base}/openapi.json`` and ``{base}/docs`` without a token.
     """
     base = "/" + base.strip("/") if base.strip("/") else ""
-    store = ResourceStore(workbench, data_dir)
+    store = ResourceStore(workbench, data_dir, database=database)
     offloader = Offloader(limits)
     shared = None if store.data_dir is None else store.data_dir / CACHE_FOLDER
     caches = ClientCaches(offloader.limits.cache_limits(), shared)

@@ -13,6 +13,7 @@ over one database (``--workers N``) see each other's writes before their next re
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -27,6 +28,7 @@ from workbench.errors import (
     InvalidResourceError,
     PreconditionFailedError,
     ResourceNotFoundError,
+    StorageError,
     VersionConflictError,
 )
 from workbench.loading import check_resource
@@ -47,6 +49,7 @@ from workbench.terminology.hierarchy import hierarchy_cycle
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
 
+log = logging.getLogger("workbench.server")
 _ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
 _ETAG = re.compile(r'\s*(?:W/)?"([^"]*)"\s*')
 
@@ -106,13 +109,19 @@ class ResourceStore:
     (in memory, or the data folder's database)."""
 
     def __init__(
-        self, workbench: TerminologyService | ServiceHolder, data_dir: str | Path | None = None
+        self,
+        workbench: TerminologyService | ServiceHolder,
+        data_dir: str | Path | None = None,
+        *,
+        database: str | None = None,
     ) -> None:
+        """``data_dir``: the data folder (its SQLite database), unless ``database`` (a
+        ``postgresql://`` URL) names where the versions are; neither: in memory."""
         self.workbench = service_of(workbench)  # a Workbench is served through its service
         self.registry = self.workbench.registry
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._lock = forksafe.rlock()
-        self.db: VersionStore = open_database(self.data_dir)
+        self.db: VersionStore = open_database(self.data_dir, database)
         self._seen = 0  # the highest sequence number applied to the registry
         with self._lock:
             self._restore()
@@ -137,9 +146,14 @@ class ResourceStore:
         return self.db.shared and self.db.changed()
 
     def catch_up(self) -> None:
-        """Apply what other processes wrote since this one last looked."""
+        """Apply what other processes wrote since this one last looked. When the database
+        cannot be read now, what is in memory is served meanwhile (a write catches up in
+        its transaction anyway)."""
         with self._lock:
-            self._catch_up()
+            try:
+                self._catch_up()
+            except StorageError as exc:
+                log.warning("Other processes' writes could not be read now: %s", exc)
 
     def _catch_up(self) -> None:
         for change in self.db.changes(self._seen):

@@ -1,6 +1,7 @@
 """Where authored resources are kept: one ``VersionStore`` (``base.py``), in memory
-(``memory.py``) or in a SQLite database in the data folder (``sqlite.py``, with the import
-of an older data folder, ``migration.py``)."""
+(``memory.py``), in a SQLite database in the data folder (``sqlite.py``, with the import
+of an older data folder, ``migration.py``), or in a PostgreSQL database that several
+servers share (``postgresql.py``)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,16 @@ __all__ = [
 ]
 
 
-def open_database(data_dir: Path | None) -> VersionStore:
-    """The store of a server: in memory without a data folder, else the folder's SQLite
-    database, with what an older server left in the folder imported first."""
+def open_database(data_dir: Path | None, database: str | None = None) -> VersionStore:
+    """The store of a server: the PostgreSQL database at ``database`` (a
+    ``postgresql://`` URL) when given, else in memory without a data folder, else the
+    folder's SQLite database, with what an older server left in the folder imported first."""
+    if database is not None:
+        if not database.startswith(("postgresql://", "postgres://")):
+            raise StorageError(f"--database takes a postgresql:// URL, not {database!r}")
+        from workbench.server.database.postgresql import PostgresVersions
+
+        return PostgresVersions(database)
     if data_dir is None:
         return MemoryVersions()
     from workbench.server.database.migration import import_folder
