@@ -23,6 +23,13 @@ alternate baseline and current (drift on this shared machine hits both alike):
 
 Printed: per round and storage the figures, then the medians and the ratio of PUT/s
 (current over baseline) against the target 1.0 (PASS/MISS; exit status 1 on a MISS).
+
+``--postgresql`` measures a fleet instead: a PostgreSQL server started for the run
+(``tests/postgres_support.py``: initdb in a temporary folder, as ``make postgresql``
+installs it) and two ``server.py --database`` instances on two ports; the PUT load goes to
+both (the clients alternate), and ``visible`` is the time from the answer of a PUT to
+instance A until instance B serves that version (polled every millisecond on one keep-alive
+connection): the LISTEN/NOTIFY lag, against the target of 100 ms (p99).
 """
 
 from __future__ import annotations
@@ -68,10 +75,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start(tree: Path, data: Path, port: int, token: str) -> subprocess.Popen[bytes]:
-    """``server.py`` of ``tree`` with two workers over ``data``; returns once it answers."""
+def start(
+    tree: Path, data: Path, port: int, token: str, database: str | None = None
+) -> subprocess.Popen[bytes]:
+    """``server.py`` of ``tree`` with two workers over ``data`` (or one over ``database``);
+    returns once it answers."""
     command = [sys.executable, str(tree / "server.py"), "--port", str(port), "--token", token]
-    command += ["--no-default-content", "--workers", "2", "--data", str(data)]
+    command += ["--no-default-content"]
+    if database is None:
+        command += ["--workers", "2", "--data", str(data)]
+    else:
+        command += ["--database", database]
     for name in ("ValueSet-administrative-gender.json", "CodeSystem-administrative-gender.json"):
         command += ["--load", str(R4 / name)]
     proc = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -94,14 +108,18 @@ def body(rid: str, title: str) -> bytes:
     return json.dumps(resource).encode()
 
 
-def put_load(url: str, token: str, clients: int, seconds: float) -> tuple[float, list[float]]:
-    """PUT/s and the latencies (s) of ``clients`` threads writing for ``seconds``."""
+def put_load(
+    urls: list[str], token: str, clients: int, seconds: float
+) -> tuple[float, list[float]]:
+    """PUT/s and the latencies (s) of ``clients`` threads writing for ``seconds`` (thread
+    ``i`` to ``urls[i % len(urls)]``)."""
     latencies: list[list[float]] = [[] for _ in range(clients)]
     errors: list[str] = []
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/fhir+json"}
     end = time.monotonic() + seconds
 
     def work(i: int) -> None:
+        url = urls[i % len(urls)]
         with httpx.Client(base_url=url, headers=headers, timeout=30) as http:
             n = 0
             while time.monotonic() < end:
@@ -165,8 +183,8 @@ def measure(tree: Path, args: argparse.Namespace) -> Figures:
         proc = start(tree, Path(data) / "data", port, token)
         try:
             url = f"http://{HOST}:{port}/fhir/R4"
-            put_load(url, token, args.clients, 1.0)  # warm-up
-            rate, latencies = put_load(url, token, args.clients, args.duration)
+            put_load([url], token, args.clients, 1.0)  # warm-up
+            rate, latencies = put_load([url], token, args.clients, args.duration)
             times, reads = visibility(url, token, args.probes)
         finally:
             proc.terminate()
@@ -179,6 +197,62 @@ def measure(tree: Path, args: argparse.Namespace) -> Figures:
         quantile(times, 0.99) * 1000,
         statistics.mean(reads),
     )
+
+
+def fleet_lag(a: str, b: str, token: str, probes: int) -> list[float]:
+    """Seconds from the answer of a PUT to ``a`` until ``b`` serves that version."""
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/fhir+json"}
+    lags = []
+    with (
+        httpx.Client(base_url=a, headers=headers, timeout=30) as writer,
+        httpx.Client(base_url=b, headers=headers, timeout=30) as reader,
+    ):
+        for n in range(1, probes + 1):
+            version = writer.put("/ValueSet/seen", content=body("seen", f"v{n}")).json()
+            answered = time.perf_counter()
+            while time.perf_counter() - answered < 5:
+                got = reader.get("/ValueSet/seen")
+                if got.status_code == 200 and got.json()["meta"] == version["meta"]:
+                    lags.append(time.perf_counter() - answered)
+                    break
+                time.sleep(0.001)
+            else:
+                raise SystemExit(f"instance B never served version {n}")
+    return lags
+
+
+def measure_fleet(args: argparse.Namespace) -> int:
+    """Two instances over one PostgreSQL database: PUT/s over both, and B's lag."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from postgres_support import cleanup, started
+
+    server = started()
+    token, procs = secrets.token_hex(8), []
+    try:
+        database = server.create("bench")
+        with tempfile.TemporaryDirectory() as data:
+            ports = [free_port(), free_port()]
+            procs = [start(ROOT, Path(data), port, token, database) for port in ports]
+            urls = [f"http://{HOST}:{port}/fhir/R4" for port in ports]
+            put_load(urls, token, args.clients, 1.0)  # warm-up
+            rate, latencies = put_load(urls, token, args.clients, args.duration)
+            lags = fleet_lag(urls[0], urls[1], token, args.probes)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(30)
+        cleanup(server)
+    p99 = quantile(lags, 0.99) * 1000
+    print(
+        f"PostgreSQL, 2 instances: {rate:.0f} PUT/s  p50 {quantile(latencies, 0.5) * 1000:.2f} ms"
+        f"  p99 {quantile(latencies, 0.99) * 1000:.2f} ms"
+    )
+    print(
+        f"B serves A's write after: median {statistics.median(lags) * 1000:.2f} ms, "
+        f"p99 {p99:.2f} ms, max {max(lags) * 1000:.2f} ms (target p99 < 100 ms) "
+        + ("PASS" if p99 < 100 else "MISS")
+    )
+    return 0 if p99 < 100 else 1
 
 
 def baseline_tree(rev: str, into: Path) -> Path:
@@ -202,7 +276,10 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--probes", type=int, default=200)
     parser.add_argument("--baseline-rev", default=BASELINE_REV)
+    parser.add_argument("--postgresql", action="store_true", help="measure a fleet instead")
     args = parser.parse_args()
+    if args.postgresql:
+        return measure_fleet(args)
     runs: dict[str, list[Figures]] = {"baseline": [], "current": []}
     with tempfile.TemporaryDirectory() as scratch:
         trees = {"baseline": baseline_tree(args.baseline_rev, Path(scratch)), "current": ROOT}

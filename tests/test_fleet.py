@@ -94,7 +94,12 @@ def test_a_write_on_one_instance_is_served_by_the_other_within_100_ms(
             written = a.put("/ValueSet/shared", json=vs("shared", f"t{n}"))
             assert written.status_code == (201 if n == 1 else 200), written.text
             lags.append(
-                seen_within(b, "/ValueSet/shared", lambda r, n=n: r.json()["title"] == f"t{n}", 0.1)
+                seen_within(
+                    b,
+                    "/ValueSet/shared",
+                    lambda r, n=n: r.status_code == 200 and r.json()["title"] == f"t{n}",
+                    0.1,
+                )
             )
         assert b.delete("/ValueSet/shared").status_code == 204
         lags.append(seen_within(a, "/ValueSet/shared", lambda r: r.status_code == 410, 0.1))

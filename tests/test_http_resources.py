@@ -26,8 +26,8 @@ from http_support import (
     assert_outcome,
     client,
     exactly,
-    stored_versions,
     serve_app,
+    stored_versions,
 )
 
 from workbench import Workbench

@@ -123,6 +123,8 @@ class ResourceStore:
         self._lock = forksafe.rlock()
         self.db: VersionStore = open_database(self.data_dir, database)
         self._seen = 0  # the highest sequence number applied to the registry
+        self._owed = 0  # changes reported by the database and not caught up yet
+        self._owed_lock = forksafe.lock()
         with self._lock:
             self._restore()
 
@@ -142,18 +144,27 @@ class ResourceStore:
 
     def behind(self) -> bool:
         """Whether another process may have written since this one last caught up (cheap:
-        asked before every request that reads authored content)."""
-        return self.db.shared and self.db.changed()
+        asked before every request that reads authored content). A change the database
+        reports is owed until a catch-up that started after it ends, so that a request
+        arriving while another request's catch-up runs waits for it too."""
+        if self.db.shared and self.db.changed():
+            with self._owed_lock:
+                self._owed += 1
+        return self._owed > 0
 
     def catch_up(self) -> None:
         """Apply what other processes wrote since this one last looked. When the database
         cannot be read now, what is in memory is served meanwhile (a write catches up in
         its transaction anyway)."""
         with self._lock:
+            owed = self._owed  # (reported before the versions are read: they cover them)
             try:
                 self._catch_up()
             except StorageError as exc:
                 log.warning("Other processes' writes could not be read now: %s", exc)
+                return
+            with self._owed_lock:
+                self._owed -= owed
 
     def _catch_up(self) -> None:
         for change in self.db.changes(self._seen):
