@@ -265,8 +265,8 @@ def serve_workbench(
             gc.freeze()
             _uvicorn_run(app, port)
         return
-    with tempfile.TemporaryDirectory() as data:
-        app = create_app(wb, token=token, base=BASE, data_dir=data)
+    with tempfile.TemporaryDirectory() as shared:
+        app = create_app(wb, token=token, base=BASE, data_dir=shared)
         gc.freeze()
         config = uvicorn.Config(
             app, host=HOST, port=port, access_log=False, log_level="warning", lifespan="off"

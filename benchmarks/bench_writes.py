@@ -92,7 +92,8 @@ def start(
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"the server in {tree} ended: {proc.stderr.read().decode()[-2000:]}")
+            said = proc.stderr.read().decode() if proc.stderr is not None else ""
+            raise SystemExit(f"the server in {tree} ended: {said[-2000:]}")
         try:
             if httpx.get(f"http://{HOST}:{port}/fhir/R4/metadata", timeout=1).status_code == 200:
                 return proc
