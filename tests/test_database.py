@@ -152,3 +152,20 @@ def test_a_writer_killed_in_its_transaction_leaves_nothing(tmp_path: Path) -> No
     assert fresh.db.numbers("ValueSet", "half") == []
     assert fresh.read("ValueSet", "before")["title"] == "kept"
     assert fresh.update("ValueSet", "after", vs("after", "works"))[1]  # the lock is free
+
+
+def test_a_database_made_anew_goes_on_numbering_its_commits(tmp_path: Path) -> None:
+    """The data folder was removed and made again while two stores ran: the new database
+    numbers its commits after those the stores saw, so the other store still catches up."""
+    data = tmp_path / "data"
+    a, b = ResourceStore(Workbench(), data), ResourceStore(Workbench(), data)
+    for n in range(3):
+        a.update("ValueSet", "n", vs("n", f"old {n}"))
+    b.catch_up()
+    for name in list(data.iterdir()):
+        name.unlink()
+    data.rmdir()
+    data.mkdir()
+    a.update("ValueSet", "n", vs("n", "new"))
+    b.catch_up()
+    assert b.read("ValueSet", "n")["title"] == "new"

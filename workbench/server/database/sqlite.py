@@ -32,6 +32,7 @@ import os
 import shutil
 import sqlite3
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,6 +44,7 @@ log = logging.getLogger("workbench.server")
 
 FILE = "workbench.sqlite3"
 BUSY_SECONDS = 30.0  # how long a writer waits for another's transaction
+LOOK_SECONDS = 0.1  # how often the read path looks whether the database file was replaced
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -81,6 +83,8 @@ class SQLiteVersions(VersionStore):
         self._seen: int | None = None  # data_version when last asked
         self._index: mmap.mmap | None = None  # the WAL index (``-shm``), read only
         self._header = b""  # its header when last asked
+        self._top = 0  # the highest seq this process has seen
+        self._look_at = 0.0  # when ``changed`` next checks the file is still the one open
         self._inherited: list[sqlite3.Connection] = []  # from before a fork: never touched
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -107,8 +111,13 @@ class SQLiteVersions(VersionStore):
                     connection.close()
         else:  # a forked child: the parent's connections are the parent's
             self._inherited += old
+        fresh = not self.path.exists()
         db = self._open()
         db.executescript(SCHEMA)
+        if fresh and self._top:  # a new database where one was: seq goes on from there
+            db.execute(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES ('versions', ?)", (self._top,)
+            )
         found = os.stat(self.path)
         self._db, self._watch, self._seen = db, self._open(), None
         self._watch.execute("PRAGMA data_version").fetchone()  # (the WAL index is made)
@@ -141,6 +150,22 @@ class SQLiteVersions(VersionStore):
         if not os.access(self.path, os.W_OK):
             raise refused(OSError(errno.EROFS, "read-only"))
         return db
+
+    def _follow(self) -> bool:
+        """Open the database again when the file at its path is another one (the folder
+        was made anew, or restored); whether it did."""
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return False  # nothing to follow (yet): a write says why
+        if (found.st_dev, found.st_ino) == self._identity or stat.S_ISDIR(found.st_mode):
+            return False
+        with self._mutex:
+            try:
+                self._connect()
+            except (OSError, sqlite3.Error):
+                return False
+        return True
 
     def _reconnect(self) -> sqlite3.Connection:
         try:
@@ -193,7 +218,9 @@ class SQLiteVersions(VersionStore):
                 "INSERT INTO versions (type, id, number, deleted, body) VALUES (?, ?, ?, ?, ?)",
                 (rtype, rid, version.number, int(version.deleted), body),
             )
-        return int(cursor.lastrowid or 0)
+        seq = int(cursor.lastrowid or 0)
+        self._top = max(self._top, seq)
+        return seq
 
     def _rows(self, sql: str, args: tuple[object, ...]) -> list[Change]:
         with self._mutex:
@@ -201,7 +228,9 @@ class SQLiteVersions(VersionStore):
                 rows = self._connection().execute(sql, args).fetchall()
             except sqlite3.Error as exc:
                 raise StorageError(f"The database could not be read: {exc}") from exc
-        return [_change(row) for row in rows]
+        found = [_change(row) for row in rows]
+        self._top = max([self._top, *(c.seq for c in found)])
+        return found
 
     def load(self, rtype: str, rid: str, number: int) -> Version | None:
         """One version, or None."""
@@ -242,7 +271,8 @@ class SQLiteVersions(VersionStore):
         return iter(self._rows(sql, ()))
 
     def changes(self, after: int) -> list[Change]:
-        """The versions committed after ``seq`` ``after``."""
+        """The versions committed after ``seq`` ``after`` (in the file now at the path)."""
+        self._follow()
         return self._rows(f"SELECT {_COLUMNS} FROM versions WHERE seq > ? ORDER BY seq", (after,))
 
     def changed(self) -> bool:
@@ -251,7 +281,13 @@ class SQLiteVersions(VersionStore):
         read-only: its change counter and last frame move at every commit; a fraction of a
         microsecond), else from ``PRAGMA data_version`` (a few microseconds). A header
         that moved for another reason (a checkpoint, this process's own commit) only costs
-        a catch-up that finds nothing."""
+        a catch-up that finds nothing. Every ``LOOK_SECONDS`` it also looks whether the
+        file is still the one open (a folder made anew: it follows)."""
+        now = time.monotonic()
+        if now >= self._look_at:
+            self._look_at = now + LOOK_SECONDS
+            if self._pid == os.getpid() and self._follow():
+                return True
         if self._index is not None and self._pid == os.getpid():
             header = self._index[:_HEADER]
             if header == self._header:
