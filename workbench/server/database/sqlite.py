@@ -16,7 +16,9 @@ answered, so the next request to any worker sees it.
 
 Faults: before a write the database file is looked at (gone, a folder in its place, the
 folder a file, or read-only), because a connection writes on into a file that was unlinked
-or moved; a file replaced by another (a folder restored) is reopened. What SQLite refuses
+or moved; a file replaced by another (a folder restored or made anew) is reopened, by a
+writer at once and by the read path within ``LOOK_SECONDS``, and a database made anew
+numbers its commits after the highest this process saw. What SQLite refuses
 (a full disk, an I/O error) rolls the transaction back. Either way the write answers a
 ``StorageError`` and nothing changes. A process killed in a transaction leaves nothing of
 it: SQLite rolls it back when the database is next opened.
