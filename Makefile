@@ -10,7 +10,7 @@ WORKERS ?= 1
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
-.PHONY: serve test lint typecheck unit chromium java wrk bench lab notebooks docs clean
+.PHONY: serve test lint typecheck unit chromium java postgresql wrk bench lab notebooks docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,7 +79,21 @@ lint: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
-unit: $(VENV)/.installed-test chromium java
+# The fleet tests (tests/test_fleet.py) start a real PostgreSQL server (initdb, pg_ctl).
+postgresql:
+	@if [ ! -x /usr/lib/postgresql/15/bin/initdb ] && ! command -v initdb >/dev/null 2>&1 \
+	    && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's postgresql for the fleet tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
+	  else \
+	    echo "PostgreSQL is missing: install it with 'sudo apt-get install --no-install-recommends postgresql'"; \
+	    echo "(Debian/Ubuntu); the fleet tests fail without it."; \
+	  fi; \
+	fi
+
+unit: $(VENV)/.installed-test chromium java postgresql
 	$(BIN)/python -m pytest workbench tests notebooks \
 	  --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
 

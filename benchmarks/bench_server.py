@@ -5,6 +5,7 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_server.py                 # 10 s per measured run
     .venv/bin/python benchmarks/bench_server.py --duration 30 --rounds 16
+    .venv/bin/python benchmarks/bench_server.py --data          # the read path with --data
 
 It needs ``wrk`` on PATH (``make wrk`` installs it; Debian/Ubuntu: ``apt-get install wrk``).
 
@@ -12,7 +13,9 @@ What it measures: uvicorn processes on 127.0.0.1 (free ports), with one worker e
 ``GET gender x2``), ``access_log`` off, ``log_level`` warning and uvicorn's default
 loop/http implementations (``auto``: uvloop and httptools when installed, else asyncio and
 h11; the script prints which). One serves ``create_app(Workbench loaded with valuesets/ and
-a synthetic code system of --big-concepts concepts)``; the other a raw Starlette app with a
+a synthetic code system of --big-concepts concepts)`` (with ``--data``, over a temporary data
+folder: every request first asks its SQLite database whether another process wrote); the
+other a raw Starlette app with a
 GET and a POST endpoint returning a small JSON body (the POST one parses its JSON body
 first): the baseline, under the same uvicorn settings. Each scenario gets a warm-up ``wrk``
 run, then a measured run of ``--duration`` seconds at 16 connections (``wrk -t2 -c16
@@ -236,7 +239,9 @@ def big_codesystem(concepts: int) -> dict[str, object]:
     }
 
 
-def serve_workbench(port: int, token: str, concepts: int, workers: int = 1) -> None:
+def serve_workbench(
+    port: int, token: str, concepts: int, workers: int = 1, data: bool = False
+) -> None:
     """Child process: serve the workbench loaded with ``valuesets/`` and the big system;
     with several workers as ``server.py --workers`` does (forked after loading, writes
     shared through a temporary data folder)."""
@@ -250,12 +255,18 @@ def serve_workbench(port: int, token: str, concepts: int, workers: int = 1) -> N
     wb = Workbench()
     wb.load(VALUESETS, progress=False)
     wb.load(big_codesystem(concepts), progress=False)
-    if workers == 1:
+    if workers == 1 and not data:
         gc.freeze()  # as server.py does once the content is loaded
         _uvicorn_run(create_app(wb, token=token, base=BASE), port)
         return
-    with tempfile.TemporaryDirectory() as data:
-        app = create_app(wb, token=token, base=BASE, data_dir=data)
+    if workers == 1:  # --data: the read path asks the database whether another wrote
+        with tempfile.TemporaryDirectory() as folder:
+            app = create_app(wb, token=token, base=BASE, data_dir=folder)
+            gc.freeze()
+            _uvicorn_run(app, port)
+        return
+    with tempfile.TemporaryDirectory() as shared:
+        app = create_app(wb, token=token, base=BASE, data_dir=shared)
         gc.freeze()
         config = uvicorn.Config(
             app, host=HOST, port=port, access_log=False, log_level="warning", lifespan="off"
@@ -393,14 +404,22 @@ def mixed(
 
 
 def start_servers(
-    procs: list[subprocess.Popen[bytes]], token: str, concepts: int, wb_port: int, raw_port: int
+    procs: list[subprocess.Popen[bytes]],
+    token: str,
+    concepts: int,
+    wb_port: int,
+    raw_port: int,
+    data: bool = False,
 ) -> tuple[str, str, str]:
     """Start the workbench (one worker), the same from two workers (without the big system:
     it only serves GET gender) and the raw app; wait until they answer; return their roots."""
     x2_port = next(p for p in (free_port() for _ in range(10)) if p not in (wb_port, raw_port))
     started = [
-        (start(["--serve-workbench", str(wb_port), token, str(concepts), "1"]), wb_port),
-        (start(["--serve-workbench", str(x2_port), token, "1000", "2"]), x2_port),
+        (
+            start(["--serve-workbench", str(wb_port), token, str(concepts), "1", str(int(data))]),
+            wb_port,
+        ),
+        (start(["--serve-workbench", str(x2_port), token, "1000", "2", "1"]), x2_port),
         (start(["--serve-trivial", str(raw_port)]), raw_port),
     ]
     procs.extend(proc for proc, _ in started)
@@ -415,8 +434,11 @@ def _rps(load: Callable[[int], WrkResult], seconds: int) -> float:
     return load(seconds).rps
 
 
-def bench(duration: int, concepts: int, rounds: int = 10, slice_s: int = 2) -> int:
-    """Start both servers, load every scenario, print the table; return the exit status."""
+def bench(
+    duration: int, concepts: int, rounds: int = 10, slice_s: int = 2, data: bool = False
+) -> int:
+    """Start both servers, load every scenario, print the table; return the exit status
+    (``data``: the one-worker workbench has a data folder)."""
     wrk = shutil.which("wrk")
     if wrk is None:
         print(f"error: wrk is not on PATH; {WRK_INSTALL}", file=sys.stderr)
@@ -431,7 +453,9 @@ def bench(duration: int, concepts: int, rounds: int = 10, slice_s: int = 2) -> i
     print(implementations())
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, wrk -t{THREADS} "
-        f"-c{CONNECTIONS} -d{duration}s (warm-up {WARMUP_S}s)\n"
+        f"-c{CONNECTIONS} -d{duration}s (warm-up {WARMUP_S}s)"
+        + (", the workbench with a data folder (--data)" if data else "")
+        + "\n"
     )
     procs: list[subprocess.Popen[bytes]] = []
     results: dict[str, WrkResult] = {}
@@ -439,7 +463,7 @@ def bench(duration: int, concepts: int, rounds: int = 10, slice_s: int = 2) -> i
     try:
         with tempfile.TemporaryDirectory() as folder:
             wb_root, x2_root, trivial_root = start_servers(
-                procs, token, concepts, wb_port, trivial_port
+                procs, token, concepts, wb_port, trivial_port, data
             )
             loads: dict[str, Callable[[int], WrkResult]] = {}
             for sc in SCENARIOS:
@@ -521,9 +545,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--serve-workbench",
-        nargs=4,
-        metavar=("PORT", "TOKEN", "CONCEPTS", "WORKERS"),
+        nargs=5,
+        metavar=("PORT", "TOKEN", "CONCEPTS", "WORKERS", "DATA"),
         help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--data",
+        action="store_true",
+        help="serve the one-worker workbench with a (temporary) data folder, as --data does: "
+        "every request first asks its database whether another process wrote",
     )
     parser.add_argument("--serve-trivial", metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -538,13 +568,13 @@ def main(argv: list[str] | None = None) -> int:
     """Dispatch to a child server role, or run the benchmark."""
     args = parse_args(argv)
     if args.serve_workbench:
-        port, token, concepts, workers = args.serve_workbench
-        serve_workbench(int(port), token, int(concepts), int(workers))
+        port, token, concepts, workers, data = args.serve_workbench
+        serve_workbench(int(port), token, int(concepts), int(workers), data == "1")
         return 0
     if args.serve_trivial:
         serve_trivial(int(args.serve_trivial))
         return 0
-    return bench(args.duration, args.big_concepts, args.rounds, args.slice)
+    return bench(args.duration, args.big_concepts, args.rounds, args.slice, args.data)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ Every server these tests talk to listens on 127.0.0.1 only.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -91,13 +93,18 @@ def without_volatile(valueset: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def folder_state(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` (relative paths and bytes), hidden temporary files
-    included; the processes' journal and lock file (``server/journal.py``) left out."""
+def stored_versions(folder: Path) -> dict[str, bytes]:
+    """Every version in the data folder's database (``server/database/sqlite.py``), read
+    with a connection of the test's own: ``{type}-{id}/{number}.json`` (``.deleted`` for a
+    deletion) -> the stored body. Empty when there is no database yet."""
+    path = folder / "workbench.sqlite3"
+    if not path.is_file():
+        return {}
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT type, id, number, deleted, body FROM versions").fetchall()
     return {
-        p.relative_to(folder).as_posix(): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.relative_to(folder).as_posix() not in (".journal", ".lock")
+        f"{rtype}-{rid}/{number}.{'deleted' if deleted else 'json'}": bytes(body)
+        for rtype, rid, number, deleted, body in sorted(rows)
     }
 
 

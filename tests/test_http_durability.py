@@ -1,22 +1,19 @@
 """Durability and consistency of REST writes over real HTTP (127.0.0.1 only): writes to any id
-survive a restart exactly as acknowledged, no temporary files are left, writes are fsynced
-before the answer, disk errors are 5xx OperationOutcomes that change nothing, the version
-history (vread, _history, Location) is kept, hierarchy cycles are rejected, and no stale
-compiled value set outlives a write."""
+survive a restart (and a SIGKILL) exactly as acknowledged, an older data folder's files are
+imported and moved aside, the version history (vread, _history, Location) is kept, hierarchy
+cycles are rejected, and no stale compiled value set outlives a write. (Storage failures:
+``test_http_storage.py``; the old engine's folders with history: ``test_migration.py``.)"""
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import random
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +27,8 @@ from http_support import (
     TOKEN,
     assert_outcome,
     client,
-    folder_state,
     free_port,
+    stored_versions,
 )
 
 from workbench import Workbench
@@ -114,7 +111,7 @@ def test_writes_to_shipped_ids_survive_restart_exactly(
         for path, body in acknowledged.items():
             assert http2.get(f"/{path}").json() == body
         assert http2.get("/ValueSet/administrative-gender-2").status_code == 404
-        assert http2.get("/ValueSet/workbench-demo-all").status_code == 404
+        assert http2.get("/ValueSet/workbench-demo-all").status_code == 410
         assert http2.get("/ValueSet", params={"url": GENDER_VS}).json()["total"] == 0
         found = http2.get("/ValueSet", params={"url": all_vs["url"]}).json()
         assert [e["resource"]["id"] for e in found["entry"]] == ["takes-over"]
@@ -124,21 +121,22 @@ def test_writes_to_shipped_ids_survive_restart_exactly(
         assert next_put.json()["meta"]["versionId"] == "3"
 
 
-def test_no_leftover_temporary_files(data: Path) -> None:
-    """Before: a crash between writing the temporary file and renaming it left ``.tmp-*``
-    files in the data folder for good."""
+def test_temporary_files_of_the_old_engine_are_moved_aside(data: Path) -> None:
+    """A crash of the engine before the database (between writing a temporary file and
+    renaming it) left ``.tmp-*`` files: they are moved aside with the rest, not imported."""
     (data / "ValueSet-x").mkdir(parents=True)
     (data / ".tmp-abc123.json").write_bytes(b'{"resourceType": "ValueSet", "id": "half')
     (data / "ValueSet-x" / ".tmp-def456.json").write_bytes(b"{")
     (data / ".tmp-ghi789.deleted").write_bytes(b"")
     _wb, handle = restart(data)
     with handle, client(handle.url) as http:
-        assert not [p for p in data.rglob(".tmp-*")]
+        assert not list(data.glob(".tmp-*")) and not (data / "ValueSet-x").exists()
+        assert (data / "before-database" / "ValueSet-x" / ".tmp-def456.json").read_bytes() == b"{"
+        assert http.get("/ValueSet/x").status_code == 404
         created = send(http, "PUT", "/ValueSet/x", {**new_vs("x"), "title": "Complete"})
         assert created.status_code == 201
         assert http.delete("/ValueSet/x").status_code == 204
-    assert not [p for p in data.rglob(".tmp-*")]
-    assert sorted(folder_state(data)) == ["ValueSet-x/1.json", "ValueSet-x/2.deleted"]
+    assert sorted(stored_versions(data)) == ["ValueSet-x/1.json", "ValueSet-x/2.deleted"]
 
 
 def test_flat_files_of_the_earlier_layout_are_restored(data: Path) -> None:
@@ -149,11 +147,15 @@ def test_flat_files_of_the_earlier_layout_are_restored(data: Path) -> None:
     _, handle = restart(data)
     with handle, client(handle.url) as http:
         assert http.get("/ValueSet/flat").json() == written
-        assert http.get("/ValueSet/yesnodontknow").status_code == 404
+        assert http.get("/ValueSet/yesnodontknow").status_code == 410
         assert http.get("/ValueSet/flat/_history/4").json() == written
-    assert sorted(folder_state(data)) == [
+    assert sorted(stored_versions(data)) == [
         "ValueSet-flat/4.json",
         "ValueSet-yesnodontknow/2.deleted",
+    ]
+    assert sorted(p.name for p in (data / "before-database").iterdir()) == [
+        "ValueSet-flat.json",
+        "ValueSet-yesnodontknow.deleted",
     ]
 
 
@@ -166,108 +168,6 @@ def new_vs(rid: str, url: str = "http://example.org/fhir/ValueSet/durable") -> d
         "status": "draft",
         "compose": {"include": [{"system": DEMO_CS, "concept": [{"code": "video"}]}]},
     }
-
-
-# --- fsync before the answer ----------------------------------------------------------
-
-
-def test_write_is_fsynced_before_the_response(
-    running: tuple[Workbench, ServerHandle, httpx.Client],
-    data: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def recording_fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real_fsync(fd)
-
-    _, _, http = running
-    monkeypatch.setattr(os, "fsync", recording_fsync)
-    response = send(http, "PUT", "/ValueSet/synced", new_vs("synced"))
-    assert response.status_code == 201
-    folder = str((data / "ValueSet-synced").resolve())
-    # The file (still under its temporary name), then its folder after the rename.
-    assert any(Path(p).parent == Path(folder) and Path(p).name.startswith(".tmp-") for p in synced)
-    assert synced[-1] == folder
-    assert (data / "ValueSet-synced" / "1.json").is_file()
-
-
-# --- disk errors ----------------------------------------------------------------------
-
-
-def _raiser(code: int) -> Callable[..., Any]:
-    def fail(*args: Any, **kwargs: Any) -> Any:
-        raise OSError(code, os.strerror(code))
-
-    return fail
-
-
-DISK_FAULTS = [
-    pytest.param(tempfile, "mkstemp", errno.EROFS, 500, "Read-only file system", id="read-only"),
-    pytest.param(os, "fsync", errno.ENOSPC, 507, "the disk is full", id="full-disk"),
-    pytest.param(os, "replace", errno.EIO, 500, "Input/output error", id="io-error"),
-]
-WRITES = [
-    pytest.param("PUT", "/ValueSet/workbench-demo-all", "update", id="update"),
-    pytest.param("POST", "/ValueSet", "create", id="create"),
-    pytest.param("PUT", "/ValueSet/brand-new", "put-create", id="put-create"),
-    pytest.param("DELETE", "/ValueSet/workbench-demo-all", None, id="delete"),
-]
-
-
-@pytest.mark.parametrize(("method", "path", "kind"), WRITES)
-@pytest.mark.parametrize(("module", "name", "code", "status", "reason"), DISK_FAULTS)
-def test_disk_error_is_5xx_and_changes_nothing(
-    running: tuple[Workbench, ServerHandle, httpx.Client],
-    data: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    module: Any,
-    name: str,
-    code: int,
-    status: int,
-    reason: str,
-    method: str,
-    path: str,
-    kind: str | None,
-) -> None:
-    """Before: a read-only or full disk gave a generic 500 'Internal server error'."""
-    wb, _, http = running
-    before_search = http.get("/ValueSet", params={"_count": "1000"}).json()
-    before = http.get("/ValueSet/workbench-demo-all").json()
-    files = folder_state(data) if data.exists() else {}
-    body: Any = None
-    if kind == "update":
-        body = {**before, "title": "Never stored"}
-    elif kind == "create":
-        body = new_vs("ignored", url="http://example.org/fhir/ValueSet/never")
-    elif kind == "put-create":
-        body = new_vs("brand-new", url="http://example.org/fhir/ValueSet/never")
-    monkeypatch.setattr(module, name, _raiser(code))
-    response = http.request(method, path) if body is None else send(http, method, path, body)
-    monkeypatch.undo()
-    outcome = assert_outcome(
-        response, status, "exception", rf"^The write was not stored: {reason} .*nothing was changed"
-    )
-    assert outcome["issue"][0]["details"]["coding"][0]["code"] == "WB-STORE-001"
-    assert http.get("/ValueSet/workbench-demo-all").json() == before
-    assert (
-        http.get("/ValueSet", params={"_count": "1000"}).json()["total"] == before_search["total"]
-    )
-    assert http.get("/ValueSet/brand-new").status_code == 404
-    assert "http://example.org/fhir/ValueSet/never" not in {
-        r.get("url") for r in wb.registry.all("ValueSet")
-    }
-    assert {k: v for k, v in folder_state(data).items() if not k.endswith("/1.json")} == {
-        k: v for k, v in files.items() if not k.endswith("/1.json")
-    }
-    assert not list(data.rglob(".tmp-*"))
-    # The connection and the server carry on; the same write works once the disk does.
-    if body is None:
-        assert http.request(method, path).status_code == 204
-    else:
-        assert send(http, method, path, body).status_code in (200, 201)
 
 
 # --- version history: vread, _history, Location ---------------------------------------
@@ -288,7 +188,7 @@ def test_history_vread_and_location(
     v1 = created.json()
     v2 = send(http, "PUT", f"/ValueSet/{rid}", {**v1, "title": "Second"}).json()
     assert http.delete(f"/ValueSet/{rid}").status_code == 204
-    assert http.get(f"/ValueSet/{rid}").status_code == 404
+    assert_outcome(http.get(f"/ValueSet/{rid}"), 410, "deleted", "was deleted")
     assert_outcome(http.get(f"/ValueSet/{rid}/_history/3"), 410, "deleted", "deleted in version 3")
     v4 = send(http, "PUT", f"/ValueSet/{rid}", {**v1, "title": "Back"})
     assert v4.status_code == 201
@@ -452,13 +352,13 @@ def test_hierarchy_cycle_is_rejected(
 ) -> None:
     """Before: a parent cycle was stored, and $subsumes then said 'subsumes' both ways."""
     wb, _, http = running
-    files = folder_state(data)
+    files = stored_versions(data)
     for method, path in (("PUT", "/CodeSystem/cyclic"), ("POST", "/CodeSystem")):
         response = send(http, method, path, body)
         assert_outcome(response, 422, "invariant", rf"hierarchy has a cycle: {cycle}$")
     assert http.get("/CodeSystem/cyclic").status_code == 404
     assert wb.registry.get("CodeSystem", body["url"]) is None
-    assert folder_state(data) == files
+    assert stored_versions(data) == files
 
 
 def test_hierarchy_without_cycle_is_accepted(
@@ -567,7 +467,7 @@ def test_interleaved_writes_and_validations_end_consistent(
 
 
 def test_history_in_memory_keeps_the_latest_versions(wb: Workbench) -> None:
-    from workbench.server.history import MEMORY_VERSIONS
+    from workbench.server.database.memory import MEMORY_VERSIONS
 
     with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as http:
         body = new_vs("many")
@@ -626,13 +526,12 @@ def test_sigkill_after_the_answer_loses_nothing(data: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=20)
-    assert not list(data.rglob(".tmp-*"))
     again = _start_cli(data, port)
     try:
         with client(f"http://{HOST}:{port}/fhir/R4") as http:
             for path, body in acknowledged.items():
                 assert http.get(f"/{path}").json() == body
-            assert http.get("/CodeSystem/workbench-demo").status_code == 404
+            assert http.get("/CodeSystem/workbench-demo").status_code == 410
     finally:
         again.terminate()
         again.wait(timeout=20)

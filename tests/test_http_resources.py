@@ -26,8 +26,8 @@ from http_support import (
     assert_outcome,
     client,
     exactly,
-    folder_state,
     serve_app,
+    stored_versions,
 )
 
 from workbench import Workbench
@@ -334,11 +334,12 @@ def test_delete(served: tuple[Workbench, ServerHandle, httpx.Client]) -> None:
     deleted = http.delete("/ValueSet/workbench-demo-all")
     assert deleted.status_code == 204
     assert deleted.content == b""
+    # a read of a deleted resource is 410 Gone (FHIR RESTful API, read); before: 404
     assert_outcome(
         http.get("/ValueSet/workbench-demo-all"),
-        404,
-        "not-found",
-        exactly("ValueSet/workbench-demo-all not found"),
+        410,
+        "deleted",
+        exactly("ValueSet/workbench-demo-all was deleted (version 2)"),
     )
     # already deleted: no effect, 204 (R4); a resource never there is a 404
     assert http.delete("/ValueSet/workbench-demo-all").status_code == 204
@@ -658,7 +659,7 @@ def test_persistence_across_restart(tmp_path: Path) -> None:
             assert http.get(f"/ValueSet/{rid}").json() == body
         assert http.get(f"/ValueSet/{kept_id}").json()["futureElement"] == RICH["futureElement"]
         for path in (f"/ValueSet/{gone_id}", "/ValueSet/yesnodontknow", "/CodeSystem/v2-0136"):
-            assert_outcome(http.get(path), 404, "not-found", "not found")
+            assert_outcome(http.get(path), 410, "deleted", "was deleted")
         assert http.get("/ValueSet", params={"url": NEW_URL + "-gone"}).json()["total"] == 0
         # Python sees the restored state too, and writing goes on from the stored version.
         assert second.registry.read("ValueSet", kept_id)["title"] == "v2"
@@ -768,7 +769,7 @@ def test_rejected_write_leaves_data_folder_unchanged(
     code: str,
 ) -> None:
     wb, url, data = persisted
-    files = folder_state(data)
+    files = stored_versions(data)
     assert "ValueSet-http-test/1.json" in files
     with client(url) as http:
         before = http.get("/ValueSet/http-test").json()
@@ -781,7 +782,7 @@ def test_rejected_write_leaves_data_folder_unchanged(
         assert_outcome(response, status, code, ".")
     with client(url) as http:
         assert http.get("/ValueSet/http-test").json() == before
-    assert folder_state(data) == files
+    assert stored_versions(data) == files
     assert wb.registry.read("ValueSet", "http-test") == before
     assert wb.registry.read("ValueSet", "workbench-demo-all")["version"] == "1.0.0"
 

@@ -1,13 +1,14 @@
-"""Storage failures say so (issue 38, point 5): with the ``--data`` folder gone, a file in its
-place, its journal a folder, the folder read-only or the disk full, a PUT, POST or DELETE is a
-5xx OperationOutcome that says the write was not stored and why (no path), memory is
-unchanged (a GET answers the previous version), and once the folder is back the same write
-works. Against the real server (uvicorn on 127.0.0.1) with a data folder.
+"""Storage failures say so (issue 38, point 5; issue 39, point 5): with the ``--data`` folder
+gone, a file in its place, its database a folder, the folder read-only or the disk full, a
+PUT (of a resource there or a new one), POST or DELETE is a 5xx OperationOutcome that says the
+write was not stored and why (no path), memory is unchanged (a GET answers the previous
+version), and once the folder is back the same write works. Against the real server (uvicorn
+on 127.0.0.1) with a data folder.
 
 Tests run as root, where ``chmod`` does not stop a write: the folder is made read-only by a
 read-only bind mount over it, and the disk full by a small tmpfs filled up (both need
-``mount``; without it those two cases are skipped). A journal made a folder stands for a
-journal that cannot be written."""
+``mount``; without it those two cases are skipped). A database file made a folder stands for
+a database that cannot be written."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from http_support import FHIR_JSON, HOST, TOKEN, assert_outcome, client, free_po
 from test_server_process import CONTENT, STOP_SECONDS, environment, wait_ready
 
 from workbench import Workbench
+from workbench.server.database.sqlite import FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 VALUESETS = ROOT / "valuesets"
@@ -80,14 +82,14 @@ def _replace_by_file(disk: Disk) -> Callable[[], None]:
     return repair
 
 
-def _journal_a_folder(disk: Disk) -> Callable[[], None]:
-    journal, aside = disk.data / ".journal", disk.base / "journal-aside"
-    journal.rename(aside)
-    journal.mkdir()
+def _database_a_folder(disk: Disk) -> Callable[[], None]:
+    database, aside = disk.data / FILE, disk.base / "database-aside"
+    database.rename(aside)
+    database.mkdir()
 
     def repair() -> None:
-        journal.rmdir()
-        aside.rename(journal)
+        database.rmdir()
+        aside.rename(database)
 
     return repair
 
@@ -124,11 +126,12 @@ class Cause:
 CAUSES = {
     "folder-removed": Cause(_remove, 500, r"the data folder \(or a file in it\) is gone"),
     "folder-a-file": Cause(_replace_by_file, 500, r"the data folder is no longer a folder"),
-    "journal-a-folder": Cause(_journal_a_folder, 500, r"a folder took the place of a file"),
-    "read-only": Cause(_read_only, 500, r"Read-only file system"),
+    "database-a-folder": Cause(_database_a_folder, 500, r"a folder took the place of a file"),
+    "read-only": Cause(_read_only, 500, r"the data folder is read-only"),
     "disk-full": Cause(_fill, 507, r"the disk is full", prepare=_on_tmpfs),
 }
-WRITES = ["PUT", "POST", "DELETE"]
+WRITES = ["PUT", "PUT-new", "POST", "DELETE"]
+NEW_ID = "/ValueSet/storage-new"
 
 
 def _send(http: httpx.Client, method: str, before: dict[str, Any]) -> httpx.Response:
@@ -139,12 +142,16 @@ def _send(http: httpx.Client, method: str, before: dict[str, Any]) -> httpx.Resp
         body = {**before, "title": "Stored at last"}
         return http.put(DEMO, content=json.dumps(body), headers=headers)
     body = {"resourceType": "ValueSet", "url": NEW_URL, "status": "active", "name": "New"}
+    if method == "PUT-new":
+        body = {**body, "id": NEW_ID.rsplit("/", 1)[1]}
+        return http.put(NEW_ID, content=json.dumps(body), headers=headers)
     return http.post("/ValueSet", content=json.dumps(body), headers=headers)
 
 
 def _unchanged(http: httpx.Client, before: dict[str, Any]) -> None:
     assert http.get(DEMO).json() == before
     assert http.get("/ValueSet", params={"url": NEW_URL}).json()["total"] == 0
+    assert http.get(NEW_ID).status_code == 404
 
 
 @pytest.fixture
@@ -171,7 +178,7 @@ def test_a_write_the_storage_refuses_says_so_and_changes_nothing(
         wb.serve(port=0, token=TOKEN, data_dir=disk.data) as handle,
         client(handle.url) as http,
     ):
-        # a first write, so that the folder holds a history and a journal line
+        # a first write, so that the database holds a history
         first = http.put(DEMO, json={**http.get(DEMO).json(), "title": "First"})
         assert first.status_code == 200, first.text
         before = http.get(DEMO).json()
@@ -184,14 +191,14 @@ def test_a_write_the_storage_refuses_says_so_and_changes_nothing(
             rf"^The write was not stored: {cause.reason}.*; nothing was changed$",
         )
         assert body["issue"][0]["details"]["coding"][0]["code"] == "WB-STORE-001"
-        for leak in (str(disk.base), ".journal", ".lock", ".tmp-"):
+        for leak in (str(disk.base), FILE, "sqlite3."):
             assert leak not in response.text
         _unchanged(http, before)
         repair()
         again = _send(http, method, before)
         assert again.status_code in (200, 201, 204), again.text
         if method == "DELETE":
-            assert http.get(DEMO).status_code in (404, 410)
+            assert http.get(DEMO).status_code == 410
         elif method == "PUT":
             assert http.get(DEMO).json()["title"] == "Stored at last"
         else:

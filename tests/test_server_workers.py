@@ -150,7 +150,7 @@ def test_read_your_writes_from_any_worker(
     # search, delete, history: the same on both
     assert b.request("GET", "/ValueSet?url=http://example.org/fhir/ValueSet/ryw")[2]["total"] == 1
     assert b.request("DELETE", "/ValueSet/ryw")[0] == 204
-    assert a.request("GET", "/ValueSet/ryw")[0] == 404
+    assert a.request("GET", "/ValueSet/ryw")[0] == 410
     assert a.request("DELETE", "/ValueSet/ryw")[0] == 204  # already deleted: no effect
     assert a.request("GET", "/ValueSet?url=http://example.org/fhir/ValueSet/ryw")[2]["total"] == 0
     status, _, created = b.request("POST", "/ValueSet", demo_vs("any", url=DEMO_CS + "/vs"))

@@ -51,7 +51,15 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         "--data",
         type=Path,
         default=None,
-        help="folder that persists writes; loaded again at the next start",
+        help="folder that persists writes (a SQLite database in it); loaded again at the "
+        "next start",
+    )
+    parser.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="a postgresql:// URL: keep writes in that database, shared by every server "
+        "given it (see docs/server/fleet.md); --data then holds only the client caches",
     )
     parser.add_argument(
         "--token", default=None, help="bearer token (default: $WORKBENCH_TOKEN, else a random one)"
@@ -177,7 +185,14 @@ def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
             # the workers see each other's writes through a data folder: a passing one
             data_dir = Path(tempfile.mkdtemp(prefix="workbench-writes-"))
             temporary.append(data_dir)
-        app = create_app(wb.service, token=token, base=args.base, data_dir=data_dir, limits=limits)
+        app = create_app(
+            wb.service,
+            token=token,
+            base=args.base,
+            data_dir=data_dir,
+            database=args.database,
+            limits=limits,
+        )
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -36,7 +36,6 @@ from workbench.server.capability import (
 from workbench.server.dispatch import FastLane, OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
-from workbench.server.journal import JournalSync
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
 from workbench.server.openapi import openapi_document, with_server
@@ -45,6 +44,7 @@ from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
+from workbench.server.sync import WriteSync
 from workbench.terminology.client_caches import ClientCaches
 
 if TYPE_CHECKING:
@@ -184,19 +184,22 @@ def create_app(
     token: str,
     base: str = DEFAULT_BASE,
     data_dir: str | Path | None = None,
+    database: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     limits: Limits | None = None,
     telemetry: TelemetryConfig | None = None,
 ) -> FastAPI:
     """Build the server app. It serves ``workbench`` itself, so changes show both ways.
 
-    ``data_dir`` persists writes (and is loaded now); ``max_body`` limits request bodies;
+    ``data_dir`` persists writes (and is loaded now), unless ``database`` (a
+    ``postgresql://`` URL, shared by several servers) holds them; ``max_body`` limits
+    request bodies;
     ``limits`` bounds the work of one operation (steps, seconds; see ``offload.Limits``);
     ``telemetry`` is FastAPI's OpenTelemetry configuration (off by default).
     The app serves ``{base}/openapi.json`` and ``{base}/docs`` without a token.
     """
     base = "/" + base.strip("/") if base.strip("/") else ""
-    store = ResourceStore(workbench, data_dir)
+    store = ResourceStore(workbench, data_dir, database=database)
     offloader = Offloader(limits)
     shared = None if store.data_dir is None else store.data_dir / CACHE_FOLDER
     caches = ClientCaches(offloader.limits.cache_limits(), shared)
@@ -214,7 +217,7 @@ def create_app(
     # then the token, then the format negotiation, then (with a data folder, which other
     # processes may write) the writes of other processes, then the operation calls on exact
     # paths.
-    synced = [] if store.journal is None else [Middleware(JournalSync, journal=store.journal)]
+    synced = [Middleware(WriteSync, store=store)] if store.db.shared else []
     middleware = [
         Middleware(Guard),
         Middleware(BearerAuth, token=token, open_paths=free, open_prefix=free_prefix),

@@ -11,7 +11,7 @@ proxied under (``root_path``), as the router compares them.
 
 ``FastLane`` runs the app's own layers for these calls (Guard, token, format, other
 processes' writes, the dispatch) in one coroutine: each layer's rule is its own function
-(``BearerAuth.refused``, ``FormatNegotiation.refused``, ``JournalSync.sync``, and
+(``BearerAuth.refused``, ``FormatNegotiation.refused``, ``WriteSync.sync``, and
 ``answered`` or ``refused`` for the operation's answer), called in the order the layers are
 stacked, so that a request gets exactly the answer the stack would give, without an ASGI
 call per layer.
@@ -27,10 +27,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from workbench import jsonio
 from workbench.errors import WorkbenchError
 from workbench.server.auth import BearerAuth
-from workbench.server.journal import JournalSync
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.prefix import route_path
 from workbench.server.protocol import Guard, Reply, internal_error, send_reply
+from workbench.server.sync import WriteSync
 
 Answer = Callable[[Scope, Receive], Awaitable[bytes]]
 _CONTENT_TYPE = (b"content-type", b"application/fhir+json")
@@ -68,7 +68,7 @@ def refused(exc: WorkbenchError) -> Reply:
 
 class FastLane:
     """The layers ``Guard``, ``BearerAuth``, ``FormatNegotiation``, optionally
-    ``JournalSync``, then ``OperationDispatch``, as one ASGI app (see the module
+    ``WriteSync``, then ``OperationDispatch``, as one ASGI app (see the module
     docstring); ``FastLane.over(stack)`` builds it over a stack of exactly these layers
     and returns any other stack as it is."""
 
@@ -77,13 +77,13 @@ class FastLane:
         stack: ASGIApp,
         auth: BearerAuth,
         formats: FormatNegotiation,
-        journal: JournalSync | None,
+        writes: WriteSync | None,
         dispatch: OperationDispatch,
     ) -> None:
         self.stack = stack
         self.auth = auth
         self.formats = formats
-        self.journal = journal
+        self.writes = writes
         self.dispatch = dispatch
 
     @classmethod
@@ -91,19 +91,19 @@ class FastLane:
         """The fast lane over ``stack``, or ``stack`` when its layers are other ones."""
         layers: list[object] = []
         layer: object = stack
-        while isinstance(layer, Guard | BearerAuth | FormatNegotiation | JournalSync):
+        while isinstance(layer, Guard | BearerAuth | FormatNegotiation | WriteSync):
             layers.append(layer)
             layer = layer.app
         kinds = [type(x) for x in layers]
         if isinstance(layer, OperationDispatch) and kinds in (
             [Guard, BearerAuth, FormatNegotiation],
-            [Guard, BearerAuth, FormatNegotiation, JournalSync],
+            [Guard, BearerAuth, FormatNegotiation, WriteSync],
         ):
-            journal = layers[3] if len(layers) == 4 else None
+            writes = layers[3] if len(layers) == 4 else None
             auth, formats = layers[1], layers[2]
             assert isinstance(auth, BearerAuth) and isinstance(formats, FormatNegotiation)
-            assert journal is None or isinstance(journal, JournalSync)
-            return cls(stack, auth, formats, journal, layer)
+            assert writes is None or isinstance(writes, WriteSync)
+            return cls(stack, auth, formats, writes, layer)
         return stack
 
     def answer_for(self, scope: Scope) -> Answer | None:
@@ -123,8 +123,8 @@ class FastLane:
         try:
             reply = self.auth.refused(scope) or self.formats.refused(scope)
             if reply is None:
-                if self.journal is not None:
-                    await self.journal.sync()
+                if self.writes is not None:
+                    await self.writes.sync()
                 try:
                     reply = answered(await answer(scope, receive))
                 except WorkbenchError as exc:

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from workbench.errors import InvalidRequestError
-from workbench.server.history import Version
+from workbench.server.database import Version
 from workbench.server.search import DEFAULT_COUNT, MAX_COUNT, whole_number
 
 _INSTANT = re.compile(

@@ -1,25 +1,27 @@
 """Create, read, update, delete, history and search of terminology resources, with persistence.
 
 Writes are checked completely before anything changes. Every accepted write is a new version
-in the history (``history.py``); with a data folder that version is on disk (temporary file,
-fsync, rename, fsync of the folder) before the registry changes and before the response. A
-rejected write, or one the disk refuses (``StorageError``, 5xx), changes neither. At start the
-data folder is restored exactly: each written resource under its own id, replacing whatever
-was loaded with that id or canonical, deleted resources removed.
+in a ``VersionStore`` (``database/``): in memory, or with a data folder in its SQLite
+database, committed (on disk) before the registry changes and before the response. A
+rejected write, or one the database refuses (``StorageError``, 5xx), changes neither. At
+start the database is restored exactly: each written resource under its own id, replacing
+whatever was loaded with that id or canonical, deleted resources removed. Several processes
+over one database (``--workers N``) see each other's writes before their next request
+(``behind``, ``catch_up``; ``sync.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
-import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
-from workbench import structure
+from workbench import forksafe, structure
 from workbench.errors import (
     GoneError,
     InvalidRequestError,
@@ -33,21 +35,21 @@ from workbench.loading import check_resource
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource
 from workbench.server import search as fhir_search
-from workbench.server.history import (
-    FolderHistory,
-    MemoryHistory,
+from workbench.server.database import (
+    Change,
     Version,
+    VersionStore,
     now_instant,
-    refused,
+    open_database,
     tombstone,
 )
-from workbench.server.journal import Journal
 from workbench.service import ServiceHolder, service_of
 from workbench.terminology.hierarchy import hierarchy_cycle
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
 
+log = logging.getLogger("workbench.server")
 _ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
 _ETAG = re.compile(r'\s*(?:W/)?"([^"]*)"\s*')
 
@@ -103,76 +105,98 @@ def _number(version: str) -> int:
 
 
 class ResourceStore:
-    """The server's view of a Workbench's resources, optionally persisted in a folder."""
+    """The server's view of a Workbench's resources, their versions in a ``VersionStore``
+    (in memory, or the data folder's database)."""
 
     def __init__(
-        self, workbench: TerminologyService | ServiceHolder, data_dir: str | Path | None = None
+        self,
+        workbench: TerminologyService | ServiceHolder,
+        data_dir: str | Path | None = None,
+        *,
+        database: str | None = None,
     ) -> None:
+        """``data_dir``: the data folder (its SQLite database), unless ``database`` (a
+        ``postgresql://`` URL) names where the versions are; neither: in memory."""
         self.workbench = service_of(workbench)  # a Workbench is served through its service
         self.registry = self.workbench.registry
         self.data_dir = Path(data_dir) if data_dir is not None else None
-        self._lock = threading.Lock()
-        self.history: FolderHistory | MemoryHistory
-        self.journal: Journal | None = None
-        if self.data_dir is not None:
-            self.history = FolderHistory(self.data_dir)
-            self.journal = Journal(self.data_dir, self._apply, self._reload)
-            with self.journal.exclusive(catch_up=False):
-                self._restore(self.history)
-                self.journal.mark_applied()
-        else:
-            self.history = MemoryHistory()
-
-    # --- persistence ------------------------------------------------------------------
-
-    def _restore(self, history: FolderHistory) -> None:
-        """Bring the registry to the state the data folder records, ids kept exactly."""
-        history.remove_leftovers()
-        history.migrate_flat_files()
-        self._load_latest(history)
-
-    def _reload(self) -> None:
-        """Bring the registry to the latest version of every resource in the data folder
-        (when this process missed journal lines), touching no file."""
-        if isinstance(self.history, FolderHistory):
-            self._load_latest(self.history)
-
-    def _load_latest(self, history: FolderHistory) -> None:
-        """Put the latest version of every resource in the folder (deleted ones removed)."""
-        latest = list(history.latest())
-        for version in latest:
-            if version.deleted:
-                rtype, rid = version.resource["resourceType"], version.resource["id"]
-                with contextlib.suppress(ResourceNotFoundError):
-                    self.registry.delete(rtype, rid)
-        for version in latest:
-            if not version.deleted:
-                self._put_exactly(version.resource)
-
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """One write at a time: this process's threads, and with a data folder every process
-        serving it (``journal.py``), the registry first brought up to date."""
+        self._lock = forksafe.rlock()
+        self.db: VersionStore = open_database(self.data_dir, database)
+        self._seen = 0  # the highest sequence number applied to the registry
+        self._owed = 0  # changes reported by the database and not caught up yet
+        self._owed_lock = forksafe.lock()
         with self._lock:
-            if self.journal is None:
-                yield
-                return
-            try:
-                with self.journal.exclusive():
-                    yield
-            except OSError as exc:  # the folder, its lock or its journal failed
-                raise refused(exc) from exc
+            self._restore()
 
-    def _apply(self, rtype: str, rid: str, number: int) -> None:
-        """Bring the registry to a version another process wrote (from the journal)."""
-        version = self.history.load(rtype, rid, number)
-        if version is None:
-            return
+    # --- the database -----------------------------------------------------------------
+
+    def _restore(self) -> None:
+        """Bring the registry to the state the database records, ids kept exactly."""
+        latest = list(self.db.latest())
+        for change in latest:
+            if change.version.deleted:
+                with contextlib.suppress(ResourceNotFoundError):
+                    self.registry.delete(change.rtype, change.rid)
+        for change in latest:
+            if not change.version.deleted:
+                self._put_exactly(change.version.resource)
+            self._seen = max(self._seen, change.seq)
+
+    def behind(self) -> bool:
+        """Whether another process may have written since this one last caught up (cheap:
+        asked before every request that reads authored content). A change the database
+        reports is owed until a catch-up that started after it ends, so that a request
+        arriving while another request's catch-up runs waits for it too."""
+        if self.db.shared and self.db.changed():
+            with self._owed_lock:
+                self._owed += 1
+        return self._owed > 0
+
+    def catch_up(self) -> None:
+        """Apply what other processes wrote since this one last looked. When the database
+        cannot be read now, what is in memory is served meanwhile (a write catches up in
+        its transaction anyway)."""
+        with self._lock:
+            owed = self._owed  # (reported before the versions are read: they cover them)
+            try:
+                self._catch_up()
+            except StorageError as exc:
+                log.warning("Other processes' writes could not be read now: %s", exc)
+                return
+            with self._owed_lock:
+                self._owed -= owed
+
+    def _catch_up(self) -> None:
+        for change in self.db.changes(self._seen):
+            self._apply(change)
+
+    def _apply(self, change: Change) -> None:
+        """Bring the registry to a version another process wrote."""
+        self._seen = max(self._seen, change.seq)
+        rtype, rid, version = change.rtype, change.rid, change.version
+        current = self._current(rtype, rid)
+        if current is not None and _number(version_of(current)) > version.number:
+            return  # (a later version is applied already)
         if version.deleted:
             with contextlib.suppress(ResourceNotFoundError):
                 self.registry.delete(rtype, rid)
         else:
             self._put_exactly(version.resource)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[list[Callable[[], None]]]:
+        """One write at a time (this process's threads, and every process over the same
+        database): a transaction, this process brought up to date in it first. The block
+        decides and saves; the steps it appends to the list it gets change the registry
+        once the transaction is committed, so a write the database refused changes
+        nothing."""
+        with self._lock:
+            after: list[Callable[[], None]] = []
+            with self.db.transaction():
+                self._catch_up()
+                yield after
+            for step in after:
+                step()
 
     def _put_exactly(self, resource: Resource) -> None:
         """Store ``resource`` under its own id; whatever else holds its canonical goes."""
@@ -184,19 +208,21 @@ class ResourceStore:
                 self.registry.delete(rtype, other["id"])
         self.registry.put(resource)
 
-    def _record(self, rtype: str, rid: str, version: Version, current: Resource | None) -> None:
-        """Save a new version; the first write to a resource that was only loaded records
-        the loaded version too, so that its history is complete."""
-        if current is not None and not self.history.numbers(rtype, rid):
+    def _record(
+        self, rtype: str, rid: str, version: Version, current: Resource | None
+    ) -> Callable[[], None]:
+        """Save a new version (inside ``_writing``); the first write to a resource that was
+        only loaded records the loaded version too, so that its history is complete.
+        Return the step that marks the versions as applied."""
+        if current is not None and not self.db.numbers(rtype, rid):
             served = with_meta(current)
-            self.history.save(rtype, rid, Version(_number(version_of(served)), served))
-        self.history.save(rtype, rid, version)
-        if self.journal is not None:
-            try:
-                self.journal.append(rtype, rid, version.number)
-            except StorageError:
-                self.history.discard(rtype, rid, version)
-                raise
+            self.db.save(rtype, rid, Version(_number(version_of(served)), served))
+        seq = self.db.save(rtype, rid, version)
+
+        def applied() -> None:
+            self._seen = max(self._seen, seq)
+
+        return applied
 
     # --- interactions -----------------------------------------------------------------
 
@@ -215,9 +241,17 @@ class ResourceStore:
             raise InvalidRequestError(f"{rid!r} is not a valid FHIR id")
 
     def read(self, rtype: str, rid: str) -> Resource:
-        """Return a resource as served (with ``meta.versionId``)."""
+        """Return a resource as served (with ``meta.versionId``); 410 Gone when its latest
+        version is a deletion (FHIR RESTful API, read), 404 when it was never here."""
         self.check_type(rtype)
-        return with_meta(self.registry.read(rtype, rid))
+        try:
+            return with_meta(self.registry.read(rtype, rid))
+        except ResourceNotFoundError:
+            numbers = self.db.numbers(rtype, rid)
+            last = self.db.load(rtype, rid, numbers[-1]) if numbers else None
+            if last is not None and last.deleted:
+                raise GoneError(f"{rtype}/{rid} was deleted (version {last.number})") from None
+            raise
 
     def _current(self, rtype: str, rid: str) -> Resource | None:
         try:
@@ -231,7 +265,7 @@ class ResourceStore:
         current = self._current(rtype, rid)
         if current is not None and version_of(current) == vid:
             return with_meta(current)
-        found = self.history.load(rtype, rid, int(vid)) if vid.isdigit() else None
+        found = self.db.load(rtype, rid, int(vid)) if vid.isdigit() else None
         if found is None:
             raise ResourceNotFoundError(f"{rtype}/{rid}/_history/{vid} not found")
         if found.deleted:
@@ -242,11 +276,7 @@ class ResourceStore:
         """Every known version of a resource, newest first (404 when none is known)."""
         self.check_type(rtype)
         current = self._current(rtype, rid)
-        out: dict[int, Version] = {}
-        for number in self.history.numbers(rtype, rid):
-            found = self.history.load(rtype, rid, number)
-            if found is not None:
-                out[number] = found
+        out = {found.number: found for found in self.db.history(rtype, rid)}
         if current is not None:
             served = with_meta(current)
             out[_number(version_of(served))] = Version(_number(version_of(served)), served)
@@ -260,7 +290,7 @@ class ResourceStore:
         for rtype in rtypes:
             self.check_type(rtype)
             ids = dict.fromkeys(str(r.get("id")) for r in self.registry.all(rtype) if r.get("id"))
-            ids.update(dict.fromkeys(self.history.ids(rtype)))
+            ids.update(dict.fromkeys(self.db.ids(rtype)))
             for rid in ids:
                 with contextlib.suppress(ResourceNotFoundError):
                     yield self.versions(rtype, rid)
@@ -298,14 +328,14 @@ class ResourceStore:
         """
         self.check_type(rtype)
         resource = body if prechecked else self.checked(rtype, body)
-        with self._writing():
+        with self._writing() as after:
             if if_none_exist is not None:
                 existing = self._conditional_match(rtype, if_none_exist)
                 if existing is not None:
                     return with_meta(existing), False
             rid = uuid.uuid4().hex
             resource["id"] = rid
-            return self._store(resource, None), True
+            return self._store(resource, None, after), True
 
     def _conditional_match(self, rtype: str, query_string: str) -> Resource | None:
         pairs = parse_qsl(query_string.lstrip("?"), keep_blank_values=True)
@@ -337,19 +367,23 @@ class ResourceStore:
             raise InvalidRequestError(
                 f"The body's id ({resource.get('id')!r}) does not match the URL's id ({rid!r})"
             )
-        with self._writing():
+        with self._writing() as after:
             current = self._current(rtype, rid)
             _check_if_match(if_match, current)
-            stored = self._store(resource, current)
+            stored = self._store(resource, current, after)
             return stored, current is None
 
     def _next_number(self, rtype: str, rid: str, current: Resource | None) -> int:
-        known = self.history.numbers(rtype, rid)
+        known = self.db.numbers(rtype, rid)
         if current is not None:
             known.append(_number(version_of(current)))
         return max(known, default=0) + 1
 
-    def _store(self, resource: Resource, current: Resource | None) -> Resource:
+    def _store(
+        self, resource: Resource, current: Resource | None, after: list[Callable[[], None]]
+    ) -> Resource:
+        """Save ``resource`` as the next version (inside ``_writing``); the registry takes it
+        once the transaction is committed."""
         rtype, rid = resource["resourceType"], resource["id"]
         number = self._next_number(rtype, rid, current)
         resource["meta"] = {
@@ -358,8 +392,8 @@ class ResourceStore:
             "lastUpdated": now_instant(),
         }
         self.registry.check_put(resource)
-        self._record(rtype, rid, Version(number, resource), current)
-        self.registry.put(resource)
+        after.append(self._record(rtype, rid, Version(number, resource), current))
+        after.append(lambda: self._put(resource))
         return resource
 
     def delete(self, rtype: str, rid: str, if_match: str | None = None) -> bool:
@@ -368,17 +402,25 @@ class ResourceStore:
         ``if_match`` does not hold (``*``: any current version)."""
         self.check_type(rtype)
         self.check_id(rid)
-        with self._writing():
+        with self._writing() as after:
             current = self._current(rtype, rid)
             _check_if_match(if_match, current)
             if current is None:
-                if self.history.numbers(rtype, rid):
+                if self.db.numbers(rtype, rid):
                     return False  # known, and its latest version is a deletion
                 raise ResourceNotFoundError(f"{rtype}/{rid} not found")
             number = self._next_number(rtype, rid, current)
-            self._record(rtype, rid, tombstone(rtype, rid, number, now_instant()), current)
-            self.registry.delete(rtype, rid)
+            gone = tombstone(rtype, rid, number, now_instant())
+            after.append(self._record(rtype, rid, gone, current))
+            after.append(lambda: self._forget(rtype, rid))
             return True
+
+    def _put(self, resource: Resource) -> None:
+        self.registry.put(resource)
+
+    def _forget(self, rtype: str, rid: str) -> None:
+        with contextlib.suppress(ResourceNotFoundError):
+            self.registry.delete(rtype, rid)
 
     def search(
         self,

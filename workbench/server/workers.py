@@ -5,8 +5,8 @@ files are memory maps) and builds the app, then binds the port and forks N worke
 worker runs uvicorn on the shared listening socket, so the kernel spreads connections over
 them; what was loaded is shared copy-on-write (``gc.freeze`` keeps the collector from
 touching it) and the release stores' maps are the same pages in every worker. Writes go
-through the data folder's lock and journal (``journal.py``), so that every worker sees a
-write before it is acknowledged and ``If-Match`` holds across workers.
+through the data folder's database (``database/sqlite.py``, ``sync.py``), so that every
+worker sees a write before it is acknowledged and ``If-Match`` holds across workers.
 
 The first process only supervises: SIGTERM or SIGINT is passed on to the workers, which answer
 the requests in flight and exit; a worker that dies is replaced, unless it died right after

@@ -1,0 +1,45 @@
+"""Where authored resources are kept: one ``VersionStore`` (``base.py``), in memory
+(``memory.py``), in a SQLite database in the data folder (``sqlite.py``, with the import
+of an older data folder, ``migration.py``), or in a PostgreSQL database that several
+servers share (``postgresql.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.errors import StorageError
+from workbench.server.database.base import Change, Version, VersionStore, now_instant, tombstone
+from workbench.server.database.memory import MemoryVersions
+
+__all__ = [
+    "Change",
+    "MemoryVersions",
+    "Version",
+    "VersionStore",
+    "now_instant",
+    "open_database",
+    "tombstone",
+]
+
+
+def open_database(data_dir: Path | None, database: str | None = None) -> VersionStore:
+    """The store of a server: the PostgreSQL database at ``database`` (a
+    ``postgresql://`` URL) when given, else in memory without a data folder, else the
+    folder's SQLite database, with what an older server left in the folder imported first."""
+    if database is not None:
+        if not database.startswith(("postgresql://", "postgres://")):
+            raise StorageError(f"--database takes a postgresql:// URL, not {database!r}")
+        from workbench.server.database.postgresql import PostgresVersions
+
+        return PostgresVersions(database)
+    if data_dir is None:
+        return MemoryVersions()
+    from workbench.server.database.migration import import_folder
+    from workbench.server.database.sqlite import SQLiteVersions
+
+    db = SQLiteVersions(data_dir)
+    try:
+        import_folder(data_dir, db)
+    except OSError as exc:
+        raise StorageError(f"The data folder {data_dir} could not be imported: {exc}") from exc
+    return db
