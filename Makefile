@@ -7,6 +7,8 @@ PORT ?= 8080
 ARGS ?=
 # processes serving (auto: one per core)
 WORKERS ?= 1
+# processes running the test suite (pytest-xdist; 0 runs it in this one)
+TEST_PROCESSES ?= 2
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
@@ -94,7 +96,7 @@ postgresql:
 	fi
 
 unit: $(VENV)/.installed-test chromium java postgresql
-	$(BIN)/python -m pytest workbench tests notebooks \
+	$(BIN)/python -m pytest workbench tests notebooks -n $(TEST_PROCESSES) --dist loadfile \
 	  --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 test: java lint typecheck unit
