@@ -111,6 +111,36 @@ def test_entries_mixing_code_systems_and_value_sets(http: httpx.Client) -> None:
     assert values(got[1], "version") == ["2"]
 
 
+@pytest.mark.parametrize("pretty", [False, True])
+def test_repeated_entries_answer_as_their_first(http: httpx.Client, pretty: bool) -> None:
+    # an entry that repeats an earlier one is answered once per batch (its JSON written
+    # once): each answer is still the single call's, in its place, pretty-printed or not
+    top = ("url", {"valueUri": GENDER_VS})
+    shapes = [
+        [coding("male")],
+        [coding("nope")],
+        [coding("female"), ("diagnostics", {"valueBoolean": True})],
+        [("display", {"valueString": "no code"})],
+    ]
+    order = [0, 1, 0, 3, 1, 2, 2, 0, 3]
+    body = params(top, *[entry(*shapes[i]) for i in order])
+    url = "/ValueSet/$batch-validate-code" + ("?_pretty=true" if pretty else "")
+    response = http.post(url, json=body)
+    got = answers(response)
+    assert (b'\n  "parameter"' in response.content) is pretty
+    expected = [single(http, top, *shape) for shape in shapes[:2]]
+    assert [got[0], got[1], got[2], got[4], got[7]] == [
+        *expected[:2],
+        *expected[:1],
+        expected[1],
+        expected[0],
+    ]
+    assert got[3] == got[8] and values(got[3], "result") == [False]
+    for i in (5, 6):  # the diagnostics are each entry's own
+        assert values(got[i], "result") == [True]
+        assert [p["name"] for p in got[i]["parameter"]].count("diagnostics") == 1
+
+
 def test_bad_entries_answer_in_their_place(http: httpx.Client) -> None:
     body = params(
         ("url", {"valueUri": GENDER_VS}),

@@ -142,11 +142,13 @@ def _complete(
 
 class _Input(NamedTuple):
     """An input's definition, whether its value is a string taken as it comes (a simple
-    type other than boolean and the integers), and the value[x] keys it may be sent as."""
+    type other than boolean and the integers), the value[x] keys it may be sent as, and
+    the resource type of a resource input (else None)."""
 
     param: ParamDef
     as_is: bool
     accepted: tuple[str, ...]
+    resource: str | None
 
 
 class _Reading(NamedTuple):
@@ -169,7 +171,12 @@ def _reading(op: OperationDef) -> _Reading:
             frozenset(p.name for p in op.inputs.values() if p.repeats),
             tuple(p.name for p in op.inputs.values() if p.min > 0),
             {
-                p.name: _Input(p, p.is_simple and p.type not in _PARSED_TYPES, _accepted(p.type))
+                p.name: _Input(
+                    p,
+                    p.is_simple and p.type not in _PARSED_TYPES,
+                    _accepted(p.type),
+                    p.type if p.is_resource else None,
+                )
                 for p in op.inputs.values()
             },
         )
@@ -276,12 +283,21 @@ def parse_parameters(op: OperationDef, body: Any, *, strict: bool = True) -> dic
 
 
 def _read_entry(found: _Input, entry: Mapping[str, Any]) -> Any:
-    """``_entry_value`` of a defined input, a plain string value taken without more ado."""
-    param, as_is, accepted = found
-    if as_is and len(entry) == 2:
-        for key, value in entry.items():
-            if key in accepted and type(value) is str:
-                return value
+    """``_entry_value`` of a defined input, a plain string value taken without more ado, and
+    so a resource of the declared type that is not one the structure check types (such as
+    each ``validation`` Parameters of a batch)."""
+    param, as_is, accepted, kind = found
+    if len(entry) == 2:
+        if as_is:
+            for key, value in entry.items():
+                if key in accepted and type(value) is str:
+                    return value
+        elif kind is not None:
+            resource = entry.get("resource")
+            if type(resource) is dict:
+                rtype = resource.get("resourceType")
+                if (kind == "Resource" or rtype == kind) and rtype not in TERMINOLOGY_TYPES:
+                    return dict(resource)
     return _entry_value(param, entry)
 
 

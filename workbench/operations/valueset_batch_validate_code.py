@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
+from workbench import jsonio
 from workbench.errors import RequiredError, TooCostlyError, WorkbenchError
 from workbench.operations import valueset_validate_code as single
 from workbench.operations.base import Inputs, Operation
@@ -31,6 +34,10 @@ DEFINITION = load_definition("OperationDefinition-ValueSet-batch-validate-code.j
 MAX_ENTRIES = 10_000
 #: The top inputs an entry takes when it names no value set itself.
 SHARED = ("url", "valueSet", "valueSetVersion")
+#: What makes an entry's answer more than a function of its JSON within the batch: a
+#: resource it brings (kept in a client cache, where later entries see it) and the
+#: diagnostics (which time the call). Entries with neither are answered once per batch.
+_NOT_REPEATED = (b'"resource"', b'"diagnostics"')
 
 
 def run(
@@ -43,7 +50,29 @@ def run(
     if top:  # read once, seen by every entry
         svc = EngineService(svc.registry, svc.terminology.with_resources(top))
     shared = {n: inputs[n] for n in SHARED if inputs.get(n) is not None}
-    return {"validation": [answer(svc, entry, shared) for entry in entries]}
+    return {"validation": answers(svc, entries, shared)}
+
+
+def answers(
+    svc: TerminologyService, entries: list[Any], shared: Mapping[str, Any]
+) -> list[orjson.Fragment]:
+    """The answer of each entry, as FHIR JSON written once (``orjson.Fragment``): an entry
+    whose JSON repeats one before it, with no resource or diagnostics of its own, gets that
+    entry's answer (the batch sees one state, so the same inputs answer the same)."""
+    written: dict[bytes, orjson.Fragment] = {}
+    out = []
+    for entry in entries:
+        try:
+            key: bytes | None = orjson.dumps(entry)
+        except TypeError:  # (not JSON-shaped: never repeated)
+            key = None
+        found = written.get(key) if key is not None else None
+        if found is None:
+            found = orjson.Fragment(jsonio.dumps(answer(svc, entry, shared)))
+            if key is not None and not any(mark in key for mark in _NOT_REPEATED):
+                written[key] = found
+        out.append(found)
+    return out
 
 
 def check_size(count: int) -> None:
