@@ -215,7 +215,7 @@ class TerminologyCalls:
                 "Give something to validate: code, coding or codeable_concept"
             )
         found = self.service.validate(
-            ValidateRequest(
+            ValidateRequest.make(
                 valueset=_target(valueset, url),
                 valueset_version=valueset_version,
                 code=code,
