@@ -30,7 +30,7 @@ from workbench.errors import (
     UnknownOperationError,
 )
 from workbench.operations import Operation
-from workbench.operations.codec import build_output, parse_query, query_items
+from workbench.operations.codec import IGNORED, build_output, parse_query, query_items
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server import forked
 from workbench.server import search as fhir_search
@@ -112,6 +112,16 @@ def cache_header(scope: Mapping[str, Any]) -> str | None:
 def _names_cache(body: bytes | None) -> bool:
     """Whether a large body (decoded where the call runs) may carry a ``cache-id``."""
     return body is not None and b'"cache-id"' in body
+
+
+def with_query(query: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs of a body with those of the query string besides (the body's first), the
+    unknown parameters that either named (``codec.IGNORED``) named together."""
+    ignored = (*query.get(IGNORED, ()), *body.get(IGNORED, ()))
+    inputs = {**query, **body}
+    if ignored:
+        inputs[IGNORED] = tuple(dict.fromkeys(ignored))
+    return inputs
 
 
 def check_cost(outputs: Mapping[str, Any], inputs: Mapping[str, Any], threshold: int) -> None:
@@ -223,8 +233,8 @@ class OperationRoutes:
                 inputs = post_inputs(definition, raw, limits, strict=strict)
             else:
                 inputs, large = {}, raw
-            if op.with_caches and query:  # ``$cache-control?mode=start`` with a body
-                inputs = {**parse_query(definition, query), **inputs}
+            if op.with_caches and query and raw is not None:  # ``?mode=start`` with a body
+                inputs = with_query(parse_query(definition, query, strict=strict), inputs)
         received = time.monotonic()  # the deadline counts from here
         params = scope.get("path_params")
         rid = params.get("rid") if params else None
