@@ -150,9 +150,28 @@ def test_bad_entries_answer_in_their_place(http: httpx.Client) -> None:
         entry(("unheard-of", {"valueString": "x"}), coding("male")),
         entry(("url", {"valueUri": "http://example.org/no-such-vs"}), coding("male")),
         entry(coding("female")),
+        ("validation", {"valueString": "male"}),
+        ("validation", {"part": [{"name": "code", "valueCode": "male"}]}),
+        ("validation", {"resource": params(coding("male")), "valueString": "x"}),
+        ("validation", {"resource": params(coding("male")), "extension": [{"url": 5}]}),
+        ("validation", {"resource": params(coding("male")), "id": "e1"}),
     )
     got = answers(http.post("/ValueSet/$batch-validate-code", json=body))
-    assert [values(a, "result")[0] for a in got] == [True, False, False, False, False, True]
+    assert [values(a, "result")[0] for a in got] == [
+        *(True, False, False, False, False, True),
+        *(False, False, False, False, True),
+    ]
+    for failed, text in zip(
+        got[6:10],
+        [
+            "not a value (valueString)",
+            "not parts",
+            "not resource and valueString",
+            "validation.extension[0].url",
+        ],
+        strict=True,
+    ):
+        assert text in values(failed, "message")[0], values(failed, "message")
     for failed, text in zip(
         got[1:5],
         [

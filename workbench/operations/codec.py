@@ -261,12 +261,15 @@ def parse_parameters(op: OperationDef, body: Any, *, strict: bool = True) -> dic
         raise InvalidRequestError("Parameters.parameter must be a list")
     pairs: list[tuple[str, Any]] = []
     ignored: list[str] = []
-    table = _reading(op).query
+    table, given = _reading(op).query, op.as_given
     for i, entry in enumerate(entries):
         # (dict first: a JSON object is one, and the test is then cheaper than Mapping's)
         if not isinstance(entry, dict | Mapping) or not isinstance(entry.get("name"), str):
             raise InvalidRequestError(f"Parameters.parameter[{i}] needs a name")
         name = entry["name"]
+        if name in given:  # the operation reads each such entry itself, in its place
+            pairs.append((name, entry))
+            continue
         found = table.get(name)
         if found is None or len(entry) > 2 or "part" in entry:
             # FHIR JSON typing of what the definition does not type (issue 38.3)
