@@ -311,7 +311,7 @@ def _accepted(type_name: str | None) -> tuple[str, ...]:
 
 
 def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
-    if len(entry) == 2 and param.is_simple:
+    if len(entry) == 2 and not param.parts and not param.is_resource:
         # the common case, {"name": …, "valueX": …}: no scan of the keys
         accepted = _accepted(param.type)
         for key, value in entry.items():

@@ -119,7 +119,7 @@ def validation(entry: Any) -> Mapping[str, Any]:
     own (an ``extension``, say)."""
     content = [k for k in entry if k.startswith(("value", "resource", "part"))]
     resource = entry.get("resource")
-    if content == ["resource"] and isinstance(resource, Mapping):
+    if content == ["resource"] and (type(resource) is dict or isinstance(resource, Mapping)):
         if resource.get("resourceType") == "Parameters":
             if len(entry) > 2:  # (its id, extension: FHIR JSON as the codec types them)
                 structure.check_entry(entry, "validation", typed=True)
