@@ -216,6 +216,19 @@ def test_unknown_parameters_are_ignored_and_named(http: httpx.Client, method: st
     assert_outcome(strict, 400, "invalid", "Unknown parameter")
 
 
+def test_start_with_a_large_body_keeps_its_query(http: httpx.Client) -> None:
+    # a body over 64 KB is decoded where the call runs: the query's mode still counts
+    big = codesystem(codes=tuple(f"code-{i:05d}" for i in range(2_000)))
+    body = params(("tx-resource", {"resource": big}))
+    assert len(httpx.Request("POST", "/", json=body).content) > 65_536
+    found = http.post("/$cache-control?mode=start&x-unheard=1", json=body)
+    assert found.status_code == 200, found.text
+    header = {"X-Cache-Id": str(values(found.json(), "cache-id")[0])}
+    assert "'x-unheard'" in str(found.json())
+    checked = http.post("/$cache-control?mode=check", headers=header)
+    assert values(checked.json(), "resource") == [f"{CS_URL}|1"]
+
+
 def test_a_flood_of_starts_keeps_the_newest(http: httpx.Client) -> None:
     ids = [start(http) for _ in range(40)]
     for old in ids[:-5]:

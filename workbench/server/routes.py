@@ -219,6 +219,7 @@ class OperationRoutes:
         language, costly, preference = _headers(scope, OPERATION_HEADERS)
         strict = strict_handling(preference)
         large: bytes | None = None  # a body decoded where the operation runs
+        queried: dict[str, Any] | None = None  # the query's inputs beside a body's
         if scope["method"] == "GET":
             if definition.affects_state:
                 raise MethodNotAllowedError(
@@ -234,7 +235,8 @@ class OperationRoutes:
             else:
                 inputs, large = {}, raw
             if op.with_caches and query and raw is not None:  # ``?mode=start`` with a body
-                inputs = with_query(parse_query(definition, query, strict=strict), inputs)
+                queried = parse_query(definition, query, strict=strict)
+                inputs = with_query(queried, inputs)
         received = time.monotonic()  # the deadline counts from here
         params = scope.get("path_params")
         rid = params.get("rid") if params else None
@@ -247,9 +249,10 @@ class OperationRoutes:
 
         def respond() -> bytes:
             # the answer is serialised where the work ran: a child process sends bytes back
-            given = (
-                inputs if large is None else post_inputs(definition, large, limits, strict=strict)
-            )
+            given = inputs
+            if large is not None:
+                given = post_inputs(definition, large, limits, strict=strict)
+                given = given if queried is None else with_query(queried, given)
             outputs = op.run(
                 wb, given, resource, accept_language=language, caches=caches, cache_id=cache_id
             )
