@@ -833,6 +833,20 @@ def test_object_column_every_row_right(default_wb: Workbench, shape: str) -> Non
     assert not [c for c in shown if not isinstance(c, str)]  # numbers are given as text
 
 
+@pytest.mark.parametrize("repeat", [1, 3, 200], ids=["one-each", "few-repeats", "few-groups"])
+def test_identity_groups_hold_the_rows_objects(repeat: int) -> None:
+    """Each group of an object column is one object: the object of every row of the group
+    (few groups: read from its address; many: from a row), equal values that are other
+    objects in groups of their own, missing values and numbers included."""
+    distinct: list[Any] = [*(f"code-{i}" for i in range(40)), None, np.nan, 7, 7.0, "x"]
+    distinct += [_fresh("x"), _fresh("code-3")]
+    values = np.array([distinct[i % len(distinct)] for i in range(len(distinct) * repeat)])
+    values = values.astype(object)
+    ids, objects = bulk_encoding.identity_values(values)
+    assert len(objects) == len(distinct) and ids.dtype == np.int64
+    assert all(objects[g] is v for g, v in zip(ids.tolist(), values, strict=True))
+
+
 def _fresh(value: Any) -> Any:
     """An equal string that is a new object (what ``.str`` methods or ``apply`` give)."""
     return (value + "x")[:-1] if isinstance(value, str) else value

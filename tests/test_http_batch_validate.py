@@ -111,6 +111,36 @@ def test_entries_mixing_code_systems_and_value_sets(http: httpx.Client) -> None:
     assert values(got[1], "version") == ["2"]
 
 
+@pytest.mark.parametrize("pretty", [False, True])
+def test_repeated_entries_answer_as_their_first(http: httpx.Client, pretty: bool) -> None:
+    # an entry that repeats an earlier one is answered once per batch (its JSON written
+    # once): each answer is still the single call's, in its place, pretty-printed or not
+    top = ("url", {"valueUri": GENDER_VS})
+    shapes = [
+        [coding("male")],
+        [coding("nope")],
+        [coding("female"), ("diagnostics", {"valueBoolean": True})],
+        [("display", {"valueString": "no code"})],
+    ]
+    order = [0, 1, 0, 3, 1, 2, 2, 0, 3]
+    body = params(top, *[entry(*shapes[i]) for i in order])
+    url = "/ValueSet/$batch-validate-code" + ("?_pretty=true" if pretty else "")
+    response = http.post(url, json=body)
+    got = answers(response)
+    assert (b'\n  "parameter"' in response.content) is pretty
+    expected = [single(http, top, *shape) for shape in shapes[:2]]
+    assert [got[0], got[1], got[2], got[4], got[7]] == [
+        *expected[:2],
+        *expected[:1],
+        expected[1],
+        expected[0],
+    ]
+    assert got[3] == got[8] and values(got[3], "result") == [False]
+    for i in (5, 6):  # the diagnostics are each entry's own
+        assert values(got[i], "result") == [True]
+        assert [p["name"] for p in got[i]["parameter"]].count("diagnostics") == 1
+
+
 def test_bad_entries_answer_in_their_place(http: httpx.Client) -> None:
     body = params(
         ("url", {"valueUri": GENDER_VS}),
@@ -120,9 +150,28 @@ def test_bad_entries_answer_in_their_place(http: httpx.Client) -> None:
         entry(("unheard-of", {"valueString": "x"}), coding("male")),
         entry(("url", {"valueUri": "http://example.org/no-such-vs"}), coding("male")),
         entry(coding("female")),
+        ("validation", {"valueString": "male"}),
+        ("validation", {"part": [{"name": "code", "valueCode": "male"}]}),
+        ("validation", {"resource": params(coding("male")), "valueString": "x"}),
+        ("validation", {"resource": params(coding("male")), "extension": [{"url": 5}]}),
+        ("validation", {"resource": params(coding("male")), "id": "e1"}),
     )
     got = answers(http.post("/ValueSet/$batch-validate-code", json=body))
-    assert [values(a, "result")[0] for a in got] == [True, False, False, False, False, True]
+    assert [values(a, "result")[0] for a in got] == [
+        *(True, False, False, False, False, True),
+        *(False, False, False, False, True),
+    ]
+    for failed, text in zip(
+        got[6:10],
+        [
+            "not a value (valueString)",
+            "not parts",
+            "not resource and valueString",
+            "validation.extension[0].url",
+        ],
+        strict=True,
+    ):
+        assert text in values(failed, "message")[0], values(failed, "message")
     for failed, text in zip(
         got[1:5],
         [

@@ -197,6 +197,38 @@ def test_bad_cache_control(
     assert text in found.json()["issue"][0]["details"]["text"]
 
 
+@pytest.mark.parametrize("method", ["GET", "POST", "POST with a body"])
+def test_unknown_parameters_are_ignored_and_named(http: httpx.Client, method: str) -> None:
+    """As the other operations: an unknown parameter of $cache-control (in the query or
+    the body) is named in an information issue of the answer, and refused only under
+    ``Prefer: handling=strict``."""
+    url = "/$cache-control?mode=start&x-unheard=1"
+    body = params(("x-other", {"valueString": "y"}), ("sealed", {"valueBoolean": True}))
+    send = {"json": body} if method == "POST with a body" else {}
+    found = http.request(method.split()[0], url, **send)
+    assert found.status_code == 200, found.text
+    assert values(found.json(), "cache-id")
+    (outcome,) = [p["resource"] for p in found.json()["parameter"] if p["name"] == "issues"]
+    (issue,) = outcome["issue"]
+    assert issue["severity"] == "information" and "'x-unheard'" in issue["details"]["text"]
+    assert ("'x-other'" in issue["details"]["text"]) is bool(send)
+    strict = http.request(method.split()[0], url, headers={"Prefer": "handling=strict"}, **send)
+    assert_outcome(strict, 400, "invalid", "Unknown parameter")
+
+
+def test_start_with_a_large_body_keeps_its_query(http: httpx.Client) -> None:
+    # a body over 64 KB is decoded where the call runs: the query's mode still counts
+    big = codesystem(codes=tuple(f"code-{i:05d}" for i in range(2_000)))
+    body = params(("tx-resource", {"resource": big}))
+    assert len(httpx.Request("POST", "/", json=body).content) > 65_536
+    found = http.post("/$cache-control?mode=start&x-unheard=1", json=body)
+    assert found.status_code == 200, found.text
+    header = {"X-Cache-Id": str(values(found.json(), "cache-id")[0])}
+    assert "'x-unheard'" in str(found.json())
+    checked = http.post("/$cache-control?mode=check", headers=header)
+    assert values(checked.json(), "resource") == [f"{CS_URL}|1"]
+
+
 def test_a_flood_of_starts_keeps_the_newest(http: httpx.Client) -> None:
     ids = [start(http) for _ in range(40)]
     for old in ids[:-5]:

@@ -268,6 +268,12 @@ def test_workbench_html_repr(wb: Workbench) -> None:
     assert "<th style='text-align:left;padding-right:1em'>ValueSets</th>" in html
     assert f"<td style='text-align:left'>{len(wb.registry.all('ValueSet'))}</td>" in html
     assert "not running" in html
+    for provider in wb.terminology.providers():  # the built-in systems among them
+        (row,) = [r for r in html.split("<tr>") if f">{provider.url}</th>" in r]
+        held = f"{len(provider):,} concepts" if provider.enumerable else "codes by grammar"
+        assert f"<td style='text-align:left'>{held}, version" in row
+    assert "urn:ietf:bcp:47</th><td style='text-align:left'>codes by grammar" in html
+    assert "urn:iso:std:iso:3166</th><td style='text-align:left'>0 concepts" not in html
     wb.load(
         [
             {

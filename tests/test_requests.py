@@ -27,6 +27,7 @@ from workbench.operations.codec import parse_parameters, parse_query, query_item
 from workbench.terminology.params import param, parameter_names, read_inputs
 from workbench.terminology.requests import (
     ACCEPT_LANGUAGE,
+    PLAIN_CHECK,
     CodeSystemValidateRequest,
     CompareRequest,
     ExpandRequest,
@@ -356,6 +357,34 @@ def test_a_bundle_is_read_from_its_own_inputs() -> None:
     # abstract left out is None on the wire and in Python alike: abstract codes are taken
     # (tx.fhir.org); only abstract=false refuses them (issue 22, a2)
     assert ValidateRequest(valueset=VS).options.abstract is None
+
+
+@pytest.mark.parametrize(
+    ("inputs", "plain"),
+    [
+        ({"valueset-membership-only": False, "lenient-display-validation": False}, True),
+        ({"activeOnly": False, "inferSystem": False}, True),
+        ({"valueset-membership-only": False, "lenient-display-validation": True}, False),
+        ({"abstract": False}, False),
+    ],
+)
+def test_inputs_that_repeat_the_defaults_give_the_default_bundle(
+    inputs: dict[str, Any], plain: bool
+) -> None:
+    # the HL7 validator sends its switches false: the request is then a plain one, whose
+    # options the engine knows by identity (and works out once per value set)
+    req = ValidateRequest.from_inputs({**inputs, "code": "a"}, valueset=VS)
+    assert req.options == CheckOptions(**{FIELDS[k]: v for k, v in inputs.items()})
+    assert (req.options is PLAIN_CHECK) is plain
+
+
+FIELDS = {
+    "valueset-membership-only": "membership_only",
+    "lenient-display-validation": "lenient_display",
+    "activeOnly": "active_only",
+    "inferSystem": "infer_system",
+    "abstract": "abstract",
+}
 
 
 def test_requests_are_frozen() -> None:

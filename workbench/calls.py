@@ -37,6 +37,7 @@ from workbench.terminology.engine import Terminology
 from workbench.terminology.expansion import Expansion
 from workbench.terminology.lookup import LookupResult
 from workbench.terminology.requests import (
+    PLAIN_CHECK,
     CodeSystemValidateRequest,
     CompareRequest,
     ExpandRequest,
@@ -214,7 +215,7 @@ class TerminologyCalls:
                 "Give something to validate: code, coding or codeable_concept"
             )
         found = self.service.validate(
-            ValidateRequest(
+            ValidateRequest.make(
                 valueset=_target(valueset, url),
                 valueset_version=valueset_version,
                 code=code,
@@ -223,12 +224,7 @@ class TerminologyCalls:
                 display=display,
                 coding=coding,
                 codeable_concept=codeable_concept,
-                options=CheckOptions(
-                    abstract=abstract,
-                    lenient_display=lenient_display,
-                    membership_only=membership_only,
-                    active_only=active_only,
-                ),
+                options=_switches(abstract, lenient_display, membership_only, active_only),
                 policy=VersionPolicy.from_parameters(
                     system_version=system_version,
                     force_system_version=force_system_version,
@@ -286,9 +282,11 @@ class TerminologyCalls:
     ) -> ValidationResult:
         """``result`` with its ``suggestion`` (the code probably meant) when it failed for a
         code a suggestion can help with; the message stays as the operation gives it."""
+        if result.result:  # (the common answer: nothing to import or look up)
+            return result
         from workbench.bulk.suggest import ISSUES
 
-        if result.result or result.issue not in (*ISSUES, "unknown-system") or not result.code:
+        if result.issue not in (*ISSUES, "unknown-system") or not result.code:
             return result
         if valueset is None:
             return result
@@ -422,6 +420,21 @@ class TerminologyCalls:
                 tx_resources=tuple(tx_resources or ()),
             )
         )
+
+
+def _switches(
+    abstract: bool | None, lenient_display: bool, membership_only: bool, active_only: bool
+) -> CheckOptions:
+    """The CheckOptions of the keywords: the shared ``PLAIN_CHECK`` when none is set (the
+    engine then remembers the switches with the value set instead of working them out)."""
+    if abstract is None and not (lenient_display or membership_only or active_only):
+        return PLAIN_CHECK
+    return CheckOptions(
+        abstract=abstract,
+        lenient_display=lenient_display,
+        membership_only=membership_only,
+        active_only=active_only,
+    )
 
 
 def _target(valueset: Mapping[str, Any] | str | None, url: str | None) -> Mapping[str, Any] | str:

@@ -16,6 +16,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import orjson
 
 MAX_DEPTH = 100
@@ -67,8 +68,8 @@ def loads_body(data: bytes, *, exact_decimals: bool = False) -> Any:
         parsed = orjson.loads(data)  # UTF-8, surrogates, NaN, syntax, depth <= 1024
     except orjson.JSONDecodeError as exc:
         raise BodyError(str(exc)) from None
-    if data.count(b"[") + data.count(b"{") > MAX_DEPTH:
-        check_depth(parsed)
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and nesting(data) > MAX_DEPTH:
+        raise BodyError(f"arrays and objects nest more than {MAX_DEPTH} levels deep")
     if not exact_decimals:
         return parsed
     try:
@@ -96,6 +97,40 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
         if level > limit:
             raise BodyError(f"arrays and objects nest more than {limit} levels deep")
         stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+
+
+#: +1 for a byte that opens an array or object, -1 for one that closes it.
+_BRACKETS = np.zeros(256, dtype=np.int32)
+_BRACKETS[[ord("["), ord("{")]] = 1
+_BRACKETS[[ord("]"), ord("}")]] = -1
+
+
+def nesting(data: bytes) -> int:
+    """How deep arrays and objects nest in valid JSON text (what ``check_depth`` finds of
+    the parsed value), read from the bytes in a few array passes, with no Python per
+    element: brackets count outside strings, a string ending at a quote that no odd run
+    of backslashes escapes.
+
+    >>> nesting(b'{"a": [1, {"b": "]]}["}]}')
+    3
+    """
+    text = np.frombuffer(data, dtype=np.uint8)
+    if len(text) == 0:
+        return 0
+    quotes = np.flatnonzero(text == ord('"'))
+    if len(quotes) and (text == ord("\\")).any():
+        # (backslashes are only ever in strings) a quote after an odd run of them is text
+        others = np.flatnonzero(text != ord("\\"))
+        before = np.searchsorted(others, quotes) - 1
+        runs = quotes - 1 - np.where(before >= 0, others[np.maximum(before, 0)], -1)
+        quotes = quotes[runs % 2 == 0]
+    steps = _BRACKETS.take(text)
+    if len(quotes):
+        inside = np.zeros(len(text) + 1, dtype=np.int32)
+        inside[quotes[0::2]] += 1
+        inside[quotes[1::2]] -= 1
+        steps[np.cumsum(inside[:-1]) > 0] = 0
+    return int(np.cumsum(steps).max())
 
 
 def _default(value: Any) -> Any:

@@ -21,14 +21,10 @@ def workbench_html(wb: Any) -> str:
         versions = f" ({several:,} with several versions)" if several else ""
         rows.append((f"{kind}s", f"{len(resources):,}{versions}"))
     for provider in wb.terminology.providers():
-        title = provider.url
-        rows.append(
-            (
-                html.escape(str(title)),
-                f"{len(provider):,} concepts, version <code>"
-                f"{html.escape(str(provider.version or '-'))}</code>",
-            )
-        )
+        # a grammar's codes are not listed: what it has made so far is no count of them
+        held = f"{len(provider):,} concepts" if provider.enumerable else "codes by grammar"
+        version = html.escape(str(provider.version or "-"))
+        rows.append((html.escape(str(provider.url)), f"{held}, version <code>{version}</code>"))
     servers = [ref() for ref in wb.__dict__.get("_servers", [])]
     running = [s for s in servers if s is not None and s.running]
     rows.append(

@@ -90,8 +90,8 @@ def answer_column(
     if isinstance(systems, pd.Series) and len(codes):
         return answer_systems(tables, codes, systems, encoded)
     one = systems if isinstance(systems, str) else None
-    state, position = tables(one).column(codes, encoded)
-    return result_frame(state.answers, position, one, state)
+    state, position, rows = tables(one).grouped(codes, encoded)
+    return result_frame(state.answers, position, one, state, rows)
 
 
 def validate_arrays(

@@ -206,6 +206,18 @@ class AnswerTable:
         codes = values.cat.codes.to_numpy()
         return state, np.append(position, 0).take(codes)
 
+    def grouped(
+        self, values: pd.Series, encoded: Objects | pa.Array | None = None
+    ) -> tuple[State, np.ndarray, np.ndarray | None]:
+        """``column`` in two steps where the column is grouped by identity: the positions of
+        the groups and each row's group (``position.take(rows)`` is ``column``'s; the
+        result frame takes each column's values through both, never making the row
+        positions), else the row positions and None."""
+        if isinstance(encoded, Objects):
+            state, position = self.distinct(encoded.values)
+            return state, position, encoded.ids
+        return (*self.column(values, encoded), None)
+
     def column(
         self, values: pd.Series, encoded: Objects | pa.Array | None = None
     ) -> tuple[State, np.ndarray]:
@@ -304,16 +316,26 @@ def _used_texts(ids: np.ndarray, size: int, used: np.ndarray) -> np.ndarray:
 
 
 def _categorical(
-    ids: np.ndarray, texts: pd.Index, keep: np.ndarray, position: np.ndarray
+    ids: np.ndarray,
+    texts: pd.Index,
+    keep: np.ndarray,
+    position: np.ndarray,
+    rows: np.ndarray | None,
 ) -> pd.Categorical:
-    """Row ``i`` gets ``texts[ids[position[i]]]``; the categories are the texts ``keep``
-    (those the rows use), each stored once."""
+    """Row ``i`` gets ``texts[ids[position[i]]]`` (through ``rows``, see ``result_frame``);
+    the categories are the texts ``keep`` (those the rows use), each stored once."""
     remap = np.full(len(texts) + 1, -1, dtype=_codes_dtype(len(keep)))
     remap[keep + 1] = np.arange(len(keep))
     per_entry = remap.take(ids + 1)
     return pd.Categorical.from_codes(
-        per_entry.take(position), dtype=unique_dtype(texts.take(keep)), validate=False
+        _taken(per_entry, position, rows), dtype=unique_dtype(texts.take(keep)), validate=False
     )
+
+
+def _taken(values: np.ndarray, position: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """``values.take(position)``, then through ``rows`` when given (see ``result_frame``)."""
+    taken = values.take(position)
+    return taken if rows is None else taken.take(rows)
 
 
 def result_frame(
@@ -321,8 +343,11 @@ def result_frame(
     position: np.ndarray,
     system: str | None = None,
     state: State | None = None,
+    rows: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """The frame of the answers' schema: row ``i`` gets the answer at ``position[i]``.
+    """The frame of the answers' schema: row ``i`` gets the answer at ``position[i]``
+    (``rows`` given: at ``position[rows[i]]``, each column taken from its few distinct
+    values, with no array of row positions made).
 
     ``result`` is a nullable boolean, a count an int64. Text columns of a categorical
     schema are categoricals over the texts the rows use (else ``object``). ``system``
@@ -333,28 +358,38 @@ def result_frame(
     """
     schema = answers.schema
     if not schema.categorical:
-        return plain_frame(answers, position)
-    seen = np.zeros(len(answers), dtype=bool)
-    seen[position] = True
-    used = np.flatnonzero(seen)
+        return plain_frame(answers, position if rows is None else position.take(rows))
+    if rows is None or len(rows) == 0:
+        position, rows = (position if rows is None else position.take(rows)), None
+        seen = np.zeros(len(answers), dtype=bool)
+        seen[position] = True
+        used = np.flatnonzero(seen)
+    else:  # (every group has a row)
+        used = np.unique(position)
+    size = len(position) if rows is None else len(rows)
     data: dict[str, Any] = {}
     for column in schema.columns:
         name = column.name
         if column.kind != "text":
-            data[name] = _column(answers[name], column.kind, position)
+            data[name] = _column(answers[name], column.kind, position, rows)
         elif system is not None and column.per_system:
             data[name] = pd.Categorical.from_codes(
-                np.zeros(len(position), dtype=np.int8),
+                np.zeros(size, dtype=np.int8),
                 text_index(np.array([system], dtype=object)),
                 validate=False,
             )
         else:
-            data[name] = _text_column(answers, name, position, used, state)
+            data[name] = _text_column(answers, name, position, used, state, rows)
     return pd.DataFrame(data, columns=schema.names, copy=False)
 
 
 def _text_column(
-    answers: Answers, name: str, position: np.ndarray, used: np.ndarray, state: State | None
+    answers: Answers,
+    name: str,
+    position: np.ndarray,
+    used: np.ndarray,
+    state: State | None,
+    rows: np.ndarray | None,
 ) -> pd.Categorical:
     """One text column of ``result_frame`` as a categorical."""
     if state is None:
@@ -364,15 +399,22 @@ def _text_column(
     keep = _used_texts(ids, len(texts), used)
     if state is not None and 2 * len(keep) >= len(texts):
         codes, dtype = state.category_codes(name)
-        return pd.Categorical.from_codes(codes.take(position), dtype=dtype, validate=False)
-    return _categorical(ids, texts, keep, position)
+        return pd.Categorical.from_codes(_taken(codes, position, rows), dtype=dtype, validate=False)
+    return _categorical(ids, texts, keep, position, rows)
 
 
-def _column(values: np.ndarray, kind: str, position: np.ndarray) -> Any:
-    """A result or count column: row ``i`` gets ``values[position[i]]``."""
-    taken = values.take(position)
+def _column(
+    values: np.ndarray, kind: str, position: np.ndarray, rows: np.ndarray | None = None
+) -> Any:
+    """A result or count column: row ``i`` gets ``values[position[i]]`` (through ``rows``,
+    see ``result_frame``)."""
     if kind == "result":
-        return pd.arrays.BooleanArray(taken == 1, taken < 0)
+        taken = values.take(position)
+        true, missing = taken == 1, taken < 0
+        if rows is not None:
+            true, missing = true.take(rows), missing.take(rows)
+        return pd.arrays.BooleanArray(true, missing)
+    taken = _taken(values, position, rows)
     if kind == "text":  # kept as objects (pandas would infer its string dtype)
         return pd.Series(taken, dtype=object, copy=False)
     return taken

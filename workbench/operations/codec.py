@@ -142,11 +142,13 @@ def _complete(
 
 class _Input(NamedTuple):
     """An input's definition, whether its value is a string taken as it comes (a simple
-    type other than boolean and the integers), and the value[x] keys it may be sent as."""
+    type other than boolean and the integers), the value[x] keys it may be sent as, and
+    the resource type of a resource input (else None)."""
 
     param: ParamDef
     as_is: bool
     accepted: tuple[str, ...]
+    resource: str | None
 
 
 class _Reading(NamedTuple):
@@ -169,7 +171,12 @@ def _reading(op: OperationDef) -> _Reading:
             frozenset(p.name for p in op.inputs.values() if p.repeats),
             tuple(p.name for p in op.inputs.values() if p.min > 0),
             {
-                p.name: _Input(p, p.is_simple and p.type not in _PARSED_TYPES, _accepted(p.type))
+                p.name: _Input(
+                    p,
+                    p.is_simple and p.type not in _PARSED_TYPES,
+                    _accepted(p.type),
+                    p.type if p.is_resource else None,
+                )
                 for p in op.inputs.values()
             },
         )
@@ -254,12 +261,15 @@ def parse_parameters(op: OperationDef, body: Any, *, strict: bool = True) -> dic
         raise InvalidRequestError("Parameters.parameter must be a list")
     pairs: list[tuple[str, Any]] = []
     ignored: list[str] = []
-    table = _reading(op).query
+    table, given = _reading(op).query, op.as_given
     for i, entry in enumerate(entries):
         # (dict first: a JSON object is one, and the test is then cheaper than Mapping's)
         if not isinstance(entry, dict | Mapping) or not isinstance(entry.get("name"), str):
             raise InvalidRequestError(f"Parameters.parameter[{i}] needs a name")
         name = entry["name"]
+        if name in given:  # the operation reads each such entry itself, in its place
+            pairs.append((name, entry))
+            continue
         found = table.get(name)
         if found is None or len(entry) > 2 or "part" in entry:
             # FHIR JSON typing of what the definition does not type (issue 38.3)
@@ -276,12 +286,21 @@ def parse_parameters(op: OperationDef, body: Any, *, strict: bool = True) -> dic
 
 
 def _read_entry(found: _Input, entry: Mapping[str, Any]) -> Any:
-    """``_entry_value`` of a defined input, a plain string value taken without more ado."""
-    param, as_is, accepted = found
-    if as_is and len(entry) == 2:
-        for key, value in entry.items():
-            if key in accepted and type(value) is str:
-                return value
+    """``_entry_value`` of a defined input, a plain string value taken without more ado, and
+    so a resource of the declared type that is not one the structure check types (such as
+    each ``validation`` Parameters of a batch)."""
+    param, as_is, accepted, kind = found
+    if len(entry) == 2:
+        if as_is:
+            for key, value in entry.items():
+                if key in accepted and type(value) is str:
+                    return value
+        elif kind is not None:
+            resource = entry.get("resource")
+            if type(resource) is dict:
+                rtype = resource.get("resourceType")
+                if (kind == "Resource" or rtype == kind) and rtype not in TERMINOLOGY_TYPES:
+                    return dict(resource)
     return _entry_value(param, entry)
 
 
@@ -292,7 +311,7 @@ def _accepted(type_name: str | None) -> tuple[str, ...]:
 
 
 def _entry_value(param: ParamDef, entry: Mapping[str, Any]) -> Any:
-    if len(entry) == 2 and param.is_simple:
+    if len(entry) == 2 and not param.parts and not param.is_resource:
         # the common case, {"name": …, "valueX": …}: no scan of the keys
         accepted = _accepted(param.type)
         for key, value in entry.items():

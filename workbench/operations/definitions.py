@@ -7,6 +7,7 @@ read from them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources as package_data
@@ -75,10 +76,14 @@ class OperationDef:
     affects_state: bool
     inputs: dict[str, ParamDef]
     outputs: dict[str, ParamDef]
+    #: Inputs whose Parameters entries the codec hands over as they were sent (one
+    #: ``{"name": …, …}`` dict each), untyped: the operation answers each entry in its
+    #: place, a bad one with an error of its own (``$batch-validate-code``'s validations).
+    as_given: frozenset[str] = frozenset()
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> OperationDef:
-        """Read an OperationDefinition resource."""
+    def from_json(cls, raw: dict[str, Any], as_given: frozenset[str] = frozenset()) -> OperationDef:
+        """Read an OperationDefinition resource (``as_given``: see the field)."""
         params = [ParamDef.from_json(p) for p in raw.get("parameter", ())]
         return cls(
             resource=raw,
@@ -92,6 +97,7 @@ class OperationDef:
             affects_state=bool(raw.get("affectsState")),
             inputs={p.name: p for p in params if p.use == "in"},
             outputs={p.name: p for p in params if p.use == "out"},
+            as_given=as_given,
         )
 
     @property
@@ -114,7 +120,8 @@ class OperationDef:
         return bool(getattr(self, level))
 
 
-def load_definition(file_name: str) -> OperationDef:
-    """Load one of the shipped OperationDefinitions by file name."""
+def load_definition(file_name: str, *, as_given: Iterable[str] = ()) -> OperationDef:
+    """Load one of the shipped OperationDefinitions by file name (``as_given``: the inputs
+    whose entries the codec hands over as sent, see ``OperationDef.as_given``)."""
     data = package_data.files("workbench.operations").joinpath("definitions", file_name)
-    return OperationDef.from_json(orjson.loads(data.read_bytes()))
+    return OperationDef.from_json(orjson.loads(data.read_bytes()), frozenset(as_given))

@@ -5,9 +5,10 @@ every entry that names no value set itself, and the top ``tx-resource``s are see
 entry (read once for the whole batch). Each ``validation`` is the Parameters of one
 ``$validate-code`` call, read by that operation's definition; the answer has one
 ``validation`` per entry, in order, with the outputs ``$validate-code`` gives. An entry
-that cannot be validated (not a Parameters, an unknown input, no code, an unknown value
-set) answers, in its place, what tx.fhir.org answers for it: ``result=false``, the
-``message`` and the ``issues`` OperationOutcome of the error; the batch goes on.
+that cannot be validated (a value, parts or another resource where its Parameters belongs,
+an unknown input, no code, an unknown value set) answers, in its place, what tx.fhir.org
+answers for it: ``result=false``, the ``message`` and the ``issues`` OperationOutcome of
+the error; the batch goes on.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
+from workbench import jsonio, structure
 from workbench.errors import RequiredError, TooCostlyError, WorkbenchError
 from workbench.operations import valueset_validate_code as single
 from workbench.operations.base import Inputs, Operation
@@ -26,11 +30,18 @@ from workbench.terminology.service import EngineService
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
 
-DEFINITION = load_definition("OperationDefinition-ValueSet-batch-validate-code.json")
+# each validation is read here, in its place: one that is not a Parameters answers an error
+DEFINITION = load_definition(
+    "OperationDefinition-ValueSet-batch-validate-code.json", as_given=("validation",)
+)
 #: The most entries one batch may have (more: 422 too-costly).
 MAX_ENTRIES = 10_000
 #: The top inputs an entry takes when it names no value set itself.
 SHARED = ("url", "valueSet", "valueSetVersion")
+#: What makes an entry's answer more than a function of its JSON within the batch: a
+#: resource it brings (kept in a client cache, where later entries see it) and the
+#: diagnostics (which time the call). Entries with neither are answered once per batch.
+_NOT_REPEATED = (b'"resource"', b'"diagnostics"')
 
 
 def run(
@@ -43,7 +54,38 @@ def run(
     if top:  # read once, seen by every entry
         svc = EngineService(svc.registry, svc.terminology.with_resources(top))
     shared = {n: inputs[n] for n in SHARED if inputs.get(n) is not None}
-    return {"validation": [answer(svc, entry, shared) for entry in entries]}
+    return {"validation": answers(svc, entries, shared)}
+
+
+def answers(
+    svc: TerminologyService, entries: list[Any], shared: Mapping[str, Any]
+) -> list[orjson.Fragment]:
+    """The answer of each entry, as FHIR JSON written once (``orjson.Fragment``): an entry
+    whose JSON repeats one before it, with no resource or diagnostics of its own, gets that
+    entry's answer (the batch sees one state, so the same inputs answer the same)."""
+    written: dict[bytes, orjson.Fragment] = {}
+    out = []
+    for entry in entries:
+        key = _key(entry)
+        found = written.get(key) if key is not None else None
+        if found is None:
+            found = orjson.Fragment(jsonio.dumps(answer(svc, entry, shared)))
+            if key is not None:
+                written[key] = found
+        out.append(found)
+    return out
+
+
+def _key(entry: Any) -> bytes | None:
+    """What an entry's answer depends on, as JSON (its Parameters, or the whole entry when
+    it holds something else); None when it is to be answered on its own (see
+    ``_NOT_REPEATED``, or not JSON-shaped)."""
+    plain = type(entry) is dict and len(entry) == 2 and "resource" in entry
+    try:  # (marked: a resource's JSON is never taken for a whole entry's)
+        key = b"r" + orjson.dumps(entry["resource"]) if plain else b"e" + orjson.dumps(entry)
+    except TypeError:
+        return None
+    return None if any(mark in key for mark in _NOT_REPEATED) else key
 
 
 def check_size(count: int) -> None:
@@ -58,18 +100,38 @@ def check_size(count: int) -> None:
 
 
 def answer(svc: TerminologyService, entry: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
-    """The Parameters answering one entry (its error answer when it cannot be validated)."""
+    """The Parameters answering one ``validation`` entry (as sent: see ``as_given``), its
+    error answer when it cannot be validated."""
     given: dict[str, Any] = {}
+    resource = entry.get("resource") if isinstance(entry, Mapping) else None
     try:
-        if not isinstance(entry, Mapping) or entry.get("resourceType") != "Parameters":
-            kind = entry.get("resourceType") if isinstance(entry, Mapping) else None
-            raise RequiredError(f"A validation must be a Parameters resource, not {kind!r}")
-        given = parse_parameters(single.DEFINITION, entry)
+        given = parse_parameters(single.DEFINITION, validation(entry))
         if given.get("url") is None and given.get("valueSet") is None:
             given = {**shared, **given}
         return build_output(single.DEFINITION, single.run(svc, given))
     except WorkbenchError as exc:
-        return build_output(single.DEFINITION, failed(exc, given or _raw_inputs(entry)))
+        return build_output(single.DEFINITION, failed(exc, given or _raw_inputs(resource)))
+
+
+def validation(entry: Any) -> Mapping[str, Any]:
+    """The Parameters of a ``validation`` entry; RequiredError naming what it holds
+    instead (another resource, a value, parts), StructureError for a bad element of its
+    own (an ``extension``, say)."""
+    content = [k for k in entry if k.startswith(("value", "resource", "part"))]
+    resource = entry.get("resource")
+    if content == ["resource"] and (type(resource) is dict or isinstance(resource, Mapping)):
+        if resource.get("resourceType") == "Parameters":
+            if len(entry) > 2:  # (its id, extension: FHIR JSON as the codec types them)
+                structure.check_entry(entry, "validation", typed=True)
+            return resource
+        held = f"a {resource.get('resourceType')!r} resource"
+    elif content == ["part"]:
+        held = "parts"
+    elif len(content) == 1 and content[0].startswith("value"):
+        held = f"a value ({content[0]})"
+    else:
+        held = " and ".join(content) or "nothing"
+    raise RequiredError(f"A validation must be a Parameters resource, not {held}")
 
 
 def _raw_inputs(entry: Any) -> dict[str, Any]:

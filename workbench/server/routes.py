@@ -30,7 +30,7 @@ from workbench.errors import (
     UnknownOperationError,
 )
 from workbench.operations import Operation
-from workbench.operations.codec import build_output, parse_query, query_items
+from workbench.operations.codec import IGNORED, build_output, parse_query, query_items
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server import forked
 from workbench.server import search as fhir_search
@@ -112,6 +112,16 @@ def cache_header(scope: Mapping[str, Any]) -> str | None:
 def _names_cache(body: bytes | None) -> bool:
     """Whether a large body (decoded where the call runs) may carry a ``cache-id``."""
     return body is not None and b'"cache-id"' in body
+
+
+def with_query(query: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs of a body with those of the query string besides (the body's first), the
+    unknown parameters that either named (``codec.IGNORED``) named together."""
+    ignored = (*query.get(IGNORED, ()), *body.get(IGNORED, ()))
+    inputs = {**query, **body}
+    if ignored:
+        inputs[IGNORED] = tuple(dict.fromkeys(ignored))
+    return inputs
 
 
 def check_cost(outputs: Mapping[str, Any], inputs: Mapping[str, Any], threshold: int) -> None:
@@ -209,6 +219,7 @@ class OperationRoutes:
         language, costly, preference = _headers(scope, OPERATION_HEADERS)
         strict = strict_handling(preference)
         large: bytes | None = None  # a body decoded where the operation runs
+        queried: dict[str, Any] | None = None  # the query's inputs beside a body's
         if scope["method"] == "GET":
             if definition.affects_state:
                 raise MethodNotAllowedError(
@@ -223,8 +234,9 @@ class OperationRoutes:
                 inputs = post_inputs(definition, raw, limits, strict=strict)
             else:
                 inputs, large = {}, raw
-            if op.with_caches and query:  # ``$cache-control?mode=start`` with a body
-                inputs = {**parse_query(definition, query), **inputs}
+            if op.with_caches and query and raw is not None:  # ``?mode=start`` with a body
+                queried = parse_query(definition, query, strict=strict)
+                inputs = with_query(queried, inputs)
         received = time.monotonic()  # the deadline counts from here
         params = scope.get("path_params")
         rid = params.get("rid") if params else None
@@ -237,9 +249,10 @@ class OperationRoutes:
 
         def respond() -> bytes:
             # the answer is serialised where the work ran: a child process sends bytes back
-            given = (
-                inputs if large is None else post_inputs(definition, large, limits, strict=strict)
-            )
+            given = inputs
+            if large is not None:
+                given = post_inputs(definition, large, limits, strict=strict)
+                given = given if queried is None else with_query(queried, given)
             outputs = op.run(
                 wb, given, resource, accept_language=language, caches=caches, cache_id=cache_id
             )

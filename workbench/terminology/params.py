@@ -51,6 +51,8 @@ class _Check:
 # per request class (a handful, all defined at import): what its fields declare
 _SOURCES: dict[type, dict[str, _Source]] = {}
 _BUNDLES: dict[type, dict[str, type]] = {}
+# per request class: each bundle field's default (the bundle when none of its inputs is given)
+_BUNDLE_DEFAULTS: dict[type, dict[str, Any]] = {}
 _Checks = tuple[tuple[_Check, ...], Callable[[Any], tuple[Any, ...]], tuple[Any, ...]]
 _CHECKS: dict[type, _Checks] = {}
 
@@ -80,15 +82,17 @@ def _sources(cls: type) -> dict[str, _Source]:
     """Input name -> where it goes, for ``cls`` and its bundles."""
     found = _SOURCES.get(cls)
     if found is None:
-        found, bundles = {}, {}
+        found, bundles, defaults = {}, {}, {}
         for f in dataclasses.fields(cls):
             if f.metadata.get(_BUNDLE):
                 bundles[f.name] = kind = type(f.default)
+                defaults[f.name] = f.default
                 for name, inner in _sources(kind).items():
                     found[name] = _Source(inner.field, f.name, inner.parse)
             elif f.metadata.get(_PARAM) is not None:
                 found[f.metadata[_PARAM]] = _Source(f.name, None, f.metadata[_PARSE])
         _BUNDLES[cls] = bundles
+        _BUNDLE_DEFAULTS[cls] = defaults
         _SOURCES[cls] = found
     return found
 
@@ -100,7 +104,8 @@ def parameter_names(cls: type) -> frozenset[str]:
 
 def read_inputs(cls: type, inputs: Mapping[str, Any], *, own: Iterable[str] = ()) -> dict[str, Any]:
     """The field values of ``cls`` that ``inputs`` give, by field name (a bundle is built
-    only when one of its inputs is given).
+    only when one of its inputs is given, and is the default one when they all repeat its
+    defaults).
 
     Raises InvalidRequestError for an input that neither ``cls`` reads nor ``own`` names
     (what the operation itself consumes: the target value set, ``inferSystem``, …).
@@ -122,7 +127,13 @@ def read_inputs(cls: type, inputs: Mapping[str, Any], *, own: Iterable[str] = ()
         target[source.field] = value
     bundles = _BUNDLES[cls]
     for name, values in inner.items():
-        out[name] = bundles[name](**values)
+        default = _BUNDLE_DEFAULTS[cls][name]
+        if all(getattr(default, field) == value for field, value in values.items()):
+            # inputs that only repeat the defaults (the HL7 validator sends its switches
+            # false): the default bundle itself, which the engine knows by identity
+            out[name] = default
+        else:
+            out[name] = bundles[name](**values)
     return out
 
 

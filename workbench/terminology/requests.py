@@ -49,7 +49,11 @@ class Request:
         field values (what the operation worked out itself, the target value set say)
         taking precedence. ``own`` names inputs the operation consumes itself; any other
         input this request does not read raises InvalidRequestError."""
-        values = {**read_inputs(cls, inputs, own=own), **given}
+        return cls.make(**{**read_inputs(cls, inputs, own=own), **given})
+
+    @classmethod
+    def make(cls: type[R], **values: Any) -> R:
+        """``cls(**values)``, checked the same, built faster (the facade's keywords)."""
         layout = _layout(cls)
         if layout is None or not layout.fits(values):
             return cls(**values)
