@@ -12,13 +12,16 @@ the base as the client sees it (mount point or proxy root path included).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from workbench.operations import Operation
 from workbench.operations.definitions import OperationDef, ParamDef
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server.capability import INTERACTIONS, OPERATION_DEFINITION_SEARCH
+from workbench.server.openapi_schemas import parameters_schema, primitive, structure_schemas
 from workbench.server.search import MAX_COUNT, MODIFIERS, SEARCH_PARAMETERS, SUMMARY_MODES
+from workbench.terminology.versions import SYSTEM_VERSION_FORM, SYSTEM_VERSION_INPUTS
 
 FHIR_JSON = "application/fhir+json"
 SECURITY_SCHEME = "bearerAuth"
@@ -54,8 +57,6 @@ SAMPLE_RESOURCES: dict[str, dict[str, Any]] = {
     }
 }
 SAMPLE_IDS = {"ValueSet": "administrative-gender", "CodeSystem": "administrative-gender"}
-_INTEGERS = {"integer": None, "positiveInt": 1, "unsignedInt": 0}
-_URIS = frozenset({"uri", "url"})
 # Where each interaction of the CapabilityStatement is routed: path (under the type) and method.
 _ROUTED = {
     "read": ("/{id}", "get"),
@@ -90,19 +91,19 @@ def _responses(
     return {status: ok, **(more or {}), "default": _ref("responses", "Error")}
 
 
-def primitive_schema(fhir_type: str | None) -> dict[str, Any]:
-    """The JSON Schema of a FHIR primitive as it travels in a query string."""
-    if fhir_type == "boolean":
-        return {"type": "boolean"}
-    if fhir_type in _INTEGERS:
-        minimum = _INTEGERS[fhir_type]
-        schema: dict[str, Any] = {"type": "integer", "format": "int32"}
-        return schema if minimum is None else {**schema, "minimum": minimum}
+def primitive_schema(fhir_type: str | None, name: str = "") -> dict[str, Any]:
+    """The JSON Schema of a FHIR primitive as it travels in a query string: a boolean, an
+    integer in its range, else the primitive's own form (never empty, its R4 pattern; the
+    ``system|version`` inputs theirs)."""
+    fhir_type = fhir_type or "string"
     if fhir_type == "decimal":
         return {"type": "number"}
-    if fhir_type in _URIS:
-        return {"type": "string", "format": "uri"}
-    return {"type": "string"}
+    found = primitive(fhir_type)
+    if found["type"] == "integer":
+        found["format"] = "int32"
+    if name in SYSTEM_VERSION_INPUTS:
+        found["pattern"] = f"^{SYSTEM_VERSION_FORM}$"
+    return found
 
 
 def _cardinality(param: ParamDef) -> str:
@@ -111,7 +112,7 @@ def _cardinality(param: ParamDef) -> str:
 
 def query_parameter(param: ParamDef, documentation: str, example: Any = None) -> dict[str, Any]:
     """An operation input as an OpenAPI query parameter: type, cardinality, documentation."""
-    schema = primitive_schema(param.type)
+    schema = primitive_schema(param.type, param.name)
     if param.repeats:
         schema = {"type": "array", "items": schema}
         if param.max is not None:
@@ -218,7 +219,7 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
             "be given in the query string)",
             "content": {
                 FHIR_JSON: {
-                    "schema": _ref("schemas", "Parameters"),
+                    "schema": parameters_schema(op),
                     "example": example_parameters(op, rtype, instance),
                 }
             },
@@ -279,6 +280,11 @@ def _header(name: str, description: str) -> dict[str, Any]:
     }
 
 
+# _count and _offset: at most 9 ASCII digits; a _count above MAX_COUNT is served as MAX_COUNT
+_WHOLE = {"type": "integer", "minimum": 0, "maximum": 999_999_999}
+_COUNT_TEXT = f"Page size (default 100); a larger value than {MAX_COUNT} is served as {MAX_COUNT}"
+
+
 def _search_parameters(rtype: str) -> list[dict[str, Any]]:
     out = [
         _query(
@@ -289,11 +295,10 @@ def _search_parameters(rtype: str) -> list[dict[str, Any]]:
         )
         for p in SEARCH_PARAMETERS[rtype].values()
     ]
-    count = {"type": "integer", "minimum": 0, "maximum": MAX_COUNT}
     return [
         *out,
-        _query("_count", f"Page size (default 100, at most {MAX_COUNT})", count),
-        _query("_offset", "Where the page starts", {"type": "integer", "minimum": 0}),
+        _query("_count", _COUNT_TEXT, _WHOLE),
+        _query("_offset", "Where the page starts", _WHOLE),
         _query("_sort", "Comma-separated search parameters; '-' for descending"),
         _query("_summary", "Summary mode", {"type": "string", "enum": list(SUMMARY_MODES)}),
         _query("_elements", "Comma-separated elements to return"),
@@ -304,8 +309,8 @@ def _history_parameters(with_paging: bool) -> list[dict[str, Any]]:
     if not with_paging:
         return []
     return [
-        _query("_count", f"Page size (default 100, at most {MAX_COUNT})", {"type": "integer"}),
-        _query("_offset", "Where the page starts", {"type": "integer", "minimum": 0}),
+        _query("_count", _COUNT_TEXT, _WHOLE),
+        _query("_offset", "Where the page starts", _WHOLE),
         _query("_since", "Only versions written at or after this instant (with a time zone)"),
     ]
 
@@ -424,7 +429,22 @@ def interaction_paths() -> dict[str, dict[str, Any]]:
                     {"type": "string", "enum": ["full", "normative", "terminology"]},
                 )
             ],
-            "responses": _responses(_ok("CapabilityStatement", "What the server supports")),
+            "responses": _responses(
+                {
+                    "description": "A CapabilityStatement; with mode=terminology a "
+                    "TerminologyCapabilities",
+                    "content": {
+                        FHIR_JSON: {
+                            "schema": {
+                                "oneOf": [
+                                    _ref("schemas", "CapabilityStatement"),
+                                    _ref("schemas", "TerminologyCapabilities"),
+                                ]
+                            }
+                        }
+                    },
+                }
+            ),
         }
     }
     return paths
@@ -434,10 +454,14 @@ _RESOURCE_SCHEMAS = (
     *TERMINOLOGY_TYPES,
     "Bundle",
     "CapabilityStatement",
+    "TerminologyCapabilities",
     "OperationDefinition",
     "OperationOutcome",
     "Parameters",
 )
+
+
+_STRUCTURED = (*TERMINOLOGY_TYPES, "Parameters")  # the resources of the structure schema
 
 
 def _schemas() -> dict[str, Any]:
@@ -458,18 +482,30 @@ def _schemas() -> dict[str, Any]:
             "properties": {"resourceType": {"const": rtype}, "id": {"type": "string"}},
             "additionalProperties": True,
         }
-    out["Parameters"]["properties"]["parameter"] = {
-        "type": "array",
-        "items": {
-            "type": "object",
-            "required": ["name"],
-            "properties": {"name": {"type": "string"}},
-            "description": "name and one value[x] (valueUri, valueCode, valueCoding, …), "
-            "resource, or part",
-            "additionalProperties": True,
-        },
-    }
-    return out
+    return {**out, **structure_schemas(_STRUCTURED)}
+
+
+def add_links(paths: dict[str, dict[str, Any]]) -> None:
+    """OpenAPI links from a create (201) and a read (200) of each resource type to the
+    operations on that instance: read, history, vread, update, delete and the instance
+    operations (the id from the body; a vread's version from ``meta.versionId``)."""
+    for rtype in TERMINOLOGY_TYPES:
+        instance = f"/{rtype}/{{id}}"
+        links: dict[str, Any] = {}
+        for path, item in paths.items():
+            if path != instance and not path.startswith(instance + "/"):
+                continue
+            for operation in item.values():
+                parameters = {"id": "$response.body#/id"}
+                if path.endswith("{vid}"):
+                    parameters["vid"] = "$response.body#/meta/versionId"
+                links[operation["operationId"]] = {
+                    "operationId": operation["operationId"],
+                    "parameters": parameters,
+                }
+        paths[f"/{rtype}"]["post"]["responses"]["201"]["links"] = links
+        read = paths[instance]["get"]["responses"]["200"]
+        read["links"] = {k: v for k, v in links.items() if k != f"read-{rtype}"}
 
 
 def openapi_document(
@@ -477,6 +513,7 @@ def openapi_document(
 ) -> dict[str, Any]:
     """The whole OpenAPI document, paths relative to the FHIR base (see ``with_server``)."""
     paths = {**interaction_paths(), **operation_paths(operations)}
+    add_links(paths)
     tags = [
         {"name": rtype, "description": f"{rtype}: REST interactions and operations"}
         for rtype in TERMINOLOGY_TYPES
@@ -519,3 +556,31 @@ def openapi_document(
 def with_server(document: dict[str, Any], base_path: str) -> dict[str, Any]:
     """The document with its one server: the FHIR base path as the client reaches it."""
     return {**document, "servers": [{"url": base_path or "/", "description": "FHIR base"}]}
+
+
+_SEGMENT = {"{id}": "[A-Za-z0-9\\-.]{1,64}", "{vid}": "[A-Za-z0-9\\-.]{1,64}"}
+_HTTP_METHODS = ("get", "put", "post", "delete", "patch")
+
+
+class AllowedMethods:
+    """The methods the document lists for a request path (the ``Allow`` header of a 405,
+    RFC 9110 section 15.5.6): each path template as a pattern under the FHIR base."""
+
+    def __init__(self, document: dict[str, Any], base: str) -> None:
+        self.patterns: list[tuple[re.Pattern[str], str]] = []
+        for path, item in document["paths"].items():
+            methods = [m.upper() for m in _HTTP_METHODS if m in item]
+            if "GET" in methods:
+                methods.insert(methods.index("GET") + 1, "HEAD")
+            parts = re.split(r"(\{id\}|\{vid\})", path)
+            pattern = "".join(_SEGMENT.get(p, re.escape(p)) for p in parts)
+            self.patterns.append(
+                (re.compile(".*" + re.escape(base) + pattern + "/?"), ", ".join(methods))
+            )
+
+    def __call__(self, path: str) -> str | None:
+        """The ``Allow`` value for ``path``, None if no path of the document matches."""
+        for pattern, methods in self.patterns:
+            if pattern.fullmatch(path):
+                return methods
+        return None

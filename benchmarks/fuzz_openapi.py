@@ -1,0 +1,130 @@
+"""Schemathesis against the live server, from its own ``/openapi.json`` (issue 38, point 2).
+
+Run from the repository root::
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/fuzz_openapi.py [--examples 100] [--max-time 600]
+
+A server on 127.0.0.1 (the shipped content, a bearer token, nothing stored on disk) is
+fuzzed by the ``schemathesis`` command line as a subprocess: every check, the examples,
+coverage, fuzzing and stateful phases, ``--examples`` test cases per operation (10 times the
+test's budget by default). Printed: the number of requests, the distinct failures per check
+and one example of each; the exit code is 1 when anything failed.
+``tests/test_http_openapi_fuzz.py``
+runs the same harness with a small budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "fuzz-token-38"
+PHASES = "examples,coverage,fuzzing,stateful"
+
+
+@dataclass
+class FuzzRun:
+    """What one schemathesis run found: its exit code, wall time and output, the test
+    cases it generated and the unique failures per check (``ST202 Schema-valid request
+    rejected``: 3)."""
+
+    exit_code: int
+    seconds: float
+    output: str
+    cases: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+
+
+def _schemathesis() -> list[str]:
+    found = Path(sys.executable).with_name("schemathesis")
+    return [str(found)] if found.exists() else [sys.executable, "-m", "schemathesis.cli"]
+
+
+_FAILURE = re.compile(r"^\s*\S+ (ST\d+) (.+): (\d+)\s*$")
+_CASES = re.compile(r"^\s*(\d+) generated")
+
+
+def _read_summary(run: FuzzRun) -> None:
+    """The failures per check and the test cases, from the closing summary."""
+    summary = run.output.rpartition("SUMMARY")[2]
+    for line in summary.splitlines():
+        found = _FAILURE.match(line)
+        if found:
+            run.failures[f"{found.group(1)} {found.group(2)}"] = int(found.group(3))
+        cases = _CASES.match(line)
+        if cases:
+            run.cases = int(cases.group(1))
+
+
+def fuzz(base_url: str, *, examples: int, max_time: float, seed: int = 38) -> FuzzRun:
+    """Run schemathesis (every check and phase) against ``base_url`` (the FHIR base of a
+    server on 127.0.0.1); ``max_time`` bounds the whole run."""
+    with tempfile.TemporaryDirectory() as folder:
+        command = [
+            *_schemathesis(),
+            "run",
+            f"{base_url}/openapi.json",
+            "--checks",
+            "all",
+            "--phases",
+            PHASES,
+            "--max-examples",
+            str(examples),
+            "--max-time",
+            str(max(1, int(max_time))),
+            "--seed",
+            str(seed),
+            "--workers",
+            "1",
+            "--no-shrink",
+            "--continue-on-failure",
+            "--request-timeout",
+            "20",
+            "--header",
+            f"Authorization: Bearer {TOKEN}",
+        ]
+        env = {**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"}
+        started = time.monotonic()
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=max_time + 120, cwd=folder
+        )
+        run = FuzzRun(done.returncode, time.monotonic() - started, done.stdout + done.stderr)
+    _read_summary(run)
+    return run
+
+
+def main() -> int:
+    """The longer run of the benchmarks: serve, fuzz, print the failures per check."""
+    from workbench import Workbench
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=100, help="test cases per operation")
+    parser.add_argument("--max-time", type=float, default=600.0, help="seconds, at most")
+    parser.add_argument("--seed", type=int, default=38)
+    parser.add_argument("--log", help="a file for schemathesis' whole output")
+    args = parser.parse_args()
+    wb = Workbench()
+    wb.load(ROOT / "valuesets", progress=False)
+    with wb.serve(port=0, token=TOKEN) as handle:
+        run = fuzz(handle.url, examples=args.examples, max_time=args.max_time, seed=args.seed)
+    if args.log:
+        Path(args.log).write_text(run.output)
+    print(f"schemathesis: exit {run.exit_code}, {run.seconds:.0f} s, {run.cases} test cases")
+    for check, count in sorted(run.failures.items()):
+        print(f"  {check}: {count}")
+    print(f"unique failures: {sum(run.failures.values())}")
+    if run.exit_code != 0 and not run.failures:
+        print(run.output[-5000:])
+    return 0 if run.exit_code == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
