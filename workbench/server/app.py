@@ -39,7 +39,8 @@ from workbench.server.errors import HANDLERS
 from workbench.server.journal import JournalSync
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
-from workbench.server.openapi import AllowedMethods, openapi_document, with_server
+from workbench.server.openapi import openapi_document, with_server
+from workbench.server.openapi_links import AllowedMethods
 from workbench.server.prefix import public_base
 from workbench.server.protocol import Guard
 from workbench.server.responses import fhir

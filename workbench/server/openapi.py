@@ -16,9 +16,14 @@ import re
 from typing import Any
 
 from workbench.operations import Operation
+from workbench.operations.cache_control import MODES as CACHE_MODES
+from workbench.operations.client_inputs import MODES
 from workbench.operations.definitions import OperationDef, ParamDef
+from workbench.operations.valueset_expand import NON_NEGATIVE_INPUTS
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server.capability import INTERACTIONS, OPERATION_DEFINITION_SEARCH
+from workbench.server.history_pages import INSTANT_FORM
+from workbench.server.openapi_links import add_links
 from workbench.server.openapi_schemas import parameters_schema, primitive, structure_schemas
 from workbench.server.search import MAX_COUNT, MODIFIERS, SEARCH_PARAMETERS, SUMMARY_MODES
 from workbench.terminology.versions import SYSTEM_VERSION_FORM, SYSTEM_VERSION_INPUTS
@@ -91,7 +96,16 @@ def _responses(
     return {status: ok, **(more or {}), "default": _ref("responses", "Error")}
 
 
-def primitive_schema(fhir_type: str | None, name: str = "") -> dict[str, Any]:
+# What the operations refuse beyond an input's FHIR type, by operation code and input name:
+# the values of ``mode``; $expand's paging inputs are never negative.
+INPUT_RULES: dict[tuple[str, str], dict[str, Any]] = {
+    ("validate-code", "mode"): {"enum": list(MODES)},
+    ("cache-control", "mode"): {"enum": list(CACHE_MODES)},
+    **{("expand", name): {"minimum": 0} for name in NON_NEGATIVE_INPUTS},
+}
+
+
+def primitive_schema(fhir_type: str | None, name: str = "", code: str = "") -> dict[str, Any]:
     """The JSON Schema of a FHIR primitive as it travels in a query string: a boolean, an
     integer in its range, else the primitive's own form (never empty, its R4 pattern; the
     ``system|version`` inputs theirs)."""
@@ -103,16 +117,19 @@ def primitive_schema(fhir_type: str | None, name: str = "") -> dict[str, Any]:
         found["format"] = "int32"
     if name in SYSTEM_VERSION_INPUTS:
         found["pattern"] = f"^{SYSTEM_VERSION_FORM}$"
-    return found
+    return {**found, **INPUT_RULES.get((code, name), {})}
 
 
 def _cardinality(param: ParamDef) -> str:
     return f"{param.min}..{'*' if param.max is None else param.max}"
 
 
-def query_parameter(param: ParamDef, documentation: str, example: Any = None) -> dict[str, Any]:
-    """An operation input as an OpenAPI query parameter: type, cardinality, documentation."""
-    schema = primitive_schema(param.type, param.name)
+def query_parameter(
+    param: ParamDef, documentation: str, example: Any = None, code: str = ""
+) -> dict[str, Any]:
+    """An operation input (of the operation ``code``) as an OpenAPI query parameter: type,
+    cardinality, documentation, what the operation refuses beyond the type."""
+    schema = primitive_schema(param.type, param.name, code)
     if param.repeats:
         schema = {"type": "array", "items": schema}
         if param.max is not None:
@@ -195,7 +212,10 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
     if not d.affects_state:
         query = [
             query_parameter(
-                p, docs.get(name, ""), None if instance and name == "url" else samples.get(name)
+                p,
+                docs.get(name, ""),
+                None if instance and name == "url" else samples.get(name),
+                d.code,
             )
             for name, p in d.inputs.items()
             if p.is_simple and name in op.supported
@@ -219,7 +239,9 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
             "be given in the query string)",
             "content": {
                 FHIR_JSON: {
-                    "schema": parameters_schema(op),
+                    "schema": parameters_schema(
+                        op, lambda p: primitive_schema(p.type, p.name, d.code)
+                    ),
                     "example": example_parameters(op, rtype, instance),
                 }
             },
@@ -305,13 +327,30 @@ def _search_parameters(rtype: str) -> list[dict[str, Any]]:
     ]
 
 
+def _criteria(rtype: str) -> str:
+    """The pattern of ``If-None-Exist``: ``name[:modifier]=value`` pairs of the type's
+    search parameters (``:missing`` with true or false), joined by ``&``."""
+    one = []
+    for p in SEARCH_PARAMETERS[rtype].values():
+        modifiers = "|".join(m for m in MODIFIERS[p.type] if m != "missing")
+        name = re.escape(p.name)
+        one.append(f"{name}(?::(?:{modifiers}))?=[^&]+" if modifiers else f"{name}=[^&]+")
+        one.append(f"{name}:missing=(?:true|false)")
+    pair = "(?:" + "|".join(one) + ")"
+    return f"^\\??{pair}(?:&{pair})*$"
+
+
 def _history_parameters(with_paging: bool) -> list[dict[str, Any]]:
     if not with_paging:
         return []
     return [
         _query("_count", _COUNT_TEXT, _WHOLE),
         _query("_offset", "Where the page starts", _WHOLE),
-        _query("_since", "Only versions written at or after this instant (with a time zone)"),
+        _query(
+            "_since",
+            "Only versions written at or after this instant (with a time zone)",
+            {"type": "string", "format": "date-time", "pattern": f"^{INSTANT_FORM}$"},
+        ),
     ]
 
 
@@ -325,7 +364,16 @@ def _interaction(rtype: str, code: str) -> dict[str, Any]:
         "ETag": {"description": 'W/"version"', "schema": {"type": "string"}},
     }
     prefer = _header("Prefer", "return=minimal|representation|OperationOutcome")
-    shape = [_query("_summary", "Summary mode"), _query("_elements", "Elements to return")]
+    shape = [
+        _query("_summary", "Summary mode", {"type": "string", "enum": list(SUMMARY_MODES)}),
+        _query("_elements", "Comma-separated elements to return"),
+    ]
+    if_none_exist = _header(
+        "If-None-Exist",
+        "Conditional create: search criteria (this type's search parameters, each with a "
+        "value), as a query string",
+    )
+    if_none_exist["schema"] = {"type": "string", "pattern": _criteria(rtype)}
     spec: dict[str, tuple[str, list[dict[str, Any]], dict[str, Any]]] = {
         "read": (
             f"Read a {rtype}",
@@ -345,7 +393,7 @@ def _interaction(rtype: str, code: str) -> dict[str, Any]:
         ),
         "create": (
             f"Create a {rtype}",
-            [_header("If-None-Exist", "Conditional create: search criteria"), prefer],
+            [if_none_exist, prefer],
             _responses(_ok(rtype, "Created", written), "201", {"200": _ok(rtype, "Matched, kept")}),
         ),
         "update": (
@@ -485,29 +533,6 @@ def _schemas() -> dict[str, Any]:
     return {**out, **structure_schemas(_STRUCTURED)}
 
 
-def add_links(paths: dict[str, dict[str, Any]]) -> None:
-    """OpenAPI links from a create (201) and a read (200) of each resource type to the
-    operations on that instance: read, history, vread, update, delete and the instance
-    operations (the id from the body; a vread's version from ``meta.versionId``)."""
-    for rtype in TERMINOLOGY_TYPES:
-        instance = f"/{rtype}/{{id}}"
-        links: dict[str, Any] = {}
-        for path, item in paths.items():
-            if path != instance and not path.startswith(instance + "/"):
-                continue
-            for operation in item.values():
-                parameters = {"id": "$response.body#/id"}
-                if path.endswith("{vid}"):
-                    parameters["vid"] = "$response.body#/meta/versionId"
-                links[operation["operationId"]] = {
-                    "operationId": operation["operationId"],
-                    "parameters": parameters,
-                }
-        paths[f"/{rtype}"]["post"]["responses"]["201"]["links"] = links
-        read = paths[instance]["get"]["responses"]["200"]
-        read["links"] = {k: v for k, v in links.items() if k != f"read-{rtype}"}
-
-
 def openapi_document(
     operations: tuple[Operation, ...], *, title: str, version: str
 ) -> dict[str, Any]:
@@ -556,31 +581,3 @@ def openapi_document(
 def with_server(document: dict[str, Any], base_path: str) -> dict[str, Any]:
     """The document with its one server: the FHIR base path as the client reaches it."""
     return {**document, "servers": [{"url": base_path or "/", "description": "FHIR base"}]}
-
-
-_SEGMENT = {"{id}": "[A-Za-z0-9\\-.]{1,64}", "{vid}": "[A-Za-z0-9\\-.]{1,64}"}
-_HTTP_METHODS = ("get", "put", "post", "delete", "patch")
-
-
-class AllowedMethods:
-    """The methods the document lists for a request path (the ``Allow`` header of a 405,
-    RFC 9110 section 15.5.6): each path template as a pattern under the FHIR base."""
-
-    def __init__(self, document: dict[str, Any], base: str) -> None:
-        self.patterns: list[tuple[re.Pattern[str], str]] = []
-        for path, item in document["paths"].items():
-            methods = [m.upper() for m in _HTTP_METHODS if m in item]
-            if "GET" in methods:
-                methods.insert(methods.index("GET") + 1, "HEAD")
-            parts = re.split(r"(\{id\}|\{vid\})", path)
-            pattern = "".join(_SEGMENT.get(p, re.escape(p)) for p in parts)
-            self.patterns.append(
-                (re.compile(".*" + re.escape(base) + pattern + "/?"), ", ".join(methods))
-            )
-
-    def __call__(self, path: str) -> str | None:
-        """The ``Allow`` value for ``path``, None if no path of the document matches."""
-        for pattern, methods in self.patterns:
-            if pattern.fullmatch(path):
-                return methods
-        return None

@@ -12,6 +12,7 @@ with the ``value[x]`` of its declared type (or ``resource``, or ``part``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from workbench.operations import Operation
@@ -19,6 +20,7 @@ from workbench.operations.definitions import ParamDef
 from workbench.structure import TOLERATED, schema
 
 GENERIC = ("Resource",)
+SimpleSchema = Callable[[ParamDef], dict[str, Any]]
 PRIMITIVE_PREFIX = "fhir-"
 
 
@@ -72,7 +74,9 @@ def type_schema(name: str, *, resource: bool = False) -> dict[str, Any]:
     required = []
     for element, (fhir_type, repeats, needed) in spec["elements"].items():
         item = element_schema(fhir_type)
-        properties[element] = {"type": "array", "items": item} if repeats else item
+        if repeats:
+            item = {"type": "array", "items": item, **({"minItems": 1} if needed else {})}
+        properties[element] = item
         if needed and element not in tolerated:
             required.append(element)
     if resource:
@@ -86,7 +90,21 @@ def type_schema(name: str, *, resource: bool = False) -> dict[str, Any]:
     }
     if required:
         out["required"] = required
+    choices = [_choice(c["names"], c["required"]) for c in spec.get("choices", {}).values()]
+    if choices:
+        out["allOf"] = choices
     return out
+
+
+def _choice(names: list[str], required: bool) -> dict[str, Any]:
+    """A choice element (``value[x]``): one of its names (or none, unless required)."""
+    variants = [
+        {"required": [name], "properties": {other: False for other in names if other != name}}
+        for name in names
+    ]
+    if not required:
+        variants.append({"properties": dict.fromkeys(names, False)})
+    return {"oneOf": variants}
 
 
 def structure_schemas(resources: tuple[str, ...]) -> dict[str, Any]:
@@ -104,8 +122,9 @@ def _value_key(fhir_type: str) -> str:
     return "value" + fhir_type[:1].upper() + fhir_type[1:]
 
 
-def _input_item(name: str, param: ParamDef) -> dict[str, Any]:
-    """One ``parameter`` entry for the input ``name``: its value of the declared type."""
+def _input_item(name: str, param: ParamDef, simple: SimpleSchema) -> dict[str, Any]:
+    """One ``parameter`` entry for the input ``name``: its value of the declared type
+    (``simple(param)`` for a primitive: its form and what the operation refuses)."""
     fhir_type = param.type or "string"
     item: dict[str, Any] = {"type": "object", "properties": {"name": {"const": name}}}
     if param.parts:
@@ -113,7 +132,7 @@ def _input_item(name: str, param: ParamDef) -> dict[str, Any]:
         item["required"] = ["name", "part"]
     elif fhir_type in schema()["primitives"] or fhir_type in schema()["types"]:
         key = _value_key(fhir_type)
-        item["properties"][key] = element_schema(fhir_type)
+        item["properties"][key] = simple(param) if param.is_simple else element_schema(fhir_type)
         item["required"] = ["name", key]
     else:
         item["properties"]["resource"] = element_schema(fhir_type)
@@ -121,11 +140,12 @@ def _input_item(name: str, param: ParamDef) -> dict[str, Any]:
     return item
 
 
-def parameters_schema(op: Operation) -> dict[str, Any]:
-    """The ``Parameters`` body of ``op``: each supported input with its ``value[x]`` type."""
+def parameters_schema(op: Operation, simple: SimpleSchema) -> dict[str, Any]:
+    """The ``Parameters`` body of ``op``: each supported input with its ``value[x]`` type
+    (``simple(param)``: the schema of a primitive input's value)."""
     inputs = {n: p for n, p in op.definition.inputs.items() if n in op.supported}
     body = type_schema("Parameters", resource=True)
     body["description"] = f"The inputs of ${op.definition.code}, as a Parameters resource"
-    items = [_input_item(name, param) for name, param in inputs.items()]
+    items = [_input_item(name, param, simple) for name, param in inputs.items()]
     body["properties"]["parameter"] = {"type": "array", "items": {"anyOf": items}}
     return body
