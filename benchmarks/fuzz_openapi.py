@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/fuzz_openapi.py [--examples 100] [--max-time 600]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/fuzz_openapi.py [--examples 50] [--max-time 600]
 
 A server on 127.0.0.1 (the shipped content, a bearer token, nothing stored on disk) is
 fuzzed by the ``schemathesis`` command line as a subprocess: every check, the examples,
@@ -147,7 +147,7 @@ def main() -> int:
     from workbench import Workbench
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", type=int, default=100, help="test cases per operation")
+    parser.add_argument("--examples", type=int, default=50, help="test cases per operation")
     parser.add_argument("--max-time", type=float, default=600.0, help="seconds, at most")
     parser.add_argument("--seed", type=int, default=38)
     parser.add_argument("--log", help="a file for schemathesis' whole output")
