@@ -203,6 +203,7 @@ def create_app(
     caches = ClientCaches(offloader.limits.cache_limits(), shared)
     operation_routes = OperationRoutes(OPERATIONS, store, max_body, offloader, caches)
     document = openapi_document(OPERATIONS, title=TITLE, version=VERSION)
+    allowed_methods = AllowedMethods(document, base)
     routes = [
         *docs_routes(base, document, TITLE),
         *conformance_routes(workbench, base),
@@ -221,7 +222,7 @@ def create_app(
         Middleware(BearerAuth, token=token, open_paths=free, open_prefix=free_prefix),
         Middleware(FormatNegotiation),
         *synced,
-        Middleware(OperationDispatch, answers=answers),
+        Middleware(OperationDispatch, answers=answers, allowed=allowed_methods),
     ]
     app = TerminologyApp(
         title=TITLE,
@@ -242,5 +243,5 @@ def create_app(
     app.state.store = store
     app.state.base = base
     app.state.caches = caches
-    app.state.allowed_methods = AllowedMethods(document, base)
+    app.state.allowed_methods = allowed_methods
     return app

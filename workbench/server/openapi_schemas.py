@@ -2,8 +2,9 @@
 checks bodies with (``workbench.structure``), never written by hand per type.
 
 A FHIR primitive is its JSON kind with the R4 regular expression (anchored) and, for a
-string, at least one character (the structure check refuses an empty string); an integer
-has its range. A data type or resource is an object of its elements (each of its type,
+string, at least one character unless its regular expression matches the empty string (as
+the structure check does: a ``uri`` may be empty); an integer has its range. A data type
+or resource is an object of its elements (each of its type,
 an array where it repeats), its required elements required (but those the server
 tolerates, ``structure.TOLERATED``), unknown elements and extensions allowed (FHIR JSON
 stays lossless). An operation's ``Parameters`` body lists the operation's inputs, each
@@ -12,6 +13,7 @@ with the ``value[x]`` of its declared type (or ``resource``, or ``part``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -46,9 +48,11 @@ def primitive(name: str) -> dict[str, Any]:
     kind = spec["json"]
     out: dict[str, Any] = {"type": kind}
     if kind == "string":
-        out["minLength"] = 1
-        if "regex" in spec and spec["regex"] not in TRIVIAL:
-            out["pattern"] = f"^(?:{ascii_classes(spec['regex'])})$"
+        regex = spec.get("regex")
+        if regex is None or regex in TRIVIAL or re.fullmatch(regex, "", re.ASCII) is None:
+            out["minLength"] = 1  # (the structure check refuses an empty string)
+        if regex is not None and regex not in TRIVIAL:
+            out["pattern"] = f"^(?:{ascii_classes(regex)})$"
     if "min" in spec:
         out["minimum"] = spec["min"]
     if "max" in spec:
