@@ -49,9 +49,10 @@ def test_schemathesis_finds_nothing_but_refusals(run: FuzzRun) -> None:
 
 
 @pytest.mark.xfail(
-    reason="issue 38.2, left: refusals of schema-valid requests that are no 400 'required' "
-    "(a referenced code system or supplement that is not loaded: 422; an update whose body "
-    "id differs from the URL's; $translate's R4 and R5 names of one input both given)",
+    reason="issue 38.2, left (docs/benchmarks.md, OpenAPI fuzzing): refusals of schema-valid "
+    "requests that are no 400 'required': a named code system or value set not loaded (422), "
+    "an update whose body id differs from the URL's, vsd-1, $translate's code with "
+    "sourceCode, 1.0 for an integer",
     strict=False,
 )
 def test_every_schema_valid_request_is_accepted(run: FuzzRun) -> None:
