@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import workbench.spark
 from tests.test_bulk_systems import DX, LAB, OTHER, UNKNOWN, VS, loaded
-from tests.test_conceptmap import ALL, MAIN, A, B
+from tests.test_conceptmap import ALL, FIXED, LOOP1, MAIN, A, B
+from tests.test_conceptmap import OTHER as OTHER_MAP
 from workbench import InvalidRequestError, ValueSetNotFoundError, Workbench
 from workbench.bulk import spark_backend
 from workbench.bulk.schema import TRANSLATION, VALIDATION
@@ -282,6 +283,36 @@ def test_validate_column_starts_no_job_during_the_call(spark: SparkSession, swb:
         context.setJobGroup(None, None)  # type: ignore[arg-type]
     expected = pandas_rows(swb.validate_column(pd.Series(codes, dtype=object), VS, system=DX))
     assert rows == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "reverse"),
+    [(MAIN["url"], False), (MAIN["url"], True), (FIXED["url"], False), (OTHER_MAP["url"], False),
+     (LOOP1["url"], False)],
+)  # fmt: skip
+def test_translate_column_starts_no_job_during_the_call(
+    spark: SparkSession, swb: Workbench, url: str, reverse: bool
+) -> None:
+    """The maps travel as plain data (picklable, to the Python workers): the call starts
+    no job, and the answers, computed by the caller's action, equal the pandas ones."""
+    codes = ["1", "2", None, "", "nope", "3", "9", "x"] * 20
+    data = spark.createDataFrame([(i, c) for i, c in enumerate(codes)], "id long, code string")
+    context = spark.sparkContext
+    group = f"workbench-lazy-translate-{url}-{reverse}"  # one group per case
+    context.setJobGroup(group, "translate_column builds a plan only")
+    try:
+        with NoJob(spark):
+            result = swb.translate_column(
+                data, url, code="code", system=B if reverse else A, reverse=reverse
+            )
+        assert context.statusTracker().getJobIdsForGroup(group) == []
+        rows = spark_rows(result.select(*TRANSLATION.names))
+    finally:
+        context.setJobGroup(None, None)  # type: ignore[arg-type]
+    expected = swb.translate_column(
+        pd.Series(codes, dtype=object), url, system=B if reverse else A, reverse=reverse
+    )
+    assert rows == pandas_rows(expected)
 
 
 # --- bad input, on the driver -----------------------------------------------------------------

@@ -144,3 +144,38 @@ def test_reverse_with_a_system_column_agrees_with_translate(mwb: Workbench, back
         else:
             expected = strongest(mwb.translate(c, system=s, url=MAIN["url"], reverse=True))
             assert row == tuple(None if v != v else v for v in expected), (c, s)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("url", [m["url"] for m in ALL])
+def test_the_shipped_translator_is_plain_data_and_answers_alike(
+    mwb: Workbench, url: str, reverse: bool
+) -> None:
+    """What Spark's executors get (issue 38, point 6): a pickled ``ShippedTranslator``
+    answers every code as the engine's ``ColumnTranslator`` does."""
+    import pickle
+
+    from workbench.bulk.jobs import TranslateColumn
+    from workbench.bulk.translate import shipped
+
+    translator = TranslateColumn(mwb.service, url, reverse=reverse).translator()
+    plain = shipped(translator)
+    assert plain is not None  # (no map here provides into a loaded code system)
+    copy = pickle.loads(pickle.dumps(plain))
+    system = B if reverse else A
+    for code in ["1", "2", "3", "4", "5", "9", "x", "y", "UNK", "nope"]:
+        assert copy(system, code) == translator(system, code), code
+
+
+def test_a_map_providing_into_a_loaded_code_system_is_not_shipped() -> None:
+    """``unmapped`` ``provided`` shows the display of the column's own code in the target
+    system: only the engine knows it, so the translator stays on the driver."""
+    from workbench.bulk.jobs import TranslateColumn
+    from workbench.bulk.translate import shipped
+
+    w = Workbench()
+    w.registry.add_many([dict(MAIN)])
+    assert shipped(TranslateColumn(w.service, MAIN["url"]).translator()) is not None
+    target = {"resourceType": "CodeSystem", "url": B, "status": "active", "content": "complete"}
+    w.load({**target, "concept": [{"code": "7", "display": "Seven"}]})
+    assert shipped(TranslateColumn(w.service, MAIN["url"]).translator()) is None

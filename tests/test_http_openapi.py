@@ -94,7 +94,11 @@ def test_every_operation_at_every_declared_level(document: dict[str, Any]) -> No
                 "level": level,
             }
         body = item["post"]["requestBody"]["content"][FHIR_JSON]
-        assert body["schema"] == {"$ref": "#/components/schemas/Parameters"}
+        schema = body["schema"]
+        assert schema["properties"]["resourceType"] == {"const": "Parameters"}
+        items = schema["properties"]["parameter"]["items"]["anyOf"]
+        names = {item["properties"]["name"]["const"] for item in items}
+        assert names == {n for n in d.inputs if n in op.supported}, path
         assert body["example"]["resourceType"] == "Parameters"
         assert body["example"]["parameter"] or not any(p.min for p in d.inputs.values()), path
 
@@ -254,3 +258,94 @@ def test_create_app_is_a_fastapi_app_without_detail_bodies() -> None:
     assert body["resourceType"] == "OperationOutcome"
     assert body["issue"][0]["code"] == "invalid"
     assert "number" in body["issue"][0]["details"]["text"]
+
+
+# --- what the document states is what the server does (issue 38, point 1) --------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("TRACE", "/metadata", "GET, HEAD"),
+        ("PUT", "/ValueSet/_history", "GET, HEAD"),
+        ("POST", "/_history", "GET, HEAD"),
+        ("DELETE", "/ValueSet", "GET, HEAD, POST"),
+        ("PATCH", "/ValueSet/administrative-gender", "GET, HEAD, PUT, DELETE"),
+        ("GET", "/ValueSet/$batch-validate-code", "POST"),
+    ],
+)
+def test_every_405_names_the_allowed_methods(
+    document: dict[str, Any], http: httpx.Client, method: str, path: str, allow: str
+) -> None:
+    response = http.request(method, path)
+    assert response.status_code == 405, response.text
+    assert response.headers["allow"] == allow
+    assert response.json()["resourceType"] == "OperationOutcome"
+
+
+def test_metadata_is_documented_per_mode(document: dict[str, Any], http: httpx.Client) -> None:
+    schema = document["paths"]["/metadata"]["get"]["responses"]["200"]["content"][FHIR_JSON]
+    refs = [s["$ref"].rpartition("/")[2] for s in schema["schema"]["oneOf"]]
+    assert refs == ["CapabilityStatement", "TerminologyCapabilities"]
+    schemas = document["components"]["schemas"]
+    for mode, rtype in [("full", refs[0]), ("terminology", refs[1])]:
+        body = http.get("/metadata", params={"mode": mode}).json()
+        assert body["resourceType"] == schemas[rtype]["properties"]["resourceType"]["const"]
+
+
+def test_create_and_read_link_to_the_instance(document: dict[str, Any]) -> None:
+    for rtype in ("ValueSet", "CodeSystem", "ConceptMap"):
+        created = document["paths"][f"/{rtype}"]["post"]["responses"]["201"]["links"]
+        read = document["paths"][f"/{rtype}/{{id}}"]["get"]["responses"]["200"]["links"]
+        instance_ops = {
+            op["operationId"]
+            for path, item in document["paths"].items()
+            if path.startswith(f"/{rtype}/{{id}}")
+            for op in item.values()
+        }
+        assert set(created) == instance_ops
+        assert set(read) == instance_ops - {f"read-{rtype}"}
+        assert created[f"vread-{rtype}"]["parameters"] == {
+            "id": "$response.body#/id",
+            "vid": "$response.body#/meta/versionId",
+        }
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ({"url": "http://x", "code": ""}, "'code'.*not a valid code"),
+        ({"url": "http://x y", "code": "female"}, "'url'.*not a valid uri"),
+        ({"url": "http://x", "code": "a  b"}, "'code'.*not a valid code"),
+        ({"url": "http://x", "code": "female", "display": ""}, "'display' must not be an empty string"),
+    ],
+)
+def test_query_values_have_their_documented_form(
+    document: dict[str, Any], http: httpx.Client, query: dict[str, str], text: str
+) -> None:
+    params = {
+        p["name"]: p["schema"]
+        for p in document["paths"]["/ValueSet/$validate-code"]["get"]["parameters"]
+    }
+    for name, value in query.items():
+        schema = params[name]
+        documented = len(value) >= schema.get("minLength", 0) and (
+            "pattern" not in schema or re.search(schema["pattern"], value) is not None
+        )
+        if not documented:
+            break
+    else:
+        pytest.fail(f"{query} fits the document")
+    response = http.get("/ValueSet/$validate-code", params=query)
+    assert response.status_code == 400, response.text
+    assert re.search(text, response.json()["issue"][0]["details"]["text"])
+
+
+def test_count_states_its_clamp(document: dict[str, Any], http: httpx.Client) -> None:
+    count = next(
+        p for p in document["paths"]["/ValueSet"]["get"]["parameters"] if p["name"] == "_count"
+    )
+    assert "served as 1000" in count["description"]
+    assert count["schema"]["maximum"] == 999_999_999
+    bundle = http.get("/ValueSet", params={"_count": "1001"}).json()
+    assert "_count=1000" in bundle["link"][0]["url"]

@@ -9,9 +9,10 @@ next to their rows and never clash with input columns called ``system`` or ``dis
     checked = df.transform(validate(wb, GENDER, code="gender", into="gender_check"))
     checked.where("gender_check.result = false").select("id", "gender_check.*")
 
-As with ``validate_column``, the value set or maps are resolved and the distinct codes are
-collected and answered on the driver when the function is applied (one Spark job); the
-rest is lazy. pyspark is imported only when a function is applied.
+As with ``validate_column``, the value set or maps are resolved when the function is
+applied and no Spark job starts (but see ``spark_backend.with_translation``): the distinct
+codes are answered inside the plan when the caller's action runs. pyspark is imported
+only when a function is applied.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ validation the call starts no job: the plan gathers the distinct values (``disti
 answers each batch of them in a Python worker (``mapInArrow``, with a picklable checker of
 the value set: workbench must be importable on the executors), by the pandas backend, with
 the very answer tables and rules of a pandas column (``encoding.is_missing`` included), so
-every row gets what pandas gives for it. A translation gathers its distinct values on the
-driver, as Arrow, by one Spark job, and answers them there. The answers are joined to the
+every row gets what pandas gives for it. A translation does the same with its maps and
+their target displays shipped as plain data (a ``ShippedTranslator``). The answers are joined to the
 rows by a broadcast hash join on those values (null-safe: a null key finds the missing
 answer): they are shipped to the executors once, and the join runs in generated JVM code
 (measured against ``mapInArrow`` over every row in ``benchmarks/bench_spark.py``).
@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from workbench.bulk.pandas_backend import check_columns, translate_pandas, validate_pandas
 from workbench.bulk.schema import TRANSLATION, VALIDATION, Schema
+from workbench.bulk.translate import shipped
 from workbench.errors import InvalidRequestError
 
 if TYPE_CHECKING:
@@ -84,8 +85,8 @@ def validate(job: ValidateColumn, data: DataFrame) -> DataFrame:
 
 def translate(job: TranslateColumn, data: DataFrame) -> DataFrame:
     """``translate_column`` of a Spark DataFrame: a lazy DataFrame of ``TRANSLATION``, one
-    row per input row in its order. Eager: the maps are chosen, and the distinct (system,
-    code) values are collected and translated on the driver (one Spark job)."""
+    row per input row in its order. Eager: only the maps are chosen and their target
+    displays looked up (no Spark job runs, but see ``with_translation``)."""
     return with_translation(job, data).select(f"{ANSWER}.*")
 
 
@@ -113,11 +114,29 @@ class _Validator:
 
 
 def with_translation(job: TranslateColumn, data: DataFrame, into: str = ANSWER) -> DataFrame:
-    """``data`` with one more column, ``into``: a struct of the ``TRANSLATION`` columns."""
+    """``data`` with one more column, ``into``: a struct of the ``TRANSLATION`` columns.
+    No job runs: the maps and their target displays are shipped as plain data and the
+    distinct keys answered inside the plan, as for a validation. The one exception, a map
+    with an ``unmapped`` ``provided`` group into a loaded code system (whose displays of the
+    column's own codes only the engine knows): the distinct keys are collected and
+    answered on the driver, by one Spark job during the call."""
     translator = job.translator()  # an unknown map fails here, before any job
     keys = translation_keys(data, job.code, job.system)
+    plain = shipped(translator)
+    if plain is None:
+        return _joined(data, keys, TRANSLATION, _Translating(translator, keys), into)
+    return _joined_lazily(data, keys, TRANSLATION, _Translating(plain, keys), into)
 
-    def answer(local: pd.DataFrame) -> pd.DataFrame:
+
+@dataclass(frozen=True)
+class _Translating:
+    """Answers a batch of distinct keys (picklable with a ``ShippedTranslator``)."""
+
+    translator: Any
+    keys: Keys
+
+    def __call__(self, local: pd.DataFrame) -> pd.DataFrame:
+        keys = self.keys
         if keys.structured:  # a Coding's code and system
             codings = local[keys.code]
             local = pd.DataFrame(
@@ -127,10 +146,8 @@ def with_translation(job: TranslateColumn, data: DataFrame, into: str = ANSWER) 
                 },
                 dtype=object,
             )
-            return translate_pandas(translator.table, local, code="code", system="system")
-        return translate_pandas(translator.table, local, code=keys.code, system=keys.system)
-
-    return _joined(data, keys, TRANSLATION, answer, into)
+            return translate_pandas(self.translator.table, local, code="code", system="system")
+        return translate_pandas(self.translator.table, local, code=keys.code, system=keys.system)
 
 
 # --- the columns ----------------------------------------------------------------------------

@@ -10,8 +10,8 @@ backend, which every other backend ends in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -154,3 +154,109 @@ class Answered:
         if found is None:
             found = self.tables[system] = _snapshot(AnswerTable(system, _unexpected, TRANSLATION))
         return found
+
+
+def _other_maps(found: Sequence[Resource], maps: Sequence[Resource]) -> list[Resource]:
+    """``found`` and every map their ``unmapped`` ``other-map`` links reach (by url)."""
+    out = list(found)
+    urls = {m.get("url") for m in out}
+    pending = list(out)
+    while pending:
+        for group in pending.pop().get("group", ()):
+            unmapped = group.get("unmapped") or {}
+            if unmapped.get("mode") != "other-map":
+                continue
+            url = str(unmapped.get("url", "")).partition("|")[0]
+            if url in urls:
+                continue
+            urls.add(url)
+            reached = [m for m in maps if m.get("url") == url]
+            out += reached
+            pending += reached
+    return out
+
+
+def _targets(maps: Sequence[Resource]) -> Iterator[tuple[str, str]]:
+    """Every (system, code) a translation through ``maps`` can show a display for, but
+    the codes of ``unmapped`` ``provided`` (which are the column's own): both sides of
+    every element (a reverse translation shows the source side) and the fixed codes."""
+    for cm in maps:
+        for group in cm.get("group", ()):
+            source, target = group.get("source"), group.get("target")
+            for element in group.get("element", ()):
+                if source and element.get("code"):
+                    yield str(source), str(element["code"])
+                for t in element.get("target", ()):
+                    if target and t.get("code"):
+                        yield str(target), str(t["code"])
+            unmapped = group.get("unmapped") or {}
+            if target and unmapped.get("mode") == "fixed" and unmapped.get("code"):
+                yield str(target), str(unmapped["code"])
+
+
+@dataclass(frozen=True)
+class ShippedTranslator:
+    """A translator made of plain data, picklable for Spark's executors: the chosen maps
+    (and those their ``other-map`` links reach), the target displays looked up on the
+    driver, the options. It answers like the ``ColumnTranslator`` it came from."""
+
+    candidates: tuple[Resource, ...]
+    maps: tuple[Resource, ...]
+    displays: Mapping[tuple[str, str], str | None]
+    target_system: str | None
+    reverse: bool
+    tables: dict[str | None, AnswerTable] = field(default_factory=dict, compare=False)
+
+    def __call__(self, system: str | None, code: str) -> TranslationRow:
+        """The row (see ``COLUMNS``) for one code."""
+        return strongest(
+            translate_code(
+                self.candidates,
+                self.maps,
+                code=code,
+                system=system,
+                target_system=self.target_system,
+                reverse=self.reverse,
+                display_of=lambda s, c: self.displays.get((s, c)),
+            )
+        )
+
+    def answer(self, system: str | None, codes: np.ndarray) -> Answers:
+        """Translate distinct codes of one system (str, none missing)."""
+        return Answers.of_rows(TRANSLATION, [self(system, str(code)) for code in codes])
+
+    def table(self, system: str | None) -> AnswerTable:
+        """The answers for codes of ``system``, kept for this process."""
+        found = self.tables.get(system)
+        if found is None:
+            found = AnswerTable(system, partial(self.answer, system), TRANSLATION)
+            self.tables[system] = found
+        return found
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "tables": {}}  # answers are not shipped back and forth
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+
+def shipped(translator: ColumnTranslator) -> ShippedTranslator | None:
+    """``translator`` as plain data (see ``ShippedTranslator``), or None when a chosen map
+    has an ``unmapped`` ``provided`` group into a loaded code system: the displays of the
+    column's own codes are then only known to the engine."""
+    maps = _other_maps(translator.candidates, translator._maps)
+    for cm in maps:
+        for group in cm.get("group", ()):
+            unmapped = group.get("unmapped") or {}
+            target = group.get("target")
+            provided = unmapped.get("mode") == "provided" and not translator.reverse
+            if provided and target and translator.codesystem(str(target)) is not None:
+                return None
+    displays = {key: translator.display_of(*key) for key in set(_targets(maps))}
+    return ShippedTranslator(
+        tuple(translator.candidates),
+        tuple(maps),
+        displays,
+        translator.target_system,
+        translator.reverse,
+    )

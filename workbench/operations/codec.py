@@ -211,7 +211,8 @@ def parse_query(
                 raise _unknown(op, name)
             ignored.append(name)
             continue
-        if found.as_is:  # (a simple type)
+        if found.as_is:  # (a simple type: a well-formed FHIR primitive, never empty)
+            structure.check_value(found.param.type or "string", text, f"Parameter '{name}'")
             value: Any = text
         elif found.param.is_simple:
             value = _parse_scalar(found.param, text)

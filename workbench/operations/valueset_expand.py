@@ -36,6 +36,10 @@ OWN: tuple[str, ...] = (
 TOO_COSTLY = "http://hl7.org/fhir/StructureDefinition/valueset-toocostly"
 
 
+#: The inputs refused when negative (the OpenAPI document states it as their minimum).
+NON_NEGATIVE_INPUTS = ("offset", "count", "_limit")
+
+
 def run(
     svc: TerminologyService, inputs: Inputs, resource: Resource | None = None
 ) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from workbench.server.errors import HANDLERS
 from workbench.server.negotiation import FormatNegotiation
 from workbench.server.offload import Limits, Offloader
 from workbench.server.openapi import openapi_document, with_server
+from workbench.server.openapi_links import AllowedMethods
 from workbench.server.prefix import public_base
 from workbench.server.protocol import Guard
 from workbench.server.responses import fhir
@@ -205,6 +206,7 @@ def create_app(
     caches = ClientCaches(offloader.limits.cache_limits(), shared)
     operation_routes = OperationRoutes(OPERATIONS, store, max_body, offloader, caches)
     document = openapi_document(OPERATIONS, title=TITLE, version=VERSION)
+    allowed_methods = AllowedMethods(document, base)
     routes = [
         *docs_routes(base, document, TITLE),
         *conformance_routes(workbench, base),
@@ -223,7 +225,7 @@ def create_app(
         Middleware(BearerAuth, token=token, open_paths=free, open_prefix=free_prefix),
         Middleware(FormatNegotiation),
         *synced,
-        Middleware(OperationDispatch, answers=answers),
+        Middleware(OperationDispatch, answers=answers, allowed=allowed_methods),
     ]
     app = TerminologyApp(
         title=TITLE,
@@ -244,4 +246,5 @@ def create_app(
     app.state.store = store
     app.state.base = base
     app.state.caches = caches
+    app.state.allowed_methods = allowed_methods
     return app

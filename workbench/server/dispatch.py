@@ -40,9 +40,24 @@ _METHODS = frozenset({"GET", "POST"})
 class OperationDispatch:
     """Serve the paths of ``answers`` (path -> a coroutine giving the body) directly."""
 
-    def __init__(self, app: ASGIApp, *, answers: Mapping[str, Answer]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        answers: Mapping[str, Answer],
+        allowed: Callable[[str], str | None] = lambda path: None,
+    ) -> None:
         self.app = app
         self.answers = dict(answers)
+        self.allowed = allowed  # a path's methods, the Allow header of a 405
+
+    def refused(self, exc: WorkbenchError, scope: Scope) -> Reply:
+        """The OperationOutcome of ``exc``, a 405 with its ``Allow`` header."""
+        reply = refused(exc)
+        if exc.status == 405:
+            allow = (self.allowed(scope["path"]) or "").encode("latin-1")
+            reply = (reply[0], [*reply[1], (b"allow", allow)], reply[2])
+        return reply
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         answer = self.answers.get(route_path(scope)) if scope["type"] == "http" else None
@@ -52,7 +67,7 @@ class OperationDispatch:
         try:
             reply = answered(await answer(scope, receive))
         except WorkbenchError as exc:
-            reply = refused(exc)
+            reply = self.refused(exc, scope)
         await send_reply(send, reply)
 
 
@@ -128,7 +143,7 @@ class FastLane:
                 try:
                     reply = answered(await answer(scope, receive))
                 except WorkbenchError as exc:
-                    reply = refused(exc)
+                    reply = self.dispatch.refused(exc, scope)
             started = True
             # send_reply's two messages, without a coroutine of their own
             await send({"type": "http.response.start", "status": reply[0], "headers": reply[1]})

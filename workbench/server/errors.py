@@ -26,10 +26,18 @@ _HTTP_CODES = {
 }
 
 
+def with_allow(request: Request, response: Response) -> Response:
+    """A 405 with its ``Allow`` header (RFC 9110): the methods the OpenAPI document lists
+    for the path."""
+    if response.status_code == 405:
+        response.headers["Allow"] = request.app.state.allowed_methods(request.url.path) or ""
+    return response
+
+
 async def workbench_error(request: Request, exc: Exception) -> Response:
     """A WorkbenchError carries its own status, issue code and message id."""
     assert isinstance(exc, WorkbenchError)
-    return fhir(exc.to_outcome(), exc.status)
+    return with_allow(request, fhir(exc.to_outcome(), exc.status))
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
@@ -39,12 +47,13 @@ async def http_error(request: Request, exc: Exception) -> Response:
         404: f"No such endpoint: {request.method} {request.url.path}",
         405: f"Method {request.method} is not allowed on {request.url.path}",
     }.get(exc.status_code, str(exc.detail))
-    return outcome(
+    answer = outcome(
         _HTTP_CODES.get(exc.status_code, "processing"),
         text,
         status=exc.status_code,
         msg_id=f"WB-HTTP-{exc.status_code}",
     )
+    return with_allow(request, answer)
 
 
 async def unexpected_error(request: Request, exc: Exception) -> Response:

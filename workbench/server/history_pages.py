@@ -23,9 +23,12 @@ from workbench.errors import InvalidRequestError
 from workbench.server.database import Version
 from workbench.server.search import DEFAULT_COUNT, MAX_COUNT, whole_number
 
-_INSTANT = re.compile(
+#: The form of ``_since`` (and a calendar date and time, which the OpenAPI document states
+#: as the format ``date-time``).
+INSTANT_FORM = (
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})"
 )
+_INSTANT = re.compile(INSTANT_FORM)
 _GENERAL = frozenset({"_format", "_pretty"})
 _OLDEST = datetime.min.replace(tzinfo=timezone.utc)
 

@@ -12,13 +12,21 @@ the base as the client sees it (mount point or proxy root path included).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from workbench.operations import Operation
+from workbench.operations.cache_control import MODES as CACHE_MODES
+from workbench.operations.client_inputs import MODES
 from workbench.operations.definitions import OperationDef, ParamDef
+from workbench.operations.valueset_expand import NON_NEGATIVE_INPUTS
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server.capability import INTERACTIONS, OPERATION_DEFINITION_SEARCH
+from workbench.server.history_pages import INSTANT_FORM
+from workbench.server.openapi_links import add_links
+from workbench.server.openapi_schemas import parameters_schema, primitive, structure_schemas
 from workbench.server.search import MAX_COUNT, MODIFIERS, SEARCH_PARAMETERS, SUMMARY_MODES
+from workbench.terminology.versions import SYSTEM_VERSION_FORM, SYSTEM_VERSION_INPUTS
 
 FHIR_JSON = "application/fhir+json"
 SECURITY_SCHEME = "bearerAuth"
@@ -54,8 +62,6 @@ SAMPLE_RESOURCES: dict[str, dict[str, Any]] = {
     }
 }
 SAMPLE_IDS = {"ValueSet": "administrative-gender", "CodeSystem": "administrative-gender"}
-_INTEGERS = {"integer": None, "positiveInt": 1, "unsignedInt": 0}
-_URIS = frozenset({"uri", "url"})
 # Where each interaction of the CapabilityStatement is routed: path (under the type) and method.
 _ROUTED = {
     "read": ("/{id}", "get"),
@@ -90,28 +96,40 @@ def _responses(
     return {status: ok, **(more or {}), "default": _ref("responses", "Error")}
 
 
-def primitive_schema(fhir_type: str | None) -> dict[str, Any]:
-    """The JSON Schema of a FHIR primitive as it travels in a query string."""
-    if fhir_type == "boolean":
-        return {"type": "boolean"}
-    if fhir_type in _INTEGERS:
-        minimum = _INTEGERS[fhir_type]
-        schema: dict[str, Any] = {"type": "integer", "format": "int32"}
-        return schema if minimum is None else {**schema, "minimum": minimum}
+# What the operations refuse beyond an input's FHIR type, by operation code and input name:
+# the values of ``mode``; $expand's paging inputs are never negative.
+INPUT_RULES: dict[tuple[str, str], dict[str, Any]] = {
+    ("validate-code", "mode"): {"enum": list(MODES)},
+    ("cache-control", "mode"): {"enum": list(CACHE_MODES)},
+    **{("expand", name): {"minimum": 0} for name in NON_NEGATIVE_INPUTS},
+}
+
+
+def primitive_schema(fhir_type: str | None, name: str = "", code: str = "") -> dict[str, Any]:
+    """The JSON Schema of a FHIR primitive as it travels in a query string: a boolean, an
+    integer in its range, else the primitive's own form (never empty, its R4 pattern; the
+    ``system|version`` inputs theirs)."""
+    fhir_type = fhir_type or "string"
     if fhir_type == "decimal":
         return {"type": "number"}
-    if fhir_type in _URIS:
-        return {"type": "string", "format": "uri"}
-    return {"type": "string"}
+    found = primitive(fhir_type)
+    if found["type"] == "integer":
+        found["format"] = "int32"
+    if name in SYSTEM_VERSION_INPUTS:
+        found["pattern"] = f"^{SYSTEM_VERSION_FORM}$"
+    return {**found, **INPUT_RULES.get((code, name), {})}
 
 
 def _cardinality(param: ParamDef) -> str:
     return f"{param.min}..{'*' if param.max is None else param.max}"
 
 
-def query_parameter(param: ParamDef, documentation: str, example: Any = None) -> dict[str, Any]:
-    """An operation input as an OpenAPI query parameter: type, cardinality, documentation."""
-    schema = primitive_schema(param.type)
+def query_parameter(
+    param: ParamDef, documentation: str, example: Any = None, code: str = ""
+) -> dict[str, Any]:
+    """An operation input (of the operation ``code``) as an OpenAPI query parameter: type,
+    cardinality, documentation, what the operation refuses beyond the type."""
+    schema = primitive_schema(param.type, param.name, code)
     if param.repeats:
         schema = {"type": "array", "items": schema}
         if param.max is not None:
@@ -194,7 +212,10 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
     if not d.affects_state:
         query = [
             query_parameter(
-                p, docs.get(name, ""), None if instance and name == "url" else samples.get(name)
+                p,
+                docs.get(name, ""),
+                None if instance and name == "url" else samples.get(name),
+                d.code,
             )
             for name, p in d.inputs.items()
             if p.is_simple and name in op.supported
@@ -218,7 +239,9 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
             "be given in the query string)",
             "content": {
                 FHIR_JSON: {
-                    "schema": _ref("schemas", "Parameters"),
+                    "schema": parameters_schema(
+                        op, lambda p: primitive_schema(p.type, p.name, d.code)
+                    ),
                     "example": example_parameters(op, rtype, instance),
                 }
             },
@@ -279,6 +302,11 @@ def _header(name: str, description: str) -> dict[str, Any]:
     }
 
 
+# _count and _offset: at most 9 ASCII digits; a _count above MAX_COUNT is served as MAX_COUNT
+_WHOLE = {"type": "integer", "minimum": 0, "maximum": 999_999_999}
+_COUNT_TEXT = f"Page size (default 100); a larger value than {MAX_COUNT} is served as {MAX_COUNT}"
+
+
 def _search_parameters(rtype: str) -> list[dict[str, Any]]:
     out = [
         _query(
@@ -289,24 +317,40 @@ def _search_parameters(rtype: str) -> list[dict[str, Any]]:
         )
         for p in SEARCH_PARAMETERS[rtype].values()
     ]
-    count = {"type": "integer", "minimum": 0, "maximum": MAX_COUNT}
     return [
         *out,
-        _query("_count", f"Page size (default 100, at most {MAX_COUNT})", count),
-        _query("_offset", "Where the page starts", {"type": "integer", "minimum": 0}),
+        _query("_count", _COUNT_TEXT, _WHOLE),
+        _query("_offset", "Where the page starts", _WHOLE),
         _query("_sort", "Comma-separated search parameters; '-' for descending"),
         _query("_summary", "Summary mode", {"type": "string", "enum": list(SUMMARY_MODES)}),
         _query("_elements", "Comma-separated elements to return"),
     ]
 
 
+def _criteria(rtype: str) -> str:
+    """The pattern of ``If-None-Exist``: ``name[:modifier]=value`` pairs of the type's
+    search parameters (``:missing`` with true or false), joined by ``&``."""
+    one = []
+    for p in SEARCH_PARAMETERS[rtype].values():
+        modifiers = "|".join(m for m in MODIFIERS[p.type] if m != "missing")
+        name = re.escape(p.name)
+        one.append(f"{name}(?::(?:{modifiers}))?=[^&]+" if modifiers else f"{name}=[^&]+")
+        one.append(f"{name}:missing=(?:true|false)")
+    pair = "(?:" + "|".join(one) + ")"
+    return f"^\\??{pair}(?:&{pair})*$"
+
+
 def _history_parameters(with_paging: bool) -> list[dict[str, Any]]:
     if not with_paging:
         return []
     return [
-        _query("_count", f"Page size (default 100, at most {MAX_COUNT})", {"type": "integer"}),
-        _query("_offset", "Where the page starts", {"type": "integer", "minimum": 0}),
-        _query("_since", "Only versions written at or after this instant (with a time zone)"),
+        _query("_count", _COUNT_TEXT, _WHOLE),
+        _query("_offset", "Where the page starts", _WHOLE),
+        _query(
+            "_since",
+            "Only versions written at or after this instant (with a time zone)",
+            {"type": "string", "format": "date-time", "pattern": f"^{INSTANT_FORM}$"},
+        ),
     ]
 
 
@@ -320,7 +364,16 @@ def _interaction(rtype: str, code: str) -> dict[str, Any]:
         "ETag": {"description": 'W/"version"', "schema": {"type": "string"}},
     }
     prefer = _header("Prefer", "return=minimal|representation|OperationOutcome")
-    shape = [_query("_summary", "Summary mode"), _query("_elements", "Elements to return")]
+    shape = [
+        _query("_summary", "Summary mode", {"type": "string", "enum": list(SUMMARY_MODES)}),
+        _query("_elements", "Comma-separated elements to return"),
+    ]
+    if_none_exist = _header(
+        "If-None-Exist",
+        "Conditional create: search criteria (this type's search parameters, each with a "
+        "value), as a query string",
+    )
+    if_none_exist["schema"] = {"type": "string", "pattern": _criteria(rtype)}
     spec: dict[str, tuple[str, list[dict[str, Any]], dict[str, Any]]] = {
         "read": (
             f"Read a {rtype}",
@@ -340,7 +393,7 @@ def _interaction(rtype: str, code: str) -> dict[str, Any]:
         ),
         "create": (
             f"Create a {rtype}",
-            [_header("If-None-Exist", "Conditional create: search criteria"), prefer],
+            [if_none_exist, prefer],
             _responses(_ok(rtype, "Created", written), "201", {"200": _ok(rtype, "Matched, kept")}),
         ),
         "update": (
@@ -424,7 +477,22 @@ def interaction_paths() -> dict[str, dict[str, Any]]:
                     {"type": "string", "enum": ["full", "normative", "terminology"]},
                 )
             ],
-            "responses": _responses(_ok("CapabilityStatement", "What the server supports")),
+            "responses": _responses(
+                {
+                    "description": "A CapabilityStatement; with mode=terminology a "
+                    "TerminologyCapabilities",
+                    "content": {
+                        FHIR_JSON: {
+                            "schema": {
+                                "oneOf": [
+                                    _ref("schemas", "CapabilityStatement"),
+                                    _ref("schemas", "TerminologyCapabilities"),
+                                ]
+                            }
+                        }
+                    },
+                }
+            ),
         }
     }
     return paths
@@ -434,10 +502,14 @@ _RESOURCE_SCHEMAS = (
     *TERMINOLOGY_TYPES,
     "Bundle",
     "CapabilityStatement",
+    "TerminologyCapabilities",
     "OperationDefinition",
     "OperationOutcome",
     "Parameters",
 )
+
+
+_STRUCTURED = (*TERMINOLOGY_TYPES, "Parameters")  # the resources of the structure schema
 
 
 def _schemas() -> dict[str, Any]:
@@ -458,18 +530,7 @@ def _schemas() -> dict[str, Any]:
             "properties": {"resourceType": {"const": rtype}, "id": {"type": "string"}},
             "additionalProperties": True,
         }
-    out["Parameters"]["properties"]["parameter"] = {
-        "type": "array",
-        "items": {
-            "type": "object",
-            "required": ["name"],
-            "properties": {"name": {"type": "string"}},
-            "description": "name and one value[x] (valueUri, valueCode, valueCoding, …), "
-            "resource, or part",
-            "additionalProperties": True,
-        },
-    }
-    return out
+    return {**out, **structure_schemas(_STRUCTURED)}
 
 
 def openapi_document(
@@ -477,6 +538,7 @@ def openapi_document(
 ) -> dict[str, Any]:
     """The whole OpenAPI document, paths relative to the FHIR base (see ``with_server``)."""
     paths = {**interaction_paths(), **operation_paths(operations)}
+    add_links(paths)
     tags = [
         {"name": rtype, "description": f"{rtype}: REST interactions and operations"}
         for rtype in TERMINOLOGY_TYPES

@@ -386,6 +386,8 @@ class ResourceRoutes:
 
     async def search_or_create(self, request: Request) -> Response:
         rtype = request.path_params["rtype"]
+        if rtype == "_history":
+            raise MethodNotAllowedError(f"A history takes GET, not {request.method}")
         root = self.root_of(request)
         if request.method == "GET":
             bundle = self.store.search(
@@ -415,6 +417,8 @@ class ResourceRoutes:
             raise MethodNotAllowedError(
                 f"Operations take GET or POST, not {request.method} ({rtype}/{rid})"
             )
+        if rid == "_history":
+            raise MethodNotAllowedError(f"A history takes GET, not {request.method}")
         root = self.root_of(request)
         if request.method in ("GET", "HEAD"):
             resource = self.store.read(rtype, rid)

@@ -95,6 +95,17 @@ def select(wanted: str, versions: Iterable[str], newest: Any) -> str | None:
     return newest(found) if found else None
 
 
+#: The inputs read as ``system|version`` entries, and the form of one (a canonical, ``|``,
+#: a version; the OpenAPI document states it as the inputs' pattern).
+SYSTEM_VERSION_INPUTS = (
+    "force-system-version",
+    "system-version",
+    "check-system-version",
+    "default-valueset-version",
+)
+SYSTEM_VERSION_FORM = r"[^ \t\n\r\f\v|]+\|[^ \t\n\r\f\v]+"
+
+
 def _by_system(entries: str | Iterable[str] | None, parameter: str) -> dict[str, str]:
     """``system|version`` entries (one or several) as ``{system: version}``."""
     found: dict[str, str] = {}

@@ -1,0 +1,155 @@
+"""The JSON Schemas of the OpenAPI document, derived from the structure schema the server
+checks bodies with (``workbench.structure``), never written by hand per type.
+
+A FHIR primitive is its JSON kind with the R4 regular expression (anchored) and, for a
+string, at least one character unless its regular expression matches the empty string (as
+the structure check does: a ``uri`` may be empty); an integer has its range. A data type
+or resource is an object of its elements (each of its type,
+an array where it repeats), its required elements required (but those the server
+tolerates, ``structure.TOLERATED``), unknown elements and extensions allowed (FHIR JSON
+stays lossless). An operation's ``Parameters`` body lists the operation's inputs, each
+with the ``value[x]`` of its declared type (or ``resource``, or ``part``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from workbench.operations import Operation
+from workbench.operations.definitions import ParamDef
+from workbench.structure import TOLERATED, schema
+
+GENERIC = ("Resource",)
+SimpleSchema = Callable[[ParamDef], dict[str, Any]]
+PRIMITIVE_PREFIX = "fhir-"
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+# FHIR's regular expressions are Java's, where \s and \S are ASCII classes (the structure
+# check compiles them with re.ASCII); JSON Schema's are ECMA-262's, where they are Unicode.
+_SPACE = " \\t\\n\\r\\f\\v"
+TRIVIAL = frozenset({r"[ \r\n\t\S]+"})  # (what any non-empty string matches: minLength 1)
+
+
+def ascii_classes(regex: str) -> str:
+    """``regex`` with ``\\s`` and ``\\S`` spelled as the ASCII classes they are in Java."""
+    regex = regex.replace("[^\\s]", f"[^{_SPACE}]")
+    return regex.replace("\\s", f"[{_SPACE}]").replace("\\S", f"[^{_SPACE}]")
+
+
+def primitive(name: str) -> dict[str, Any]:
+    """The JSON Schema of the FHIR primitive ``name`` as FHIR JSON holds it."""
+    spec = schema()["primitives"][name]
+    kind = spec["json"]
+    out: dict[str, Any] = {"type": kind}
+    if kind == "string":
+        regex = spec.get("regex")
+        if regex is None or regex in TRIVIAL or re.fullmatch(regex, "", re.ASCII) is None:
+            out["minLength"] = 1  # (the structure check refuses an empty string)
+        if regex is not None and regex not in TRIVIAL:
+            out["pattern"] = f"^(?:{ascii_classes(regex)})$"
+    if "min" in spec:
+        out["minimum"] = spec["min"]
+    if "max" in spec:
+        out["maximum"] = spec["max"]
+    return out
+
+
+def element_schema(fhir_type: str) -> dict[str, Any]:
+    """A reference to the schema of an element's type (a primitive, a data type, a
+    backbone element, or any resource)."""
+    if fhir_type in schema()["primitives"]:
+        return _ref(PRIMITIVE_PREFIX + fhir_type)
+    if fhir_type in schema()["types"]:
+        return _ref(fhir_type)
+    return _ref("Resource")
+
+
+def type_schema(name: str, *, resource: bool = False) -> dict[str, Any]:
+    """The schema of the data type, backbone element or resource ``name``."""
+    spec = schema()["types"][name]
+    tolerated = TOLERATED.get(name, frozenset())
+    properties: dict[str, Any] = {}
+    required = []
+    for element, (fhir_type, repeats, needed) in spec["elements"].items():
+        item = element_schema(fhir_type)
+        if repeats:
+            item = {"type": "array", "items": item, **({"minItems": 1} if needed else {})}
+        properties[element] = item
+        if needed and element not in tolerated:
+            required.append(element)
+    if resource:
+        properties = {"resourceType": {"const": name}, **properties}
+        required.insert(0, "resourceType")
+    out: dict[str, Any] = {
+        "type": "object",
+        "description": f"FHIR R4 {name}, as FHIR JSON",
+        "properties": properties,
+        "additionalProperties": True,
+    }
+    if required:
+        out["required"] = required
+    choices = [_choice(c["names"], c["required"]) for c in spec.get("choices", {}).values()]
+    if choices:
+        out["allOf"] = choices
+    return out
+
+
+def _choice(names: list[str], required: bool) -> dict[str, Any]:
+    """A choice element (``value[x]``): one of its names (or none, unless required)."""
+    variants = [
+        {"required": [name], "properties": {other: False for other in names if other != name}}
+        for name in names
+    ]
+    if not required:
+        variants.append({"properties": dict.fromkeys(names, False)})
+    return {"oneOf": variants}
+
+
+def structure_schemas(resources: tuple[str, ...]) -> dict[str, Any]:
+    """Every primitive, data type and backbone element of the structure schema, and the
+    ``resources`` among its types as resources."""
+    out: dict[str, Any] = {
+        PRIMITIVE_PREFIX + name: primitive(name) for name in schema()["primitives"]
+    }
+    for name in schema()["types"]:
+        out[name] = type_schema(name, resource=name in resources)
+    return out
+
+
+def _value_key(fhir_type: str) -> str:
+    return "value" + fhir_type[:1].upper() + fhir_type[1:]
+
+
+def _input_item(name: str, param: ParamDef, simple: SimpleSchema) -> dict[str, Any]:
+    """One ``parameter`` entry for the input ``name``: its value of the declared type
+    (``simple(param)`` for a primitive: its form and what the operation refuses)."""
+    fhir_type = param.type or "string"
+    item: dict[str, Any] = {"type": "object", "properties": {"name": {"const": name}}}
+    if param.parts:
+        item["properties"]["part"] = {"type": "array", "items": _ref("Parameters.parameter")}
+        item["required"] = ["name", "part"]
+    elif fhir_type in schema()["primitives"] or fhir_type in schema()["types"]:
+        key = _value_key(fhir_type)
+        item["properties"][key] = simple(param) if param.is_simple else element_schema(fhir_type)
+        item["required"] = ["name", key]
+    else:
+        item["properties"]["resource"] = element_schema(fhir_type)
+        item["required"] = ["name", "resource"]
+    return item
+
+
+def parameters_schema(op: Operation, simple: SimpleSchema) -> dict[str, Any]:
+    """The ``Parameters`` body of ``op``: each supported input with its ``value[x]`` type
+    (``simple(param)``: the schema of a primitive input's value)."""
+    inputs = {n: p for n, p in op.definition.inputs.items() if n in op.supported}
+    body = type_schema("Parameters", resource=True)
+    body["description"] = f"The inputs of ${op.definition.code}, as a Parameters resource"
+    items = [_input_item(name, param, simple) for name, param in inputs.items()]
+    body["properties"]["parameter"] = {"type": "array", "items": {"anyOf": items}}
+    return body
