@@ -317,7 +317,10 @@ def test_create_and_read_link_to_the_instance(document: dict[str, Any]) -> None:
         ({"url": "http://x", "code": ""}, "'code'.*not a valid code"),
         ({"url": "http://x y", "code": "female"}, "'url'.*not a valid uri"),
         ({"url": "http://x", "code": "a  b"}, "'code'.*not a valid code"),
-        ({"url": "http://x", "code": "female", "display": ""}, "'display' must not be an empty string"),
+        (
+            {"url": "http://x", "code": "female", "display": ""},
+            "'display' must not be an empty string",
+        ),
     ],
 )
 def test_query_values_have_their_documented_form(
