@@ -59,10 +59,14 @@ class ValueSetCheck(pandera.api.checks.Check):
         report, codes = self._check_fn(data)
         frame = report if isinstance(report, pd.DataFrame) else report.to_pandas()
         self.error = summary_line(frame, self.valueset_url)
-        passed = frame["result"].fillna(self.ignore_na).astype(bool).to_numpy()
+        result = frame["result"]
+        passed = np.asarray(result.to_numpy(dtype=bool, na_value=self.ignore_na), dtype=bool)
         failing = np.flatnonzero(~passed)
-        issues = frame["issue"].to_numpy(dtype=object)
-        return passed, [_case(codes[i], issues[i]) for i in failing]
+        if not len(failing):
+            return passed, []
+        issues = frame["issue"].iloc[failing].to_numpy(dtype=object)
+        shown = codes.iloc[failing].to_numpy(dtype=object)
+        return passed, [_case(c, i) for c, i in zip(shown, issues, strict=True)]
 
 
 def _case(code: Any, issue: Any) -> str:
@@ -93,13 +97,13 @@ def in_value_set(
     if not isinstance(wb, Workbench):
         raise TypeError(f"workbench= takes a Workbench, not {type(wb).__name__}")
 
-    def validate(data: Any) -> tuple[Any, list[Any]]:
+    def validate(data: Any) -> tuple[Any, pd.Series]:
         column = _column_of(data, code)
         codes = column[code] if code is not None else column
         report = wb.validate_column(
             column, url, code=code, system=system, display=display, abstract=abstract
         )
-        return report, codes.to_list()
+        return report, codes if isinstance(codes, pd.Series) else codes.to_pandas()
 
     name = url if isinstance(url, str) else str(url.get("url", "a ValueSet"))
     check = ValueSetCheck(
@@ -120,11 +124,10 @@ def _column_of(data: Any, code: str | None) -> Any:
 
 def summary_line(report: pd.DataFrame, url: str) -> str:
     """``in value set URL: 3 of 5 rows valid (60.00%); unknown-code 1, not-in-vs 1``."""
-    reasons = report["issue"].astype(object).where(report["issue"].notna(), "valid")
-    counts = reasons.value_counts()
-    valid = int(report["result"].fillna(False).astype(bool).sum())
+    counts = report["issue"].value_counts(dropna=True)  # a valid row has no issue
+    valid = int(report["result"].sum())
     share = 100.0 * valid / len(report) if len(report) else 100.0
-    failing = ", ".join(f"{k} {v:,}" for k, v in counts.items() if k != "valid")
+    failing = ", ".join(f"{k} {v:,}" for k, v in counts.items() if v)
     return f"in value set {url}: {valid:,} of {len(report):,} rows valid ({share:.2f}%)" + (
         f"; {failing}" if failing else ""
     )

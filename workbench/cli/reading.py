@@ -16,6 +16,8 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
 BATCH_ROWS = 256_000
+#: pandas' string dtype on Arrow memory, missing values NaN (``str`` in pandas 3)
+TEXT = pd.StringDtype("pyarrow", na_value=float("nan"))
 FORMATS = {
     ".csv": "CSV",
     ".tsv": "TSV",
@@ -125,13 +127,14 @@ def _dataset(path: Path, kind: str, columns: list[str]) -> ds.Dataset:
 
 
 def _strings(batch: pa.RecordBatch, columns: list[str]) -> pd.DataFrame:
-    """A batch as a frame of Python strings (numbers written as their text)."""
+    """A batch as a frame of pandas' Arrow-backed strings (numbers written as their text),
+    the batch's buffers kept as they are: no Python object per row."""
     data = {}
     for name in columns:
         column = batch.column(name)
         if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
             column = column.cast(pa.string())
-        data[name] = pd.Series(column.to_pylist(), dtype=object)
+        data[name] = pd.Series(pd.array(column, dtype=TEXT))
     return pd.DataFrame(data)
 
 

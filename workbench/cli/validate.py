@@ -36,11 +36,15 @@ class Tally:
         self.valid += int(result["result"].fillna(False).astype(bool).sum())
         self.reasons.update(result.reason.value_counts().to_dict())
         failures = result.failure_cases
-        failures = failures[failures["issue"] != "missing"]
-        keys = list(zip(failures["code"], failures["system"], failures["issue"], strict=True))
-        self.invalid.update(keys)
-        for key, message in zip(keys, failures["message"], strict=True):
-            self.messages.setdefault(key, message)
+        failures = pd.DataFrame(failures[failures["issue"] != "missing"])
+        if len(failures):
+            grouped = failures.groupby(["code", "system", "issue"], dropna=False, sort=False)
+            counted = grouped["message"].agg(["size", "first"])
+            for key, rows, message in zip(
+                counted.index, counted["size"], counted["first"], strict=True
+            ):
+                self.invalid[key] += int(rows)
+                self.messages.setdefault(key, message)
         self.suggester = self.suggester or result.suggester
 
     @property
