@@ -28,12 +28,12 @@ SUMMARY = f"in value set {GENDER}: 2 of 5 rows valid (40.00%); unknown-code 2, m
 
 def _pandas(check: pa.Check) -> tuple[pa.DataFrameSchema, pd.DataFrame]:
     schema = pa.DataFrameSchema({"gender": pa.Column(str, check, nullable=True)})
-    return schema, pd.DataFrame({"gender": CODES}, index=[10, 11, 12, 13, 14])
+    return schema, pd.DataFrame({"id": range(5), "gender": CODES}, index=[10, 11, 12, 13, 14])
 
 
 def _polars(check: pa.Check) -> tuple[pap.DataFrameSchema, pl.DataFrame]:
     schema = pap.DataFrameSchema({"gender": pap.Column(pl.String, check, nullable=True)})
-    return schema, pl.DataFrame({"gender": CODES})
+    return schema, pl.DataFrame({"id": range(5), "gender": CODES})  # the column, not the first
 
 
 @pytest.mark.parametrize(

@@ -118,8 +118,9 @@ def _column_of(data: Any, code: str | None) -> Any:
     (its lazy frame) collected."""
     if isinstance(data, pd.Series | pd.DataFrame):
         return data
-    frame = data.lazyframe.collect()
-    return frame if code is not None else frame.to_series(0)
+    if code is not None:
+        return data.lazyframe.collect()
+    return data.lazyframe.select(data.key).collect().to_series(0)
 
 
 def summary_line(report: pd.DataFrame, url: str) -> str:
