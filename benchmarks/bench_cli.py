@@ -134,7 +134,9 @@ def main() -> None:
     print(out)
     print(f"baseline (pyarrow read + is_in): {base:.2f} s  runs {base_times}")
     print(f"workbench validate:              {cli:.2f} s  runs {cli_times}")
-    print(f"ratio {ratio:.2f}x (target <= {MAX_RATIO}x): {'PASS' if ratio <= MAX_RATIO else 'MISS'}")
+    print(
+        f"ratio {ratio:.2f}x (target <= {MAX_RATIO}x): {'PASS' if ratio <= MAX_RATIO else 'MISS'}"
+    )
     print(
         f"peak RSS of the command {rss / 2**30:.2f} GB (target <= 1.5 GB): "
         f"{'PASS' if rss <= MAX_RSS else 'MISS'}"

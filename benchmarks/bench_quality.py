@@ -35,10 +35,10 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_cli import ICD10CM, icd10cm_xml  # noqa: E402
+from bench_cli import ICD10CM, icd10cm_xml
 
-from workbench import Workbench  # noqa: E402
-from workbench.pandera import in_value_set  # noqa: E402
+from workbench import Workbench
+from workbench.pandera import in_value_set
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)

@@ -1,8 +1,27 @@
-"""Charts of a column report: the Vega-Lite spec JupyterLab draws, and when to log-scale."""
+"""What a column report's views share: the by-code columns, the bar colours, the Vega-Lite
+spec JupyterLab draws, and when to log-scale."""
 
 from __future__ import annotations
 
 from typing import Any
+
+#: The columns of ``ValidationFrame.by_code()``.
+BY_CODE = [
+    "system",
+    "code",
+    "count",
+    "share",
+    "result",
+    "issue",
+    "message",
+    "display",
+    "suggestion",
+    "suggested_display",
+]
+
+#: Bar colours shared by ``chart`` (Vega-Lite) and ``plot`` (matplotlib): mid-tones that
+#: read on a light and on a dark background.
+BAR_COLOURS = {"valid": "#2da44e", "warning": "#d4a72c", "invalid": "#e5534b"}
 
 
 class VegaLite:

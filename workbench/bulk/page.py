@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workbench.bulk.charting import log_scale
-from workbench.bulk.report import BAR_COLOURS, BY_CODE
+from workbench.bulk.charting import BAR_COLOURS, BY_CODE, log_scale
 from workbench.bulk.sharing import ReportContent
 from workbench.marks import frame_html, visible
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 import numpy as np
 import pandas as pd
 
-from workbench.bulk.charting import VegaLite, log_scale
+from workbench.bulk.charting import BAR_COLOURS, BY_CODE, VegaLite, log_scale
 from workbench.bulk.leading import leading_repr, ordered
 from workbench.bulk.schema import VALIDATION
 from workbench.marks import frame_formatters, frame_html, frame_text, visible
@@ -21,18 +21,6 @@ if TYPE_CHECKING:
     from workbench.bulk.fix import Fixed
 
 COLUMNS = VALIDATION.names
-BY_CODE = [
-    "system",
-    "code",
-    "count",
-    "share",
-    "result",
-    "issue",
-    "message",
-    "display",
-    "suggestion",
-    "suggested_display",
-]
 EXPORTS = {
     "csv": "text/csv",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -181,9 +169,6 @@ class ValidationSummary:
         return figure
 
 
-#: Bar colours shared by ``chart`` (Vega-Lite) and ``plot`` (matplotlib): mid-tones that
-#: read on a light and on a dark background.
-BAR_COLOURS = {"valid": "#2da44e", "warning": "#d4a72c", "invalid": "#e5534b"}
 #: A grey for text, ticks and axes that reads on JupyterLab's light and dark themes.
 NEUTRAL = "#8b949e"
 #: The matplotlib style of ``plot``: transparent, neutral grey text and frame.

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.bulk.report import BY_CODE
+from workbench.bulk.charting import BY_CODE
 
 #: Characters XML 1.0 (and so a workbook) cannot hold: written as ``\x01``.
 _NOT_IN_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")

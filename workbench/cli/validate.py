@@ -12,8 +12,8 @@ import orjson
 import pandas as pd
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from workbench.bulk.charting import BY_CODE
 from workbench.bulk.page import write_html
-from workbench.bulk.report import BY_CODE
 from workbench.bulk.sharing import ReportContent, write_excel
 from workbench.cli import reading
 from workbench.workbench import Workbench
