@@ -22,13 +22,14 @@ CONTENT = ("load", "package", "release", "release_cache", "no_default_content")
 
 
 def _fails_cleanly(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the workbench's and the reader's errors into one line and exit code 2."""
+    """Turn the workbench's and the reader's errors (and a missing optional dependency, such
+    as openpyxl for Excel) into one line and exit code 2."""
 
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
         try:
             return command(**kwargs)
-        except (WorkbenchError, reading.InputError, OSError) as exc:
+        except (WorkbenchError, reading.InputError, OSError, ImportError) as exc:
             text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
             click.echo(f"error: {text.splitlines()[0] if text else type(exc).__name__}", err=True)
             sys.exit(2)

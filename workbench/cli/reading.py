@@ -162,7 +162,10 @@ def _ndjson(path: Path, columns: list[str]) -> Iterator[pd.DataFrame]:
 def _sheet_rows(path: Path) -> Iterator[Iterator[tuple[object, ...]]]:
     """The rows of a workbook's first sheet as value tuples, streamed (openpyxl's read-only
     mode keeps one row in memory, not the sheet)."""
-    from openpyxl import load_workbook  # only for Excel files (the quality extra)
+    try:
+        from openpyxl import load_workbook  # only for Excel files (the quality extra)
+    except ImportError:
+        raise InputError(f"{path}: reading Excel needs openpyxl (the quality extra)") from None
 
     book = load_workbook(path, read_only=True, data_only=True)
     try:
