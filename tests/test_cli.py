@@ -96,10 +96,10 @@ def test_a_folder_of_parquet_files_and_a_json_report(tmp_path: Path) -> None:
     assert summary["top_invalid"][0]["code"] == "nonsense"
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".ndjson", ".xlsx"])
-def test_whole_floats_are_read_as_codes(tmp_path: Path, suffix: str) -> None:
+def test_whole_floats_are_read_as_codes(tmp_path: Path) -> None:
     # a column of numbers with a gap is float in pandas: 12.0 in the file, "12" as a code
-    path = write(tmp_path / f"data{suffix}", {"code": [12, None, 7.5]})
+    # (Excel's floats: test_excel_is_read_in_batches; Parquet's: pyarrow's cast to string)
+    path = write(tmp_path / "data.ndjson", {"code": [12, None, 7.5]})
     done = run("validate", path, "--column", "code", "--system", GENDER_CS)
     assert done.returncode == 1, done.stderr
     assert "'12' unknown-code" in done.stdout and "'7.5' unknown-code" in done.stdout
@@ -144,13 +144,6 @@ def _truncated(tmp: Path) -> Path:
     good = write(tmp / "good.parquet", ROWS)
     bad = tmp / "bad.parquet"
     bad.write_bytes(good.read_bytes()[:-20])
-    return bad
-
-
-def _truncated_excel(tmp: Path) -> Path:
-    good = write(tmp / "good.xlsx", ROWS)
-    bad = tmp / "bad.xlsx"
-    bad.write_bytes(good.read_bytes()[:-200])
     return bad
 
 
@@ -199,7 +192,6 @@ BAD_INPUTS = [
         "CodeSystem http://example.org/no-system not found",
     ),
     ("not excel", _text("fake.xlsx", "gender\nmale\n"), [], "not a readable Excel file"),
-    ("truncated excel", _truncated_excel, [], "not a readable Excel file"),
     ("unknown format", _text("d.xml", "<a/>"), [], "unknown format"),
     (
         "unknown report form",
