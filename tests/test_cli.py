@@ -40,7 +40,7 @@ def write(path: Path, data: dict[str, list[object]]) -> Path:
     elif path.suffix == ".parquet":
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
     elif path.suffix == ".ndjson":
-        path.write_text("".join(json.dumps(r) + "\n" for r in frame.to_dict("records")))
+        frame.to_json(path, orient="records", lines=True)  # NaN as null
     elif path.suffix == ".xlsx":
         frame.to_excel(path, index=False)
     return path
@@ -96,6 +96,50 @@ def test_a_folder_of_parquet_files_and_a_json_report(tmp_path: Path) -> None:
     assert summary["top_invalid"][0]["code"] == "nonsense"
 
 
+def test_whole_floats_are_read_as_codes(tmp_path: Path) -> None:
+    # a column of numbers with a gap is float in pandas: 12.0 in the file, "12" as a code
+    # (Excel's floats: test_excel_is_read_in_batches; Parquet's: pyarrow's cast to string)
+    path = write(tmp_path / "data.ndjson", {"code": [12, None, 7.5]})
+    done = run("validate", path, "--column", "code", "--system", GENDER_CS)
+    assert done.returncode == 1, done.stderr
+    assert "'12' unknown-code" in done.stdout and "'7.5' unknown-code" in done.stdout
+    assert "12.0" not in done.stdout
+
+
+def test_excel_is_read_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.cli import reading
+
+    monkeypatch.setattr(reading, "BATCH_ROWS", 2)
+    path = write(tmp_path / "d.xlsx", {"n": [1, 2, 3, 4, 5], "code": ["a", 1, None, "0012", 2.0]})
+    table = reading.open_table(path)
+    frames = list(reading.batches(table, ["code"]))
+    assert [len(f) for f in frames] == [2, 2, 1]
+    assert [v for f in frames for v in f["code"]] == ["a", "1", None, "0012", "2"]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".xlsx"])
+def test_html_and_excel_reports(tmp_path: Path, suffix: str) -> None:
+    path = write(
+        tmp_path / "d.csv", {"id": [1, 2, 3, 4], "gender": ["male", " male", "bogus", None]}
+    )
+    report = tmp_path / f"out{suffix}"
+    done = run("validate", path, "--column", "gender", "--valueset", GENDER, "--report", report)
+    assert done.returncode == 1, done.stderr
+    if suffix == ".html":
+        page = report.read_text(encoding="utf-8")
+        assert "1</b> of 4 rows valid (25.00%)" in page
+        assert "␣male" in page and "did you mean 'male'" in page
+        return
+    from openpyxl import load_workbook
+
+    book = load_workbook(report)
+    summary = dict(r for r in book["Summary"].iter_rows(values_only=True) if r[0])
+    assert (summary["rows"], summary["valid"], summary["missing"]) == (4, 1, 1)
+    assert summary["column"] == "gender" and summary["valueset"] == GENDER
+    rows = {r[1]: r for r in book["By code"].iter_rows(values_only=True)}
+    assert rows[" male"][8] == "male" and rows["bogus"][2] == 1
+
+
 def _truncated(tmp: Path) -> Path:
     good = write(tmp / "good.parquet", ROWS)
     bad = tmp / "bad.parquet"
@@ -141,7 +185,20 @@ BAD_INPUTS = [
         ["--valueset", "http://example.org/none"],
         "ValueSet http://example.org/none not found",
     ),
+    (
+        "unknown code system",
+        lambda tmp: write(tmp / "d.csv", ROWS),
+        ["--valueset", None, "--system", "http://example.org/no-system"],
+        "CodeSystem http://example.org/no-system not found",
+    ),
+    ("not excel", _text("fake.xlsx", "gender\nmale\n"), [], "not a readable Excel file"),
     ("unknown format", _text("d.xml", "<a/>"), [], "unknown format"),
+    (
+        "unknown report form",
+        lambda tmp: write(tmp / "d.csv", ROWS),
+        ["--report", "out.pdf"],
+        "--report out.pdf: write one of .json, .html, .xlsx",
+    ),
     (
         "no value set",
         lambda tmp: write(tmp / "d.csv", ROWS),

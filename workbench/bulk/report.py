@@ -6,11 +6,13 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
 
+from workbench.bulk.charting import BAR_COLOURS, BY_CODE, VegaLite, log_scale
 from workbench.bulk.leading import leading_repr, ordered
 from workbench.bulk.schema import VALIDATION
 from workbench.marks import frame_formatters, frame_html, frame_text, visible
@@ -19,18 +21,6 @@ if TYPE_CHECKING:
     from workbench.bulk.fix import Fixed
 
 COLUMNS = VALIDATION.names
-BY_CODE = [
-    "system",
-    "code",
-    "count",
-    "share",
-    "result",
-    "issue",
-    "message",
-    "display",
-    "suggestion",
-    "suggested_display",
-]
 EXPORTS = {
     "csv": "text/csv",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -179,9 +169,6 @@ class ValidationSummary:
         return figure
 
 
-#: Bar colours shared by ``chart`` (Vega-Lite) and ``plot`` (matplotlib): mid-tones that
-#: read on a light and on a dark background.
-BAR_COLOURS = {"valid": "#2da44e", "warning": "#d4a72c", "invalid": "#e5534b"}
 #: A grey for text, ticks and axes that reads on JupyterLab's light and dark themes.
 NEUTRAL = "#8b949e"
 #: The matplotlib style of ``plot``: transparent, neutral grey text and frame.
@@ -433,6 +420,27 @@ class ValidationFrame(pd.DataFrame):
         codes = self.by_code(failures_only=True, suggest_limit=top)
         return self.summary().chart(top=top, issue=issue, by_code=codes)
 
+    # the report's file forms replace the frame's: pd.DataFrame(report).to_html() is the rows
+    def to_html(  # type: ignore[override]
+        self, path: str | Path, *, title: str = "Validation report"
+    ) -> Path:
+        """Write one self-contained HTML page (no network, no script): the summary, a chart
+        (inline SVG), the rows per reason and the by-code table with suggestions, in the
+        reader's light or dark colour scheme (``workbench.bulk.page``). Returns the path."""
+        from workbench.bulk.page import MAX_PAGE_CODES, write_html
+        from workbench.bulk.sharing import content_of
+
+        return write_html(content_of(self, title, MAX_PAGE_CODES), path)
+
+    def to_excel(  # type: ignore[override, misc]
+        self, path: str | Path, *, title: str = "Validation report"
+    ) -> Path:
+        """Write an ``.xlsx`` workbook (needs openpyxl): a ``Summary`` sheet and a ``By
+        code`` sheet, codes as text (``workbench.bulk.sharing``). Returns the path."""
+        from workbench.bulk.sharing import content_of, write_excel
+
+        return write_excel(content_of(self, title, 1000), path)
+
     def to_string(self, *args: Any, **kwargs: Any) -> Any:
         """As ``DataFrame.to_string`` (and so ``repr`` and ``print``), with the displays'
         odd whitespace made visible as in the HTML; the data keeps them exactly."""
@@ -525,25 +533,6 @@ def export_frame(frame: pd.DataFrame, fmt: str) -> bytes:
     else:
         raise ValueError(f"Unknown export format {fmt!r}: use one of {sorted(EXPORTS)}")
     return buffer.getvalue()
-
-
-class VegaLite:
-    """A Vega-Lite v5 chart spec that JupyterLab draws itself (offline, interactive, and in
-    the dark theme when JupyterLab is dark); ``.spec`` is the JSON."""
-
-    MIME = "application/vnd.vegalite.v5+json"
-
-    def __init__(self, spec: dict[str, Any]) -> None:
-        self.spec = spec
-
-    def _repr_mimebundle_(self, **_: Any) -> dict[str, Any]:
-        return {self.MIME: self.spec, "text/plain": "<VegaLite chart>"}
-
-
-def log_scale(counts: Any) -> bool:
-    """True when the counts span more than two decades (largest > 100 × smallest)."""
-    values = [float(v) for v in counts if v and v > 0]
-    return bool(values) and max(values) > 100 * min(values)
 
 
 class Revalidate:

@@ -22,13 +22,14 @@ CONTENT = ("load", "package", "release", "release_cache", "no_default_content")
 
 
 def _fails_cleanly(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the workbench's and the reader's errors into one line and exit code 2."""
+    """Turn the workbench's and the reader's errors (and a missing optional dependency, such
+    as openpyxl for Excel) into one line and exit code 2."""
 
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
         try:
             return command(**kwargs)
-        except (WorkbenchError, reading.InputError, OSError) as exc:
+        except (WorkbenchError, reading.InputError, OSError, ImportError) as exc:
             text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
             click.echo(f"error: {text.splitlines()[0] if text else type(exc).__name__}", err=True)
             sys.exit(2)
@@ -56,7 +57,11 @@ def cli() -> None:
 @click.option("--system", help="a code system URL: validate against all of it")
 @click.option("--system-column", help="a column holding each row's system")
 @click.option("--display-column", help="a column of displays to check")
-@click.option("--report", type=click.Path(path_type=Path), help="write the summary (.json)")
+@click.option(
+    "--report",
+    type=click.Path(path_type=Path),
+    help="write the summary: .json, .html (one self-contained page) or .xlsx (two sheets)",
+)
 @click.option(
     "--fail-under",
     type=click.FloatRange(0, 100),
@@ -73,24 +78,25 @@ def validate_command(**kwargs: Any) -> None:
     if (url is None) == (system is None):
         raise click.UsageError("give one of --valueset URL or --system URL")
     report = kwargs.pop("report")
-    if report is not None and report.suffix.lower() != ".json":
-        raise click.UsageError(f"--report {report}: only a .json report is written so far")
+    if report is not None and report.suffix.lower() not in validate.REPORTS:
+        raise click.UsageError(f"--report {report}: write one of " + ", ".join(validate.REPORTS))
     table = reading.open_table(kwargs.pop("file"))
     table.require(kwargs["column"], kwargs["system_column"], kwargs["display_column"])
     wb = _workbench(kwargs)
     valueset = url or {"resourceType": "ValueSet", "compose": {"include": [{"system": system}]}}
+    # an unknown value set or code system: exit 2 naming it, before any batch
     if url is not None:
-        wb.resource("ValueSet", url)  # an unknown value set: an error before any batch
+        wb.resource("ValueSet", url)
+    else:
+        wb.resource("CodeSystem", system)
     job = validate.Job(
         table, kwargs["column"], valueset, system, kwargs["system_column"], kwargs["display_column"]
     )
     tally = validate.run(wb, job)
     click.echo("\n".join(tally.lines()))
     if report is not None:
-        validate.write_report(
-            report,
-            tally.to_json(file=str(table.path), column=job.column, valueset=url, system=system),
-        )
+        about = {"file": str(table.path), "column": job.column, "valueset": url, "system": system}
+        validate.write_report(report, tally, about)
     sys.exit(0 if tally.percent >= kwargs["fail_under"] else 1)
 
 

@@ -4,8 +4,10 @@ folder), NDJSON and Excel, the chosen columns always as strings (``12``, never `
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from zipfile import BadZipFile
 
 import orjson
 import pandas as pd
@@ -14,6 +16,8 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
 BATCH_ROWS = 256_000
+#: pandas' string dtype on Arrow memory, missing values NaN (``str`` in pandas 3)
+TEXT = pd.StringDtype("pyarrow", na_value=float("nan"))
 FORMATS = {
     ".csv": "CSV",
     ".tsv": "TSV",
@@ -22,6 +26,11 @@ FORMATS = {
     ".jsonl": "NDJSON",
     ".xlsx": "Excel",
 }
+
+
+#: What a reader raises for a file that is not of its format, truncated or badly encoded
+#: (a zip that is not one, or lacks a part, for Excel).
+UNREADABLE = (pa.ArrowException, OSError, ValueError, UnicodeDecodeError, KeyError, BadZipFile)
 
 
 class InputError(Exception):
@@ -61,7 +70,7 @@ def open_table(path: str | Path) -> Table:
         raise InputError(f"{path}: the file is empty")
     try:
         columns = _columns(path, kind)
-    except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError) as exc:
+    except UNREADABLE as exc:
         raise InputError(f"{path}: not a readable {kind} file ({_first_line(exc)})") from None
     if not columns:
         raise InputError(f"{path}: the file has no columns")
@@ -75,15 +84,14 @@ def batches(table: Table, columns: list[str]) -> Iterator[pd.DataFrame]:
         if table.kind == "NDJSON":
             yield from _ndjson(table.path, columns)
         elif table.kind == "Excel":
-            frame = pd.read_excel(table.path, usecols=columns, dtype=str)
-            yield frame.astype(object).where(frame.notna(), None)
+            yield from _excel(table.path, columns)
         else:
             scanner = _dataset(table.path, table.kind, columns).scanner(
                 columns=columns, batch_size=BATCH_ROWS
             )
             for batch in scanner.to_batches():
                 yield _strings(batch, columns)
-    except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError) as exc:
+    except UNREADABLE as exc:
         raise InputError(
             f"{table.path}: not a readable {table.kind} file ({_first_line(exc)})"
         ) from None
@@ -101,7 +109,8 @@ def _columns(path: Path, kind: str) -> list[str]:
         with path.open("rb") as file:
             return list(orjson.loads(file.readline()))
     if kind == "Excel":
-        return [str(c) for c in pd.read_excel(path, nrows=0).columns]
+        with _sheet_rows(path) as rows:
+            return [str(c) for c in next(rows, ()) if c is not None]
     return list(_dataset(path, kind, []).schema.names)
 
 
@@ -118,13 +127,14 @@ def _dataset(path: Path, kind: str, columns: list[str]) -> ds.Dataset:
 
 
 def _strings(batch: pa.RecordBatch, columns: list[str]) -> pd.DataFrame:
-    """A batch as a frame of Python strings (numbers written as their text)."""
+    """A batch as a frame of pandas' Arrow-backed strings (numbers written as their text),
+    the batch's buffers kept as they are: no Python object per row."""
     data = {}
     for name in columns:
         column = batch.column(name)
         if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
             column = column.cast(pa.string())
-        data[name] = pd.Series(column.to_pylist(), dtype=object)
+        data[name] = pd.Series(pd.array(column, dtype=TEXT))
     return pd.DataFrame(data)
 
 
@@ -148,11 +158,44 @@ def _ndjson(path: Path, columns: list[str]) -> Iterator[pd.DataFrame]:
         yield pd.DataFrame(rows, columns=columns, dtype=object)
 
 
+@contextmanager
+def _sheet_rows(path: Path) -> Iterator[Iterator[tuple[object, ...]]]:
+    """The rows of a workbook's first sheet as value tuples, streamed (openpyxl's read-only
+    mode keeps one row in memory, not the sheet)."""
+    try:
+        from openpyxl import load_workbook  # only for Excel files (the quality extra)
+    except ImportError:
+        raise InputError(f"{path}: reading Excel needs openpyxl (the quality extra)") from None
+
+    book = load_workbook(path, read_only=True, data_only=True)
+    try:
+        yield book.worksheets[0].iter_rows(values_only=True)
+    finally:
+        book.close()
+
+
+def _excel(path: Path, columns: list[str]) -> Iterator[pd.DataFrame]:
+    with _sheet_rows(path) as rows:
+        header = [str(c) if c is not None else None for c in next(rows, ())]
+        where = [header.index(name) for name in columns]
+        chunk: list[list[str | None]] = []
+        for row in rows:
+            chunk.append([_text(row[i]) if i < len(row) else None for i in where])
+            if len(chunk) >= BATCH_ROWS:
+                yield pd.DataFrame(chunk, columns=columns, dtype=object)
+                chunk = []
+        if chunk:
+            yield pd.DataFrame(chunk, columns=columns, dtype=object)
+
+
 def _text(value: object) -> str | None:
+    """A cell or JSON value as a code's text: a whole number without ``.0``."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return str(value)
 
 

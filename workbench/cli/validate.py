@@ -9,8 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pandas as pd
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from workbench.bulk.charting import BY_CODE
+from workbench.bulk.page import write_html
+from workbench.bulk.sharing import ReportContent, write_excel
 from workbench.cli import reading
 from workbench.workbench import Workbench
 
@@ -23,16 +27,25 @@ class Tally:
     valid: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
     invalid: Counter[tuple[Any, Any, Any]] = field(default_factory=Counter)
+    messages: dict[tuple[Any, Any, Any], Any] = field(default_factory=dict)
+    suggester: Any = None
 
     def add(self, result: Any) -> None:
-        """Count one batch's ValidationFrame."""
+        """Count one batch's ValidationFrame (and keep each failing code's message)."""
         self.rows += len(result)
         self.valid += int(result["result"].fillna(False).astype(bool).sum())
         self.reasons.update(result.reason.value_counts().to_dict())
         failures = result.failure_cases
-        failures = failures[failures["issue"] != "missing"]
-        keys = zip(failures["code"], failures["system"], failures["issue"], strict=True)
-        self.invalid.update(keys)
+        failures = pd.DataFrame(failures[failures["issue"] != "missing"])
+        if len(failures):
+            grouped = failures.groupby(["code", "system", "issue"], dropna=False, sort=False)
+            counted = grouped["message"].agg(["size", "first"])
+            for key, rows, message in zip(
+                counted.index, counted["size"], counted["first"], strict=True
+            ):
+                self.invalid[key] += int(rows)
+                self.messages.setdefault(key, message)
+        self.suggester = self.suggester or result.suggester
 
     @property
     def percent(self) -> float:
@@ -53,6 +66,29 @@ class Tally:
             "reasons": dict(self.reasons),
             "top_invalid": top,
         }
+
+    def content(self, title: str, about: dict[str, Any]) -> ReportContent:
+        """The summary as a shared report's content: its by-code table lists the failing
+        codes (missing values are a reason), suggestions for the SUGGESTED most frequent."""
+        rows = []
+        for rank, ((code, system, issue), count) in enumerate(self.invalid.most_common()):
+            message = self.messages.get((code, system, issue))
+            found = None
+            if rank < SUGGESTED and self.suggester is not None:
+                found = self.suggester(system, code, issue)
+            if found is not None:
+                text = found.text()
+                message = f"{message}; {text}" if message else text.capitalize()
+            rows.append(
+                [system, code, count, count / max(self.rows, 1), False, issue, message, None]
+                + ([found.code, found.display] if found is not None else [None, None])
+            )
+        table = pd.DataFrame(rows, columns=BY_CODE, dtype=object)
+        table["count"] = table["count"].astype("int64")
+        table["share"] = table["share"].astype("float64")
+        about = {k: str(v) for k, v in about.items() if v is not None}
+        reasons = {str(k): int(v) for k, v in self.reasons.most_common()}
+        return ReportContent(title, self.rows, self.valid, reasons, table, about)
 
     def lines(self) -> list[str]:
         """The summary printed on stdout."""
@@ -120,6 +156,21 @@ class _progress:
             self.bar.stop()
 
 
-def write_report(path: Path, summary: dict[str, Any]) -> None:
-    """Write the summary as JSON (the only report form so far)."""
-    path.write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+#: The report forms ``--report`` writes, by the file's extension.
+REPORTS = (".json", ".html", ".xlsx")
+#: How many of the most frequent failing codes get a suggestion in a report.
+SUGGESTED = 1000
+
+
+def write_report(path: Path, tally: Tally, about: dict[str, Any]) -> None:
+    """Write the summary as JSON, as a self-contained HTML page or as an Excel workbook
+    (summary and by-code sheets), chosen by the extension of ``path`` (one of REPORTS)."""
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        path.write_bytes(orjson.dumps(tally.to_json(**about), option=orjson.OPT_INDENT_2))
+        return
+    content = tally.content(f"workbench validate {about.get('file', '')}".strip(), about)
+    if suffix == ".html":
+        write_html(content, path)
+    else:
+        write_excel(content, path)

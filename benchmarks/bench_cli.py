@@ -1,0 +1,147 @@
+"""Benchmark of the ``workbench validate`` command on a large Parquet file of ICD-10-CM codes,
+against reading the same column with pyarrow and a bare ``is_in``, in the same run.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_cli.py                   # 10,000,000 rows, 3 runs
+    .venv/bin/python benchmarks/bench_cli.py --rows 1000000 --repeat 5
+
+The case: the ICD-10-CM release that ``simple-icd-10-cm`` ships (its tabular XML, imported
+once into a release cache in a temporary folder before timing), and a Parquet file of
+``--rows`` rows (fixed seed, row groups of 1,000,000) in a temporary folder: a ``code``
+column of 90% selectable ICD-10-CM codes, 8% made-up codes shaped like them, 1% codes with a
+trailing space and 1% missing values.
+
+Baseline: in this process, ``pyarrow.dataset`` reads the column in batches and
+``pyarrow.compute.is_in`` tests each batch against a precomputed array of the valid codes
+(the whole valid share counted); median of ``--repeat`` runs.
+Target: ``workbench validate FILE --column code --system ICD10CM --release XML
+--release-cache CACHE --no-default-content --fail-under 0``, run as a subprocess as a
+pipeline runs it (start-up, opening the release from its cache, streamed batches, summary),
+wall time median of ``--repeat`` runs <= 1.5x the baseline, and its peak RSS (the child's
+``ru_maxrss``) <= 1.5 GB. Runs alternate baseline and target. Sanity (asserted): the
+command's valid count equals the baseline's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from workbench import Workbench
+
+ICD10CM = "http://hl7.org/fhir/sid/icd-10-cm"
+MAX_RATIO = 1.5
+MAX_RSS = 1.5 * 2**30
+
+
+def icd10cm_xml() -> Path:
+    """The ICD-10-CM tabular XML that ``simple-icd-10-cm`` ships."""
+    spec = importlib.util.find_spec("simple_icd_10_cm")
+    assert spec is not None and spec.submodule_search_locations
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    return sorted(data.glob("*tabular*.xml"))[0]
+
+
+def valid_codes(xml: Path, cache: Path) -> np.ndarray:
+    """Import the release into ``cache`` and return its selectable codes."""
+    wb = Workbench()
+    wb.load_release(xml, cache_dir=cache, progress=False)
+    concepts = wb.concepts(ICD10CM)
+    if "abstract" in concepts:
+        concepts = concepts[~concepts["abstract"].fillna(False).astype(bool)]
+    return concepts["code"].astype(str).to_numpy(dtype=object)
+
+
+def write_rows(path: Path, valid: np.ndarray, rows: int) -> None:
+    """The Parquet file: 90% valid, 8% made up, 1% padded, 1% missing, in row groups."""
+    rng = np.random.default_rng(40)
+    made_up = np.array([f"Z{n:02d}.{n % 7}X{n % 5}" for n in range(500)], dtype=object)
+    with pq.ParquetWriter(path, pa.schema([("code", pa.string())])) as writer:
+        for start in range(0, rows, 1_000_000):
+            n = min(1_000_000, rows - start)
+            kind = rng.random(n)
+            codes = valid[rng.integers(0, len(valid), n)].copy()
+            bogus = kind >= 0.90
+            codes[bogus] = made_up[rng.integers(0, len(made_up), int(bogus.sum()))]
+            padded = (kind >= 0.98) & (kind < 0.99)
+            codes[padded] = [c + " " for c in codes[padded]]
+            array = pa.array(codes, type=pa.string(), mask=kind >= 0.99)
+            writer.write_table(pa.table({"code": array}))
+
+
+def baseline(path: Path, valid: pa.Array) -> tuple[float, int]:
+    """Read the column in batches and count the valid codes with ``pc.is_in``."""
+    start = time.perf_counter()
+    found = 0
+    for batch in ds.dataset(path).scanner(columns=["code"], batch_size=256_000).to_batches():
+        found += pc.sum(pc.is_in(batch.column(0), value_set=valid)).as_py() or 0
+    return time.perf_counter() - start, found
+
+
+def command(path: Path, xml: Path, cache: Path) -> tuple[float, int, str]:
+    """Run ``workbench validate``; its wall time, its valid count and its output."""
+    args = [sys.executable, "-m", "workbench.cli", "validate", str(path), "--column", "code"]
+    args += ["--system", ICD10CM, "--release", str(xml), "--release-cache", str(cache)]
+    args += ["--no-default-content", "--fail-under", "0"]
+    start = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, timeout=1800)
+    elapsed = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    match = re.search(r"^valid: (\d+)", done.stdout, re.M)
+    assert match, done.stdout
+    return elapsed, int(match.group(1)), done.stdout
+
+
+def main() -> None:
+    """Build the case, run baseline and target alternately, print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
+        folder = Path(tmp)
+        xml, cache, path = icd10cm_xml(), folder / "cache", folder / "codes.parquet"
+        valid = valid_codes(xml, cache)
+        write_rows(path, valid, options.rows)
+        size = path.stat().st_size
+        print(f"{options.rows:,} rows, {len(valid):,} valid codes, Parquet {size / 1e6:.1f} MB")
+        valid_array = pa.array(valid, type=pa.string())
+        base_times, cli_times = [], []
+        for _ in range(options.repeat):
+            seconds, expected = baseline(path, valid_array)
+            base_times.append(seconds)
+            seconds, counted, out = command(path, xml, cache)
+            cli_times.append(seconds)
+            assert counted == expected, (counted, expected)
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    base, cli = statistics.median(base_times), statistics.median(cli_times)
+    ratio = cli / base
+    print(out)
+    print(f"baseline (pyarrow read + is_in): {base:.2f} s  runs {base_times}")
+    print(f"workbench validate:              {cli:.2f} s  runs {cli_times}")
+    print(
+        f"ratio {ratio:.2f}x (target <= {MAX_RATIO}x): {'PASS' if ratio <= MAX_RATIO else 'MISS'}"
+    )
+    print(
+        f"peak RSS of the command {rss / 2**30:.2f} GB (target <= 1.5 GB): "
+        f"{'PASS' if rss <= MAX_RSS else 'MISS'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""pandera checks: ``in_value_set(url)`` is a ``pandera.Check`` for pandas and polars schemas
+whose rows are validated by ``Workbench.validate_column`` (the bulk validation itself, not a
+copy of it): each failure case names its row (pandera's ``index``) and says the code and the
+reason (``'bogus' unknown-code``), and the check's error, shown in a ``SchemaError``, is the
+summary (how many rows are valid, and the rows per reason).
+
+Needs pandera (the ``quality`` extra); ``import workbench`` does not import it.
+
+>>> import pandas as pd, pandera.pandas as pa
+>>> from workbench import Workbench
+>>> wb = Workbench()
+>>> _ = wb.load("valuesets", progress=False)
+>>> schema = pa.DataFrameSchema({"gender": pa.Column(str, in_value_set(
+...     "http://hl7.org/fhir/ValueSet/administrative-gender", workbench=wb))})
+>>> try:
+...     schema.validate(pd.DataFrame({"gender": ["male", "mail"]}))
+... except pa.errors.SchemaError as error:
+...     print(error.failure_cases[["index", "failure_case"]].to_string(index=False))
+ index        failure_case
+     1 'mail' unknown-code
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+with warnings.catch_warnings():
+    # pandera tries pyspark.pandas in each of its pandas modules when pyspark is installed,
+    # and pyspark 4 warns about pandas 3: its backends are loaded here, once, warning-free
+    warnings.filterwarnings("ignore", "PySpark does not yet fully support", FutureWarning)
+    import pandera.api.checks
+    import pandera.backends.pandas.builtin_checks
+    import pandera.backends.pandas.components
+    import pandera.backends.pandas.container
+    import pandera.pandas
+    from pandera.api.base.checks import CheckResult
+    from pandera.backends.pandas.checks import PandasCheckBackend
+
+from workbench.selection import current
+from workbench.workbench import Workbench
+
+
+class ValueSetCheck(pandera.api.checks.Check):
+    """The check ``in_value_set`` returns: a ``pandera.Check`` whose backends turn the
+    column's validation into pandera's pass/fail rows and failure cases."""
+
+    #: the value set the check names in its summary
+    valueset_url: str = ""
+
+    def verdicts(self, data: Any) -> tuple[np.ndarray, list[str]]:
+        """Each row's pass, and ``'code' reason`` for each failing row, of ``data`` (what
+        the check function validates); sets the check's error to the summary."""
+        report, codes = self._check_fn(data)
+        frame = report if isinstance(report, pd.DataFrame) else report.to_pandas()
+        self.error = summary_line(frame, self.valueset_url)
+        result = frame["result"]
+        passed = np.asarray(result.to_numpy(dtype=bool, na_value=self.ignore_na), dtype=bool)
+        failing = np.flatnonzero(~passed)
+        if not len(failing):
+            return passed, []
+        issues = frame["issue"].iloc[failing].to_numpy(dtype=object)
+        shown = codes.iloc[failing].to_numpy(dtype=object)
+        return passed, [_case(c, i) for c, i in zip(shown, issues, strict=True)]
+
+
+def _case(code: Any, issue: Any) -> str:
+    """A failure case: ``'mail' unknown-code``, or ``missing`` for a missing code."""
+    return "missing" if code is None or code is pd.NA or code != code else f"{code!r} {issue}"
+
+
+def in_value_set(
+    url: str | Mapping[str, Any],
+    *,
+    workbench: Workbench | None = None,
+    code: str | None = None,
+    system: str | None = None,
+    display: str | None = None,
+    abstract: bool = False,
+    ignore_na: bool = True,
+) -> ValueSetCheck:
+    """A pandera ``Check`` that the codes are in the value set ``url`` (a canonical URL or a
+    ValueSet), with ``validate_code``'s semantics (``validate_column``'s arguments).
+
+    On a ``Column`` it checks that column; with ``code`` (a column name) it is a schema-wide
+    check, and ``system``/``display`` may name columns of systems and displays. The
+    Workbench is ``workbench``, else the one chosen with ``workbench.use(wb)``, else the only
+    one. Missing codes pass when ``ignore_na`` (pandera's default: nullability is the
+    column's ``nullable``), else they fail with the reason ``missing``.
+    """
+    wb = current() if workbench is None else workbench
+    if not isinstance(wb, Workbench):
+        raise TypeError(f"workbench= takes a Workbench, not {type(wb).__name__}")
+
+    def validate(data: Any) -> tuple[Any, pd.Series]:
+        column = _column_of(data, code)
+        codes = column[code] if code is not None else column
+        report = wb.validate_column(
+            column, url, code=code, system=system, display=display, abstract=abstract
+        )
+        return report, codes if isinstance(codes, pd.Series) else codes.to_pandas()
+
+    name = url if isinstance(url, str) else str(url.get("url", "a ValueSet"))
+    check = ValueSetCheck(
+        validate, name="in_value_set", error=f"in value set {name}", ignore_na=ignore_na
+    )
+    check.valueset_url = name
+    return check
+
+
+def _column_of(data: Any, code: str | None) -> Any:
+    """What ``validate_column`` gets: the pandas Series or frame, or pandera's polars data
+    (its lazy frame) collected."""
+    if isinstance(data, pd.Series | pd.DataFrame):
+        return data
+    if code is not None:
+        return data.lazyframe.collect()
+    return data.lazyframe.select(data.key).collect().to_series(0)
+
+
+def summary_line(report: pd.DataFrame, url: str) -> str:
+    """``in value set URL: 3 of 5 rows valid (60.00%); unknown-code 1, not-in-vs 1``."""
+    counts = report["issue"].value_counts(dropna=True)  # a valid row has no issue
+    valid = int(report["result"].sum())
+    share = 100.0 * valid / len(report) if len(report) else 100.0
+    failing = ", ".join(f"{k} {v:,}" for k, v in counts.items() if v)
+    return f"in value set {url}: {valid:,} of {len(report):,} rows valid ({share:.2f}%)" + (
+        f"; {failing}" if failing else ""
+    )
+
+
+class PandasValueSetBackend(PandasCheckBackend):
+    """pandera's pandas check backend for ValueSetCheck: the failure cases are the failing
+    rows' code and reason, indexed by row."""
+
+    check: ValueSetCheck
+
+    def apply(self, check_obj: Any) -> Any:
+        """Each row's pass and the failing rows' texts."""
+        return self.check.verdicts(check_obj)
+
+    def postprocess(self, check_obj: Any, check_output: Any) -> CheckResult:
+        """Pass per row, and the failure cases as ``'code' reason`` texts."""
+        passed, texts = check_output
+        output = pd.Series(passed, index=check_obj.index)
+        failures = pd.Series(texts, index=check_obj.index[~passed], dtype=object)
+        return CheckResult(output, bool(passed.all()), check_obj, failures)
+
+
+ValueSetCheck.register_backend(pd.Series, PandasValueSetBackend)
+ValueSetCheck.register_backend(pd.DataFrame, PandasValueSetBackend)
+if importlib.util.find_spec("polars") is not None:
+    from workbench.pandera_polars import register
+
+    register(ValueSetCheck)
