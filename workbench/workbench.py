@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from workbench.loading import LoadSummary
     from workbench.releases.loading import ReleaseSummary
     from workbench.server.embedded import ServerHandle
+    from workbench.terminology.diff import Diff
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -330,6 +331,27 @@ class Workbench(TerminologyCalls):
         found = self.terminology.require_codesystem(codesystem, version)
         own = found.designations_frame()
         return own if own is not None else frames.designations_frame(found)
+
+    def diff(self, url: str, from_version: str, to_version: str) -> Diff:
+        """What changed in a code system or value set from ``from_version`` to
+        ``to_version`` (both loaded): a ``Diff`` with the frames ``.added``, ``.removed``,
+        ``.display_changed``, ``.status_changed`` (active/inactive/deprecated, abstract),
+        ``.moved`` (parents changed) and ``.frame`` (all, with a ``change`` column), counts
+        per kind in its repr and ``.chart()``. A value set's versions are compared by
+        their expansions. Raises InvalidRequestError for a version compared with itself,
+        CodeSystemNotFoundError / ValueSetVersionNotFoundError (naming the loaded versions)
+        for a version that is not loaded.
+
+        >>> wb = Workbench()
+        >>> _ = wb.load([{"resourceType": "CodeSystem", "url": "http://x", "version": v,
+        ...     "content": "complete", "concept": [{"code": c} for c in codes]}
+        ...     for v, codes in (("1", "ab"), ("2", "bc"))])
+        >>> wb.diff("http://x", "1", "2").counts["added"]
+        1
+        """
+        from workbench import changes
+
+        return changes.diff(self, url, from_version, to_version)
 
     def resource(self, resource_type: str, url: str, version: str | None = None) -> Resource:
         """Return a stored ValueSet or CodeSystem by canonical URL (as FHIR JSON)."""
