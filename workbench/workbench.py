@@ -27,6 +27,7 @@ from workbench.terminology.requests import (
 from workbench.terminology.service import EngineService
 
 if TYPE_CHECKING:
+    from workbench.bulk.impact import Impact
     from workbench.loading import LoadSummary
     from workbench.releases.loading import ReleaseSummary
     from workbench.server.embedded import ServerHandle
@@ -408,6 +409,37 @@ class Workbench(TerminologyCalls):
             display=display,
             abstract=abstract,
             progress=progress,
+        )
+
+    def impact(
+        self,
+        data: Any,
+        column: str | None = None,
+        *,
+        system: str,
+        from_version: str,
+        to_version: str,
+    ) -> Impact:
+        """What moving a column of ``system`` codes from ``from_version`` to
+        ``to_version`` (both loaded) does: an ``Impact`` whose ``.frame`` has one row per
+        distinct code with its rows and its ``change`` (unchanged, retired,
+        display-changed, became-header with its ``children``, new, unknown), and the
+        ``replacements`` the newer release records for an inactive code (SNOMED CT's
+        historical associations, LOINC's MAP_TO); ``.fix()`` applies the one-to-one ones
+        with an audit. ``data`` is a pandas, polars, Dask or Spark DataFrame (``column``
+        names the codes) or Series; its codes are counted by its own library.
+        """
+        from workbench.bulk.dispatch import backend_of
+        from workbench.bulk.impact import impact_column
+
+        return impact_column(
+            self.terminology,
+            backend_of(data).counts,
+            data,
+            column,
+            system=system,
+            from_version=from_version,
+            to_version=to_version,
         )
 
     # --- serving ----------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pandas as pd
 
 from workbench.bulk.leading import leading_repr, ordered
 from workbench.bulk.schema import VALIDATION
+from workbench.charts import VegaLite
 from workbench.marks import frame_formatters, frame_html, frame_text, visible
 
 if TYPE_CHECKING:
@@ -420,6 +421,13 @@ class ValidationFrame(pd.DataFrame):
 
         return fix_report(self, data, kinds)
 
+    def against(self, to_version: str, *, from_version: str | None = None) -> Any:
+        """The ``Impact`` of release ``to_version`` on the validated data (its one
+        system), from ``from_version`` (default: the version validation used)."""
+        from workbench.bulk.impact import against
+
+        return against(self, to_version, from_version)
+
     def export(self, fmt: str = "csv", *, what: str = "by_code") -> bytes:
         """The distinct codes (``what="by_code"``) or the failing rows (``"failures"``) as
         ``csv``, ``xlsx`` or ``parquet`` bytes, codes exactly as given."""
@@ -527,19 +535,6 @@ def export_frame(frame: pd.DataFrame, fmt: str) -> bytes:
     return buffer.getvalue()
 
 
-class VegaLite:
-    """A Vega-Lite v5 chart spec that JupyterLab draws itself (offline, interactive, and in
-    the dark theme when JupyterLab is dark); ``.spec`` is the JSON."""
-
-    MIME = "application/vnd.vegalite.v5+json"
-
-    def __init__(self, spec: dict[str, Any]) -> None:
-        self.spec = spec
-
-    def _repr_mimebundle_(self, **_: Any) -> dict[str, Any]:
-        return {self.MIME: self.spec, "text/plain": "<VegaLite chart>"}
-
-
 def log_scale(counts: Any) -> bool:
     """True when the counts span more than two decades (largest > 100 × smallest)."""
     values = [float(v) for v in counts if v and v > 0]
@@ -557,7 +552,9 @@ class Revalidate:
         code: str | None,
         system: str | None,
         run: Callable[[Any], ValidationFrame],
+        engine: Any = None,
     ) -> None:
+        self.engine = engine  # the Terminology that validated (``against``)
         self.source = source
         self.code = code
         self.system = system if isinstance(source, pd.DataFrame) and system in source else None

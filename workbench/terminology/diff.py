@@ -236,7 +236,7 @@ class Diff:
 
     def chart(self) -> Any:
         """Bars of the changes per kind (a Vega-Lite chart JupyterLab draws itself)."""
-        from workbench.bulk.report import VegaLite
+        from workbench.charts import VegaLite
 
         values = [{"change": k, "codes": v} for k, v in self.counts.items()]
         return VegaLite(
