@@ -124,7 +124,15 @@ def against(report: Any, to_version: str, from_version: str | None) -> Impact:
 
 
 def _known(provider: CodeSystemProvider, codes: Sequence[str]) -> tuple[Any, Any, list[Any]]:
-    """Known, inactive and display of each code (column-wise when the store can)."""
+    """Known, inactive and display of each code: by Arrow's hash look-up in a store's
+    columns when it has them, else ``describe``, else concept by concept."""
+    columns = provider.concept_columns()
+    if columns is not None:
+        at = pc.index_in(pa.array(codes, pa.string()), value_set=columns.column("code"))
+        known = pc.is_valid(at).to_numpy(zero_copy_only=False)
+        inactive = pc.fill_null(columns.column("inactive").take(at), False)
+        display = columns.column("display").take(at).to_pylist()
+        return known, inactive.to_numpy(zero_copy_only=False), display
     described = provider.describe(codes)
     if described is not None:
         return described
@@ -177,7 +185,8 @@ def classify(
         },
         columns=COLUMNS,
     )
-    return frame.sort_values(["rows", "code"], ascending=[False, True], ignore_index=True)
+    order = np.lexsort((np.asarray(codes, dtype=object).astype(str), -rows))
+    return frame.take(order).reset_index(drop=True)
 
 
 def _parent_pairs(provider: CodeSystemProvider) -> tuple[Any, Any] | None:
