@@ -1,5 +1,5 @@
 """VersionDiff: pick a code system or value set loaded in several versions, two of its
-versions, and see what changed (``Workbench.diff``): counts per kind, the chart, and the
+versions, and see what changed (``Workbench.diff``): counts per kind and the
 codes of the kind chosen."""
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ class VersionDiff(w.VBox):
     """Two versions of one code system or value set side by side: ``url``, ``from_version``
     and ``to_version`` choose them (``versioned``: those loaded in several versions),
     ``kind`` the change shown in ``table`` (its first ``limit`` codes). ``.diff`` holds the
-    last Diff (None when the choice is refused, ``summary`` then says why); ``chart``
-    shows its counts per kind.
+    last Diff (None when the choice is refused, ``summary`` then says why; its counts per
+    kind are in ``summary``, ``widget.diff.chart()`` draws them).
 
     In a notebook::
 
@@ -56,7 +56,6 @@ class VersionDiff(w.VBox):
         self.to_version = w.Dropdown(description="To")
         self.kind = w.ToggleButtons(options=list(KINDS), value=KINDS[0])
         self.summary = w.HTML(layout=wide)
-        self.chart = w.Output()
         self.table = w.HTML(layout=wide)
         if url is not None:
             self.choices.setdefault(url, [])
@@ -76,7 +75,6 @@ class VersionDiff(w.VBox):
                 self.url,
                 w.HBox([self.from_version, self.to_version]),
                 self.summary,
-                self.chart,
                 self.kind,
                 self.table,
             ]
@@ -93,9 +91,8 @@ class VersionDiff(w.VBox):
         self.refresh()
 
     def refresh(self) -> None:
-        """Diff the chosen versions and show the counts, the chart and the table."""
+        """Diff the chosen versions and show the counts and the table."""
         url, a, b = self.url.value, self.from_version.value, self.to_version.value
-        self.chart.clear_output()
         if not url or a is None or b is None:
             self.diff, self.summary.value, self.table.value = None, "", ""
             return
@@ -109,10 +106,6 @@ class VersionDiff(w.VBox):
         self.kind.options = list(KINDS)
         self.kind.tooltips = [f"{counts[k]:,} codes" for k in KINDS]
         self.summary.value = self.diff._repr_html_()
-        with self.chart:
-            from IPython.display import display
-
-            display(self.diff.chart())
         self._show_table()
 
     def _show_table(self) -> None:
