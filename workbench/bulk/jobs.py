@@ -17,6 +17,8 @@ from workbench.terminology.engine import Terminology
 from workbench.terminology.service import EngineService
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from workbench.bulk.suggest import Suggester
 
 
@@ -79,3 +81,7 @@ class Backend(Protocol):
 
     def translate(self, job: TranslateColumn, data: Any) -> Any:
         """``translate_column`` of ``data``."""
+
+    def counts(self, data: Any, column: str | None) -> pd.DataFrame:
+        """The distinct codes of ``data``'s column ``column`` (the Series itself when
+        None) with their rows (``pandas_backend.code_counts``): ``impact``."""

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from workbench.bulk import counting
 from workbench.bulk.encoding import (
     Objects,
     checked_codes,
@@ -50,6 +51,11 @@ def handles(data: Any) -> bool:
     return isinstance(data, pd.Series | pd.DataFrame)
 
 
+def counts(data: Any, column: str | None) -> pd.DataFrame:
+    """The distinct codes of a pandas column with their rows (``counting.code_counts``)."""
+    return counting.pandas_counts(data, column)
+
+
 def validate(job: ValidateColumn, data: Any) -> ValidationFrame:
     """``validate_column`` of a pandas Series or DataFrame: a ``ValidationFrame``."""
     checker = job.checker()
@@ -64,7 +70,7 @@ def validate(job: ValidateColumn, data: Any) -> ValidationFrame:
         frame,
         checked_codes(texts[0] if texts is not None else codes),
         suggester=job.suggester(),
-        revalidate=Revalidate(data, job.code, job.system, partial(validate, job)),
+        revalidate=Revalidate(data, job.code, job.system, partial(validate, job), job.engine),
     )
 
 

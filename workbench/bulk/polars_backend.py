@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from workbench.bulk import pandas_backend
+from workbench.bulk import counting, pandas_backend
 from workbench.bulk.pandas_backend import check_columns
 from workbench.bulk.polars_lookup import NO_ROWS, Answered, Lookup, locate, lookup
 from workbench.bulk.table import AnswerTable, State
@@ -49,6 +49,13 @@ def handles(data: Any) -> bool:
     """Whether ``data`` is a polars DataFrame or Series (without importing polars)."""
     polars = sys.modules.get("polars")
     return polars is not None and isinstance(data, polars.DataFrame | polars.Series)
+
+
+def counts(data: Any, column: str | None) -> pd.DataFrame:
+    """The distinct codes of a polars column with their rows, counted by polars."""
+    values = counting.column_of(data, column, "polars")
+    found = values.drop_nulls().cast(str).value_counts()
+    return counting.code_counts(found[:, 0].to_list(), found[:, 1].to_numpy(), values.null_count())
 
 
 def validate(job: ValidateColumn, data: Any) -> pl.DataFrame:

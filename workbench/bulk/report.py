@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 import numpy as np
 import pandas as pd
 
-from workbench.bulk.charting import BAR_COLOURS, BY_CODE, VegaLite, log_scale
+from workbench.bulk.charting import BAR_COLOURS, BY_CODE, log_scale
 from workbench.bulk.leading import leading_repr, ordered
 from workbench.bulk.schema import VALIDATION
+from workbench.charts import VegaLite
 from workbench.marks import frame_formatters, frame_html, frame_text, visible
 
 if TYPE_CHECKING:
@@ -407,6 +408,13 @@ class ValidationFrame(pd.DataFrame):
 
         return fix_report(self, data, kinds)
 
+    def against(self, to_version: str, *, from_version: str | None = None) -> Any:
+        """The ``Impact`` of release ``to_version`` on the validated data (its one
+        system), from ``from_version`` (default: the version validation used)."""
+        from workbench.bulk.impact import against
+
+        return against(self, to_version, from_version)
+
     def export(self, fmt: str = "csv", *, what: str = "by_code") -> bytes:
         """The distinct codes (``what="by_code"``) or the failing rows (``"failures"``) as
         ``csv``, ``xlsx`` or ``parquet`` bytes, codes exactly as given."""
@@ -546,7 +554,9 @@ class Revalidate:
         code: str | None,
         system: str | None,
         run: Callable[[Any], ValidationFrame],
+        engine: Any = None,
     ) -> None:
+        self.engine = engine  # the Terminology that validated (``against``)
         self.source = source
         self.code = code
         self.system = system if isinstance(source, pd.DataFrame) and system in source else None

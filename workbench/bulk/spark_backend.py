@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow as pa
 
-from workbench.bulk.pandas_backend import check_columns, translate_pandas, validate_pandas
+from workbench.bulk import counting
+from workbench.bulk.pandas_backend import (
+    check_columns,
+    translate_pandas,
+    validate_pandas,
+)
 from workbench.bulk.schema import TRANSLATION, VALIDATION, Schema
 from workbench.bulk.translate import shipped
 from workbench.errors import InvalidRequestError
@@ -73,6 +78,21 @@ class Keys:
         if self.display is not None:
             found.append(self.display)
         return found
+
+
+def counts(data: DataFrame, column: str | None) -> pd.DataFrame:
+    """The distinct codes of a Spark column with their rows: one grouping job, its small
+    result collected on the driver."""
+    if column is None or column not in data.columns:
+        raise InvalidRequestError(
+            f"The Spark DataFrame has no column {column!r}: name the code column (one of "
+            f"{', '.join(data.columns[:10])})"
+        )
+    _text_type(column, data.schema[column].dataType)
+    rows = data.groupBy(column).count().collect()
+    missing = sum(int(r[1]) for r in rows if r[0] is None)
+    found = [(r[0], int(r[1])) for r in rows if r[0] is not None]
+    return counting.code_counts([c for c, _ in found], [n for _, n in found], missing)
 
 
 def validate(job: ValidateColumn, data: DataFrame) -> DataFrame:

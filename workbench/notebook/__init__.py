@@ -4,7 +4,7 @@ delegate to the engine; none of them holds terminology logic.
 The widgets import ipywidgets, so they load on first use::
 
     from workbench.notebook import CodeValidator, ColumnReport, MapExplorer, ServerPanel
-    from workbench.notebook import ValueSetBrowser
+    from workbench.notebook import ValueSetBrowser, VersionDiff
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ _WIDGETS = {
     "ColumnReport": "workbench.notebook.column_report",
     "ServerPanel": "workbench.notebook.server_panel",
     "MapExplorer": "workbench.notebook.map_explorer",
+    "VersionDiff": "workbench.notebook.version_diff",
 }
 
 __all__ = sorted(_WIDGETS)

@@ -76,6 +76,14 @@ def default_cache() -> Path:
     return Path(base) / "workbench" / "releases"
 
 
+def downloads(cache_dir: str | Path | None = None) -> Path:
+    """The release cache's download folder (``downloads`` in ``cache_dir``, by default
+    ``default_cache()``): where release files are put as they are fetched (for example
+    ``python -m pip download --no-deps simple-icd-10-cm==1.4.0 -d <this folder>``), to be
+    loaded from there with ``Workbench.load_release``."""
+    return (Path(cache_dir) if cache_dir is not None else default_cache()) / "downloads"
+
+
 def open_release(
     path: str | Path,
     *,

@@ -323,6 +323,30 @@ class CodeSystemProvider(ABC):
         to let the engine read ``concepts_frame``."""
         return None
 
+    def parents_column(self) -> pa.Array | None:
+        """Each concept's parent codes as one string (sorted, joined with ``", "``; empty
+        for a root), in ``concept_columns`` order, straight from a store (``diff`` of two
+        versions), or None to let the engine read ``concepts_frame``."""
+        return None
+
+    def successors(self, code: str) -> list[Successor]:
+        """What the release records as replacing an inactive concept (SNOMED CT's
+        historical associations, LOINC's MAP_TO), strongest first; none by default."""
+        return []
+
+
+@dataclasses.dataclass(frozen=True)
+class Successor:
+    """A concept a release names as replacing another: its code and display, the relation
+    as the release names it (``REPLACED BY``, ``SAME AS``, ``MAP_TO``…) and whether it is
+    a one-to-one replacement of the strongest kind (``replaces``: SAME AS, REPLACED BY,
+    MAP_TO), which a fix may apply."""
+
+    code: str
+    display: str | None
+    relation: str
+    replaces: bool
+
 
 PREFERRED_FOR_LANGUAGE = {
     "system": "http://terminology.hl7.org/CodeSystem/hl7TermMaintInfra",

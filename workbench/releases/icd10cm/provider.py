@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from workbench import collector
 from workbench.releases.icd10cm import tabular
@@ -123,6 +124,10 @@ class Icd10cmProvider(CodeSystemIndex):
                 "inactive": pa.array(np.zeros(t.num_rows, dtype=bool)),
             }
         )
+
+    def parents_column(self) -> pa.Array:
+        """Each code's one parent (empty for a chapter), straight from the store's column."""
+        return pc.fill_null(self.store.tables["concepts"].column("parent"), "")
 
     def designations_frame(self) -> pd.DataFrame:
         """Every inclusion term (code, language, use_system, use_code, value)."""

@@ -26,7 +26,7 @@ from workbench.releases.mask_provider import ConceptsByCode, MaskProvider
 from workbench.releases.masks import MaskFilter
 from workbench.terminology.codesystem import Concept
 from workbench.terminology.languages import Languages
-from workbench.terminology.provider import dialect_display_for
+from workbench.terminology.provider import Successor, dialect_display_for
 
 CLASSTYPES = {
     "1": "Laboratory class",
@@ -175,6 +175,14 @@ class LoincProvider(MaskProvider):
             inactive=not self.store.active[row],
             status=status.lower() or None,
         )
+
+    def successors(self, code: str) -> list[Successor]:
+        """The MAP_TO targets of a deprecated term (each replaces it)."""
+        concept = self.get(code)
+        if concept is None:
+            return []
+        targets = concept.properties.get("MAP_TO", [])
+        return [Successor(t["code"], t.get("display"), "MAP_TO", True) for t in targets]
 
     def _replacement(self, concept: Concept) -> str:
         targets = concept.properties.get("MAP_TO", [])

@@ -24,7 +24,7 @@ from workbench.releases import grammar
 from workbench.releases.check_digits import sctid_namespace, sctid_problem
 from workbench.releases.masks import MaskFilter
 from workbench.releases.snomed import maps, scg
-from workbench.releases.snomed.codesystem import SCT, SnomedCT
+from workbench.releases.snomed.codesystem import ASSOCIATIONS, SCT, SnomedCT
 from workbench.releases.snomed.concepts import (
     ConceptTable,
     SnomedConcept,
@@ -37,7 +37,7 @@ from workbench.terminology.compose import Entry
 from workbench.terminology.filters import CodeFilter
 from workbench.terminology.languages import Languages
 from workbench.terminology.lookup import LookupResult
-from workbench.terminology.provider import CodeSystemProvider, dialect_display_for
+from workbench.terminology.provider import CodeSystemProvider, Successor, dialect_display_for
 
 PROPERTIES = {
     "inactive": "boolean",
@@ -51,6 +51,9 @@ PROPERTIES = {
     "expression": "string",
     "expressions": "boolean",
 }
+
+#: The historical associations that replace an inactive concept one to one.
+REPLACING = frozenset({"SAME AS", "REPLACED BY"})
 
 
 class SnomedProvider(CodeSystemProvider):
@@ -133,6 +136,22 @@ class SnomedProvider(CodeSystemProvider):
 
     def __contains__(self, code: object) -> bool:
         return isinstance(code, str) and self.sct.row(code) >= 0
+
+    def successors(self, code: str) -> list[Successor]:
+        """The targets of the concept's active historical associations, SAME AS and
+        REPLACED BY first (those replace it one to one), then the weaker ones."""
+        row = self.sct.row(code) if isinstance(code, str) else -1
+        if row < 0:
+            return []
+        found = []
+        for _source, target, refset, active in self.sct.associations_of(row):
+            if not active:
+                continue
+            at = self.sct.row(target)
+            relation = ASSOCIATIONS.get(refset, str(refset))
+            shown = self.sct.display(at) if at >= 0 else None
+            found.append(Successor(target, shown, relation, relation in REPLACING))
+        return sorted(found, key=lambda s: (not s.replaces, s.relation, s.code))
 
     def __iter__(self) -> Iterator[Concept]:
         rows = np.arange(len(self.sct))

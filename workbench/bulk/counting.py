@@ -1,0 +1,42 @@
+"""A column's distinct codes with their rows, as ``impact`` reads them from every backend
+(each backend's ``counts`` counts with its own library and ends in ``code_counts``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from workbench.errors import InvalidRequestError
+
+
+def column_of(data: Any, column: str | None, library: str = "pandas") -> Any:
+    """The column ``column`` of a DataFrame, or the Series itself (InvalidRequestError for
+    a DataFrame without that column)."""
+    columns = getattr(data, "columns", None)
+    if columns is None:
+        return data
+    if column is None or column not in list(columns):
+        raise InvalidRequestError(
+            f"The {library} DataFrame has no column {column!r}: name the code column "
+            f"(one of {', '.join(map(str, list(columns)[:10]))})"
+        )
+    return data[column]
+
+
+def code_counts(codes: Any, rows: Any, missing: int) -> pd.DataFrame:
+    """The distinct codes and their rows as ``impact`` reads them (``code``, ``rows``;
+    ``attrs["missing"]``: the rows without a code, an empty one included)."""
+    frame = pd.DataFrame({"code": pd.Series(codes, dtype=object), "rows": rows})
+    blank = frame["code"].isna() | (frame["code"].astype(str).str.strip() == "")
+    out = frame[~blank].reset_index(drop=True)
+    out.attrs["missing"] = int(missing) + int(frame.loc[blank, "rows"].sum())
+    return out
+
+
+def pandas_counts(data: Any, column: str | None) -> pd.DataFrame:
+    """The distinct codes of a pandas column with their rows (``code_counts``)."""
+    values = column_of(data, column)
+    found = values.value_counts(dropna=True, sort=False)
+    found = found[found > 0]
+    return code_counts(found.index.astype(object), found.to_numpy(), values.isna().sum())
