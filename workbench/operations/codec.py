@@ -212,7 +212,8 @@ def parse_query(
             ignored.append(name)
             continue
         if found.as_is:  # (a simple type: a well-formed FHIR primitive, never empty)
-            structure.check_value(found.param.type or "string", text, f"Parameter '{name}'")
+            kind = "string" if found.param.type in AS_SENT else found.param.type or "string"
+            structure.check_value(kind, text, f"Parameter '{name}'")
             value: Any = text
         elif found.param.is_simple:
             value = _parse_scalar(found.param, text)
@@ -403,6 +404,14 @@ def _parts_value(param: ParamDef, entry: Mapping[str, Any]) -> dict[str, Any]:
         if part_def.min > 0 and part_def.name not in out:
             raise RequiredError(f"Part '{param.name}.{part_def.name}' is required")
     return out
+
+
+#: The types a query takes as sent (any non-empty string), as a Parameters body's plain
+#: values are: a code that breaks FHIR's pattern (``"male "``, a SNOMED CT expression) is
+#: a validation result (``result=false``, its whitespace shown), not a refused request; and
+#: an implicit SNOMED CT value set's url carries its ECL (``...?fhir_vs=ecl/<< 404684003``),
+#: whose spaces arrive decoded, which the R4 uri pattern (``\S*``) would refuse.
+AS_SENT = frozenset({"uri", "url", "canonical", "code"})
 
 
 def _check_value(param: ParamDef, value: Any) -> Any:

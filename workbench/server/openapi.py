@@ -18,6 +18,7 @@ from typing import Any
 from workbench.operations import Operation
 from workbench.operations.cache_control import MODES as CACHE_MODES
 from workbench.operations.client_inputs import MODES
+from workbench.operations.codec import AS_SENT
 from workbench.operations.definitions import OperationDef, ParamDef
 from workbench.operations.valueset_expand import NON_NEGATIVE_INPUTS
 from workbench.registry import TERMINOLOGY_TYPES
@@ -113,6 +114,9 @@ def primitive_schema(fhir_type: str | None, name: str = "", code: str = "") -> d
     if fhir_type == "decimal":
         return {"type": "number"}
     found = primitive(fhir_type)
+    if fhir_type in AS_SENT:  # (codes checked by the operation, ECL with spaces in urls)
+        found.pop("pattern", None)
+        found["minLength"] = 1
     if found["type"] == "integer":
         found["format"] = "int32"
     if name in SYSTEM_VERSION_INPUTS:
