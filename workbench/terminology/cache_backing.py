@@ -73,5 +73,6 @@ class SharedCaches(abc.ABC):
         """Remove the caches unused for more than ``idle_seconds``, and the least recently
         used past ``caches`` of them."""
 
+    @abc.abstractmethod
     def close(self) -> None:
-        """Release the connections (nothing by default)."""
+        """Release the connections."""

@@ -74,14 +74,7 @@ class PostgresCaches(SQLCaches):
         with self._mutex:
             for attempt in (1, 2):
                 try:
-                    db = self._connection()
-                    with db.transaction():
-
-                        def execute(sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-                            cursor = db.execute(sql.replace("?", "%s"), args)  # type: ignore[arg-type]
-                            return cursor.fetchall() if cursor.description else []
-
-                        return work(execute)
+                    return self._once(work)
                 except psycopg.OperationalError as exc:
                     if self._db is not None:
                         with contextlib.suppress(psycopg.Error):
@@ -92,6 +85,16 @@ class PostgresCaches(SQLCaches):
                     name = type(exc).__name__
                     raise not_stored(f"the database refused it ({name})", status=503) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _once(self, work: Callable[[Execute], T]) -> T:
+        db = self._connection()
+
+        def execute(sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+            cursor = db.execute(sql.replace("?", "%s"), args)
+            return cursor.fetchall() if cursor.description else []
+
+        with db.transaction():
+            return work(execute)
 
     def close(self) -> None:
         """Close this process's connection."""
