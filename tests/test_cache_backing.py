@@ -1,8 +1,9 @@
 """The client caches kept in the data folder's SQLite database (``SharedCaches``,
 ``server/database/cache_sqlite.py``), with two ``ClientCaches`` over one folder in one
 process, as two workers see them: a cache started by one is filled, read, sealed and ended
-through the other, a cache started again under an ended id is a new one, and ``sweep``
-drops the idle caches and those past the limit, least recently used first."""
+through the other, a put of each worker in turn loses neither, a cache started again under
+an ended id is a new one, and ``sweep`` drops the idle caches and those past the limit,
+least recently used first."""
 
 from __future__ import annotations
 
@@ -56,6 +57,17 @@ def test_a_cache_started_by_one_worker_is_filled_read_and_ended_through_the_othe
         one.get("c-1")
     with sqlite3.connect(tmp_path / FILE) as db:
         assert db.execute("SELECT COUNT(*) FROM workbench_cache_resources").fetchone() == (0,)
+
+
+def test_a_put_by_another_worker_in_between_is_not_lost(tmp_path: Path) -> None:
+    one, other = workers(tmp_path)
+    one.start("race")
+    mine, theirs = one.get("race"), other.get("race")
+    other.keep(theirs, [{**cs("a"), "url": "http://example.org/theirs"}])
+    one.keep(mine, [cs("b")])  # this copy lacks theirs: it is read again on next use
+    expected = ["http://example.org/cs|1", "http://example.org/theirs|1"]
+    assert one.get("race").names() == expected
+    assert other.get("race").names() == expected
 
 
 def test_a_sealed_cache_is_sealed_through_every_worker(tmp_path: Path) -> None:

@@ -47,9 +47,11 @@ class SharedCaches(abc.ABC):
         """Start the cache ``cache_id`` empty (replacing one of that id); return its stamp."""
 
     @abc.abstractmethod
-    def put(self, cache_id: str, key: str, raw: bytes, now: float) -> str:
+    def put(self, cache_id: str, key: str, raw: bytes, now: float) -> tuple[str, str]:
         """Add or replace the resource ``key`` (its JSON ``raw``) of a cache (started again,
-        unsealed, when it is gone); return the cache's new stamp."""
+        unsealed, when it is gone); return the cache's stamp before (``""`` when it was
+        gone) and after, so that a process whose copy had another stamp before (another
+        process put in between) knows its copy is not the cache."""
 
     @abc.abstractmethod
     def read(self, cache_id: str) -> Stored | None:

@@ -198,7 +198,9 @@ class ClientCaches:
                 cache.size += len(raw) * MEMORY_FACTOR
                 cache.content += 1
                 if self.backing is not None:
-                    cache.stamp = self.backing.put(cache.id, _key_text(key), raw, time.time())
+                    before, after = self.backing.put(cache.id, _key_text(key), raw, time.time())
+                    # another process put in between: this copy lacks it, read it again
+                    cache.stamp = after if before == cache.stamp else ""
             if cache.id in self._caches:
                 self._bound(keep=cache.id)
 

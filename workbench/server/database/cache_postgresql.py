@@ -4,7 +4,7 @@ Every instance reads and writes the same two tables (``caches.py``), so a cache 
 one instance works on every other: a load balancer may send the requests of one
 ``X-Cache-Id`` to any instance. Each process opens its own connection (autocommit, one
 transaction per call, with ``%s`` for ``?``); a connection found broken is opened again
-once. The database unreachable: ``StorageError`` (503).
+once. The database unreachable (or refusing): ``StorageError``, 503.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import psycopg
 
 from workbench import forksafe
 from workbench.errors import StorageError
-from workbench.server.database.base import not_stored
 from workbench.server.database.caches import Execute, SQLCaches, T
 from workbench.server.database.postgresql import CONNECT_SECONDS, shown
 
@@ -80,10 +79,10 @@ class PostgresCaches(SQLCaches):
                         with contextlib.suppress(psycopg.Error):
                             self._db.close()
                     if attempt == 2:
-                        raise not_stored("the database cannot be reached", status=503) from exc
+                        raise _failed("the database cannot be reached") from exc
                 except psycopg.Error as exc:
                     name = type(exc).__name__
-                    raise not_stored(f"the database refused it ({name})", status=503) from exc
+                    raise _failed(f"the database refused it ({name})") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _once(self, work: Callable[[Execute], T]) -> T:
@@ -102,3 +101,7 @@ class PostgresCaches(SQLCaches):
             if self._db is not None and self._pid == os.getpid():
                 self._db.close()
             self._db, self._pid = None, 0
+
+
+def _failed(reason: str) -> StorageError:
+    return StorageError(f"The client caches could not be read or kept: {reason}", status=503)

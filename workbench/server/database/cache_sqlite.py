@@ -85,7 +85,7 @@ class SQLiteCaches(SQLCaches):
                     raise
             except sqlite3.Error as exc:
                 name = getattr(exc, "sqlite_errorname", "") or type(exc).__name__
-                raise StorageError(f"The client caches could not be kept ({name})") from exc
+                raise StorageError(f"The client caches could not be read or kept ({name})") from exc
             return done
 
     def close(self) -> None:

@@ -59,10 +59,11 @@ class SQLCaches(SharedCaches):
 
         return self._run(work, write=True)
 
-    def put(self, cache_id: str, key: str, raw: bytes, now: float) -> str:
+    def put(self, cache_id: str, key: str, raw: bytes, now: float) -> tuple[str, str]:
         """Add or replace one resource; bump the counter (start the cache when gone)."""
 
-        def work(execute: Execute) -> str:
+        def work(execute: Execute) -> tuple[str, str]:
+            before = _mark(execute(_MARK, (cache_id,)))
             execute(
                 "INSERT INTO workbench_caches (id, sealed, token, counter, used) "
                 "VALUES (?, 0, ?, 0, ?) ON CONFLICT (id) DO UPDATE "
@@ -76,7 +77,7 @@ class SQLCaches(SharedCaches):
             )
             found = _mark(execute(_MARK, (cache_id,)))
             assert found is not None
-            return found.stamp
+            return ("" if before is None else before.stamp), found.stamp
 
         return self._run(work, write=True)
 
