@@ -5,10 +5,13 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_client_caches.py
     .venv/bin/python benchmarks/bench_client_caches.py --codings 1000 --caches 1000
+    .venv/bin/python benchmarks/bench_client_caches.py --data   # caches in SQLite too
 
 One ``server.py`` process on 127.0.0.1 (one worker, the default content, ``--limit
-cache_bytes=`` the bound given), one keep-alive httpx connection; every figure is measured
-in this one run. Printed, each with its target (PASS/MISS):
+cache_bytes=`` the bound given; with ``--data`` a fresh data folder, so that every cache
+is kept in its SQLite database too and each cached call first reads the cache's stamp
+there), one keep-alive httpx connection; every figure is measured in this one run.
+Printed, each with its target (PASS/MISS):
 
 * ``batch``: codings/s of one ``ValueSet/$batch-validate-code`` of ``--codings`` codings
   (administrative-gender, valid and invalid mixed), the best of ``--repeats``; ``single``:
@@ -35,6 +38,7 @@ import secrets
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -252,10 +256,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concepts", type=int, default=1000)
     parser.add_argument("--caches", type=int, default=1000)
     parser.add_argument("--bound", type=int, default=200_000_000, help="cache_bytes (bytes)")
+    parser.add_argument("--data", action="store_true", help="a data folder (SQLite caches)")
     args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-caches-") as folder:
+        return run(args, Path(folder) / "data" if args.data else None)
+
+
+def run(args: argparse.Namespace, data: Path | None) -> int:
+    """Start the server (over ``data`` when given), run the benchmarks, stop it."""
     port, token = free_port(), "wb" + secrets.token_urlsafe(16)
     command = [sys.executable, str(ROOT / "server.py"), "--port", str(port), "--token", token]
     command += ["--limit", f"cache_bytes={args.bound}"]
+    command += [] if data is None else ["--data", str(data)]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/fhir+json"}

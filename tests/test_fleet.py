@@ -3,7 +3,8 @@
 their writes (each sees the other's within 100 ms, through LISTEN/NOTIFY), race on one
 ``If-Match`` with one winner and one 412, refuse to start without the database (one line,
 exit code 2), and with the database lost during a run answer writes 503 "nothing was
-stored" while still serving what they hold, writing again once it is back. Against a real
+stored" while still serving what they hold, writing again once it is back; and share
+their ``$cache-control`` client caches (a cache started on one is used on the other). Against a real
 PostgreSQL (``postgres_support.py``): one per test session."""
 
 from __future__ import annotations
@@ -150,6 +151,48 @@ def test_two_instances_racing_one_if_match_one_wins(fleet: tuple[str, str]) -> N
             assert b.get(f"/ValueSet/race/_history/{int(version) - 1}").json()["title"] == (
                 f"{winner} {round_}"
             )
+
+
+CACHED_CS = {
+    "resourceType": "CodeSystem",
+    "url": "http://example.org/fhir/CodeSystem/fleet-cache",
+    "status": "active",
+    "content": "complete",
+    "concept": [{"code": "k", "display": "K"}],
+}
+
+
+def cached_check(with_resource: bool) -> dict[str, Any]:
+    parameter: list[dict[str, Any]] = [
+        {"name": "url", "valueUri": CACHED_CS["url"]},
+        {"name": "code", "valueCode": "k"},
+    ]
+    if with_resource:
+        parameter.append({"name": "tx-resource", "resource": CACHED_CS})
+    return {"resourceType": "Parameters", "parameter": parameter}
+
+
+def test_a_client_cache_started_on_one_instance_works_on_the_other(
+    fleet: tuple[str, str],
+) -> None:
+    a_url, b_url = fleet
+    with client(a_url) as a, client(b_url) as b:
+        started = a.post("/$cache-control", params={"mode": "start"})
+        assert started.status_code == 200, started.text
+        header = {"X-Cache-Id": started.json()["parameter"][0]["valueId"]}
+        filled = b.post("/CodeSystem/$validate-code", json=cached_check(True), headers=header)
+        assert filled.json()["parameter"][0] == {"name": "result", "valueBoolean": True}
+        for http in (a, b):  # named by url alone, on either instance
+            used = http.post("/CodeSystem/$validate-code", json=cached_check(False), headers=header)
+            assert used.json()["parameter"][0] == {"name": "result", "valueBoolean": True}, (
+                used.text
+            )
+        without = a.post("/CodeSystem/$validate-code", json=cached_check(False))
+        assert without.json()["parameter"][0] == {"name": "result", "valueBoolean": False}
+        assert b.post("/$cache-control", params={"mode": "end"}, headers=header).status_code == 200
+        for http in (a, b):
+            gone = http.post("/CodeSystem/$validate-code", json=cached_check(False), headers=header)
+            assert_outcome(gone, 404, "not-found", "is not known")
 
 
 def test_no_database_at_start_is_one_line_and_exit_code_2(tmp_path: Path) -> None:

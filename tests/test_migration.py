@@ -1,6 +1,7 @@
 """A data folder written by the storage engine before the database (issue 39, point 3) is
 imported on the first start and moved aside: every version is found again (read, vread,
-``_history``), deletions are 410, and the old files are in ``before-database/``, unchanged.
+``_history``), deletions are 410, and the old files are in ``before-database/``, unchanged;
+the old client caches' folder (``tx-caches/``) is deleted.
 
 ``old_layout`` writes the folder exactly as that engine's ``server/history.py`` and
 ``journal.py`` did: one file per version, ``{type}-{id}/{versionId}.json`` (the resource as
@@ -66,7 +67,16 @@ def test_an_old_data_folder_is_imported_and_moved_aside(tmp_path: Path) -> None:
     shipped = {**wb.registry.read("ValueSet", "workbench-demo-all"), "meta": {"versionId": "1"}}
     written = old_layout(data, shipped)
     before = {p.relative_to(data): p.read_bytes() for p in data.rglob("*") if p.is_file()}
+    old_cache = data / "tx-caches" / "old-cache"  # the client caches' old folder: deleted
+    old_cache.mkdir(parents=True)
+    (old_cache / "0a1b.json").write_bytes(jsonio.dumps(vs("cached", 1, "cached")))
+    (old_cache / ".sealed").write_bytes(b"")
     with wb.serve(port=0, token=TOKEN, data_dir=data) as handle, client(handle.url) as http:
+        assert not (data / "tx-caches").exists()
+        unknown = http.post(
+            "/$cache-control", params={"mode": "end"}, headers={"X-Cache-Id": "old-cache"}
+        )
+        assert_outcome(unknown, 404, "not-found", "is not known")
         for path, versions in written.items():
             history = http.get(f"/{path}/_history").json()
             assert history["total"] == len(versions), path

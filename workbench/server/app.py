@@ -33,6 +33,7 @@ from workbench.server.capability import (
     search_definitions,
     terminology_capabilities,
 )
+from workbench.server.database import open_caches
 from workbench.server.dispatch import FastLane, OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
     from workbench.service import TerminologyService
 
 DEFAULT_BASE = "/fhir/R4"
-#: The folder of the data folder that holds the client caches (``$cache-control``).
-CACHE_FOLDER = "tx-caches"
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
 TITLE = "FHIR terminology workbench"
 VERSION = "0.1.0"
@@ -202,7 +201,7 @@ def create_app(
     base = "/" + base.strip("/") if base.strip("/") else ""
     store = ResourceStore(workbench, data_dir, database=database)
     offloader = Offloader(limits)
-    shared = None if store.data_dir is None else store.data_dir / CACHE_FOLDER
+    shared = open_caches(store.data_dir, database)
     caches = ClientCaches(offloader.limits.cache_limits(), shared)
     operation_routes = OperationRoutes(OPERATIONS, store, max_body, offloader, caches)
     document = openapi_document(OPERATIONS, title=TITLE, version=VERSION)

@@ -12,30 +12,28 @@ Bounded (``CacheLimits``): a cache unused for ``idle_seconds`` is gone, at most 
 of them and ``bytes`` of content (the resources' JSON, times ``MEMORY_FACTOR`` for what
 their parsed form and index take) are held, the least recently used going first.
 
-With a ``folder`` (the server's data folder, shared by its worker processes), every cache
-is a folder holding one JSON file per resource, so that a cache started through one worker
-works through every other: a worker that does not know an id, or whose copy is older than
-the folder, reads it from there. Ending a cache removes its folder.
+With a ``backing`` (``SharedCaches``: the server's database, shared by its worker
+processes and by the instances of a fleet), every cache is also kept there, so that a cache
+started through one process works through every other: a process that does not know an id,
+or whose copy has another stamp than the backing's, reads it from there. Ending a cache
+removes it from the backing.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import shutil
 import threading
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from workbench.errors import CacheIdUnknownError, InvalidRequestError
+from workbench.terminology.cache_backing import SharedCaches
 
 if TYPE_CHECKING:
     from workbench.terminology.engine import Terminology
@@ -46,10 +44,9 @@ if TYPE_CHECKING:
 MEMORY_FACTOR = 20
 #: The form of a cache id (a FHIR id, as the validator's UUIDs are).
 CACHE_ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
-#: How often a worker marks a shared cache as used (seconds), and sweeps the folder.
+#: How often a process marks a shared cache as used (seconds), and sweeps the backing.
 TOUCH_EVERY = 10.0
 Key = tuple[str, str | None]
-SEALED = ".sealed"  # the file that marks a shared cache as sealed
 
 
 @dataclass(frozen=True)
@@ -70,7 +67,7 @@ class ClientCache:
     size: int = 0
     used: float = field(default_factory=time.monotonic)
     content: int = 0  # bumped on every change of the resources
-    stamp: int = 0  # the folder's mtime when this copy was read or written
+    stamp: str = ""  # the backing's stamp when this copy was read or written
     touched: float = 0.0
     sealed: bool = False  # takes no resources after those sent with start
     view: tuple[tuple[int, int, int], Terminology] | None = None
@@ -89,9 +86,8 @@ def check_id(cache_id: str) -> str:
     return cache_id
 
 
-def _file_name(key: Key) -> str:
-    text = key[0] if key[1] is None else f"{key[0]}|{key[1]}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40] + ".json"
+def _key_text(key: Key) -> str:
+    return key[0] if key[1] is None else f"{key[0]}|{key[1]}"
 
 
 def cacheable(resources: Iterable[Any]) -> list[tuple[Key, dict[str, Any]]]:
@@ -113,14 +109,14 @@ def cacheable(resources: Iterable[Any]) -> list[tuple[Key, dict[str, Any]]]:
 class ClientCaches:
     """The client caches of one server process (thread-safe; see the module docstring)."""
 
-    def __init__(self, limits: CacheLimits | None = None, folder: Path | None = None) -> None:
+    def __init__(
+        self, limits: CacheLimits | None = None, backing: SharedCaches | None = None
+    ) -> None:
         self.limits = limits or CacheLimits()
-        self.folder = folder
+        self.backing = backing
         self._lock = threading.RLock()
         self._caches: OrderedDict[str, ClientCache] = OrderedDict()
         self._swept = 0.0
-        if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
 
     def __len__(self) -> int:
         with self._lock:
@@ -147,14 +143,10 @@ class ClientCaches:
         cache = ClientCache(check_id(cache_id) if cache_id else uuid.uuid4().hex)
         with self._lock:
             self._store(cache)
-            if self.folder is not None:
-                where = self.folder / cache.id
-                where.mkdir(exist_ok=True)
-                if sealed:
-                    (where / SEALED).touch()
-                cache.stamp = where.stat().st_mtime_ns
+            if self.backing is not None:
                 cache.touched = time.time()
-                self._sweep_folder(force=False)
+                cache.stamp = self.backing.start(cache.id, sealed, cache.touched)
+                self._sweep(force=False)
             self.keep(cache, resources)
             cache.sealed = sealed
         return cache
@@ -167,7 +159,7 @@ class ClientCaches:
             now = time.monotonic()
             self._expire(now)
             cache = self._caches.get(cache_id)
-            if self.folder is not None:
+            if self.backing is not None:
                 cache = self._shared(cache_id, cache)
             if cache is None:
                 if create:
@@ -205,8 +197,10 @@ class ClientCaches:
                 cache.resources[key] = resource
                 cache.size += len(raw) * MEMORY_FACTOR
                 cache.content += 1
-                if self.folder is not None:
-                    self._write(cache, key, raw)
+                if self.backing is not None:
+                    before, after = self.backing.put(cache.id, _key_text(key), raw, time.time())
+                    # another process put in between: this copy lacks it, read it again
+                    cache.stamp = after if before == cache.stamp else ""
             if cache.id in self._caches:
                 self._bound(keep=cache.id)
 
@@ -259,41 +253,39 @@ class ClientCaches:
 
     def _drop(self, cache_id: str) -> None:
         self._caches.pop(cache_id, None)
-        if self.folder is not None:
-            shutil.rmtree(self.folder / cache_id, ignore_errors=True)
+        if self.backing is not None:
+            self.backing.drop(cache_id)
 
-    # --- the shared folder -------------------------------------------------------------
+    # --- the backing -----------------------------------------------------------------
 
     def _shared(self, cache_id: str, cache: ClientCache | None) -> ClientCache | None:
-        """The cache as the folder has it: None when it is gone, this copy when it is
-        current, else read again (another worker added to it)."""
-        assert self.folder is not None
-        where = self.folder / cache_id
-        try:
-            info = where.stat()
-        except OSError:
+        """The cache as the backing has it: None when it is gone, this copy when it is
+        current, else read again (another process added to it)."""
+        assert self.backing is not None
+        mark = self.backing.mark(cache_id)
+        if mark is None:
             if cache is not None:
                 self._caches.pop(cache_id, None)
             return None
-        if time.time() - info.st_atime > self.limits.idle_seconds and (
+        if time.time() - mark.used > self.limits.idle_seconds and (
             cache is None or time.monotonic() - cache.used > TOUCH_EVERY
         ):
-            self._drop(cache_id)  # unused through every worker for too long
+            self._drop(cache_id)  # unused through every process for too long
             return None
-        if cache is not None and cache.stamp == info.st_mtime_ns:
+        if cache is not None and cache.stamp == mark.stamp:
             return cache
-        return self._read(cache_id, where, info.st_mtime_ns)
+        return self._read(cache_id)
 
-    def _read(self, cache_id: str, where: Path, stamp: int) -> ClientCache | None:
-        cache = ClientCache(cache_id, stamp=stamp, touched=time.time())
-        cache.sealed = (where / SEALED).exists()
-        for path in sorted(where.glob("*.json")):
-            try:
-                raw = path.read_bytes()
-                resource = orjson.loads(raw)
-            except (OSError, orjson.JSONDecodeError):
-                continue  # a file being replaced: the next request reads it
-            for key, kept in cacheable([resource]):
+    def _read(self, cache_id: str) -> ClientCache | None:
+        assert self.backing is not None
+        stored = self.backing.read(cache_id)
+        if stored is None:
+            self._caches.pop(cache_id, None)
+            return None
+        cache = ClientCache(cache_id, stamp=stored.mark.stamp, touched=time.time())
+        cache.sealed = stored.sealed
+        for raw in stored.resources:
+            for key, kept in cacheable([orjson.loads(raw)]):
                 cache.resources[key] = kept
                 cache.size += len(raw) * MEMORY_FACTOR
         cache.content = len(cache.resources)
@@ -301,42 +293,20 @@ class ClientCaches:
         self._bound(keep=cache_id)
         return cache if cache_id in self._caches else None
 
-    def _write(self, cache: ClientCache, key: Key, raw: bytes) -> None:
-        assert self.folder is not None
-        where = self.folder / cache.id
-        where.mkdir(exist_ok=True)
-        temp = where / f".{uuid.uuid4().hex}.tmp"
-        temp.write_bytes(raw)
-        os.replace(temp, where / _file_name(key))
-        cache.stamp = where.stat().st_mtime_ns
-
     def _touch(self, cache: ClientCache) -> None:
-        """Mark a shared cache as used (its folder's access time), now and then."""
-        if self.folder is None or time.time() - cache.touched < TOUCH_EVERY:
+        """Mark a shared cache as used in the backing, now and then."""
+        if self.backing is None or time.time() - cache.touched < TOUCH_EVERY:
             return
         cache.touched = time.time()
-        where = self.folder / cache.id
-        try:
-            mtime = where.stat().st_mtime_ns
-            os.utime(where, ns=(time.time_ns(), mtime))
-        except OSError:
-            pass
-        self._sweep_folder(force=False)
+        self.backing.touch(cache.id, cache.touched)
+        self._sweep(force=False)
 
-    def _sweep_folder(self, *, force: bool) -> None:
+    def _sweep(self, *, force: bool) -> None:
         """Remove the shared caches unused for too long, and the least recently used past
         the ``caches`` limit (at most once every ``TOUCH_EVERY`` seconds unless forced)."""
-        assert self.folder is not None
+        assert self.backing is not None
         now = time.time()
         if not force and now - self._swept < TOUCH_EVERY:
             return
         self._swept = now
-        found = []
-        for entry in os.scandir(self.folder):
-            if entry.is_dir(follow_symlinks=False):
-                found.append((entry.stat().st_atime, entry.name))
-        found.sort()
-        excess = len(found) - self.limits.caches
-        for i, (used, name) in enumerate(found):
-            if i < excess or now - used > self.limits.idle_seconds:
-                self._drop(name)
+        self.backing.sweep(self.limits.idle_seconds, self.limits.caches, now)

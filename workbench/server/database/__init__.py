@@ -1,7 +1,8 @@
 """Where authored resources are kept: one ``VersionStore`` (``base.py``), in memory
 (``memory.py``), in a SQLite database in the data folder (``sqlite.py``, with the import
 of an older data folder, ``migration.py``), or in a PostgreSQL database that several
-servers share (``postgresql.py``)."""
+servers share (``postgresql.py``); and the ``$cache-control`` client caches beside them
+(``caches.py``: ``open_caches``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from workbench.errors import StorageError
 from workbench.server.database.base import Change, Version, VersionStore, now_instant, tombstone
 from workbench.server.database.memory import MemoryVersions
+from workbench.terminology.cache_backing import SharedCaches
 
 __all__ = [
     "Change",
@@ -17,6 +19,7 @@ __all__ = [
     "Version",
     "VersionStore",
     "now_instant",
+    "open_caches",
     "open_database",
     "tombstone",
 ]
@@ -43,3 +46,19 @@ def open_database(data_dir: Path | None, database: str | None = None) -> Version
     except OSError as exc:
         raise StorageError(f"The data folder {data_dir} could not be imported: {exc}") from exc
     return db
+
+
+def open_caches(data_dir: Path | None, database: str | None = None) -> SharedCaches | None:
+    """Where the client caches of a server are shared: the PostgreSQL database at
+    ``database`` (every instance of a fleet), else the data folder's SQLite database (every
+    worker), else nowhere (each process holds its own, in memory). Call it after
+    ``open_database``, which checks the URL and makes the folder."""
+    if database is not None:
+        from workbench.server.database.cache_postgresql import PostgresCaches
+
+        return PostgresCaches(database)
+    if data_dir is None:
+        return None
+    from workbench.server.database.cache_sqlite import SQLiteCaches
+
+    return SQLiteCaches(data_dir)

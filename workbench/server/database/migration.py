@@ -7,11 +7,17 @@ interrupted writes. ``import_folder`` saves every version into the database in o
 transaction and then moves those files aside, into ``{folder}/before-database/`` (renamed,
 never deleted), so that the next start finds nothing to import. A version already in the
 database (a start that died between the commit and the move) is not saved twice.
+
+The client caches that engine kept in ``{folder}/tx-caches/`` (a folder per cache, a file
+per resource) are deleted, not imported nor moved aside: a cache is ephemeral (its client,
+answered 404 "not known" for its cache id, starts a new one and sends its resources again),
+and the caches now live in the database.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +28,7 @@ from workbench.server.database.base import Version, VersionStore, now_instant, t
 log = logging.getLogger("workbench.server")
 
 ASIDE = "before-database"
+OLD_CACHES = "tx-caches"  # the client caches' folder before the database
 _KEPT = (".journal", ".lock")
 _TEMP = ".tmp-"
 
@@ -77,7 +84,12 @@ def _versions(folder: Path) -> Iterator[tuple[str, str, Version]]:
 
 def import_folder(folder: Path, db: VersionStore) -> int:
     """Import the old layout of ``folder`` into ``db`` and move it aside; return how many
-    versions were saved (0 when there was nothing to import)."""
+    versions were saved (0 when there was nothing to import); delete the old client
+    caches' folder."""
+    caches = folder / OLD_CACHES
+    if caches.is_dir() and not caches.is_symlink():
+        shutil.rmtree(caches, ignore_errors=True)
+        log.info("Deleted the client caches of %s (they are in the database now)", caches)
     entries = old_entries(folder)
     if not entries:
         return 0
