@@ -61,8 +61,31 @@ def strongest(t: Translation) -> TranslationRow:
     )
 
 
+class AnswerTables:
+    """Answers kept per system (``tables``), filled a column's distinct codes at a time
+    through ``__call__``: what both translators share."""
+
+    tables: dict[str | None, AnswerTable]
+
+    def __call__(self, system: str | None, code: str) -> TranslationRow:
+        raise NotImplementedError
+
+    def answer(self, system: str | None, codes: np.ndarray) -> Answers:
+        """Translate distinct codes of one system (str, none missing)."""
+        return Answers.of_rows(TRANSLATION, [self(system, str(code)) for code in codes])
+
+    def table(self, system: str | None) -> AnswerTable:
+        """The answers for codes of ``system`` (None: codes without one), kept by this
+        translator."""
+        found = self.tables.get(system)
+        if found is None:
+            found = AnswerTable(system, partial(self.answer, system), TRANSLATION)
+            self.tables[system] = found
+        return found
+
+
 @dataclass
-class ColumnTranslator:
+class ColumnTranslator(AnswerTables):
     """Answers (system, code) pairs for a column: the maps are chosen once, target
     displays looked up once each (``Workbench.translate`` semantics otherwise), and the
     answers kept per system for the call (``table``).
@@ -111,18 +134,6 @@ class ColumnTranslator:
                 display_of=self.display_of,
             )
         )
-
-    def answer(self, system: str | None, codes: np.ndarray) -> Answers:
-        """Translate distinct codes of one system (str, none missing)."""
-        return Answers.of_rows(TRANSLATION, [self(system, str(code)) for code in codes])
-
-    def table(self, system: str | None) -> AnswerTable:
-        """The answers for codes of ``system`` (None: codes without one), for this call."""
-        found = self.tables.get(system)
-        if found is None:
-            found = AnswerTable(system, partial(self.answer, system), TRANSLATION)
-            self.tables[system] = found
-        return found
 
     def answered(self) -> Answered:
         """What this translator has answered, without the engine (what Dask ships)."""
@@ -195,7 +206,7 @@ def _targets(maps: Sequence[Resource]) -> Iterator[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
-class ShippedTranslator:
+class ShippedTranslator(AnswerTables):
     """A translator made of plain data, picklable for Spark's executors: the chosen maps
     (and those their ``other-map`` links reach), the target displays looked up on the
     driver, the options. It answers like the ``ColumnTranslator`` it came from."""
@@ -220,18 +231,6 @@ class ShippedTranslator:
                 display_of=lambda s, c: self.displays.get((s, c)),
             )
         )
-
-    def answer(self, system: str | None, codes: np.ndarray) -> Answers:
-        """Translate distinct codes of one system (str, none missing)."""
-        return Answers.of_rows(TRANSLATION, [self(system, str(code)) for code in codes])
-
-    def table(self, system: str | None) -> AnswerTable:
-        """The answers for codes of ``system``, kept for this process."""
-        found = self.tables.get(system)
-        if found is None:
-            found = AnswerTable(system, partial(self.answer, system), TRANSLATION)
-            self.tables[system] = found
-        return found
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "tables": {}}  # answers are not shipped back and forth
