@@ -19,7 +19,7 @@ import psycopg
 from workbench import forksafe
 from workbench.errors import StorageError
 from workbench.server.database.caches import Execute, SQLCaches, T
-from workbench.server.database.postgresql import CONNECT_SECONDS, shown
+from workbench.server.database.postgresql import CONNECT_SECONDS, make_tables
 
 SCHEMA = (
     """
@@ -50,14 +50,7 @@ class PostgresCaches(SQLCaches):
         self._pid = 0
         self._db: psycopg.Connection[Any] | None = None
         self._inherited: list[object] = []  # from before a fork: never touched
-        try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_SECONDS) as db:
-                db.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
-                for statement in SCHEMA:
-                    db.execute(statement)
-                db.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
-        except psycopg.Error as exc:
-            raise StorageError(f"The database {shown(url)} cannot be reached: {exc}") from exc
+        make_tables(url, SCHEMA_LOCK, SCHEMA)
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._pid != os.getpid():

@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import psycopg
@@ -63,6 +63,20 @@ def shown(url: str) -> str:
     return _PASSWORD.sub(r"\1***@", url)
 
 
+def make_tables(url: str, lock: int, statements: Iterable[str]) -> None:
+    """Run ``statements`` (``CREATE ... IF NOT EXISTS``) on the database at ``url`` under
+    the advisory lock ``lock``, so instances starting together do not race; StorageError
+    when the database cannot be reached."""
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_SECONDS) as db:
+            db.execute("SELECT pg_advisory_lock(%s)", (lock,))
+            for statement in statements:
+                db.execute(statement)
+            db.execute("SELECT pg_advisory_unlock(%s)", (lock,))
+    except psycopg.Error as exc:
+        raise StorageError(f"The database {shown(url)} cannot be reached: {exc}") from exc
+
+
 def _change(row: tuple[Any, ...]) -> Change:
     seq, rtype, rid, number, deleted, body = row
     resource = jsonio.loads(bytes(body), exact_decimals=True)
@@ -82,13 +96,7 @@ class PostgresVersions(VersionStore):
         self._db: psycopg.Connection[Any] | None = None
         self._behind = threading.Event()
         self._inherited: list[object] = []  # from before a fork: never touched
-        try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_SECONDS) as db:
-                db.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
-                db.execute(SCHEMA)
-                db.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
-        except psycopg.Error as exc:
-            raise StorageError(f"The database {shown(url)} cannot be reached: {exc}") from exc
+        make_tables(url, LOCK_KEY, [SCHEMA])
 
     # --- connections -------------------------------------------------------------------
 
