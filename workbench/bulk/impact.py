@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.bulk.counting import pandas_counts
-from workbench.bulk.fix import AUDIT, Audit
+from workbench.bulk.fix import Audit
 from workbench.errors import CodeSystemNotFoundError, InvalidRequestError
 from workbench.terminology.engine import Terminology
 from workbench.terminology.provider import CodeSystemProvider, Successor
@@ -239,7 +239,7 @@ class ImpactFix:
     """What ``Impact.fix`` did: ``data`` (a fixed copy, same index), ``audit`` (one row per
     cell changed: row, column, before, after, kind, why, map) and ``rows_fixed``."""
 
-    data: pd.Series | pd.DataFrame
+    data: Any  # of the library the data came in
     audit: Audit
     rows_fixed: int
 
@@ -268,59 +268,15 @@ class Impact:
         rows = self.frame.groupby("change", observed=False)["rows"].sum()
         return {kind: int(rows.get(kind, 0)) for kind in CHANGES}
 
-    def fix(
-        self, data: pd.Series | pd.DataFrame | None = None, *, kinds: Sequence[str] = FIX_KINDS
-    ) -> ImpactFix:
+    def fix(self, data: Any = None, *, kinds: Sequence[str] = FIX_KINDS) -> ImpactFix:
         """Replace each code that has one one-to-one replacement (``replacement``) in a
-        copy of ``data`` (by default the pandas data ``impact`` was given), with an audit;
-        the children of a header and weaker associations are never applied. Raises
-        InvalidRequestError for another kind, or data that is not a pandas Series or a
-        DataFrame with the column."""
-        asked = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-        if not asked or any(k not in FIX_KINDS for k in asked):
-            raise InvalidRequestError(
-                f"Impact.fix() applies the kinds {list(FIX_KINDS)}, not {list(asked)}"
-            )
-        source = self.data if data is None else data
-        if isinstance(source, pd.DataFrame) and self.column in source:
-            values = source[self.column]
-        elif isinstance(source, pd.Series):
-            values = source
-        else:
-            raise InvalidRequestError(
-                "Impact.fix() takes a pandas Series or a DataFrame with the column "
-                f"{self.column!r} (fix other libraries' data by the audit's before/after)"
-            )
-        table = self.frame.dropna(subset=["replacement"])
-        mapping = dict(zip(table["code"], table["replacement"], strict=True))
-        why = dict(zip(table["code"], table["relation"], strict=True))
-        changed = values.isin(list(mapping)).to_numpy()
-        before = values[changed].astype(object)
-        after = before.map(mapping)
-        fixed = (
-            values.astype(object)
-            if isinstance(values.dtype, pd.CategoricalDtype)
-            else values.copy()
-        )
-        fixed[changed] = after
-        out = source.copy()
-        if isinstance(out, pd.DataFrame):
-            out[self.column] = fixed
-        else:
-            out = fixed
-        audit = Audit(
-            {
-                "row": before.index,
-                "column": self.column,
-                "before": before.to_numpy(),
-                "after": after.to_numpy(),
-                "kind": "replacement",
-                "why": [f"{why[c]} (release {self.to_version})" for c in before],
-                "map": None,
-            },
-            columns=AUDIT,
-        )
-        return ImpactFix(out, audit, int(changed.sum()))
+        copy of ``data`` (by default the data ``impact`` was given: pandas, polars, Dask
+        or Spark, fixed in its own library), with an audit; the children of a header and
+        weaker associations are never applied (``impact_fix.py``). Raises
+        InvalidRequestError for another kind, or data without the column."""
+        from workbench.bulk.impact_fix import fix_impact
+
+        return fix_impact(self, data, kinds)
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{k} {v:,}" for k, v in self.counts.items() if v) or "no rows"
