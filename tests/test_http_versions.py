@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
-from http_support import TOKEN, assert_outcome, client, exactly, values
+from http_support import TOKEN, assert_outcome, client, exactly, params, values
 
 from tests import snomed_rf2
 from tests.conftest import EXAMPLES, THO
@@ -352,3 +352,39 @@ def test_the_server_answers_what_the_impact_says(
         assert _property(lookup[new], "billable") == [False]
         assert tuple(sorted(_property(lookup[new], "child"))) == row["children"]
         assert all(c in file_codes[new] for c in row["children"])
+
+
+# --- bad input: $compare on real versions ---------------------------------------------
+
+BOTH_YEARS = {
+    "resourceType": "ValueSet",
+    "status": "active",
+    "compose": {"include": [{"system": ICD, "version": y} for y in ("2025", "2026")]},
+}
+
+
+@pytest.mark.parametrize(
+    ("this", "result", "expanded", "says"),
+    [
+        ((("thisUrl", {"valueUri": YEAR_VS}), ("thisVersion", {"valueString": "2025"})), "same",
+         False, "the same codes"),  # itself
+        ((("thisValueSet", {"resource": BOTH_YEARS}),), "indeterminate", True,
+         "196330 codes, more than the 100000"),  # two years: too costly
+    ],
+)  # fmt: skip
+def test_compare_with_itself_and_too_costly(
+    http: httpx.Client,
+    this: tuple[tuple[str, dict[str, Any]], ...],
+    result: str,
+    expanded: bool,
+    says: str,
+) -> None:
+    body = params(
+        *this, ("otherUrl", {"valueUri": YEAR_VS}), ("otherVersion", {"valueString": "2025"})
+    )
+    response = http.post("/ValueSet/$compare", json=body)
+    assert response.status_code == 200, response.text  # indeterminate is no error
+    got = response.json()
+    assert values(got, "result") == [result]
+    assert values(got, "performed-expansion") == [expanded]
+    assert says in values(got, "message")[0], values(got, "message")

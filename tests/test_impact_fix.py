@@ -127,3 +127,25 @@ def test_data_without_the_column(sct_wb: Workbench, data: Any, says: str) -> Non
     )
     with pytest.raises(InvalidRequestError, match=says):
         impact.fix(data)
+
+
+def test_two_versions_that_are_the_same_change_nothing() -> None:
+    wb = Workbench()
+    for version in ("1", "2"):
+        wb.load(
+            {
+                "resourceType": "CodeSystem",
+                "url": "http://example.org/cs",
+                "version": version,
+                "status": "active",
+                "content": "complete",
+                "concept": [{"code": c, "display": c.upper()} for c in "abc"],
+            }
+        )
+    data = pd.Series(["a", "b", "a", None])
+    impact = wb.impact(data, system="http://example.org/cs", from_version="1", to_version="2")
+    assert impact.frame["change"].tolist() == ["unchanged", "unchanged"]
+    assert impact.counts == {**dict.fromkeys(impact.counts, 0), "unchanged": 3}
+    assert impact.missing == 1 and wb.diff("http://example.org/cs", "1", "2").frame.empty
+    fixed = impact.fix()
+    assert fixed.rows_fixed == 0 and fixed.audit.empty and fixed.data.equals(data)
