@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 
 from workbench.bulk.counting import pandas_counts
 from workbench.bulk.fix import Audit
+from workbench.bulk.impact_fix import FIX_KINDS, fix_impact
 from workbench.errors import CodeSystemNotFoundError, InvalidRequestError
 from workbench.terminology.engine import Terminology
 from workbench.terminology.provider import CodeSystemProvider, Successor
@@ -54,8 +55,6 @@ COLUMNS = [
     "replacement",
     "relation",
 ]
-#: The kinds ``Impact.fix`` applies.
-FIX_KINDS = ("replacement",)
 
 
 def version_of(engine: Terminology, url: str, version: str) -> CodeSystemProvider:
@@ -274,9 +273,9 @@ class Impact:
         or Spark, fixed in its own library), with an audit; the children of a header and
         weaker associations are never applied (``impact_fix.py``). Raises
         InvalidRequestError for another kind, or data without the column."""
-        from workbench.bulk.impact_fix import fix_impact
-
-        return fix_impact(self, data, kinds)
+        source = self.data if data is None else data
+        fixed, audit = fix_impact(self.frame, self.column, self.to_version, source, kinds)
+        return ImpactFix(fixed, audit, len(audit))
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{k} {v:,}" for k, v in self.counts.items() if v) or "no rows"

@@ -23,18 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from workbench.bulk import dask_backend, polars_backend, spark_backend
+from workbench.bulk import libraries
 from workbench.bulk.fix import AUDIT, Audit
-from workbench.bulk.impact import FIX_KINDS, ImpactFix
 from workbench.errors import InvalidRequestError
 
-if TYPE_CHECKING:
-    from workbench.bulk.impact import Impact
+#: The kinds ``Impact.fix`` applies.
+FIX_KINDS = ("replacement",)
 
 
 @dataclass(frozen=True)
@@ -63,27 +62,25 @@ class Plan:
         )
 
 
-def fix_impact(impact: Impact, data: Any, kinds: Sequence[str] | str) -> ImpactFix:
-    """``Impact.fix``: see there (``data`` None: the data ``impact`` was given)."""
+def fix_impact(
+    frame: pd.DataFrame, column: str | None, to_version: str, data: Any, kinds: Sequence[str] | str
+) -> tuple[Any, Audit]:
+    """``Impact.fix`` of an impact ``frame`` of ``column`` (release ``to_version``) on
+    ``data``: the fixed copy and the audit."""
     asked = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     if not asked or any(k not in FIX_KINDS for k in asked):
         raise InvalidRequestError(
             f"Impact.fix() applies the kinds {list(FIX_KINDS)}, not {list(asked)}"
         )
-    source = impact.data if data is None else data
-    table = impact.frame.dropna(subset=["replacement"])
+    table = frame.dropna(subset=["replacement"])
     codes = [str(c) for c in table["code"]]
     plan = Plan(
         dict(zip(codes, map(str, table["replacement"]), strict=True)),
-        {
-            c: f"{r} (release {impact.to_version})"
-            for c, r in zip(codes, table["relation"], strict=True)
-        },
-        impact.column,
+        {c: f"{r} (release {to_version})" for c, r in zip(codes, table["relation"], strict=True)},
+        column,
     )
-    fixer = next((f for handles, f in FIXERS if handles(source)), _pandas)
-    fixed, audit = fixer(plan, source)
-    return ImpactFix(fixed, audit, len(audit))
+    fixer = next((f for handles, f in FIXERS if handles(data)), _pandas)
+    return fixer(plan, data)
 
 
 def _refused(plan: Plan, library: str, kinds: str = "Series or a DataFrame") -> InvalidRequestError:
@@ -197,7 +194,7 @@ def _spark(plan: Plan, source: Any) -> tuple[Any, Audit]:
 
 #: (handles, fixer): the first whose ``handles`` takes the data fixes it; pandas else.
 FIXERS: tuple[tuple[Callable[[Any], bool], Callable[[Plan, Any], tuple[Any, Audit]]], ...] = (
-    (polars_backend.handles, _polars),
-    (dask_backend.handles, _dask),
-    (spark_backend.handles, _spark),
+    (libraries.is_polars, _polars),
+    (libraries.is_dask, _dask),
+    (libraries.is_spark, _spark),
 )
