@@ -235,8 +235,9 @@ def _one_to_one(found: list[Successor]) -> Successor | None:
 
 @dataclass(frozen=True)
 class ImpactFix:
-    """What ``Impact.fix`` did: ``data`` (a fixed copy, same index), ``audit`` (one row per
-    cell changed: row, column, before, after, kind, why, map) and ``rows_fixed``."""
+    """What ``Impact.fix`` did: ``data`` (a fixed copy, of the data's library), ``audit``
+    (one row per cell changed: row, column, before, after, kind, why, map) and
+    ``rows_fixed``."""
 
     data: Any  # of the library the data came in
     audit: Audit
