@@ -10,7 +10,6 @@ parent column and kept with the table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,22 +102,26 @@ class Headers:
 
 
 def classify_codes(
-    old: CodeSystemProvider, new: CodeSystemProvider, codes: list[str], headers: Headers
+    old: CodeSystemProvider, new: CodeSystemProvider, codes: pa.Array, headers: Headers
 ) -> Classes:
-    """The ``Classes`` of distinct ``codes`` (str) from version ``old`` to ``new``."""
-    blank = np.array([c.strip() == "" for c in codes], dtype=bool)
+    """The ``Classes`` of distinct ``codes`` (Arrow strings, no null) from version ``old``
+    to ``new``: column-wise, with a Python object only for the few codes that changed."""
+    codes = _text(codes)
+    blank = _blank(codes)
     known_a, inactive_a, display_a = _known(old, codes)
     known_b, inactive_b, display_b = _known(new, codes)
     active_a, active_b = known_a & ~inactive_a, known_b & ~inactive_b
     change = np.full(len(codes), _CHANGE["unchanged"], dtype=np.int8)
     children = _tuples(len(codes))
-    both = np.flatnonzero(active_a & active_b & ~blank)
-    shared = [codes[i] for i in both]
-    grew = both[_parents(new, shared, headers.new) & ~_parents(old, shared, headers.old)]
-    found = _children(new, [codes[i] for i in grew])
-    for i in grew:
-        change[i], children[i] = _CHANGE["became-header"], found.get(codes[i], ())
-    shown = np.array([a != b for a, b in zip(display_a, display_b, strict=True)], dtype=bool)
+    both = pa.array(np.flatnonzero(active_a & active_b & ~blank))
+    shared = codes.take(both)
+    grown = _parents(new, shared, headers.new) & ~_parents(old, shared, headers.old)
+    grew = both.to_numpy()[grown]
+    names = codes.take(pa.array(grew)).to_pylist()
+    found = _children(new, names)
+    for i, code in zip(grew, names, strict=True):
+        change[i], children[i] = _CHANGE["became-header"], found.get(code, ())
+    shown = _differ(display_a, display_b)
     change[(change == _CHANGE["unchanged"]) & active_a & active_b & shown] = _CHANGE[
         "display-changed"
     ]
@@ -129,22 +132,42 @@ def classify_codes(
     replacement: list[str | None] = [None] * len(codes)
     relation: list[str | None] = [None] * len(codes)
     for i in np.flatnonzero(known_b & inactive_b & ~blank):
-        successors = new.successors(codes[i])
+        successors = new.successors(codes[int(i)].as_py())
         replacements[i] = tuple(s.code for s in successors)
         strongest = _one_to_one(successors)
         if strongest is not None:
             replacement[i], relation[i] = strongest.code, strongest.relation
     return Classes(
-        pa.array(codes, pa.large_string()),
+        codes,
         blank,
         change,
-        _text(display_a),
-        _text(display_b),
+        display_a,
+        display_b,
         children,
         replacements,
         _text(replacement),
         _text(relation),
     )
+
+
+def _blank(codes: pa.Array) -> np.ndarray:
+    """Which codes are empty or whitespace (as Python's ``str.strip`` has it): asked of
+    Python only for the codes that do not start with an ASCII letter or digit."""
+    first = pc.utf8_slice_codeunits(codes, 0, 1)
+    plain = pc.fill_null(pc.ascii_is_alnum(first), False).to_numpy(zero_copy_only=False)
+    blank = np.zeros(len(codes), dtype=bool)
+    others = np.flatnonzero(~plain)
+    if len(others):
+        texts = codes.take(pa.array(others)).to_pylist()
+        blank[others] = [not t.strip() for t in texts]
+    return blank
+
+
+def _differ(a: pa.Array, b: pa.Array) -> np.ndarray:
+    """Entry by entry, whether two texts differ (None equals None alone)."""
+    different = pc.fill_null(pc.not_equal(a, b), False)
+    one_missing = pc.not_equal(pc.is_null(a), pc.is_null(b))
+    return np.asarray(pc.or_(different, one_missing).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _tuples(n: int) -> np.ndarray:
@@ -155,7 +178,7 @@ def _tuples(n: int) -> np.ndarray:
 
 
 def _text(values: Any) -> pa.Array:
-    """Texts (str or None) as large Arrow strings."""
+    """Texts (Arrow strings, or str and None) as large Arrow strings."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if isinstance(values, pa.Array):
@@ -163,23 +186,25 @@ def _text(values: Any) -> pa.Array:
     return pa.array(values, pa.large_string(), from_pandas=True)
 
 
-def _known(provider: CodeSystemProvider, codes: Sequence[str]) -> tuple[Any, Any, Any]:
+def _known(provider: CodeSystemProvider, codes: pa.Array) -> tuple[Any, Any, pa.Array]:
     """Known, inactive and display of each code: by Arrow's hash look-up in a store's
     columns when it has them, else ``describe``, else concept by concept."""
     columns = provider.concept_columns()
     if columns is not None:
-        at = pc.index_in(pa.array(codes, pa.string()), value_set=columns.column("code"))
+        store = columns.column("code")
+        at = pc.index_in(codes.cast(store.type), value_set=store)
         known = pc.is_valid(at).to_numpy(zero_copy_only=False)
         inactive = pc.fill_null(columns.column("inactive").take(at), False)
-        display = columns.column("display").take(at)
-        return known, inactive.to_numpy(zero_copy_only=False), display.to_pylist()
-    described = provider.describe(codes)
+        display = _text(columns.column("display").take(at))
+        return known, inactive.to_numpy(zero_copy_only=False), display
+    texts = codes.to_pylist()
+    described = provider.describe(texts)
     if described is not None:
-        return described
-    concepts = [provider.get(c) for c in codes]
+        return described[0], described[1], _text(described[2])
+    concepts = [provider.get(c) for c in texts]
     known = np.array([c is not None for c in concepts], dtype=bool)
     inactive = np.array([c is not None and c.inactive for c in concepts], dtype=bool)
-    return known, inactive, [c.display if c is not None else None for c in concepts]
+    return known, inactive, _text([c.display if c is not None else None for c in concepts])
 
 
 def _parent_pairs(provider: CodeSystemProvider) -> tuple[Any, Any] | None:
@@ -198,17 +223,18 @@ def _parent_pairs(provider: CodeSystemProvider) -> tuple[Any, Any] | None:
 def _parent_codes(provider: CodeSystemProvider) -> Any:
     """The distinct codes that are some concept's parent (None without a parent column)."""
     pairs = _parent_pairs(provider)
-    return None if pairs is None else pc.unique(pairs[1])
+    return None if pairs is None else _text(pc.unique(pairs[1]))
 
 
-def _parents(provider: CodeSystemProvider, codes: list[str], parent_codes: Any) -> np.ndarray:
-    """Which of ``codes`` have children in ``provider`` (``parent_codes``: its
-    ``_parent_codes``; None: asked concept by concept)."""
+def _parents(provider: CodeSystemProvider, codes: pa.Array, parent_codes: Any) -> np.ndarray:
+    """Which of ``codes`` (large Arrow strings) have children in ``provider``
+    (``parent_codes``: its ``_parent_codes``; None: asked concept by concept)."""
     if parent_codes is None:
-        concepts = [provider.get(c) for c in codes]
+        concepts = [provider.get(c) for c in codes.to_pylist()]
         return np.array([c is not None and bool(c.children) for c in concepts], dtype=bool)
-    wanted = pa.array(codes, pa.string())
-    return pc.is_in(wanted, value_set=parent_codes).to_numpy(zero_copy_only=False)
+    return np.asarray(
+        pc.is_in(codes, value_set=parent_codes).to_numpy(zero_copy_only=False), dtype=bool
+    )
 
 
 def _children(provider: CodeSystemProvider, codes: list[str]) -> dict[str, tuple[str, ...]]:

@@ -74,9 +74,8 @@ class ImpactTable:
             if isinstance(missed, pa.ChunkedArray):
                 missed = missed.combine_chunks()
             encoded = pc.dictionary_encode(missed)  # the distinct new codes
-            codes = encoded.dictionary.to_pylist()
             with collector.paused():  # a few objects per code, kept with the table
-                found = classify_codes(old, new, codes, self.headers.of(old, new))
+                found = classify_codes(old, new, encoded.dictionary, self.headers.of(old, new))
             grown = Classes.concat(classes, found)
             with _LOCK:
                 if len(grown) <= MAX_CODES and len(self.classes) < len(grown):
