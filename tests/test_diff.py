@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from tests.compare_fixtures import codesystem_version
 from tests.conftest import EXAMPLES, THO
 from tests.icd10cm_years import xml_codes
 from workbench import Workbench
@@ -95,17 +96,6 @@ def test_icd10cm_years_diff_matches_their_xml(
     assert diff.from_size == len(icd_years_wb.concepts(ICD, a))
 
 
-def _cs(version: str, displays: dict[str, str]) -> dict[str, Any]:
-    return {
-        "resourceType": "CodeSystem",
-        "url": "http://example.org/cs",
-        "version": version,
-        "status": "active",
-        "content": "complete",
-        "concept": [{"code": c, "display": d} for c, d in displays.items()],
-    }
-
-
 def _vs(version: str, codes: list[dict[str, str]]) -> dict[str, Any]:
     return {
         "resourceType": "ValueSet",
@@ -121,8 +111,8 @@ def small_wb() -> Workbench:
     wb = Workbench()
     wb.load(
         [
-            _cs("1", {"a": "A", "b": "B", "c": "C"}),
-            _cs("2", {"a": "A", "b": "B", "c": "C"}),
+            codesystem_version("1", {"a": "A", "b": "B", "c": "C"}),
+            codesystem_version("2", {"a": "A", "b": "B", "c": "C"}),
             _vs("1", [{"code": "a"}, {"code": "b"}]),
             _vs("2", [{"code": "b", "display": "Bee"}, {"code": "c"}]),
         ]

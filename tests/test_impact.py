@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from tests import snomed_rf2
+from tests.compare_fixtures import codesystem_version
 from tests.icd10cm_years import xml_codes
 from tests.test_bulk_spark import spark  # noqa: F401  (the one Spark session)
 from workbench import Workbench
@@ -95,21 +96,10 @@ def test_a_second_call_reads_the_kept_table(icd_years_wb: Workbench, column: pd.
     pd.testing.assert_frame_equal(counted, first.frame)  # a fresh table, the same answers
 
 
-def _cs(version: str, concepts: dict[str, str]) -> dict[str, object]:
-    return {
-        "resourceType": "CodeSystem",
-        "url": "http://example.org/cs",
-        "version": version,
-        "status": "active",
-        "content": "complete",
-        "concept": [{"code": c, "display": d} for c, d in concepts.items()],
-    }
-
-
 def test_a_reload_or_a_new_version_is_classified_afresh() -> None:
     wb = Workbench()
-    wb.load(_cs("1", {"a": "A", "b": "B"}))
-    wb.load(_cs("2", {"a": "A", "b": "Bee", "c": "C"}))
+    wb.load(codesystem_version("1", {"a": "A", "b": "B"}))
+    wb.load(codesystem_version("2", {"a": "A", "b": "Bee", "c": "C"}))
     data = pd.Series(["a", "b", "c", "b"])
 
     def changes(to_version: str) -> dict[str, str]:
@@ -119,9 +109,9 @@ def test_a_reload_or_a_new_version_is_classified_afresh() -> None:
         return dict(zip(found.frame["code"], found.frame["change"], strict=True))
 
     assert changes("2") == {"b": "display-changed", "a": "unchanged", "c": "new"}
-    wb.load(_cs("2", {"a": "A", "c": "C"}))  # version 2 replaced: b is gone
+    wb.load(codesystem_version("2", {"a": "A", "c": "C"}))  # version 2 replaced: b is gone
     assert changes("2") == {"b": "retired", "a": "unchanged", "c": "new"}
-    wb.load(_cs("3", {"a": "A", "b": "B"}))
+    wb.load(codesystem_version("3", {"a": "A", "b": "B"}))
     assert changes("3") == {"b": "unchanged", "a": "unchanged", "c": "unknown"}
 
 
