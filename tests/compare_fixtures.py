@@ -120,3 +120,16 @@ CASES = [
     ("ab-c-excluded", "ab", "same", True, "a,b", "", ""),
     ("unknown-system", "ab", "indeterminate", True, "", "", ""),
 ]
+
+
+def codesystem_version(version: str, displays: dict[str, str]) -> dict[str, Any]:
+    """Version ``version`` of a small code system ``http://example.org/cs`` (code: display),
+    for the tests that compare versions (diff, impact)."""
+    return {
+        "resourceType": "CodeSystem",
+        "url": "http://example.org/cs",
+        "version": version,
+        "status": "active",
+        "content": "complete",
+        "concept": [{"code": c, "display": d} for c, d in displays.items()],
+    }

@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
+from tests.compare_fixtures import codesystem_version
 from tests.conftest import EXAMPLES, THO
 from tests.icd10cm_years import xml_codes
 from workbench import Workbench
@@ -21,7 +23,7 @@ from workbench.errors import (
     WorkbenchError,
 )
 from workbench.notebook import VersionDiff
-from workbench.terminology.diff import COLUMNS, KINDS
+from workbench.terminology.diff import COLUMNS, KINDS, ROW, between, rows_table
 
 ACT = "http://terminology.hl7.org/CodeSystem/v3-ActCode"
 ICD = "http://hl7.org/fhir/sid/icd-10-cm"
@@ -94,17 +96,6 @@ def test_icd10cm_years_diff_matches_their_xml(
     assert diff.from_size == len(icd_years_wb.concepts(ICD, a))
 
 
-def _cs(version: str, displays: dict[str, str]) -> dict[str, Any]:
-    return {
-        "resourceType": "CodeSystem",
-        "url": "http://example.org/cs",
-        "version": version,
-        "status": "active",
-        "content": "complete",
-        "concept": [{"code": c, "display": d} for c, d in displays.items()],
-    }
-
-
 def _vs(version: str, codes: list[dict[str, str]]) -> dict[str, Any]:
     return {
         "resourceType": "ValueSet",
@@ -120,8 +111,8 @@ def small_wb() -> Workbench:
     wb = Workbench()
     wb.load(
         [
-            _cs("1", {"a": "A", "b": "B", "c": "C"}),
-            _cs("2", {"a": "A", "b": "B", "c": "C"}),
+            codesystem_version("1", {"a": "A", "b": "B", "c": "C"}),
+            codesystem_version("2", {"a": "A", "b": "B", "c": "C"}),
             _vs("1", [{"code": "a"}, {"code": "b"}]),
             _vs("2", [{"code": "b", "display": "Bee"}, {"code": "c"}]),
         ]
@@ -151,6 +142,72 @@ def test_two_identical_versions_have_no_changes(small_wb: Workbench) -> None:
     diff = small_wb.diff("http://example.org/cs", "1", "2")
     assert set(diff.counts.values()) == {0} and diff.frame.empty
     assert list(diff.frame.columns) == COLUMNS
+
+
+def _rows(**columns: list[Any]) -> pa.Table:
+    n = len(columns["code"])
+    base: dict[str, list[Any]] = {
+        "display": ["D"] * n,
+        "status": ["active"] * n,
+        "abstract": [False] * n,
+        "parents": [""] * n,
+    }
+    values = {**base, **columns}
+    return rows_table(
+        "http://x",
+        *(pa.array(values[n], pa.bool_() if n == "abstract" else pa.string()) for n in ROW[1:]),
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "changes"),
+    [  # a missing display or parents is "" and a missing abstract flag false, both sides
+        ({"display": [None, None, ""]}, {"display": ["", "E", None]}, [("b", "display-changed")]),
+        (
+            {"abstract": [None, None, True]},
+            {"abstract": [False, True, None]},
+            [
+                ("b", "status-changed"),
+                ("c", "status-changed"),
+            ],
+        ),
+        (
+            {"parents": [None, "a", ""]},
+            {"parents": ["", None, "a"]},
+            [
+                ("b", "moved"),
+                ("c", "moved"),
+            ],
+        ),
+        (
+            {"status": ["active", "inactive", None]},
+            {"status": ["active", "active", ""]},
+            [
+                ("b", "status-changed"),
+            ],
+        ),
+    ],
+)
+def test_missing_values_compare_as_blank(
+    old: dict[str, list[Any]], new: dict[str, list[Any]], changes: list[tuple[str, str]]
+) -> None:
+    codes = ["a", "b", "c"]
+    diff = between(
+        "http://x", "CodeSystem", "1", "2", _rows(code=codes, **old), _rows(code=codes, **new)
+    )
+    assert [tuple(r) for r in diff.frame[["code", "change"]].values.tolist()] == changes
+
+
+@pytest.mark.parametrize("empty", ["old", "new"])
+def test_an_empty_version_is_all_added_or_all_removed(empty: str) -> None:
+    rows, none = _rows(code=["b", "a"]), _rows(code=[])
+    diff = between(
+        "http://x", "CodeSystem", "1", "2", *((none, rows) if empty == "old" else (rows, none))
+    )
+    kind = "added" if empty == "old" else "removed"
+    assert diff.frame[["code", "change"]].values.tolist() == [["a", kind], ["b", kind]]
+    side = "from" if empty == "old" else "to"
+    assert diff.frame[f"{side}_display"].isna().all() and list(diff.frame.columns) == COLUMNS
 
 
 @pytest.mark.parametrize(

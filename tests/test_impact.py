@@ -13,10 +13,12 @@ import polars as pl
 import pytest
 
 from tests import snomed_rf2
+from tests.compare_fixtures import codesystem_version
 from tests.icd10cm_years import xml_codes
 from tests.test_bulk_spark import spark  # noqa: F401  (the one Spark session)
 from workbench import Workbench
 from workbench.bulk.impact import CHANGES, COLUMNS
+from workbench.bulk.impact_table import ImpactTable, table_for
 from workbench.errors import CodeSystemNotFoundError, InvalidRequestError, WorkbenchError
 
 ICD = "http://hl7.org/fhir/sid/icd-10-cm"
@@ -41,9 +43,10 @@ def years(icd_years: dict[str, Path]) -> dict[str, set[str]]:
 
 @pytest.fixture(scope="module")
 def column(years: dict[str, set[str]]) -> pd.Series:
-    """Every code either year has, the first one a thousand times, plus blanks."""
+    """Every code either year has, the first one a thousand times, plus blanks (None, an
+    empty and a whitespace code: missing) and an unknown code."""
     codes = sorted(years["2025"] | years["2026"])
-    return pd.Series([codes[0]] * 999 + codes + [None, "", "NOT-A-CODE"], name="dx")
+    return pd.Series([codes[0]] * 999 + codes + [None, "", "   ", "NOT-A-CODE"], name="dx")
 
 
 def test_icd10cm_impact_matches_the_xml(
@@ -56,8 +59,8 @@ def test_icd10cm_impact_matches_the_xml(
     groups = frame.groupby("change", observed=True).groups
     of = {kind: set(groups.get(kind, ())) for kind in CHANGES}
     assert of["retired"] == old - new and of["new"] == new - old
-    assert of["unknown"] == {"NOT-A-CODE"} and impact.missing == 2
-    assert frame["rows"].iat[0] == 1000 and impact.frame["rows"].sum() == len(column) - 2
+    assert of["unknown"] == {"NOT-A-CODE"} and impact.missing == 3
+    assert frame["rows"].iat[0] == 1000 and impact.frame["rows"].sum() == len(column) - 3
     # a leaf in 2025's XML that has subcodes in 2026's became a header, unless its 2025
     # children were only its seven-character extensions (then those are what retired)
     leaves_old, leaves_new = _leaves(old), _leaves(new)
@@ -77,6 +80,41 @@ def test_icd10cm_impact_matches_the_xml(
     assert "retired" in impact._repr_html_()
 
 
+def test_a_second_call_reads_the_kept_table(icd_years_wb: Workbench, column: pd.Series) -> None:
+    args = {"system": ICD, "from_version": "2025", "to_version": "2026"}
+    first = icd_years_wb.impact(column, **args)
+    old, new = (icd_years_wb.terminology.require_codesystem(ICD, v) for v in ("2025", "2026"))
+    table = table_for(old, new)
+    kept = table.classes
+    second = icd_years_wb.impact(column, **args)
+    pd.testing.assert_frame_equal(second.frame, first.frame)
+    assert second.missing == first.missing == 3  # None, "" and "   "
+    assert table_for(old, new) is table and table.classes is kept  # nothing classified again
+    as_objects = icd_years_wb.impact(column.astype(object), **args)  # converted to Arrow
+    pd.testing.assert_frame_equal(as_objects.frame, first.frame)
+    counted = ImpactTable().counted(old, new, list(first.frame["code"]), first.frame["rows"])
+    pd.testing.assert_frame_equal(counted, first.frame)  # a fresh table, the same answers
+
+
+def test_a_reload_or_a_new_version_is_classified_afresh() -> None:
+    wb = Workbench()
+    wb.load(codesystem_version("1", {"a": "A", "b": "B"}))
+    wb.load(codesystem_version("2", {"a": "A", "b": "Bee", "c": "C"}))
+    data = pd.Series(["a", "b", "c", "b"])
+
+    def changes(to_version: str) -> dict[str, str]:
+        found = wb.impact(
+            data, system="http://example.org/cs", from_version="1", to_version=to_version
+        )
+        return dict(zip(found.frame["code"], found.frame["change"], strict=True))
+
+    assert changes("2") == {"b": "display-changed", "a": "unchanged", "c": "new"}
+    wb.load(codesystem_version("2", {"a": "A", "c": "C"}))  # version 2 replaced: b is gone
+    assert changes("2") == {"b": "retired", "a": "unchanged", "c": "new"}
+    wb.load(codesystem_version("3", {"a": "A", "b": "B"}))
+    assert changes("3") == {"b": "unchanged", "a": "unchanged", "c": "unknown"}
+
+
 @pytest.mark.parametrize("library", ["polars", "dask"])
 def test_the_same_frame_from_other_libraries(
     icd_years_wb: Workbench, column: pd.Series, library: str
@@ -90,7 +128,7 @@ def test_the_same_frame_from_other_libraries(
     want = icd_years_wb.impact(column, system=ICD, from_version="2021", to_version="2026")
     got = icd_years_wb.impact(data, at, system=ICD, from_version="2021", to_version="2026")
     pd.testing.assert_frame_equal(got.frame, want.frame)
-    assert got.missing == want.missing == 2
+    assert got.missing == want.missing == 3
 
 
 def test_a_spark_column(icd_years_wb: Workbench, spark: object, column: pd.Series) -> None:  # noqa: F811
@@ -135,7 +173,7 @@ def test_snomed_replaced_by_is_the_replacement_fix_applies(sct_wb: Workbench) ->
     assert (row["replacement"], row["relation"]) == ("22298006", "REPLACED BY")
     fixed = impact.fix()
     assert fixed.data["finding"].tolist()[:3] == ["22298006", "64572001", "22298006"]
-    assert pd.isna(fixed.data["finding"].iat[3])
+    assert fixed.data["finding"].isna().iat[3]
     assert data["finding"].iat[0] == "307530000"  # the data given is never changed
     audit = fixed.audit
     assert audit[["row", "before", "after", "kind"]].values.tolist() == [

@@ -13,12 +13,13 @@ import pytest
 
 import workbench
 from workbench import Workbench
-from workbench.pandera import in_value_set
+from workbench.pandera import in_value_set, summary_line
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", "PySpark does not yet fully support", FutureWarning)
     import pandera.pandas as pa
     import pandera.polars as pap
+    from pandera.api.polars.types import PolarsData
 
 GENDER = "http://hl7.org/fhir/ValueSet/administrative-gender"
 GENDER_CS = "http://hl7.org/fhir/administrative-gender"
@@ -53,11 +54,12 @@ def test_failure_cases_name_each_row_with_code_and_reason(
 
 
 def test_a_schema_error_reports_the_summary(default_wb: Workbench) -> None:
-    # polars hands the check every row (pandas drops a nullable column's nulls first)
-    schema, data = _polars(in_value_set(GENDER, workbench=default_wb))
-    with pytest.raises(pap.errors.SchemaError) as raised:
-        schema.validate(data)
-    assert SUMMARY in str(raised.value)
+    # the check sees every row (pandera's ignore_na is kept off: it would copy the column)
+    for make, error in [(_polars, pap.errors.SchemaError), (_pandas, pa.errors.SchemaError)]:
+        schema, data = make(in_value_set(GENDER, workbench=default_wb))
+        with pytest.raises(error) as raised:
+            schema.validate(data)
+        assert SUMMARY in str(raised.value)
     schema, frame = _pandas(in_value_set(GENDER, workbench=default_wb))
     assert schema.validate(frame.iloc[[0, 4]]) is not None  # all valid: passes
 
@@ -98,3 +100,39 @@ def test_import_workbench_imports_neither_pandera_nor_great_expectations() -> No
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+MIXED = ["male", "mail", None, " female", "female", "", "mail", "other", None, "unknown"]
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.Series(MIXED, dtype=object),
+        pd.Series(MIXED, dtype="str"),
+        pd.Series(MIXED, dtype="category"),
+        pd.Series(MIXED, dtype="string[pyarrow]"),
+        pl.Series(MIXED),
+    ],
+    ids=["object", "str", "category", "arrow", "polars"],
+)
+@pytest.mark.parametrize(("ignore_na", "system"), [(True, GENDER_CS), (False, None)])
+def test_a_column_check_answers_as_validate_column(
+    default_wb: Workbench, column: object, ignore_na: bool, system: str | None
+) -> None:
+    """A column check reads the answer table without a result frame; its rows, failure
+    cases and summary are validate_column's."""
+    check = in_value_set(GENDER, workbench=default_wb, system=system, ignore_na=ignore_na)
+    data = PolarsData(pl.LazyFrame({"g": column}), "g") if isinstance(column, pl.Series) else column
+    passed, cases = check.verdicts(data)
+    report = default_wb.validate_column(column, GENDER, system=system)
+    frame = report if isinstance(report, pd.DataFrame) else report.to_pandas()
+    result = frame["result"].to_numpy(dtype=bool, na_value=ignore_na)
+    assert passed.tolist() == result.tolist()
+    codes = pd.Series(MIXED, dtype=object)[~result]
+    expected = [
+        "missing" if c is None or c == "" else f"{c!r} {i}"
+        for c, i in zip(codes, frame["issue"][~result], strict=True)
+    ]
+    assert list(cases) == expected
+    assert check.error == summary_line(frame, GENDER)

@@ -42,6 +42,7 @@ with warnings.catch_warnings():
     from pandera.api.base.checks import CheckResult
     from pandera.backends.pandas.checks import PandasCheckBackend
 
+from workbench.bulk.verdicts import Verdicts, row_verdicts
 from workbench.selection import current
 from workbench.workbench import Workbench
 
@@ -52,21 +53,55 @@ class ValueSetCheck(pandera.api.checks.Check):
 
     #: the value set the check names in its summary
     valueset_url: str = ""
+    #: whether a missing code passes (the check's own ``ignore_na``: pandera's is kept off,
+    #: so pandera does not copy the column without its nulls before the check sees it)
+    skip_missing: bool = True
 
-    def verdicts(self, data: Any) -> tuple[np.ndarray, list[str]]:
+    def verdicts(self, data: Any) -> tuple[np.ndarray, pd.Categorical]:
         """Each row's pass, and ``'code' reason`` for each failing row, of ``data`` (what
         the check function validates); sets the check's error to the summary."""
-        report, codes = self._check_fn(data)
+        found = self._check_fn(data)
+        if isinstance(found, Verdicts):
+            return self._from_verdicts(found)
+        report, codes = found
         frame = report if isinstance(report, pd.DataFrame) else report.to_pandas()
         self.error = summary_line(frame, self.valueset_url)
         result = frame["result"]
-        passed = np.asarray(result.to_numpy(dtype=bool, na_value=self.ignore_na), dtype=bool)
+        passed = np.asarray(result.to_numpy(dtype=bool, na_value=self.skip_missing), dtype=bool)
         failing = np.flatnonzero(~passed)
-        if not len(failing):
-            return passed, []
-        issues = frame["issue"].iloc[failing].to_numpy(dtype=object)
-        shown = codes.iloc[failing].to_numpy(dtype=object)
-        return passed, [_case(c, i) for c, i in zip(shown, issues, strict=True)]
+        return passed, failure_cases(codes.iloc[failing], frame["issue"].iloc[failing])
+
+    def _from_verdicts(self, found: Verdicts) -> tuple[np.ndarray, pd.Categorical]:
+        """``verdicts`` from the answer table's entries: one text per failing entry."""
+        rows = found.rows()
+        self.error = summary_text(
+            self.valueset_url, found.valid(rows), len(found.position), found.reasons(rows)
+        )
+        passing = found.passing(self.skip_missing)
+        passed = passing.take(found.position)
+        failing = np.flatnonzero(~passing & (rows > 0))
+        texts = [
+            "missing" if entry == 0 else _case(found.codes[entry], found.issues[entry])
+            for entry in failing
+        ]
+        text_ids, categories = pd.factorize(np.array(texts, dtype=object))
+        lookup = np.full(len(passing), -1, dtype=np.int64)
+        lookup[failing] = text_ids
+        shown = lookup.take(found.position[~passed])
+        return passed, pd.Categorical.from_codes(shown, categories=pd.Index(categories))
+
+
+def failure_cases(codes: pd.Series, issues: pd.Series) -> pd.Categorical:
+    """The failing rows' texts (``'mail' unknown-code``, ``missing``), one text made per
+    distinct code and reason: a categorical, which pandera's message joins without a
+    Python call per row."""
+    code_ids, distinct_codes = pd.factorize(codes, use_na_sentinel=False)
+    issue_ids, distinct_issues = pd.factorize(issues, use_na_sentinel=False)
+    keys = code_ids.astype(np.int64) * max(len(distinct_issues), 1) + issue_ids
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    texts = [_case(distinct_codes[code_ids[row]], distinct_issues[issue_ids[row]]) for row in first]
+    text_ids, categories = pd.factorize(np.array(texts, dtype=object))
+    return pd.Categorical.from_codes(text_ids[inverse], categories=pd.Index(categories))
 
 
 def _case(code: Any, issue: Any) -> str:
@@ -97,9 +132,13 @@ def in_value_set(
     if not isinstance(wb, Workbench):
         raise TypeError(f"workbench= takes a Workbench, not {type(wb).__name__}")
 
-    def validate(data: Any) -> tuple[Any, pd.Series]:
+    def validate(data: Any) -> Verdicts | tuple[Any, pd.Series]:
         column = _column_of(data, code)
         codes = column[code] if code is not None else column
+        if code is None and display is None:  # one column of codes: no result frame needed
+            found = row_verdicts(wb.terminology, url, codes, system=system, abstract=abstract)
+            if found is not None:
+                return found
         report = wb.validate_column(
             column, url, code=code, system=system, display=display, abstract=abstract
         )
@@ -107,9 +146,10 @@ def in_value_set(
 
     name = url if isinstance(url, str) else str(url.get("url", "a ValueSet"))
     check = ValueSetCheck(
-        validate, name="in_value_set", error=f"in value set {name}", ignore_na=ignore_na
+        validate, name="in_value_set", error=f"in value set {name}", ignore_na=False
     )
     check.valueset_url = name
+    check.skip_missing = ignore_na
     return check
 
 
@@ -126,10 +166,16 @@ def _column_of(data: Any, code: str | None) -> Any:
 def summary_line(report: pd.DataFrame, url: str) -> str:
     """``in value set URL: 3 of 5 rows valid (60.00%); unknown-code 1, not-in-vs 1``."""
     counts = report["issue"].value_counts(dropna=True)  # a valid row has no issue
-    valid = int(report["result"].sum())
-    share = 100.0 * valid / len(report) if len(report) else 100.0
-    failing = ", ".join(f"{k} {v:,}" for k, v in counts.items() if v)
-    return f"in value set {url}: {valid:,} of {len(report):,} rows valid ({share:.2f}%)" + (
+    valid = int(np.count_nonzero(report["result"].to_numpy(dtype=bool, na_value=False)))
+    reasons = {str(k): int(v) for k, v in counts.items() if v}
+    return summary_text(url, valid, len(report), reasons)
+
+
+def summary_text(url: str, valid: int, rows: int, reasons: Mapping[str, int]) -> str:
+    """The summary line from its counts (``reasons``: rows per issue, most first)."""
+    share = 100.0 * valid / rows if rows else 100.0
+    failing = ", ".join(f"{k} {v:,}" for k, v in reasons.items() if v)
+    return f"in value set {url}: {valid:,} of {rows:,} rows valid ({share:.2f}%)" + (
         f"; {failing}" if failing else ""
     )
 
@@ -148,7 +194,7 @@ class PandasValueSetBackend(PandasCheckBackend):
         """Pass per row, and the failure cases as ``'code' reason`` texts."""
         passed, texts = check_output
         output = pd.Series(passed, index=check_obj.index)
-        failures = pd.Series(texts, index=check_obj.index[~passed], dtype=object)
+        failures = pd.Series(texts, index=check_obj.index[~passed])
         return CheckResult(output, bool(passed.all()), check_obj, failures)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import polars as pl
 from pandera.api.base.checks import CheckResult
 from pandera.backends.polars.checks import PolarsCheckBackend
@@ -25,7 +26,9 @@ class PolarsValueSetBackend(PolarsCheckBackend):
         """The pass column as a lazy frame, and the failure cases beside it."""
         passed, texts = check_output
         results = pl.LazyFrame({CHECK_OUTPUT_KEY: pl.Series(passed, dtype=pl.Boolean)})
-        failures = pl.LazyFrame({"failure_case": pl.Series(texts, dtype=pl.String)})
+        failures = pl.LazyFrame(
+            {"failure_case": pl.Series(np.asarray(texts, dtype=object), dtype=pl.String)}
+        )
         return CheckResult(
             check_output=results,
             check_passed=results.select(pl.col(CHECK_OUTPUT_KEY).all()),

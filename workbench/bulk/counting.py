@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
+from workbench.bulk.encoding import arrow_strings
 from workbench.errors import InvalidRequestError
 
 
@@ -40,3 +42,20 @@ def pandas_counts(data: Any, column: str | None) -> pd.DataFrame:
     found = values.value_counts(dropna=True, sort=False)
     found = found[found > 0]
     return code_counts(found.index.astype(object), found.to_numpy(), values.isna().sum())
+
+
+def arrow_codes(data: Any, column: str | None) -> pa.Array | pa.ChunkedArray | None:
+    """The codes of a pandas column as Arrow strings, for ``impact``'s look-up in its kept
+    table (``impact_table``): an Arrow-backed string column as it is, an ``object``
+    column of texts (and missing values) converted; None for other data or dtypes, which
+    are counted by their backend's ``counts``."""
+    if not isinstance(data, pd.Series | pd.DataFrame):
+        return None
+    values = column_of(data, column)
+    found = arrow_strings(values)
+    if found is not None or values.dtype != object:
+        return found
+    try:
+        return pa.array(values.to_numpy(), pa.large_string(), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all texts: counted as pandas counts
+        return None

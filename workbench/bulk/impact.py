@@ -1,8 +1,11 @@
 """``Workbench.impact``: what a new release of a code system does to a column of its codes.
 
-The column's distinct codes are counted by its own library (pandas, polars, Dask, Spark:
-each backend's ``counts``), then each distinct code is looked up in both versions,
-column-wise where a store can (``describe``):
+Each distinct code is classified once per pair of loaded versions and kept
+(``impact_table``; ``impact_codes`` classifies, column-wise where a store can): a pandas
+column of texts is looked up in that table as Arrow strings and counted by ``bincount``,
+as ``validate_column`` looks a column up in its answer tables; other libraries' columns
+(polars, Dask, Spark) are counted by their own library (each backend's ``counts``) and
+their distinct codes looked up in the same table:
 
 ==================  ===========================================================
 change              when
@@ -32,28 +35,26 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from workbench.bulk.counting import pandas_counts
+from workbench.bulk.counting import arrow_codes, pandas_counts
 from workbench.bulk.fix import Audit
+from workbench.bulk.impact_codes import CHANGES
 from workbench.bulk.impact_fix import FIX_KINDS, fix_impact
+from workbench.bulk.impact_table import COLUMNS, table_for
 from workbench.errors import CodeSystemNotFoundError, InvalidRequestError
 from workbench.terminology.engine import Terminology
-from workbench.terminology.provider import CodeSystemProvider, Successor
+from workbench.terminology.provider import CodeSystemProvider
 
-CHANGES = ("unchanged", "retired", "display-changed", "became-header", "new", "unknown")
-COLUMNS = [
-    "system",
-    "code",
-    "rows",
-    "change",
-    "from_display",
-    "to_display",
-    "children",
-    "replacements",
-    "replacement",
-    "relation",
+__all__ = [
+    "CHANGES",
+    "COLUMNS",
+    "FIX_KINDS",
+    "Impact",
+    "ImpactFix",
+    "against",
+    "classify",
+    "impact_column",
+    "version_of",
 ]
 
 
@@ -85,10 +86,14 @@ def impact_column(
     if not isinstance(system, str) or not system:
         raise InvalidRequestError("impact() needs system=: the code system's canonical URL")
     old, new = version_of(engine, system, from_version), version_of(engine, system, to_version)
-    counted = counts(data, column)
-    codes = [str(c) for c in counted["code"]]
-    frame = classify(old, new, codes, counted["rows"].to_numpy(dtype=np.int64))
-    missing = int(counted.attrs.get("missing", 0))
+    strings = arrow_codes(data, column)
+    if strings is not None:
+        frame, missing = table_for(old, new).column(old, new, strings)
+    else:
+        counted = counts(data, column)
+        codes = [str(c) for c in counted["code"]]
+        frame = classify(old, new, codes, counted["rows"].to_numpy(dtype=np.int64))
+        missing = int(counted.attrs.get("missing", 0))
     return Impact(system, from_version, to_version, column, frame, missing, data)
 
 
@@ -122,115 +127,12 @@ def against(report: Any, to_version: str, from_version: str | None) -> Impact:
     )
 
 
-def _known(provider: CodeSystemProvider, codes: Sequence[str]) -> tuple[Any, Any, list[Any]]:
-    """Known, inactive and display of each code: by Arrow's hash look-up in a store's
-    columns when it has them, else ``describe``, else concept by concept."""
-    columns = provider.concept_columns()
-    if columns is not None:
-        at = pc.index_in(pa.array(codes, pa.string()), value_set=columns.column("code"))
-        known = pc.is_valid(at).to_numpy(zero_copy_only=False)
-        inactive = pc.fill_null(columns.column("inactive").take(at), False)
-        display = columns.column("display").take(at).to_pylist()
-        return known, inactive.to_numpy(zero_copy_only=False), display
-    described = provider.describe(codes)
-    if described is not None:
-        return described
-    concepts = [provider.get(c) for c in codes]
-    known = np.array([c is not None for c in concepts], dtype=bool)
-    inactive = np.array([c is not None and c.inactive for c in concepts], dtype=bool)
-    return known, inactive, [c.display if c is not None else None for c in concepts]
-
-
 def classify(
     old: CodeSystemProvider, new: CodeSystemProvider, codes: list[str], rows: np.ndarray
 ) -> pd.DataFrame:
-    """The impact frame of distinct ``codes`` (``COLUMNS``), most frequent first."""
-    known_a, inactive_a, display_a = _known(old, codes)
-    known_b, inactive_b, display_b = _known(new, codes)
-    active_a, active_b = known_a & ~inactive_a, known_b & ~inactive_b
-    change = np.full(len(codes), "unchanged", dtype=object)
-    children: list[tuple[str, ...]] = [()] * len(codes)
-    both = np.flatnonzero(active_a & active_b)
-    grew = both[_parents(new, [codes[i] for i in both]) & ~_parents(old, [codes[i] for i in both])]
-    found = _children(new, [codes[i] for i in grew])
-    for i in grew:
-        change[i], children[i] = "became-header", found.get(codes[i], ())
-    shown = np.array([a != b for a, b in zip(display_a, display_b, strict=True)], dtype=bool)
-    change[(change == "unchanged") & active_a & active_b & shown] = "display-changed"
-    change[active_a & ~active_b] = "retired"
-    change[~known_a & known_b] = "new"
-    change[~known_a & ~known_b] = "unknown"
-    replacements: list[tuple[str, ...]] = [()] * len(codes)
-    replacement: list[str | None] = [None] * len(codes)
-    relation: list[str | None] = [None] * len(codes)
-    for i in np.flatnonzero(known_b & inactive_b):
-        successors = new.successors(codes[i])
-        replacements[i] = tuple(s.code for s in successors)
-        strongest = _one_to_one(successors)
-        if strongest is not None:
-            replacement[i], relation[i] = strongest.code, strongest.relation
-    frame = pd.DataFrame(
-        {
-            "system": new.url,
-            "code": np.array(codes, dtype=object),
-            "rows": rows,
-            "change": pd.Categorical(change, categories=CHANGES),
-            "from_display": np.array(display_a, dtype=object),
-            "to_display": np.array(display_b, dtype=object),
-            "children": pd.Series(children, dtype=object),
-            "replacements": pd.Series(replacements, dtype=object),
-            "replacement": np.array(replacement, dtype=object),
-            "relation": np.array(relation, dtype=object),
-        },
-        columns=COLUMNS,
-    )
-    order = np.lexsort((np.asarray(codes, dtype=object).astype(str), -rows))
-    return frame.take(order).reset_index(drop=True)
-
-
-def _parent_pairs(provider: CodeSystemProvider) -> tuple[Any, Any] | None:
-    """(child code, parent code) of every parent link, straight from a store's columns
-    (``parents_column``), or None when the provider has no such columns."""
-    columns, parents = provider.concept_columns(), provider.parents_column()
-    if columns is None or parents is None:
-        return None
-    lists = pc.split_pattern(parents, ", ")
-    flat = pc.list_flatten(lists)
-    child = columns.column("code").take(pc.list_parent_indices(lists))
-    keep = pc.not_equal(flat, "")
-    return child.filter(keep), flat.filter(keep)
-
-
-def _parents(provider: CodeSystemProvider, codes: list[str]) -> np.ndarray:
-    """Which of ``codes`` have children in ``provider`` (column-wise when it can)."""
-    pairs = _parent_pairs(provider)
-    if pairs is None:
-        concepts = [provider.get(c) for c in codes]
-        return np.array([c is not None and bool(c.children) for c in concepts], dtype=bool)
-    wanted = pa.array(codes, pa.string())
-    return pc.is_in(wanted, value_set=pc.unique(pairs[1])).to_numpy(zero_copy_only=False)
-
-
-def _children(provider: CodeSystemProvider, codes: list[str]) -> dict[str, tuple[str, ...]]:
-    """The children of ``codes`` in ``provider``, sorted."""
-    pairs = _parent_pairs(provider)
-    if pairs is None:
-        made = {c: provider.get(c) for c in codes}
-        return {c: tuple(sorted(m.children)) for c, m in made.items() if m is not None}
-    keep = pc.is_in(pairs[1], value_set=pa.array(codes, pa.string()))
-    found: dict[str, list[str]] = {}
-    for child, parent in zip(
-        pairs[0].filter(keep).to_pylist(), pairs[1].filter(keep).to_pylist(), strict=True
-    ):
-        found.setdefault(parent, []).append(child)
-    return {parent: tuple(sorted(kids)) for parent, kids in found.items()}
-
-
-def _one_to_one(found: list[Successor]) -> Successor | None:
-    """The one successor that replaces a code one to one (None when there are several,
-    or only weaker ones)."""
-    strong = [s for s in found if s.replaces]
-    return strong[0] if len(strong) == 1 else None
+    """The impact frame of distinct ``codes`` (``COLUMNS``), most frequent first, through
+    the kept table of the two versions (``impact_table``)."""
+    return table_for(old, new).counted(old, new, codes, rows)
 
 
 @dataclass(frozen=True)

@@ -122,32 +122,41 @@ def between(
 ) -> Diff:
     """The ``Diff`` of two versions' rows (``concept_rows``, ``column_rows`` or
     ``entry_rows``), matched on (system, code) by Arrow's hash look-up (``index_in``);
-    each kind's rows in code order."""
+    each kind's rows in code order.
+
+    Each of the older version's columns is taken once into the newer one's row order and
+    compared with the newer column as it is (a store's memory-mapped column is read, not
+    copied); only the rows that changed are taken into the frames."""
     key_a, key_b = _key(old), _key(new)
-    at = pc.index_in(key_b, value_set=key_a)
+    at = pc.index_in(key_b, value_set=key_a)  # each newer row's older row (null: added)
     matched = pc.is_valid(at)
-    b_rows = pc.indices_nonzero(matched)
-    a_rows = pc.drop_null(at)
-    a, b = old.take(a_rows), new.take(b_rows)
-
-    def differs(name: str) -> Any:
-        blank: Any = False if name == "abstract" else ""
-        left = pc.fill_null(a.column(name), blank)
-        return pc.not_equal(left, pc.fill_null(b.column(name), blank))
-
     changed = {
-        "display-changed": differs("display"),
-        "status-changed": pc.or_(differs("status"), differs("abstract")),
-        "moved": differs("parents"),
+        "display-changed": _differs(old, new, at, matched, "display"),
+        "status-changed": pc.or_(
+            _differs(old, new, at, matched, "status"), _differs(old, new, at, matched, "abstract")
+        ),
+        "moved": _differs(old, new, at, matched, "parents"),
     }
     parts = [
         _part(None, new.filter(pc.invert(matched)), "added", url),
         _part(old.filter(pc.invert(pc.is_in(key_a, value_set=key_b))), None, "removed", url),
     ]
     for kind, mask in changed.items():
-        parts.append(_part(a.filter(mask), b.filter(mask), kind, url))
+        rows = pc.indices_nonzero(mask)
+        parts.append(_part(old.take(at.take(rows)), new.take(rows), kind, url))
     frame = pd.concat(parts, ignore_index=True)[COLUMNS]
     return Diff(url, resource_type, from_version, to_version, len(old), len(new), frame)
+
+
+def _differs(old: pa.Table, new: pa.Table, at: Any, matched: Any, name: str) -> Any:
+    """Per newer row, whether column ``name`` differs from the older row it matched (false
+    for an added row; a missing value is compared as ``""``, or false for ``abstract``)."""
+    left, right = old.column(name).take(at), new.column(name)
+    if old.column(name).null_count == 0 and right.null_count == 0:
+        return pc.fill_null(pc.not_equal(left, right), False)  # null: an added row
+    blank: Any = False if name == "abstract" else ""
+    differ = pc.not_equal(pc.fill_null(left, blank), pc.fill_null(right, blank))
+    return pc.and_(matched, differ)
 
 
 def _key(rows: pa.Table) -> Any:
