@@ -176,9 +176,20 @@ class ValueSetNotFoundError(WorkbenchError):
     context = ""
 
     def __init__(self, url: str, *, context: str = "") -> None:
-        super().__init__(f"ValueSet {url} not found" + (f" ({context})" if context else ""))
+        super().__init__(f"ValueSet {url} not found")  # operation-api.md 7.2's exact text
         self.url = url
         self.context = context
+
+    def __str__(self) -> str:
+        return self.text + (f" ({self.context})" if self.context else "")
+
+    def to_outcome(self) -> dict[str, Any]:
+        """The OperationOutcome: the text as the spec has it, the loaded versions (when
+        only the version asked for is missing) as the issue's ``diagnostics``."""
+        found = super().to_outcome()
+        if self.context:
+            found["issue"][0]["diagnostics"] = self.context
+        return found
 
 
 class ValueSetDefinitionNotFoundError(ValueSetNotFoundError):
@@ -196,17 +207,6 @@ class ValueSetDefinitionNotFoundError(ValueSetNotFoundError):
         WorkbenchError.__init__(self, f"A definition for the value Set '{url}' could not be found")
         self.url = url
         self.context = context
-
-    def __str__(self) -> str:
-        return self.text + (f" ({self.context})" if self.context else "")
-
-    def to_outcome(self) -> dict[str, Any]:
-        """The OperationOutcome: tx.fhir.org's text, the loaded versions (when only the
-        version asked for is missing) as the issue's ``diagnostics``."""
-        found = super().to_outcome()
-        if self.context:
-            found["issue"][0]["diagnostics"] = self.context
-        return found
 
 
 class ImportedValueSetNotFoundError(ValueSetNotFoundError):
