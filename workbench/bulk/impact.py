@@ -41,7 +41,7 @@ from workbench.bulk.fix import Audit
 from workbench.bulk.impact_codes import CHANGES
 from workbench.bulk.impact_fix import FIX_KINDS, fix_impact
 from workbench.bulk.impact_table import COLUMNS, table_for
-from workbench.errors import CodeSystemNotFoundError, InvalidRequestError
+from workbench.errors import InvalidRequestError
 from workbench.terminology.engine import Terminology
 from workbench.terminology.provider import CodeSystemProvider
 
@@ -54,19 +54,7 @@ __all__ = [
     "against",
     "classify",
     "impact_column",
-    "version_of",
 ]
-
-
-def version_of(engine: Terminology, url: str, version: str) -> CodeSystemProvider:
-    """The loaded version of a code system, else CodeSystemNotFoundError naming the loaded
-    versions."""
-    found = engine.codesystem(url, version)
-    if found is None:
-        loaded = engine.codesystem_versions(url)
-        said = ", ".join(map(repr, loaded)) if loaded else "none"
-        raise CodeSystemNotFoundError(url, version, context=f"the loaded versions are {said}")
-    return found
 
 
 def impact_column(
@@ -85,7 +73,9 @@ def impact_column(
     check_pair(from_version, to_version)
     if not isinstance(system, str) or not system:
         raise InvalidRequestError("impact() needs system=: the code system's canonical URL")
-    old, new = version_of(engine, system, from_version), version_of(engine, system, to_version)
+    # a version that is not loaded: CodeSystemNotFoundError naming the loaded ones
+    old = engine.require_codesystem(system, from_version)
+    new = engine.require_codesystem(system, to_version)
     strings = arrow_codes(data, column)
     if strings is not None:
         frame, missing = table_for(old, new).column(old, new, strings)
