@@ -325,7 +325,11 @@ def test_validate_by_url_argument(default_wb: Workbench) -> None:
     ("target", "message"),
     [
         pytest.param(VS + "nope", f"ValueSet {VS}nope not found", id="url"),
-        pytest.param(f"{ALL}|9.9.9", f"ValueSet {ALL}|9.9.9 not found", id="url-version"),
+        pytest.param(
+            f"{ALL}|9.9.9",
+            f"ValueSet {ALL}|9.9.9 not found (the loaded versions are '1.0.0')",
+            id="url-version",
+        ),
     ],
 )
 def test_unknown_value_set(

@@ -172,10 +172,24 @@ class ValueSetNotFoundError(WorkbenchError):
     code = "invalid"
     status = 400
     msg_id = "WB-VS-404"
+    #: What else the message says (the loaded versions, when only the version is missing).
+    context = ""
 
-    def __init__(self, url: str) -> None:
-        super().__init__(f"ValueSet {url} not found")
+    def __init__(self, url: str, *, context: str = "") -> None:
+        super().__init__(f"ValueSet {url} not found")  # operation-api.md 7.2's exact text
         self.url = url
+        self.context = context
+
+    def __str__(self) -> str:
+        return self.text + (f" ({self.context})" if self.context else "")
+
+    def to_outcome(self) -> dict[str, Any]:
+        """The OperationOutcome: the text as the spec has it, the loaded versions (when
+        only the version asked for is missing) as the issue's ``diagnostics``."""
+        found = super().to_outcome()
+        if self.context:
+            found["issue"][0]["diagnostics"] = self.context
+        return found
 
 
 class ValueSetDefinitionNotFoundError(ValueSetNotFoundError):
@@ -189,9 +203,10 @@ class ValueSetDefinitionNotFoundError(ValueSetNotFoundError):
     msg_id = "WB-EXP-VS-404"
     tx = "not-found"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, context: str = "") -> None:
         WorkbenchError.__init__(self, f"A definition for the value Set '{url}' could not be found")
         self.url = url
+        self.context = context
 
 
 class ImportedValueSetNotFoundError(ValueSetNotFoundError):

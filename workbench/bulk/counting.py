@@ -16,7 +16,7 @@ def column_of(data: Any, column: str | None, library: str = "pandas") -> Any:
     """The column ``column`` of a DataFrame, or the Series itself (InvalidRequestError for
     a DataFrame without that column)."""
     columns = getattr(data, "columns", None)
-    if columns is None:
+    if columns is None or getattr(data, "ndim", 2) == 1:  # a Series (Dask's has columns)
         return data
     if column is None or column not in list(columns):
         raise InvalidRequestError(

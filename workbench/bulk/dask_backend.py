@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.bulk import counting
+from workbench.bulk import counting, libraries
 from workbench.bulk.checker import Checker
 from workbench.bulk.jobs import TranslateColumn, ValidateColumn
 from workbench.bulk.pandas_backend import (
@@ -32,8 +32,7 @@ from workbench.errors import InvalidRequestError
 
 def handles(data: Any) -> bool:
     """True for a dask DataFrame or Series (without importing dask when it is not used)."""
-    module = type(data).__module__
-    return module.startswith(("dask.", "dask_expr"))
+    return libraries.is_dask(data)
 
 
 def counts(data: Any, column: str | None) -> pd.DataFrame:

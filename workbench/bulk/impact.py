@@ -37,10 +37,11 @@ import numpy as np
 import pandas as pd
 
 from workbench.bulk.counting import arrow_codes, pandas_counts
-from workbench.bulk.fix import AUDIT, Audit
+from workbench.bulk.fix import Audit
 from workbench.bulk.impact_codes import CHANGES
+from workbench.bulk.impact_fix import FIX_KINDS, fix_impact
 from workbench.bulk.impact_table import COLUMNS, table_for
-from workbench.errors import CodeSystemNotFoundError, InvalidRequestError
+from workbench.errors import InvalidRequestError
 from workbench.terminology.engine import Terminology
 from workbench.terminology.provider import CodeSystemProvider
 
@@ -53,22 +54,7 @@ __all__ = [
     "against",
     "classify",
     "impact_column",
-    "version_of",
 ]
-
-#: The kinds ``Impact.fix`` applies.
-FIX_KINDS = ("replacement",)
-
-
-def version_of(engine: Terminology, url: str, version: str) -> CodeSystemProvider:
-    """The loaded version of a code system, else CodeSystemNotFoundError naming the loaded
-    versions."""
-    found = engine.codesystem(url, version)
-    if found is None:
-        loaded = engine.codesystem_versions(url)
-        said = ", ".join(map(repr, loaded)) if loaded else "none"
-        raise CodeSystemNotFoundError(url, version, context=f"the loaded versions are {said}")
-    return found
 
 
 def impact_column(
@@ -87,7 +73,9 @@ def impact_column(
     check_pair(from_version, to_version)
     if not isinstance(system, str) or not system:
         raise InvalidRequestError("impact() needs system=: the code system's canonical URL")
-    old, new = version_of(engine, system, from_version), version_of(engine, system, to_version)
+    # a version that is not loaded: CodeSystemNotFoundError naming the loaded ones
+    old = engine.require_codesystem(system, from_version)
+    new = engine.require_codesystem(system, to_version)
     strings = arrow_codes(data, column)
     if strings is not None:
         frame, missing = table_for(old, new).column(old, new, strings)
@@ -139,10 +127,11 @@ def classify(
 
 @dataclass(frozen=True)
 class ImpactFix:
-    """What ``Impact.fix`` did: ``data`` (a fixed copy, same index), ``audit`` (one row per
-    cell changed: row, column, before, after, kind, why, map) and ``rows_fixed``."""
+    """What ``Impact.fix`` did: ``data`` (a fixed copy, of the data's library), ``audit``
+    (one row per cell changed: row, column, before, after, kind, why, map) and
+    ``rows_fixed``."""
 
-    data: pd.Series | pd.DataFrame
+    data: Any  # of the library the data came in
     audit: Audit
     rows_fixed: int
 
@@ -171,59 +160,15 @@ class Impact:
         rows = self.frame.groupby("change", observed=False)["rows"].sum()
         return {kind: int(rows.get(kind, 0)) for kind in CHANGES}
 
-    def fix(
-        self, data: pd.Series | pd.DataFrame | None = None, *, kinds: Sequence[str] = FIX_KINDS
-    ) -> ImpactFix:
+    def fix(self, data: Any = None, *, kinds: Sequence[str] = FIX_KINDS) -> ImpactFix:
         """Replace each code that has one one-to-one replacement (``replacement``) in a
-        copy of ``data`` (by default the pandas data ``impact`` was given), with an audit;
-        the children of a header and weaker associations are never applied. Raises
-        InvalidRequestError for another kind, or data that is not a pandas Series or a
-        DataFrame with the column."""
-        asked = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-        if not asked or any(k not in FIX_KINDS for k in asked):
-            raise InvalidRequestError(
-                f"Impact.fix() applies the kinds {list(FIX_KINDS)}, not {list(asked)}"
-            )
+        copy of ``data`` (by default the data ``impact`` was given: pandas, polars, Dask
+        or Spark, fixed in its own library), with an audit; the children of a header and
+        weaker associations are never applied (``impact_fix.py``). Raises
+        InvalidRequestError for another kind, or data without the column."""
         source = self.data if data is None else data
-        if isinstance(source, pd.DataFrame) and self.column in source:
-            values = source[self.column]
-        elif isinstance(source, pd.Series):
-            values = source
-        else:
-            raise InvalidRequestError(
-                "Impact.fix() takes a pandas Series or a DataFrame with the column "
-                f"{self.column!r} (fix other libraries' data by the audit's before/after)"
-            )
-        table = self.frame.dropna(subset=["replacement"])
-        mapping = dict(zip(table["code"], table["replacement"], strict=True))
-        why = dict(zip(table["code"], table["relation"], strict=True))
-        changed = values.isin(list(mapping)).to_numpy()
-        before = values[changed].astype(object)
-        after = before.map(mapping)
-        fixed = (
-            values.astype(object)
-            if isinstance(values.dtype, pd.CategoricalDtype)
-            else values.copy()
-        )
-        fixed[changed] = after
-        out = source.copy()
-        if isinstance(out, pd.DataFrame):
-            out[self.column] = fixed
-        else:
-            out = fixed
-        audit = Audit(
-            {
-                "row": before.index,
-                "column": self.column,
-                "before": before.to_numpy(),
-                "after": after.to_numpy(),
-                "kind": "replacement",
-                "why": [f"{why[c]} (release {self.to_version})" for c in before],
-                "map": None,
-            },
-            columns=AUDIT,
-        )
-        return ImpactFix(out, audit, int(changed.sum()))
+        fixed, audit = fix_impact(self.frame, self.column, self.to_version, source, kinds)
+        return ImpactFix(fixed, audit, len(audit))
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{k} {v:,}" for k, v in self.counts.items() if v) or "no rows"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from workbench.bulk import counting, pandas_backend
+from workbench.bulk import counting, libraries, pandas_backend
 from workbench.bulk.pandas_backend import check_columns
 from workbench.bulk.polars_lookup import NO_ROWS, Answered, Lookup, locate, lookup
 from workbench.bulk.table import AnswerTable, State
@@ -47,8 +46,7 @@ if TYPE_CHECKING:
 
 def handles(data: Any) -> bool:
     """Whether ``data`` is a polars DataFrame or Series (without importing polars)."""
-    polars = sys.modules.get("polars")
-    return polars is not None and isinstance(data, polars.DataFrame | polars.Series)
+    return libraries.is_polars(data)
 
 
 def counts(data: Any, column: str | None) -> pd.DataFrame:

@@ -20,7 +20,6 @@ is given.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow as pa
 
-from workbench.bulk import counting
+from workbench.bulk import counting, libraries
 from workbench.bulk.pandas_backend import (
     check_columns,
     translate_pandas,
@@ -52,8 +51,7 @@ KEY = "__workbench_key_"  # the answers' key columns (then their number)
 def handles(data: Any) -> bool:
     """Whether ``data`` is a Spark DataFrame (classic or Connect; pyspark is not imported
     when it is not in use)."""
-    sql = sys.modules.get("pyspark.sql")
-    return sql is not None and isinstance(data, sql.DataFrame)
+    return libraries.is_spark(data)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ class Expanding(Resolution):
         except ValueSetDefinitionNotFoundError:
             raise
         except ValueSetNotFoundError as exc:  # e1: not-found, as tx.fhir.org answers
-            raise ValueSetDefinitionNotFoundError(exc.url) from exc
+            raise ValueSetDefinitionNotFoundError(exc.url, context=exc.context) from exc
         asked = [*req.use_supplements, *supplements.valueset_supplements(compiled.resource)]
         if asked:
             self.require_supplements(asked, f"the expansion of {compiled.canonical}")

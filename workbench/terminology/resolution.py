@@ -163,12 +163,17 @@ class Resolution:
         return any(r is resource for r in sent) or bool(supplements.supplements_of(resource, sent))
 
     def require_codesystem(self, url: str | None, version: str | None = None) -> CodeSystemProvider:
-        """Return a code system's index or raise CodeSystemNotFoundError."""
+        """Return a code system's index or raise CodeSystemNotFoundError (naming the
+        loaded versions when only the version asked for is missing)."""
         if not url:
             raise InvalidRequestError("No code system was given (the 'system' or 'url' input)")
         found = self.codesystem(url, version)
         if found is None:
-            raise CodeSystemNotFoundError(url, version)
+            loaded = self.codesystem_versions(url) if version else []
+            said = ", ".join(map(repr, loaded))
+            raise CodeSystemNotFoundError(
+                url, version, context=f"the loaded versions are {said}" if loaded else ""
+            )
         return found
 
     def codesystem_versions(self, url: str) -> list[str]:
@@ -199,14 +204,20 @@ class Resolution:
         return self.codesystem(url, pinned)
 
     def valueset_resource(self, url: str, version: str | None = None) -> Resource:
-        """Return a stored ValueSet by canonical, or raise ValueSetNotFoundError."""
+        """Return a stored ValueSet by canonical, or raise ValueSetNotFoundError (naming the
+        loaded versions when only the version asked for is missing)."""
         if version is None:
             url, version = split_canonical(url)
         found = self.registry.get("ValueSet", url, version)
         if found is None and version is None:
             found = self._implicit_valueset(url)
         if found is None:
-            raise ValueSetNotFoundError(f"{url}|{version}" if version else url)
+            loaded = [v for v in self.registry.versions("ValueSet", url) if v] if version else []
+            said = ", ".join(map(repr, loaded))
+            raise ValueSetNotFoundError(
+                f"{url}|{version}" if version else url,
+                context=f"the loaded versions are {said}" if loaded else "",
+            )
         return found
 
     def _implicit_valueset(self, url: str) -> Resource | None:

@@ -269,10 +269,12 @@ class Validating(Resolution):
             )
         if found is None:
             label = f"{url}|{version}" if version else url
+            loaded = self.codesystem_versions(url) if version else []
             return failure(
                 "unknown-system",
                 f"A definition for CodeSystem '{label}' could not be "
-                f"found, so the code '{code}' cannot be validated",
+                f"found, so the code '{code}' cannot be validated"
+                + (". Valid versions: " + " or ".join(loaded) if loaded else ""),
                 code=code,
                 system=url,
                 version=version,
