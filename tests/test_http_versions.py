@@ -20,8 +20,8 @@ import pytest
 from http_support import TOKEN, assert_outcome, client, exactly, params, values
 
 from tests import snomed_rf2
-from tests.conftest import EXAMPLES, THO
 from tests.icd10cm_years import xml_codes
+from tests.test_diff import act_files  # noqa: F401  (v3-ActCode's two versions)
 from tests.test_impact import OLD_SCT, sct_wb  # noqa: F401  (the two SNOMED CT versions)
 from workbench import Workbench
 
@@ -55,18 +55,10 @@ def _pinned(url: str, system: str, version: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def act_files(package_dirs: dict[str, Path]) -> dict[str, Path]:
-    return {
-        version: package_dirs[name] / "package" / "CodeSystem-v3-ActCode.json"
-        for version, name in (("2018-08-12", EXAMPLES[0]), ("9.0.0", THO[0]))
-    }
-
-
-@pytest.fixture(scope="module")
 def wb(
     icd_years_wb: Workbench,
     sct_wb: Workbench,  # noqa: F811
-    act_files: dict[str, Path],
+    act_files: dict[str, Path],  # noqa: F811
 ) -> Workbench:
     bench = Workbench()
     for source, url, versions in (
@@ -99,7 +91,10 @@ def _concepts(concepts: list[dict[str, Any]]) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def file_codes(icd_years: dict[str, Path], act_files: dict[str, Path]) -> dict[str, set[str]]:
+def file_codes(
+    icd_years: dict[str, Path],
+    act_files: dict[str, Path],  # noqa: F811
+) -> dict[str, set[str]]:
     """Each version's codes read straight from its own file (ICD-10-CM: the year's XML,
     without the seven-character extensions; v3-ActCode: the package's JSON)."""
     found = {year: xml_codes(icd_years[year]) for year in ("2025", "2026")}
