@@ -142,7 +142,7 @@ def test_each_version_answers_lookup_and_validate_code(
                 code=added, **{name: pin},
             )  # fmt: skip
             assert values(in_vs, "result") == [known], (name, in_vs)
-        assert values(in_vs, "version") == [version] if known else True
+            assert values(in_vs, "version") == [version], (name, in_vs)  # the one checked
     if len(diff.display_changed):
         row = diff.display_changed.iloc[0]
         for version, display in ((old, row["from_display"]), (new, row["to_display"])):

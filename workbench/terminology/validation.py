@@ -252,7 +252,10 @@ def _locate(
         cs = codesystem(system, version)
         concept = cs.get(code) if cs is not None else None
     else:
-        cs = match.cs or codesystem(system, forced)
+        cs = match.cs
+        if cs is None:  # no member: the version the includes draw on, where they use one
+            drawn = vs.included_versions(system) if forced is None else []
+            cs = codesystem(system, drawn[0] if len(drawn) == 1 else forced)
         concept = match.concept or (cs.get(code) if cs is not None else None)
     if concept is not None and match.designations:
         # the value set's own designations count as the concept's for this check
