@@ -6,19 +6,21 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 import pandas as pd
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from workbench.bulk.charting import BY_CODE
-from workbench.bulk.page import write_html
-from workbench.bulk.sharing import ReportContent, write_excel
 from workbench.cli import reading
 from workbench.cli.distinct import KEPT_KEYS, Distinct
 from workbench.workbench import Workbench
+
+if TYPE_CHECKING:  # (imported where used: the progress bar on a terminal, the reports)
+    from rich.progress import Progress
+
+    from workbench.bulk.sharing import ReportContent
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Tally:
     def content(self, title: str, about: dict[str, Any]) -> ReportContent:
         """The summary as a shared report's content: its by-code table lists the failing
         codes (missing values are a reason), suggestions for the SUGGESTED most frequent."""
+        from workbench.bulk.sharing import ReportContent
+
         rows = []
         for rank, ((code, system, issue), count) in enumerate(self.invalid.most_common()):
             message = self.messages.get((code, system, issue))
@@ -160,11 +164,12 @@ class _progress:
     """A rich progress bar on stderr when it is a terminal, nothing when piped."""
 
     def __init__(self, total: int | None) -> None:
-        self.bar = (
-            Progress(TextColumn("validating"), BarColumn(), MofNCompleteColumn(), transient=True)
-            if sys.stderr.isatty()
-            else None
-        )
+        self.bar: Progress | None = None
+        if sys.stderr.isatty():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            columns = (TextColumn("validating"), BarColumn(), MofNCompleteColumn())
+            self.bar = Progress(*columns, transient=True)
         self.total = total
 
     def __enter__(self) -> tuple[Progress | None, Any]:
@@ -193,6 +198,10 @@ def write_report(path: Path, tally: Tally, about: dict[str, Any]) -> None:
         return
     content = tally.content(f"workbench validate {about.get('file', '')}".strip(), about)
     if suffix == ".html":
+        from workbench.bulk.page import write_html
+
         write_html(content, path)
     else:
+        from workbench.bulk.sharing import write_excel
+
         write_excel(content, path)
