@@ -124,27 +124,3 @@ def test_distinct_counts_rows_per_key_in_order_of_first_appearance() -> None:
     assert values.column("code").to_pylist() == ["b", "a", None, "c"]
     assert counts.tolist() == [2, 2, 3, 1]
     assert len(counter) == 0
-
-
-def test_a_dictionary_encoded_column_counts_as_its_values() -> None:
-    # dictionaries shared by batches (a row group), replaced, with unused entries; nulls
-    # in the indices; keys forgotten between batches (a part decided)
-    batches = [
-        (["x", "b", "a"], [1, 2, 1, None]),
-        (["x", "b", "a"], [0, 2, None]),
-        (["a", "c", "unused"], [1, 0, 1]),
-    ]
-    encoded, plain = distinct.Distinct(["code"]), distinct.Distinct(["code"])
-    parts = []
-    for number, (dictionary, indices) in enumerate(batches):
-        array = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(dictionary))
-        encoded.add(pa.record_batch([array], names=["code"]))
-        plain.add(pa.record_batch([array.cast(pa.string())], names=["code"]))
-        if number == 1:
-            parts.append((encoded.take(), plain.take()))
-    parts.append((encoded.take(), plain.take()))
-    for (values, counts), (expected_values, expected_counts) in parts:
-        assert values.column("code").to_pylist() == expected_values.column("code").to_pylist()
-        assert counts.tolist() == expected_counts.tolist()
-    assert parts[0][0][0].column("code").to_pylist() == ["b", "a", None, "x"]
-    assert parts[0][0][1].tolist() == [2, 2, 2, 1]

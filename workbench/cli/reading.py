@@ -92,12 +92,9 @@ def batches(table: Table, columns: list[str]) -> Iterator[pd.DataFrame]:
             yield frame(batch)
 
 
-def arrow_batches(
-    table: Table, columns: list[str], *, dictionary: bool = False
-) -> Iterator[pa.RecordBatch]:
+def arrow_batches(table: Table, columns: list[str]) -> Iterator[pa.RecordBatch]:
     """The ``columns`` of ``table`` in Arrow batches of at most BATCH_ROWS rows, as Arrow
-    strings (``dictionary``: Parquet's text columns dictionary-encoded, as they are
-    stored). Raises InputError for a truncated or badly encoded file."""
+    strings. Raises InputError for a truncated or badly encoded file."""
     if table.kind in ROW_FORMATS:
         for rows in _rows(table, columns):
             arrays = [
@@ -106,7 +103,7 @@ def arrow_batches(
             yield pa.record_batch(arrays, names=columns)
         return
     with _readable(table):
-        scanner = _dataset(table.path, table.kind, columns, dictionary).scanner(
+        scanner = _dataset(table.path, table.kind, columns).scanner(
             columns=columns, batch_size=BATCH_ROWS
         )
         for batch in scanner.to_batches():
@@ -155,10 +152,9 @@ def _columns(path: Path, kind: str) -> list[str]:
     return list(_dataset(path, kind, []).schema.names)
 
 
-def _dataset(path: Path, kind: str, columns: list[str], dictionary: bool = False) -> ds.Dataset:
+def _dataset(path: Path, kind: str, columns: list[str]) -> ds.Dataset:
     if kind == "Parquet":
-        read = ds.ParquetReadOptions(dictionary_columns=columns if dictionary else [])
-        return ds.dataset(path, format=ds.ParquetFileFormat(read_options=read))
+        return ds.dataset(path, format="parquet")
     file_format = ds.CsvFileFormat(
         parse_options=pacsv.ParseOptions(delimiter="\t" if kind == "TSV" else ","),
         convert_options=pacsv.ConvertOptions(
@@ -169,14 +165,11 @@ def _dataset(path: Path, kind: str, columns: list[str], dictionary: bool = False
 
 
 def _as_strings(batch: pa.RecordBatch, columns: list[str]) -> pa.RecordBatch:
-    """The ``columns`` of a batch as Arrow strings (numbers written as their text), a
-    dictionary-encoded one as a dictionary of strings."""
+    """The ``columns`` of a batch as Arrow strings (numbers written as their text)."""
     arrays = []
     for name in columns:
-        column, kind = batch.column(name), pa.string()
-        if pa.types.is_dictionary(column.type):
-            kind = pa.dictionary(column.type.index_type, pa.string())
-        arrays.append(column if column.type == kind else column.cast(kind))
+        column = batch.column(name)
+        arrays.append(column if column.type == pa.string() else column.cast(pa.string()))
     return pa.record_batch(arrays, names=columns)
 
 

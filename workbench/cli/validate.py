@@ -135,7 +135,7 @@ def run(wb: Workbench, job: Job) -> Tally:
     )
     tally, distinct = Tally(), Distinct(columns)
     with _progress(reading.count_rows(job.table)) as (progress, task):
-        for batch in reading.arrow_batches(job.table, columns, dictionary=len(columns) == 1):
+        for batch in reading.arrow_batches(job.table, columns):
             distinct.add(batch)
             if len(distinct) >= KEPT_KEYS:
                 _decide(wb, job, distinct, tally)
