@@ -46,6 +46,9 @@ class Distinct:
         """Count the rows of ``batch`` per key, remembering the keys not seen before."""
         keys = keys_of(batch, self.columns)
         found = pc.index_in(keys, value_set=self.known)
+        if not found.null_count:  # every key known (most batches): the positions, no copy
+            self._count(found.to_numpy())
+            return
         rows = np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), np.int64)
         new = np.flatnonzero(rows < 0)
         if len(new):
@@ -57,6 +60,10 @@ class Distinct:
             self.values.append(table.take(pa.array(new[first])))
             rows[new] = where + len(self.known)
             self.known = pa.concat_arrays([self.known, unique.cast(self.known.type)])
+        self._count(rows)
+
+    def _count(self, rows: np.ndarray) -> None:
+        """Add one row to the key at each of ``rows`` (positions among the known keys)."""
         added = np.bincount(rows, minlength=len(self.known))
         added[: len(self.counts)] += self.counts
         self.counts = added
