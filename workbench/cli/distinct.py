@@ -55,12 +55,21 @@ class Distinct:
             taken = keys.take(pa.array(new))
             unique = pc.unique(taken)
             where = np.asarray(pc.index_in(taken, value_set=unique).to_numpy(), np.int64)
-            _, first = np.unique(where, return_index=True)  # where numbers them in order
-            table = pa.Table.from_batches([batch]).select(self.columns)
-            self.values.append(table.take(pa.array(new[first])))
+            self.values.append(self._values(batch, unique, new, where))
             rows[new] = where + len(self.known)
             self.known = pa.concat_arrays([self.known, unique.cast(self.known.type)])
         self._count(rows)
+
+    def _values(
+        self, batch: pa.RecordBatch, unique: pa.Array, new: np.ndarray, where: np.ndarray
+    ) -> pa.Table:
+        """One row of values for each new key: the key itself for one column, else the
+        first row of ``batch`` that has it (``where`` numbers the keys in order)."""
+        if len(self.columns) == 1:
+            return pa.table({self.columns[0]: unique})
+        _, first = np.unique(where, return_index=True)
+        table = pa.Table.from_batches([batch]).select(self.columns)
+        return table.take(pa.array(new[first]))
 
     def _count(self, rows: np.ndarray) -> None:
         """Add one row to the key at each of ``rows`` (positions among the known keys)."""
