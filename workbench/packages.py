@@ -25,13 +25,15 @@ import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import httpx
 import orjson
 
 from . import unpacking
 from .errors import LoadError, PackageError, PackageIntegrityError, PackageNotFoundError
+
+if TYPE_CHECKING:  # imported where a package is fetched: not at start-up (httpx takes 0.1 s)
+    import httpx
 
 __all__ = [
     "CACHE_ENV",
@@ -390,6 +392,8 @@ def install_package(
             return cached
     cache = _cache_path(cache_dir)
     base = (registry if registry is not None else default_registry()).strip().rstrip("/")
+    import httpx
+
     http = client if client is not None else httpx.Client(timeout=timeout)
     try:
         packument_url = f"{base}/{name}"
@@ -405,6 +409,8 @@ def install_package(
 
 
 def _fetch_packument(http: httpx.Client, url: str, name: str, base: str) -> dict[str, Any]:
+    import httpx
+
     try:
         response = http.get(url, headers={"Accept": _PACKUMENT_ACCEPT}, follow_redirects=True)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
@@ -496,6 +502,8 @@ def _expected_digests(dist: dict[str, Any], label: str) -> tuple[str, set[bytes]
 
 
 def _download(http: httpx.Client, url: str, out: IO[bytes], algorithm: str) -> bytes:
+    import httpx
+
     hasher = hashlib.new(algorithm)
     try:
         with http.stream("GET", url, follow_redirects=True) as response:
@@ -517,6 +525,8 @@ def _download_and_install(
     cache: Path,
     packument_url: str,
 ) -> Path:
+    import httpx
+
     tarball_url = str(httpx.URL(packument_url).join(dist["tarball"]))
     expected = _expected_digests(dist, tarball_url)
     cache.mkdir(parents=True, exist_ok=True)

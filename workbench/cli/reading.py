@@ -77,24 +77,62 @@ def open_table(path: str | Path) -> Table:
     return Table(path, kind, columns)
 
 
+#: The formats read row by row in Python (the others are read by Arrow).
+ROW_FORMATS = ("NDJSON", "Excel")
+
+
 def batches(table: Table, columns: list[str]) -> Iterator[pd.DataFrame]:
     """The ``columns`` of ``table`` in frames of at most BATCH_ROWS rows, as strings (None
     for a missing value). Raises InputError for a truncated or badly encoded file."""
+    if table.kind in ROW_FORMATS:
+        for rows in _rows(table, columns):
+            yield pd.DataFrame(rows, columns=columns, dtype=object)
+    else:
+        for batch in arrow_batches(table, columns):
+            yield frame(batch)
+
+
+def arrow_batches(table: Table, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """The ``columns`` of ``table`` in Arrow batches of at most BATCH_ROWS rows, as Arrow
+    strings. Raises InputError for a truncated or badly encoded file."""
+    if table.kind in ROW_FORMATS:
+        for rows in _rows(table, columns):
+            arrays = [
+                pa.array(list(values), type=pa.string()) for values in zip(*rows, strict=True)
+            ]
+            yield pa.record_batch(arrays, names=columns)
+        return
+    with _readable(table):
+        scanner = _dataset(table.path, table.kind, columns).scanner(
+            columns=columns, batch_size=BATCH_ROWS
+        )
+        for batch in scanner.to_batches():
+            yield _as_strings(batch, columns)
+
+
+def _rows(table: Table, columns: list[str]) -> Iterator[list[list[str | None]]]:
+    """An NDJSON or Excel file's ``columns`` in lists of at most BATCH_ROWS rows."""
+    with _readable(table):
+        yield from (_ndjson if table.kind == "NDJSON" else _excel)(table.path, columns)
+
+
+@contextmanager
+def _readable(table: Table) -> Iterator[None]:
+    """Raise InputError for what the readers raise on a truncated or badly encoded file."""
     try:
-        if table.kind == "NDJSON":
-            yield from _ndjson(table.path, columns)
-        elif table.kind == "Excel":
-            yield from _excel(table.path, columns)
-        else:
-            scanner = _dataset(table.path, table.kind, columns).scanner(
-                columns=columns, batch_size=BATCH_ROWS
-            )
-            for batch in scanner.to_batches():
-                yield _strings(batch, columns)
+        yield
     except UNREADABLE as exc:
         raise InputError(
             f"{table.path}: not a readable {table.kind} file ({_first_line(exc)})"
         ) from None
+
+
+def frame(batch: pa.RecordBatch | pa.Table) -> pd.DataFrame:
+    """Arrow string columns as a frame of pandas' Arrow-backed strings (NaN for a missing
+    value), the buffers kept as they are: no Python object per row."""
+    return pd.DataFrame(
+        {name: pd.Series(pd.array(batch.column(name), dtype=TEXT)) for name in batch.schema.names}
+    )
 
 
 def count_rows(table: Table) -> int | None:
@@ -126,19 +164,16 @@ def _dataset(path: Path, kind: str, columns: list[str]) -> ds.Dataset:
     return ds.dataset(path, format=file_format)
 
 
-def _strings(batch: pa.RecordBatch, columns: list[str]) -> pd.DataFrame:
-    """A batch as a frame of pandas' Arrow-backed strings (numbers written as their text),
-    the batch's buffers kept as they are: no Python object per row."""
-    data = {}
+def _as_strings(batch: pa.RecordBatch, columns: list[str]) -> pa.RecordBatch:
+    """The ``columns`` of a batch as Arrow strings (numbers written as their text)."""
+    arrays = []
     for name in columns:
         column = batch.column(name)
-        if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
-            column = column.cast(pa.string())
-        data[name] = pd.Series(pd.array(column, dtype=TEXT))
-    return pd.DataFrame(data)
+        arrays.append(column if column.type == pa.string() else column.cast(pa.string()))
+    return pa.record_batch(arrays, names=columns)
 
 
-def _ndjson(path: Path, columns: list[str]) -> Iterator[pd.DataFrame]:
+def _ndjson(path: Path, columns: list[str]) -> Iterator[list[list[str | None]]]:
     rows: list[list[str | None]] = []
     with path.open("rb") as file:
         for number, line in enumerate(file, start=1):
@@ -152,10 +187,10 @@ def _ndjson(path: Path, columns: list[str]) -> Iterator[pd.DataFrame]:
                 raise ValueError(f"line {number}: not a JSON object")
             rows.append([_text(record.get(name)) for name in columns])
             if len(rows) >= BATCH_ROWS:
-                yield pd.DataFrame(rows, columns=columns, dtype=object)
+                yield rows
                 rows = []
     if rows:
-        yield pd.DataFrame(rows, columns=columns, dtype=object)
+        yield rows
 
 
 @contextmanager
@@ -174,7 +209,7 @@ def _sheet_rows(path: Path) -> Iterator[Iterator[tuple[object, ...]]]:
         book.close()
 
 
-def _excel(path: Path, columns: list[str]) -> Iterator[pd.DataFrame]:
+def _excel(path: Path, columns: list[str]) -> Iterator[list[list[str | None]]]:
     with _sheet_rows(path) as rows:
         header = [str(c) if c is not None else None for c in next(rows, ())]
         where = [header.index(name) for name in columns]
@@ -182,10 +217,10 @@ def _excel(path: Path, columns: list[str]) -> Iterator[pd.DataFrame]:
         for row in rows:
             chunk.append([_text(row[i]) if i < len(row) else None for i in where])
             if len(chunk) >= BATCH_ROWS:
-                yield pd.DataFrame(chunk, columns=columns, dtype=object)
+                yield chunk
                 chunk = []
         if chunk:
-            yield pd.DataFrame(chunk, columns=columns, dtype=object)
+            yield chunk
 
 
 def _text(value: object) -> str | None:

@@ -6,17 +6,21 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import orjson
 import pandas as pd
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from workbench.bulk.charting import BY_CODE
-from workbench.bulk.page import write_html
-from workbench.bulk.sharing import ReportContent, write_excel
 from workbench.cli import reading
+from workbench.cli.distinct import KEPT_KEYS, Distinct
 from workbench.workbench import Workbench
+
+if TYPE_CHECKING:  # (imported where used: the progress bar on a terminal, the reports)
+    from rich.progress import Progress
+
+    from workbench.bulk.sharing import ReportContent
 
 
 @dataclass
@@ -30,20 +34,25 @@ class Tally:
     messages: dict[tuple[Any, Any, Any], Any] = field(default_factory=dict)
     suggester: Any = None
 
-    def add(self, result: Any) -> None:
-        """Count one batch's ValidationFrame (and keep each failing code's message)."""
-        self.rows += len(result)
-        self.valid += int(result["result"].fillna(False).astype(bool).sum())
-        self.reasons.update(result.reason.value_counts().to_dict())
+    def add(self, result: Any, counts: np.ndarray | None = None) -> None:
+        """Count a ValidationFrame (and keep each failing code's message): each of its rows
+        stands for ``counts`` rows of the file (one each when not given)."""
+        rows = np.ones(len(result), np.int64) if counts is None else counts
+        self.rows += int(rows.sum())
+        self.valid += int(rows[result["result"].fillna(False).astype(bool).to_numpy()].sum())
+        ids, reasons = pd.factorize(result.reason)
+        for reason, count in zip(reasons, np.bincount(ids, weights=rows), strict=True):
+            self.reasons[reason] += int(count)
         failures = result.failure_cases
-        failures = pd.DataFrame(failures[failures["issue"] != "missing"])
+        failures = pd.DataFrame(failures[(failures["issue"] != "missing").to_numpy()])
         if len(failures):
+            failures["rows"] = rows[failures.index.to_numpy()]  # the result's index: 0..n-1
             grouped = failures.groupby(["code", "system", "issue"], dropna=False, sort=False)
-            counted = grouped["message"].agg(["size", "first"])
-            for key, rows, message in zip(
+            counted = grouped.agg(size=("rows", "sum"), first=("message", "first"))
+            for key, count, message in zip(
                 counted.index, counted["size"], counted["first"], strict=True
             ):
-                self.invalid[key] += int(rows)
+                self.invalid[key] += int(count)
                 self.messages.setdefault(key, message)
         self.suggester = self.suggester or result.suggester
 
@@ -63,13 +72,15 @@ class Tally:
             "rows": self.rows,
             "valid": self.valid,
             "valid_percent": round(self.percent, 4),
-            "reasons": dict(self.reasons),
+            "reasons": dict(self.reasons.most_common()),
             "top_invalid": top,
         }
 
     def content(self, title: str, about: dict[str, Any]) -> ReportContent:
         """The summary as a shared report's content: its by-code table lists the failing
         codes (missing values are a reason), suggestions for the SUGGESTED most frequent."""
+        from workbench.bulk.sharing import ReportContent
+
         rows = []
         for rank, ((code, system, issue), count) in enumerate(self.invalid.most_common()):
             message = self.messages.get((code, system, issue))
@@ -116,33 +127,49 @@ class Job:
 
 
 def run(wb: Workbench, job: Job) -> Tally:
-    """Validate the file batch by batch with ``wb.validate_column``."""
-    columns = [c for c in (job.column, job.system_column, job.display_column) if c]
-    tally = Tally()
+    """Validate the file batch by batch: the rows are counted per distinct key (code,
+    system, display), and each key is decided once by ``wb.validate_column`` (at the end,
+    or whenever KEPT_KEYS are held), its answer counted for all its rows."""
+    columns = list(
+        dict.fromkeys(c for c in (job.column, job.system_column, job.display_column) if c)
+    )
+    tally, distinct = Tally(), Distinct(columns)
     with _progress(reading.count_rows(job.table)) as (progress, task):
-        for frame in reading.batches(job.table, list(dict.fromkeys(columns))):
-            result = wb.validate_column(
-                frame,
-                job.valueset,
-                code=job.column,
-                system=job.system_column or job.system,
-                display=job.display_column,
-            )
-            tally.add(result)
+        for batch in reading.arrow_batches(job.table, columns):
+            distinct.add(batch)
+            if len(distinct) >= KEPT_KEYS:
+                _decide(wb, job, distinct, tally)
             if progress is not None:
-                progress.advance(task, len(frame))
+                progress.advance(task, batch.num_rows)
+        _decide(wb, job, distinct, tally)
     return tally
+
+
+def _decide(wb: Workbench, job: Job, distinct: Distinct, tally: Tally) -> None:
+    """Validate the distinct keys held (one row each) and count each answer for its rows."""
+    values, counts = distinct.take()
+    if not len(values):
+        return
+    result = wb.validate_column(
+        reading.frame(values),
+        job.valueset,
+        code=job.column,
+        system=job.system_column or job.system,
+        display=job.display_column,
+    )
+    tally.add(result, counts)
 
 
 class _progress:
     """A rich progress bar on stderr when it is a terminal, nothing when piped."""
 
     def __init__(self, total: int | None) -> None:
-        self.bar = (
-            Progress(TextColumn("validating"), BarColumn(), MofNCompleteColumn(), transient=True)
-            if sys.stderr.isatty()
-            else None
-        )
+        self.bar: Progress | None = None
+        if sys.stderr.isatty():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            columns = (TextColumn("validating"), BarColumn(), MofNCompleteColumn())
+            self.bar = Progress(*columns, transient=True)
         self.total = total
 
     def __enter__(self) -> tuple[Progress | None, Any]:
@@ -171,6 +198,10 @@ def write_report(path: Path, tally: Tally, about: dict[str, Any]) -> None:
         return
     content = tally.content(f"workbench validate {about.get('file', '')}".strip(), about)
     if suffix == ".html":
+        from workbench.bulk.page import write_html
+
         write_html(content, path)
     else:
+        from workbench.bulk.sharing import write_excel
+
         write_excel(content, path)

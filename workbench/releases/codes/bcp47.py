@@ -15,7 +15,6 @@ import re
 from functools import cache, cached_property
 from pathlib import Path
 
-import langcodes
 import language_data
 import numpy as np
 import pandas as pd
@@ -90,11 +89,29 @@ class Registry:
         return found
 
 
+def _registry_path() -> Path:
+    return Path(language_data.__file__).parent / "data" / "language-subtag-registry.txt"
+
+
 @cache
 def registry() -> Registry:
-    """The registry ``language-data`` ships (read once)."""
-    path = Path(language_data.__file__).parent / "data" / "language-subtag-registry.txt"
-    return Registry(path.read_text(encoding="utf-8"))
+    """The registry ``language-data`` ships (read once, on first use)."""
+    return Registry(_registry_path().read_text(encoding="utf-8"))
+
+
+@cache
+def file_date() -> str:
+    """The registry's File-Date (its first record, RFC 5646 3.1), read without the rest:
+    a Workbench names the version at start-up, and parses the registry when a tag is
+    first checked."""
+    with _registry_path().open(encoding="utf-8") as file:
+        for line in file:
+            if line.rstrip("\n") == "%%":
+                break
+            key, sep, value = line.partition(": ")
+            if sep and key == "File-Date":
+                return value.strip()
+    return registry().date
 
 
 def _cased(subtags: list[str]) -> str:
@@ -122,7 +139,7 @@ class Bcp47Provider(GrammarProvider):
 
     def __init__(self) -> None:
         super().__init__()
-        self.version: str | None = registry().date or None
+        self.version: str | None = file_date() or None
         self.resource = resource(
             SYSTEM,
             "BCP47",
@@ -192,6 +209,8 @@ def _unregistered(found: re.Match[str]) -> str | None:
 
 def _display(canonical: str) -> str:
     """``langcodes``' English name, with the registry's names of the variants."""
+    import langcodes  # on first use: importing it compiles large patterns (0.4 s)
+
     language = langcodes.Language.get(canonical, normalize=False)
     shown = language.display_name("en")
     if shown.startswith("Unknown language"):
