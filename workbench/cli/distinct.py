@@ -52,9 +52,11 @@ class Distinct:
         rows = np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), np.int64)
         new = np.flatnonzero(rows < 0)
         if len(new):
-            taken = keys.take(pa.array(new))
-            unique = pc.unique(taken)
-            where = np.asarray(pc.index_in(taken, value_set=unique).to_numpy(), np.int64)
+            # the new keys in order of first appearance, and each new row's among them (one
+            # hash pass; a missing key is one of them, as index_in matches it)
+            encoded = pc.dictionary_encode(keys.take(pa.array(new)), null_encoding="encode")
+            unique = encoded.dictionary
+            where = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), np.int64)
             self.values.append(self._values(batch, unique, new, where))
             rows[new] = where + len(self.known)
             self.known = pa.concat_arrays([self.known, unique.cast(self.known.type)])
