@@ -7,12 +7,14 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
 
 import workbench
 from workbench import Workbench
+from workbench.bulk.verdicts import Verdicts
 from workbench.pandera import in_value_set, summary_line
 
 with warnings.catch_warnings():
@@ -136,3 +138,22 @@ def test_a_column_check_answers_as_validate_column(
     ]
     assert list(cases) == expected
     assert check.error == summary_line(frame, GENDER)
+
+
+@pytest.mark.parametrize("skip_missing", [True, False])
+def test_verdicts_count_valid_rows_that_have_an_issue(skip_missing: bool) -> None:
+    """A valid entry with an issue (a warning) is counted among the reasons, its rows too."""
+    flags = np.array([-1, 1, 1, 0], dtype=np.int8)
+    issues = np.array(["missing", None, "inactive", "unknown-code"], dtype=object)
+    position = np.array([1, 2, 2, 3, 0, 1])
+    for noted in (np.array([2]), np.array([], dtype=np.int64)):
+        found = Verdicts(
+            position, np.array(["", "a", "b", "c"], dtype=object), flags, issues, noted
+        )
+        passed = found.passing(skip_missing).take(position)
+        valid, reasons = found.summary(position[~passed], skip_missing)
+        assert valid == 4
+        expected = {"inactive": 2, "unknown-code": 1, "missing": 1}
+        if not len(noted):  # (told there is none: the valid entries' issues are not read)
+            del expected["inactive"]
+        assert reasons == expected

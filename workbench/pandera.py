@@ -73,22 +73,22 @@ class ValueSetCheck(pandera.api.checks.Check):
 
     def _from_verdicts(self, found: Verdicts) -> tuple[np.ndarray, pd.Categorical]:
         """``verdicts`` from the answer table's entries: one text per failing entry."""
-        rows = found.rows()
-        self.error = summary_text(
-            self.valueset_url, found.valid(rows), len(found.position), found.reasons(rows)
-        )
         passing = found.passing(self.skip_missing)
         passed = passing.take(found.position)
-        failing = np.flatnonzero(~passing & (rows > 0))
+        failing = found.position.take(np.flatnonzero(~passed))  # the failing rows' entries
+        valid, reasons = found.summary(failing, self.skip_missing)
+        self.error = summary_text(self.valueset_url, valid, len(found.position), reasons)
+        entries = np.flatnonzero(np.bincount(failing, minlength=len(passing)))
         texts = [
             "missing" if entry == 0 else _case(found.codes[entry], found.issues[entry])
-            for entry in failing
+            for entry in entries
         ]
         text_ids, categories = pd.factorize(np.array(texts, dtype=object))
         lookup = np.full(len(passing), -1, dtype=np.int64)
-        lookup[failing] = text_ids
-        shown = lookup.take(found.position[~passed])
-        return passed, pd.Categorical.from_codes(shown, categories=pd.Index(categories))
+        lookup[entries] = text_ids
+        return passed, pd.Categorical.from_codes(
+            lookup.take(failing), categories=pd.Index(categories)
+        )
 
 
 def failure_cases(codes: pd.Series, issues: pd.Series) -> pd.Categorical:

@@ -28,33 +28,37 @@ VALID, MISSING = 1, -1  # the answers' result flags (0 is invalid)
 @dataclass(frozen=True)
 class Verdicts:
     """Each row's entry among the distinct codes (``position``; entry 0 is a missing code)
-    and each entry's code text, result flag (1 valid, 0 invalid, -1 missing) and issue."""
+    and each entry's code text, result flag (1 valid, 0 invalid, -1 missing) and issue;
+    ``noted``: the entries that are valid and yet have an issue (a warning)."""
 
     position: np.ndarray
     codes: np.ndarray
     flags: np.ndarray
     issues: np.ndarray
+    noted: np.ndarray
 
     def passing(self, skip_missing: bool) -> np.ndarray:
         """Each entry's pass: valid, or missing when ``skip_missing``."""
         return (self.flags == VALID) | (skip_missing & (self.flags == MISSING))
 
-    def rows(self) -> np.ndarray:
-        """How many rows each entry has."""
-        return np.bincount(self.position, minlength=len(self.flags))
-
-    def valid(self, rows: np.ndarray) -> int:
-        """How many rows are valid (``rows``: ``self.rows()``)."""
-        return int(rows[self.flags == VALID].sum())
-
-    def reasons(self, rows: np.ndarray) -> dict[str, int]:
-        """Rows per issue, most rows first (``rows``: ``self.rows()``; a valid row has none)."""
-        used = np.flatnonzero((rows > 0) & (self.flags != VALID))
+    def summary(self, failing: np.ndarray, skip_missing: bool) -> tuple[int, dict[str, int]]:
+        """How many rows are valid, and the rows per issue (most first), given the rows
+        that fail (``failing``: their entries, under ``skip_missing``). Only the failing
+        rows are counted per entry, unless some valid entries have an issue."""
+        if len(self.noted):
+            rows = np.bincount(self.position, minlength=len(self.flags))
+        else:
+            rows = np.bincount(failing, minlength=len(self.flags))
+            if skip_missing and self.flags[0] == MISSING:  # missing rows pass: count them
+                rows[0] = np.count_nonzero(self.position == 0)
+        used = np.flatnonzero(rows > 0)
         counts: dict[str, int] = {}
         for issue, n in zip(self.issues[used].tolist(), rows[used].tolist(), strict=True):
             if issue is not None:
                 counts[issue] = counts.get(issue, 0) + n
-        return dict(sorted(counts.items(), key=lambda item: -item[1]))
+        missing = int(rows[0]) if self.flags[0] == MISSING and skip_missing else 0
+        valid = len(self.position) - len(failing) - missing
+        return valid, dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def row_verdicts(
@@ -92,9 +96,14 @@ def row_verdicts(
     checker = ValidateColumn(engine, valueset, abstract=abstract).checker()
     state, position, rows = checker.table(system).grouped(texts, encoded)
     answers = state.answers
+    noted = state.cache.get("verdicts:noted")
+    if noted is None:  # once per state of the table
+        issued = pd.notna(answers["issue"])
+        noted = state.cache["verdicts:noted"] = np.flatnonzero(issued & (answers.result == VALID))
     return Verdicts(
         position if rows is None else position.take(rows),
         state.codes,
-        answers["result"],
+        answers.result,
         answers["issue"],
+        noted,
     )
