@@ -1283,7 +1283,7 @@ ERRORS = [
     get(
         "lookup-unknown-system",
         {"system": "http://nope", "code": "x"},
-        422,
+        404,
         "not-found",
         exactly("CodeSystem http://nope not found"),
         LOOKUP,
