@@ -70,6 +70,24 @@ def element_schema(fhir_type: str) -> dict[str, Any]:
     return _ref("Resource")
 
 
+_NONE: dict[str, Any] = {"maxItems": 0}  # (an element that is absent or an empty list)
+_SYSTEM = {"required": ["system"], "properties": {"system": {"minLength": 1}}}
+# The invariants between elements that JSON Schema states, by type, as the loader checks
+# them (``loading.check_valueset``); vsd-1 to vsd-3 hold for include and exclude alike.
+INVARIANTS: dict[str, list[dict[str, Any]]] = {
+    "ValueSet.compose.include": [
+        {  # vsd-1: a system or a value set
+            "anyOf": [
+                _SYSTEM,
+                {"required": ["valueSet"], "properties": {"valueSet": {"minItems": 1}}},
+            ]
+        },
+        {"anyOf": [_SYSTEM, {"properties": {"concept": _NONE, "filter": _NONE}}]},  # vsd-2
+        {"anyOf": [{"properties": {"concept": _NONE}}, {"properties": {"filter": _NONE}}]},  # vsd-3
+    ],
+}
+
+
 def type_schema(name: str, *, resource: bool = False) -> dict[str, Any]:
     """The schema of the data type, backbone element or resource ``name``."""
     spec = schema()["types"][name]
@@ -95,8 +113,9 @@ def type_schema(name: str, *, resource: bool = False) -> dict[str, Any]:
     if required:
         out["required"] = required
     choices = [_choice(c["names"], c["required"]) for c in spec.get("choices", {}).values()]
-    if choices:
-        out["allOf"] = choices
+    rules = [*choices, *INVARIANTS.get(name, ())]
+    if rules:
+        out["allOf"] = rules
     return out
 
 
