@@ -144,11 +144,11 @@ def target_valueset(inputs: Mapping[str, Any], resource: Resource | None) -> Any
     url = inputs.get("url")
     if inputs.get("valueSet") is not None:
         if url is not None or resource is not None:
-            raise InvalidRequestError("Give the value set once: 'valueSet', 'url' or an instance")
+            raise RequiredError("Give the value set once: 'valueSet', 'url' or an instance")
         return inputs["valueSet"]
     if resource is not None:
         if url is not None and url != resource.get("url"):
-            raise InvalidRequestError(
+            raise RequiredError(  # (a rule between inputs: the document states it)
                 f"The 'url' parameter ({url}) does not match the ValueSet instance "
                 f"({resource.get('url')})"
             )
