@@ -14,7 +14,7 @@ schemathesis counts them, those counted apart and why, then the findings; the ex
 specification fixes (``SPEC_FIXED``, each named by its rule), a request whose header breaks
 its documented pattern (schemathesis' header generator keeps to letters and digits, so it
 sends ``If-None-Exist: 0`` as valid) and the histories read after a delete (which FHIR keeps
-readable). 410 and 412 count as accepted answers to valid data (``POSITIVE_STATUSES``).
+readable). 410 and 412 count as answers to valid data and refusals of invalid data (``CONFIG``).
 ``tests/test_http_openapi_fuzz.py`` runs the same harness with a small budget.
 """
 
@@ -71,12 +71,20 @@ _BLOCK = re.compile(r"^- (ST\d+ .+)$", re.M)
 _STATUS = re.compile(r"^\[(\d{3})\]", re.M)
 _BODY = re.compile(r"^\s*`(\{.*\})`\s*$", re.M)
 ALLOWED = "ST202 Schema-valid request rejected"
-# positive_data_acceptance takes schemathesis' defaults and two answers HTTP fixes for a
-# schema-valid request: 410 Gone (FHIR http.html#read: a read of a deleted resource) and 412
-# Precondition Failed (RFC 9110 13.1: If-Match of another version, or a conditional create
-# whose If-None-Exist matches several resources, FHIR http.html#ccreate).
+# The checks take schemathesis' default statuses and two answers HTTP fixes whatever the
+# request's data: 410 Gone (FHIR http.html#read: a read of a deleted resource, which is
+# 404's answer for what was deleted) and 412 Precondition Failed (RFC 9110 13.1: an If-Match
+# of another version, or a conditional create whose If-None-Exist matches several resources,
+# FHIR http.html#ccreate): answers to valid data, and refusals of invalid data.
 POSITIVE_STATUSES = ("2xx", "3xx", "401", "403", "404", "409", "410", "412", "429", "5xx")
-CONFIG = f"[checks.positive_data_acceptance]\nexpected-statuses = {json.dumps(POSITIVE_STATUSES)}\n"
+NEGATIVE_STATUSES = (
+    *("400", "401", "403", "404", "405", "406", "409", "410", "412", "415", "422", "428"),
+    *("429", "5xx"),
+)
+CONFIG = (
+    f"[checks.positive_data_acceptance]\nexpected-statuses = {json.dumps(POSITIVE_STATUSES)}\n"
+    f"[checks.negative_data_rejection]\nexpected-statuses = {json.dumps(NEGATIVE_STATUSES)}\n"
+)
 # The refusals a specification fixes, by (operation path end, status, issue code, text):
 # counted apart, each named with its rule (docs/benchmarks.md, OpenAPI fuzzing).
 SPEC_FIXED: dict[str, tuple[re.Pattern[str], int, str, re.Pattern[str]]] = {
