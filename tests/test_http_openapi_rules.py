@@ -172,6 +172,15 @@ def test_an_integral_number_is_an_integer(http: httpx.Client, number: float, val
 
 
 BETWEEN = [
+    pytest.param("/$cache-control", {}, "mode", id="cache-mode"),
+    pytest.param("/CodeSystem/$lookup", {"code": "female"}, "system", id="lookup-system"),
+    pytest.param("/CodeSystem/$subsumes", {"codeA": "a", "codeB": "b"}, "system", id="subsumes"),
+    pytest.param("/ValueSet/$compare", {"otherUrl": GENDER_VS}, "thisUrl", id="compare"),
+    pytest.param(
+        "/ValueSet/$validate-code", {"url": GENDER_VS, "code": "female"}, "system", id="vc-system"
+    ),
+    pytest.param("/ValueSet/$expand", {}, "url", id="expand-url-needed"),
+    pytest.param("/CodeSystem/$validate-code", {"code": "female"}, "url", id="cs-vc-url"),
     pytest.param("/$cache-control", {"mode": "start", "cache-id": "x"}, "cache-id", id="cache"),
     pytest.param(
         "/ConceptMap/$translate",

@@ -863,7 +863,7 @@ ERRORS = [
         "code-and-coding",
         params(URL_P, SYS_P, CODE_P, ("coding", {"valueCoding": MALE})),
         400,
-        "invalid",
+        "required",
         r"only one of code, coding",
     ),
     get("lookup-nothing", {"system": DEMO_CS}, 400, "required", "Nothing to look up", LOOKUP),

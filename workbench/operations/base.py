@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError
+from workbench.errors import NotSupportedError, RequiredError
 from workbench.operations.caching import within_cache
 from workbench.operations.codec import IGNORED
 from workbench.operations.definitions import OperationDef
@@ -166,6 +166,6 @@ def one_of(inputs: Mapping[str, Any], names: tuple[str, ...], what: str) -> str:
     given = [n for n in names if inputs.get(n) is not None]
     if not given:
         raise RequiredError(f"Nothing to {what}: give {', '.join(names[:-1])} or {names[-1]}")
-    if len(given) > 1:
-        raise InvalidRequestError(f"Give only one of {', '.join(given)}")
+    if len(given) > 1:  # (a rule between inputs: the document states it)
+        raise RequiredError(f"Give only one of {', '.join(given)}")
     return given[0]

@@ -64,20 +64,79 @@ def _instance_rules(rtype: str) -> dict[str, str]:
     return out
 
 
+_CODED = ("code", "coding", "codeableConcept")
+# The inputs of which a request gives exactly one (``base.one_of``; $translate and $compare:
+# at least one), and the inputs one needs, by operation code: (inputs, what to say).
+_ONE_OF: dict[str, list[tuple[tuple[str, ...], str]]] = {
+    "lookup": [
+        (("code", "coding"), "Exactly one of {names}"),
+        (("code", "system"), "`code` needs `system`"),
+    ],
+    "validate-code": [(_CODED, "Exactly one of {names}")],
+    "translate": [(_CODED, "One of {names} (or their R5 names)")],
+    "subsumes": [
+        (("codeA", "codingA"), "Exactly one of {names}"),
+        (("codeB", "codingB"), "Exactly one of {names}"),
+    ],
+    "compare": [
+        (("thisUrl", "thisValueSet"), "One of {names}"),
+        (("otherUrl", "otherValueSet"), "One of {names}"),
+    ],
+    "batch-validate-code": [(("validation",), "At least one {names}")],
+}
+# The same, by operation code, resource type and level (an instance names its target).
+_NEEDED: dict[tuple[str, str, str], list[tuple[tuple[str, ...], str]]] = {
+    ("validate-code", "ValueSet", "type"): [
+        (("url", "valueSet"), "One of {names} (or call it on a ValueSet instance)"),
+        (("system", "code"), "`code` needs `system` unless inferSystem=true"),
+    ],
+    ("validate-code", "ValueSet", "instance"): [
+        (("system", "code"), "`code` needs `system` unless inferSystem=true")
+    ],
+    ("expand", "ValueSet", "type"): [
+        (("url", "valueSet"), "One of {names} (or call it on a ValueSet instance)")
+    ],
+    ("validate-code", "CodeSystem", "type"): [
+        (
+            ("url",),
+            "{names} is needed, unless the input names its system (coding.system, or `system`)",
+        )
+    ],
+    ("subsumes", "CodeSystem", "type"): [
+        (("system",), "{names} is needed, unless called on a CodeSystem instance")
+    ],
+}
+_CACHE_MODE = f"Needed, in the query or the body: {REFUSED}."
+
+
+def _one_of(rules: list[tuple[tuple[str, ...], str]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for names, text in rules:
+        said = text.format(names=", ".join(f"`{n}`" for n in names)) + f": {REFUSED}."
+        for name in names:
+            out[name] = f"{out[name]} {said}" if name in out else said
+    return out
+
+
 def between_inputs(code: str, level: str, rtype: str | None = None) -> dict[str, str]:
     """The rules between the inputs of the operation ``code`` at ``level`` (``system``,
     ``type``, ``instance``) that OpenAPI cannot state, by input: what the input's
     description says (the server answers a request that breaks one with 400 ``required``)."""
+    rules = _one_of([*_ONE_OF.get(code, ()), *_NEEDED.get((code, rtype or "", level), ())])
+    more: dict[str, str] = {}
     if code == "translate":
-        return _translate_rules()
-    if code == "cache-control":
-        return dict(_CACHE_RULES)
-    if code in ("validate-code", "expand") and rtype is not None:
-        rules = _instance_rules(rtype)
+        more = _translate_rules()
+    elif code == "cache-control":
+        more = {**_CACHE_RULES, "mode": f"{_CACHE_MODE} {_CACHE_RULES['mode']}"}
+    elif code in ("validate-code", "expand") and rtype is not None:
+        more = _instance_rules(rtype)
         if level != "instance":
-            rules.pop("url")
-        return rules if rtype == "ValueSet" or level == "instance" else {}
-    return {}
+            more.pop("url")
+        if rtype != "ValueSet" and level != "instance":
+            more = {}
+    for name, text in more.items():
+        rules[name] = f"{rules[name]} {text}" if name in rules else text
+    return rules
 
 
 SAME_ID = (
