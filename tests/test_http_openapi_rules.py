@@ -288,3 +288,20 @@ def test_a_header_outside_its_pattern_is_no_valid_request(document: dict[str, An
     assert outside_document("POST /ValueSet", sent.format("0"), patterns)
     assert not outside_document("POST /ValueSet", sent.format("url=http://x"), patterns)
     assert not outside_document("POST /CodeSystem/$lookup", sent.format("0"), patterns)
+
+
+def test_a_resource_input_travels_in_resource(document: dict[str, Any]) -> None:
+    """An input of a resource type (valueSet, tx-resource, ...) is a ``resource`` entry in
+    every Parameters body, never a ``value[x]`` (``valueValueSet`` is no FHIR)."""
+    seen = 0
+    for item in document["paths"].values():
+        body = item.get("post", {}).get("requestBody", {}).get("content", {})
+        schema = body.get("application/fhir+json", {}).get("schema", {})
+        for entry in (
+            schema.get("properties", {}).get("parameter", {}).get("items", {}).get("anyOf", ())
+        ):
+            name = entry["properties"]["name"]["const"]
+            if name in ("valueSet", "tx-resource", "conceptMap", "validation"):
+                assert entry["required"] == ["name", "resource"], entry
+                seen += 1
+    assert seen > 10

@@ -19,9 +19,12 @@ from typing import Any
 
 from workbench.operations import Operation
 from workbench.operations.definitions import ParamDef
+from workbench.registry import TERMINOLOGY_TYPES
 from workbench.structure import TOLERATED, schema
 
 GENERIC = ("Resource",)
+# The resources among the structure schema's types (an input of one travels in ``resource``).
+RESOURCES = frozenset({*TERMINOLOGY_TYPES, "Parameters"})
 SimpleSchema = Callable[[ParamDef], dict[str, Any]]
 PRIMITIVE_PREFIX = "fhir-"
 
@@ -153,7 +156,9 @@ def _input_item(name: str, param: ParamDef, simple: SimpleSchema) -> dict[str, A
     if param.parts:
         item["properties"]["part"] = {"type": "array", "items": _ref("Parameters.parameter")}
         item["required"] = ["name", "part"]
-    elif fhir_type in schema()["primitives"] or fhir_type in schema()["types"]:
+    elif fhir_type not in RESOURCES and (
+        fhir_type in schema()["primitives"] or fhir_type in schema()["types"]
+    ):
         key = _value_key(fhir_type)
         item["properties"][key] = simple(param) if param.is_simple else element_schema(fhir_type)
         item["required"] = ["name", key]
