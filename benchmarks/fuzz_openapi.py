@@ -197,7 +197,33 @@ def _classify(run: FuzzRun, name: str, operation: str, block: str, patterns: Any
     return "finding"
 
 
-def _read_failures(run: FuzzRun, patterns: dict[tuple[str, str], re.Pattern[str]]) -> None:
+_CURL = re.compile(r"curl -X ([A-Z]+) .*?'?https?://[^/\s']+(/[^\s'?]*)[^\s']*'?\s*$", re.M)
+
+
+class Operations:
+    """The document's operations by request: ``GET /fhir/R4/ValueSet/x/$expand`` is ``GET
+    /ValueSet/{id}/$expand`` (a stateful failure has no heading that names it)."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        base = str(document.get("servers", [{}])[0].get("url", "")).rstrip("/")
+        self.paths = [
+            (re.compile(re.escape(base) + re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(p))), p)
+            for p in sorted(document.get("paths", {}), key=lambda p: p.count("{"))
+        ]
+
+    def of(self, block: str, heading: str) -> str:
+        """The operation of a failure's block: from its curl, else its heading."""
+        found = _CURL.search(block)
+        if found is not None:
+            for pattern, path in self.paths:
+                if pattern.fullmatch(found.group(2)):
+                    return f"{found.group(1)} {path}"
+        return heading
+
+
+def _read_failures(
+    run: FuzzRun, patterns: dict[tuple[str, str], re.Pattern[str]], operations: Operations
+) -> None:
     """Each failure of the report (its check, operation, status and body), those that are
     no finding counted apart by reason (``run.apart``)."""
     starts = [m.start() for m in _BLOCK.finditer(run.output)] + [len(run.output)]
@@ -207,7 +233,8 @@ def _read_failures(run: FuzzRun, patterns: dict[tuple[str, str], re.Pattern[str]
         check = _BLOCK.match(block)
         assert check is not None
         name = check.group(1).strip()
-        operation = next((op for at, op in reversed(headers) if at < start), "")
+        heading = next((op for at, op in reversed(headers) if at < start), "")
+        operation = operations.of(block, heading)
         where = _classify(run, name, operation, block, patterns)
         if where == "finding":
             run.findings[name] = run.findings.get(name, 0) + 1
@@ -227,7 +254,8 @@ def _document(base_url: str) -> dict[str, Any]:
 def fuzz(base_url: str, *, examples: int, max_time: float, seed: int = 38) -> FuzzRun:
     """Run schemathesis (every check and phase) against ``base_url`` (the FHIR base of a
     server on 127.0.0.1); ``max_time`` bounds the whole run."""
-    patterns = header_patterns(_document(base_url))
+    document = _document(base_url)
+    patterns = header_patterns(document)
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "schemathesis.toml"
         config.write_text(CONFIG)
@@ -263,7 +291,7 @@ def fuzz(base_url: str, *, examples: int, max_time: float, seed: int = 38) -> Fu
         )
         run = FuzzRun(done.returncode, time.monotonic() - started, done.stdout + done.stderr)
     _read_summary(run)
-    _read_failures(run, patterns)
+    _read_failures(run, patterns, Operations(document))
     return run
 
 

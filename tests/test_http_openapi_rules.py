@@ -305,3 +305,27 @@ def test_a_resource_input_travels_in_resource(document: dict[str, Any]) -> None:
                 assert entry["required"] == ["name", "resource"], entry
                 seen += 1
     assert seen > 10
+
+
+@pytest.mark.parametrize(
+    ("curl", "operation"),
+    [
+        (
+            "curl -X POST -d '{}' 'http://127.0.0.1:1/fhir/R4/ValueSet/a1/$expand'",
+            "POST /ValueSet/{id}/$expand",
+        ),
+        (
+            "curl -X GET 'http://127.0.0.1:1/fhir/R4/ValueSet/$validate-code?url=x'",
+            "GET /ValueSet/$validate-code",
+        ),
+        ("curl -X PUT -d '{}' http://127.0.0.1:1/fhir/R4/ValueSet/abc", "PUT /ValueSet/{id}"),
+        ("no request here", "GET /heading"),
+    ],
+)
+def test_a_failure_is_named_by_its_request(
+    document: dict[str, Any], curl: str, operation: str
+) -> None:
+    """A stateful failure has no heading of its own: its curl names the operation."""
+    from fuzz_openapi import Operations
+
+    assert Operations(document).of(curl, "GET /heading") == operation
