@@ -212,8 +212,9 @@ class Operations:
         ]
 
     def of(self, block: str, heading: str) -> str:
-        """The operation of a failure's block: from its curl, else its heading."""
-        found = _CURL.search(block)
+        """The operation of a failure's block: from its last curl (a stateful failure
+        lists the steps before it), else its heading."""
+        found = next(reversed(list(_CURL.finditer(block))), None)  # (the failing step)
         if found is not None:
             for pattern, path in self.paths:
                 if pattern.fullmatch(found.group(2)):

@@ -120,6 +120,18 @@ def test_an_update_states_its_id(document: dict[str, Any], http: httpx.Client) -
     assert http.put("/ValueSet/update-id", json={**body, "id": "update-id"}).status_code == 201
 
 
+@pytest.mark.parametrize(("value", "valid"), [("abc-1.2", True), ("a b", False), ("x" * 65, False)])
+def test_a_cache_id_has_its_documented_form(
+    document: dict[str, Any], http: httpx.Client, value: str, valid: bool
+) -> None:
+    """The document states the form of a cache id; the server takes one of that form and
+    refuses any other."""
+    schema = parameter(document, "/ValueSet/$expand", "get", "cache-id")["schema"]
+    assert (re.search(schema["pattern"], value) is not None) is valid
+    response = http.get("/ValueSet/$expand", params={"url": GENDER_VS, "cache-id": value})
+    assert response.status_code == (200 if valid else 400), response.text
+
+
 LANGUAGES = [
     ("de", True),
     ("en-GB", True),
@@ -320,6 +332,11 @@ def test_a_resource_input_travels_in_resource(document: dict[str, Any]) -> None:
         ),
         ("curl -X PUT -d '{}' http://127.0.0.1:1/fhir/R4/ValueSet/abc", "PUT /ValueSet/{id}"),
         ("no request here", "GET /heading"),
+        (
+            "curl -X GET http://127.0.0.1:1/fhir/R4/ValueSet\n"
+            "    curl -X GET 'http://127.0.0.1:1/fhir/R4/ValueSet/a/$expand?count=1'",
+            "GET /ValueSet/{id}/$expand",
+        ),
     ],
 )
 def test_a_failure_is_named_by_its_request(

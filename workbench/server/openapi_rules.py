@@ -14,6 +14,7 @@ from workbench.operations.cache_control import MODES as CACHE_MODES
 from workbench.operations.client_inputs import MODES
 from workbench.operations.conceptmap_translate import R5_NAMES
 from workbench.operations.valueset_expand import NON_NEGATIVE_INPUTS
+from workbench.terminology.client_caches import CACHE_ID
 from workbench.terminology.languages import LIST_FORM
 
 # What the operations refuse beyond an input's FHIR type, by operation code and input name:
@@ -23,9 +24,11 @@ INPUT_RULES: dict[tuple[str, str], dict[str, Any]] = {
     ("cache-control", "mode"): {"enum": list(CACHE_MODES)},
     **{("expand", name): {"minimum": 0} for name in NON_NEGATIVE_INPUTS},
 }
-# The same, by input name on every operation: a display language is a language list.
+# The same, by input name on every operation: a display language is a language list, a
+# cache id the form of the ids the server makes.
 NAMED_RULES: dict[str, dict[str, Any]] = {
     "displayLanguage": {"pattern": f"^(?:{LIST_FORM})$"},
+    "cache-id": {"pattern": f"^{CACHE_ID.pattern}$"},
 }
 REFUSED = "400 `required` otherwise"
 
