@@ -346,3 +346,34 @@ def test_a_failure_is_named_by_its_request(
     from fuzz_openapi import Operations
 
     assert Operations(document).of(curl, "GET /heading") == operation
+
+
+def test_an_input_states_its_cardinality_in_a_body(
+    document: dict[str, Any], http: httpx.Client
+) -> None:
+    """A Parameters body may carry an input at most ``max`` times (stated as maxContains);
+    the server refuses more."""
+    post = document["paths"]["/ValueSet/$expand"]["post"]["requestBody"]
+    schema = post["content"]["application/fhir+json"]["schema"]
+    once = {"name": "displayLanguage", "valueCode": "de"}
+    body = {"resourceType": "Parameters", "parameter": [{"name": "url", "valueUri": GENDER_VS}]}
+    assert fits(document, schema, {**body, "parameter": [*body["parameter"], once]})
+    twice = {**body, "parameter": [*body["parameter"], once, once]}
+    assert not fits(document, schema, twice)
+    assert_outcome(http.post("/ValueSet/$expand", json=twice), 400, "invalid", "only once")
+
+
+def test_a_version_with_a_space_names_no_canonical(
+    document: dict[str, Any], http: httpx.Client
+) -> None:
+    """A version may hold a space (a FHIR string); the unknown version it names is in the
+    message, not in x-caused-by-unknown-system (a canonical has no space)."""
+    query = {"code": "male", "version": "1 beta"}
+    found = http.get("/CodeSystem/administrative-gender/$validate-code", params=query).json()
+    names = [p["name"] for p in found["parameter"]]
+    assert "x-caused-by-unknown-system" not in names and "message" in names
+    assert fits(document, {"$ref": "#/components/schemas/Parameters"}, found)
+    query["version"] = "1-beta"
+    found = http.get("/CodeSystem/administrative-gender/$validate-code", params=query).json()
+    caused = [p for p in found["parameter"] if p["name"] == "x-caused-by-unknown-system"]
+    assert caused == [{"name": "x-caused-by-unknown-system", "valueCanonical": f"{GENDER}|1-beta"}]

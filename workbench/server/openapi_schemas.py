@@ -175,5 +175,14 @@ def parameters_schema(op: Operation, simple: SimpleSchema) -> dict[str, Any]:
     body = type_schema("Parameters", resource=True)
     body["description"] = f"The inputs of ${op.definition.code}, as a Parameters resource"
     items = [_input_item(name, param, simple) for name, param in inputs.items()]
-    body["properties"]["parameter"] = {"type": "array", "items": {"anyOf": items}}
+    entries: dict[str, Any] = {"type": "array", "items": {"anyOf": items}}
+    bounds = [_at_most(name, param.max) for name, param in inputs.items() if param.max]
+    if bounds:  # (an input's cardinality: at most ``max`` entries of that name)
+        entries["allOf"] = bounds
+    body["properties"]["parameter"] = entries
     return body
+
+
+def _at_most(name: str, most: int) -> dict[str, Any]:
+    named = {"type": "object", "properties": {"name": {"const": name}}, "required": ["name"]}
+    return {"contains": named, "minContains": 0, "maxContains": most}
