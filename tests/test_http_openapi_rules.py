@@ -139,6 +139,7 @@ LANGUAGES = [
     ("de, en;q=0.5, *;q=0", True),
     ("en, *; q=0.1", True),
     ("de;q=1.000", True),
+    ("de;Q=0.5", True),
     ("0", False),
     ("-", False),
     ("de,,en", False),
@@ -377,3 +378,21 @@ def test_a_version_with_a_space_names_no_canonical(
     found = http.get("/CodeSystem/administrative-gender/$validate-code", params=query).json()
     caused = [p for p in found["parameter"] if p["name"] == "x-caused-by-unknown-system"]
     assert caused == [{"name": "x-caused-by-unknown-system", "valueCanonical": f"{GENDER}|1-beta"}]
+
+
+def test_a_stored_language_that_is_no_list_is_passed_over(http: httpx.Client) -> None:
+    """A value set whose own language is no language list (``en_GB``, a FHIR code) expands:
+    only a list the request gives is refused."""
+    body = {
+        "resourceType": "ValueSet",
+        "id": "odd-language",
+        "language": "en_GB",
+        "url": "http://example.org/fhir/ValueSet/odd-language",
+        "status": "draft",
+        "compose": {"include": [{"system": GENDER}]},
+    }
+    assert http.put("/ValueSet/odd-language", json=body).status_code == 201
+    expanded = http.get("/ValueSet/odd-language/$expand")
+    assert expanded.status_code == 200, expanded.text
+    refused = http.get("/ValueSet/odd-language/$expand", params={"displayLanguage": "en_GB"})
+    assert refused.status_code == 400, refused.text

@@ -68,7 +68,7 @@ class Languages:
                     q = float(value)
                 except ValueError:
                     q = -1.0
-                if key.strip() != "q" or not 0 <= q <= 1:
+                if key.strip().lower() != "q" or not 0 <= q <= 1:  # (RFC 9110: any case)
                     raise InvalidRequestError(
                         f"'{part}' in the display language list '{text}' is not a language "
                         "with a weight (for example de;q=0.5)"
@@ -168,10 +168,23 @@ def requested(
     *,
     wildcard: bool,
 ) -> Languages | None:
-    """The language list of a request, from the first source that names one."""
-    for text in (parameter, _from_extension(valueset), header, (valueset or {}).get("language")):
-        if text:
+    """The language list of a request, from the first source that names one. A malformed
+    list is an invalid request when the request gives it (the parameter, the header); one
+    that a stored value set holds (its extension, its language) is passed over."""
+    sources = (
+        (parameter, True),
+        (_from_extension(valueset), False),
+        (header, True),
+        ((valueset or {}).get("language"), False),
+    )
+    for text, given in sources:
+        if not text:
+            continue
+        try:
             return Languages.parse(str(text), wildcard=wildcard)
+        except InvalidRequestError:
+            if given:
+                raise
     return None
 
 
