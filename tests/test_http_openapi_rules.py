@@ -396,3 +396,38 @@ def test_a_stored_language_that_is_no_list_is_passed_over(http: httpx.Client) ->
     assert expanded.status_code == 200, expanded.text
     refused = http.get("/ValueSet/odd-language/$expand", params={"displayLanguage": "en_GB"})
     assert refused.status_code == 400, refused.text
+
+
+TX_RESOURCES = [
+    pytest.param({"resourceType": "ValueSet", "url": "http://example.org/tx"}, True, id="vs"),
+    pytest.param({"resourceType": "", "url": "http://example.org/tx"}, False, id="no-type"),
+    pytest.param({"resourceType": "ConceptMap", "url": "http://x"}, False, id="map"),
+    pytest.param({"resourceType": "ValueSet"}, False, id="no-url"),
+    pytest.param({"resourceType": "ValueSet", "url": ""}, False, id="empty-url"),
+]
+
+
+@pytest.mark.parametrize(("resource", "valid"), TX_RESOURCES)
+def test_a_tx_resource_states_what_it_may_be(
+    document: dict[str, Any], http: httpx.Client, resource: dict[str, Any], valid: bool
+) -> None:
+    """A tx-resource is a CodeSystem or a ValueSet with a url: stated, and enforced."""
+    post = document["paths"]["/ValueSet/$expand"]["post"]["requestBody"]
+    schema = post["content"]["application/fhir+json"]["schema"]
+    entries = [
+        {"name": "url", "valueUri": GENDER_VS},
+        {"name": "tx-resource", "resource": resource},
+    ]
+    body = {"resourceType": "Parameters", "parameter": entries}
+    assert fits(document, schema, body) is valid
+    response = http.post("/ValueSet/$expand", json=body)
+    assert response.status_code == (200 if valid else 400), response.text
+
+
+def test_a_conditional_read_checks_its_query_first(http: httpx.Client) -> None:
+    """A malformed _summary is refused even when If-None-Match would answer 304."""
+    headers = {"If-None-Match": "*"}
+    path = "/ValueSet/administrative-gender"
+    assert http.get(path, headers=headers).status_code == 304
+    refused = http.get(path, params={"_summary": "nope"}, headers=headers)
+    assert refused.status_code == 400, refused.text

@@ -163,9 +163,21 @@ def _input_item(name: str, param: ParamDef, simple: SimpleSchema) -> dict[str, A
         item["properties"][key] = simple(param) if param.is_simple else element_schema(fhir_type)
         item["required"] = ["name", key]
     else:
-        item["properties"]["resource"] = element_schema(fhir_type)
+        held = RESOURCE_INPUTS.get(name)
+        item["properties"]["resource"] = held if held else element_schema(fhir_type)
         item["required"] = ["name", "resource"]
     return item
+
+
+def _with_url(rtype: str) -> dict[str, Any]:
+    return {"allOf": [_ref(rtype), {"required": ["url"], "properties": {"url": {"minLength": 1}}}]}
+
+
+# Inputs of the type Resource that take only some resources: a tx-resource is a CodeSystem
+# or a ValueSet with a url, so that it can be referred to (``engine.Terminology.with_resources``).
+RESOURCE_INPUTS: dict[str, dict[str, Any]] = {
+    "tx-resource": {"anyOf": [_with_url("CodeSystem"), _with_url("ValueSet")]},
+}
 
 
 def parameters_schema(op: Operation, simple: SimpleSchema) -> dict[str, Any]:
