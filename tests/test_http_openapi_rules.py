@@ -142,7 +142,9 @@ LANGUAGES = [
     ("de;Q=0.5", True),
     ("0", False),
     ("-", False),
-    ("de,,en", False),
+    ("de,,en", True),  # empty elements are ignored (RFC 9110 5.6.1.2)
+    (", de,", True),
+    (",", False),
     ("de;q=2", False),
     ("de;q=0.1234", False),
     ("de;x=1", False),

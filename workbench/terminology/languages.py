@@ -30,8 +30,9 @@ _OWS = "[ \t]*"
 _QVALUE = r"(?:0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)"  # RFC 9110 12.4.2
 _RANGE = rf"(?:{TAG_FORM}|\*)(?:{_OWS};{_OWS}[qQ]={_QVALUE})?"
 #: A weighted language list as RFC 9110's Accept-Language has it (12.5.4): language ranges
-#: (a tag or ``*``), each with an optional weight, joined by commas.
-LIST_FORM = rf"{_OWS}{_RANGE}(?:{_OWS},{_OWS}{_RANGE})*{_OWS}"
+#: (a tag or ``*``), each with an optional weight, joined by commas; empty elements are
+#: taken and ignored, as RFC 9110 5.6.1.2 requires of a recipient (``de,,en``, ``de,``).
+LIST_FORM = rf"(?:{_OWS},)*{_OWS}{_RANGE}(?:{_OWS},(?:{_OWS}{_RANGE})?)*{_OWS}"
 _LIST = re.compile(LIST_FORM)
 
 
