@@ -489,7 +489,7 @@ def test_bad_property_value_never_reaches_operations(http: httpx.Client) -> None
     )
     assert http.put("/CodeSystem/hardening-prop", json=bad).status_code == 400
     query = {"system": CS_URL, "code": "a", "property": "rank"}
-    assert_outcome(http.get("/CodeSystem/$lookup", params=query), 422, "not-found", "not found")
+    assert_outcome(http.get("/CodeSystem/$lookup", params=query), 404, "not-found", "not found")
 
 
 # --- ids, the HTTP layer, keep-alive ----------------------------------------------------

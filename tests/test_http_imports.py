@@ -54,7 +54,7 @@ WRITES = [
         id="structure",
     ),
     pytest.param(
-        "PUT", "/CodeSystem/imp-d", big_cs("other"), 400, "invalid", "does not match", id="id"
+        "PUT", "/CodeSystem/imp-d", big_cs("other"), 400, "required", "does not match", id="id"
     ),
     pytest.param(
         "PUT", "/CodeSystem/imp-cycle", cyclic(), 422, "invariant", "has a cycle", id="cycle"

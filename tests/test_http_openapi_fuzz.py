@@ -5,6 +5,8 @@ is ``benchmarks/fuzz_openapi.py`` (10 times the examples)."""
 
 from __future__ import annotations
 
+import os
+import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,8 @@ from workbench.server.embedded import ServerHandle  # noqa: E402
 
 EXAMPLES = 5  # test cases per operation and phase (the benchmark runs 20 times more)
 BUDGET = 25.0  # seconds of schemathesis --max-time (its coverage phase adds to it)
+# Each run draws its seed (FUZZ_SEED=38 repeats a run), so that runs explore more between them.
+SEED = int(os.environ.get("FUZZ_SEED") or random.randrange(1, 2**31))
 
 
 @pytest.fixture(scope="module")
@@ -34,31 +38,19 @@ def server() -> Iterator[ServerHandle]:
 
 @pytest.fixture(scope="module")
 def run(server: ServerHandle) -> FuzzRun:
-    return fuzz(server.url, examples=EXAMPLES, max_time=BUDGET)
+    return fuzz(server.url, examples=EXAMPLES, max_time=BUDGET, seed=SEED)
 
 
-ACCEPTANCE = "ST202 Schema-valid request rejected"
-
-
-def test_schemathesis_finds_nothing_but_refusals(run: FuzzRun) -> None:
+def test_schemathesis_finds_nothing(run: FuzzRun) -> None:
     """No 5xx, every response as documented (status, content type, headers, schema), every
-    schema-violating request refused, Allow on every 405, nothing found after a delete."""
+    schema-violating request refused, every schema-valid one accepted (but the one allowed
+    refusal, a 400 'required' for a rule between inputs that the inputs' descriptions state,
+    and the refusals a specification fixes, counted apart: ``fuzz_openapi.SPEC_FIXED``),
+    Allow on every 405, nothing found after a delete."""
     assert run.cases > 0, run.output[-3000:]
-    found = {check: n for check, n in run.findings.items() if check != ACCEPTANCE}
-    assert found == {}, run.output[-20000:]
-
-
-@pytest.mark.xfail(
-    reason="issue 38.2, left (docs/benchmarks.md, OpenAPI fuzzing): refusals of schema-valid "
-    "requests that are no 400 'required': a named code system or value set not loaded (422), "
-    "an update whose body id differs from the URL's, vsd-1, $translate's code with "
-    "sourceCode, 1.0 for an integer",
-    strict=False,
-)
-def test_every_schema_valid_request_is_accepted(run: FuzzRun) -> None:
-    """The one allowed refusal: a 400 'required' for a rule between inputs."""
-    assert run.findings.get(ACCEPTANCE, 0) == 0, run.output[-20000:]
+    assert run.findings == {}, f"FUZZ_SEED={SEED}\n" + run.output[-20000:]
 
 
 def test_the_budget_holds(run: FuzzRun) -> None:
-    assert run.seconds <= 60, run.seconds
+    """The issue's budget: at most 90 s (about 40 s on a quiet machine)."""
+    assert run.seconds <= 90, run.seconds

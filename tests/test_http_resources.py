@@ -232,7 +232,7 @@ def test_if_match(served: tuple[Workbench, ServerHandle, httpx.Client]) -> None:
             "/ValueSet/workbench-demo-all",
             {**new_valueset(), "id": "other"},
             400,
-            "invalid",
+            "required",
             exactly("The body's id ('other') does not match the URL's id ('workbench-demo-all')"),
             id="id-mismatch",
         ),
@@ -241,7 +241,7 @@ def test_if_match(served: tuple[Workbench, ServerHandle, httpx.Client]) -> None:
             "/ValueSet/workbench-demo-all",
             new_valueset(),
             400,
-            "invalid",
+            "required",
             r"The body's id \(None\) does not match",
             id="id-missing",
         ),
@@ -721,7 +721,7 @@ REJECTED_WRITES = [
         id="if-match",
     ),
     pytest.param(
-        "PUT", "/ValueSet/http-test", new_valueset(id="other"), None, 400, "invalid", id="id"
+        "PUT", "/ValueSet/http-test", new_valueset(id="other"), None, 400, "required", id="id"
     ),
     pytest.param("PUT", "/ValueSet/http-test", b"{not json", None, 400, "structure", id="json"),
     pytest.param(

@@ -101,7 +101,7 @@ def test_a_child_cannot_change_the_servers_data() -> None:
 @pytest.mark.parametrize(
     ("error", "status", "code"),
     [
-        (CodeSystemNotFoundError("http://example.org/none", "2"), 422, "not-found"),
+        (CodeSystemNotFoundError("http://example.org/none", "2"), 404, "not-found"),
         (TooCostlyError("too much"), 422, "too-costly"),
     ],
 )

@@ -237,10 +237,11 @@ class ValueSetVersionNotFoundError(ValueSetDefinitionNotFoundError):
 
 
 class CodeSystemNotFoundError(WorkbenchError):
-    """A code system whose codes are needed is not loaded."""
+    """A code system whose codes are needed is not loaded: 404 ``not-found``, as REST has
+    it for a resource that does not exist and as tx.fhir.org answers ``$lookup``."""
 
     code = "not-found"
-    status = 422
+    status = 404
     msg_id = "WB-CS-404"
 
     def __init__(self, url: str, version: str | None = None, *, context: str = "") -> None:

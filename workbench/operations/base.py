@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InvalidRequestError, NotSupportedError, RequiredError
+from workbench.errors import NotSupportedError, RequiredError
 from workbench.operations.caching import within_cache
 from workbench.operations.codec import IGNORED
 from workbench.operations.definitions import OperationDef
@@ -144,11 +144,11 @@ def target_valueset(inputs: Mapping[str, Any], resource: Resource | None) -> Any
     url = inputs.get("url")
     if inputs.get("valueSet") is not None:
         if url is not None or resource is not None:
-            raise InvalidRequestError("Give the value set once: 'valueSet', 'url' or an instance")
+            raise RequiredError("Give the value set once: 'valueSet', 'url' or an instance")
         return inputs["valueSet"]
     if resource is not None:
         if url is not None and url != resource.get("url"):
-            raise InvalidRequestError(
+            raise RequiredError(  # (a rule between inputs: the document states it)
                 f"The 'url' parameter ({url}) does not match the ValueSet instance "
                 f"({resource.get('url')})"
             )
@@ -166,6 +166,6 @@ def one_of(inputs: Mapping[str, Any], names: tuple[str, ...], what: str) -> str:
     given = [n for n in names if inputs.get(n) is not None]
     if not given:
         raise RequiredError(f"Nothing to {what}: give {', '.join(names[:-1])} or {names[-1]}")
-    if len(given) > 1:
-        raise InvalidRequestError(f"Give only one of {', '.join(given)}")
+    if len(given) > 1:  # (a rule between inputs: the document states it)
+        raise RequiredError(f"Give only one of {', '.join(given)}")
     return given[0]

@@ -41,7 +41,7 @@ def run(
     header, given = inputs.get(CACHE_HEADER), inputs.get("cache-id")
     if mode == "start":
         if header is not None or given is not None:
-            raise InvalidRequestError(
+            raise RequiredError(  # (a rule between inputs: the document states it)
                 "$cache-control?mode=start makes a new cache: send no cache id with it"
             )
         cache = caches.start(
@@ -49,7 +49,7 @@ def run(
         )
         return {"cache-id": cache.id}
     if header is not None and given is not None and header != given:
-        raise InvalidRequestError(
+        raise RequiredError(
             f"The X-Cache-Id header ({header}) and the cache-id parameter ({given}) differ"
         )
     cache_id = header or given

@@ -421,6 +421,8 @@ def _check_value(param: ParamDef, value: Any) -> Any:
             raise InvalidRequestError(f"Parameter '{param.name}' must be a JSON boolean")
         return value
     if kind in _INTEGER_TYPES:
+        if structure.integral(value):
+            value = int(value)  # (1.0 is the JSON number 1, as JSON Schema's integer has it)
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidRequestError(f"Parameter '{param.name}' must be a JSON integer")
         return _check_integer(param, value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InvalidRequestError, RequiredError
+from workbench.errors import RequiredError
 from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, honoured, one_of
 from workbench.operations.caching import CACHE_ID
 from workbench.operations.client_inputs import (
@@ -46,7 +46,7 @@ def run(
     url = inputs.get("url")
     if resource is not None:
         if url is not None and url != resource.get("url"):
-            raise InvalidRequestError(
+            raise RequiredError(  # (a rule between inputs: the document states it)
                 f"The 'url' parameter ({url}) does not match the CodeSystem instance "
                 f"({resource.get('url')})"
             )

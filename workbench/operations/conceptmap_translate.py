@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InvalidRequestError, RequiredError
+from workbench.errors import RequiredError
 from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, honoured
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
@@ -52,7 +52,7 @@ def with_r4_names(inputs: Inputs) -> Inputs:
     for name in given:
         r4 = R5_NAMES[name]
         if out.get(r4) is not None:
-            raise InvalidRequestError(
+            raise RequiredError(  # (a rule between inputs: the document states it)
                 f"'{name}' stands for '{r4}', which another input already gives: send the "
                 "source (or target) code once, under one name"
             )

@@ -16,15 +16,13 @@ import re
 from typing import Any
 
 from workbench.operations import Operation
-from workbench.operations.cache_control import MODES as CACHE_MODES
-from workbench.operations.client_inputs import MODES
 from workbench.operations.codec import AS_SENT
 from workbench.operations.definitions import OperationDef, ParamDef
-from workbench.operations.valueset_expand import NON_NEGATIVE_INPUTS
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server.capability import INTERACTIONS, OPERATION_DEFINITION_SEARCH
 from workbench.server.history_pages import INSTANT_FORM
 from workbench.server.openapi_links import add_links
+from workbench.server.openapi_rules import SAME_ID, between_inputs, input_rule, update_body
 from workbench.server.openapi_schemas import parameters_schema, primitive, structure_schemas
 from workbench.server.search import MAX_COUNT, MODIFIERS, SEARCH_PARAMETERS, SUMMARY_MODES
 from workbench.terminology.versions import SYSTEM_VERSION_FORM, SYSTEM_VERSION_INPUTS
@@ -97,15 +95,6 @@ def _responses(
     return {status: ok, **(more or {}), "default": _ref("responses", "Error")}
 
 
-# What the operations refuse beyond an input's FHIR type, by operation code and input name:
-# the values of ``mode``; $expand's paging inputs are never negative.
-INPUT_RULES: dict[tuple[str, str], dict[str, Any]] = {
-    ("validate-code", "mode"): {"enum": list(MODES)},
-    ("cache-control", "mode"): {"enum": list(CACHE_MODES)},
-    **{("expand", name): {"minimum": 0} for name in NON_NEGATIVE_INPUTS},
-}
-
-
 def primitive_schema(fhir_type: str | None, name: str = "", code: str = "") -> dict[str, Any]:
     """The JSON Schema of a FHIR primitive as it travels in a query string: a boolean, an
     integer in its range, else the primitive's own form (never empty, its R4 pattern; the
@@ -121,7 +110,7 @@ def primitive_schema(fhir_type: str | None, name: str = "", code: str = "") -> d
         found["format"] = "int32"
     if name in SYSTEM_VERSION_INPUTS:
         found["pattern"] = f"^{SYSTEM_VERSION_FORM}$"
-    return {**found, **INPUT_RULES.get((code, name), {})}
+    return {**found, **input_rule(code, name)}
 
 
 def _cardinality(param: ParamDef) -> str:
@@ -129,10 +118,11 @@ def _cardinality(param: ParamDef) -> str:
 
 
 def query_parameter(
-    param: ParamDef, documentation: str, example: Any = None, code: str = ""
+    param: ParamDef, documentation: str, example: Any = None, code: str = "", rule: str = ""
 ) -> dict[str, Any]:
     """An operation input (of the operation ``code``) as an OpenAPI query parameter: type,
-    cardinality, documentation, what the operation refuses beyond the type."""
+    cardinality, documentation, what the operation refuses beyond the type (``rule``: a
+    rule between inputs, in words)."""
     schema = primitive_schema(param.type, param.name, code)
     if param.repeats:
         schema = {"type": "array", "items": schema}
@@ -140,6 +130,8 @@ def query_parameter(
             schema["maxItems"] = param.max
     cardinality = _cardinality(param)
     text = f"{documentation.strip()}\n\nFHIR type `{param.type}`, cardinality {cardinality}."
+    if rule:
+        text += f" {rule}"
     out: dict[str, Any] = {
         "name": param.name,
         "in": "query",
@@ -200,6 +192,7 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
     instance = level == "instance"
     where = f"{rtype or 'system'}-{level}"
     unsupported = sorted(set(d.inputs) - op.supported)
+    rules = between_inputs(d.code, level, rtype)
     title = str(d.resource.get("title") or d.resource.get("name") or d.code)
     description = str(d.resource.get("description") or title)
     if unsupported:
@@ -220,6 +213,7 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
                 docs.get(name, ""),
                 None if instance and name == "url" else samples.get(name),
                 d.code,
+                rules.get(name, ""),
             )
             for name, p in d.inputs.items()
             if p.is_simple and name in op.supported
@@ -240,7 +234,8 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
         "requestBody": {
             "required": False,
             "description": "A Parameters resource with the inputs (simple types may also "
-            "be given in the query string)",
+            "be given in the query string)"
+            + "".join(f"\n\n`{n}`: {r}" for n, r in rules.items() if n in op.supported),
             "content": {
                 FHIR_JSON: {
                     "schema": parameters_schema(
@@ -421,8 +416,11 @@ def _interaction(rtype: str, code: str) -> dict[str, Any]:
         "parameters": [*ident, *params],
         "responses": responses,
     }
-    if code in ("create", "update"):
+    if code == "create":
         out["requestBody"] = {"required": True, "content": _body(rtype)}
+    if code == "update":
+        out["requestBody"] = update_body(rtype, _ref("schemas", rtype), FHIR_JSON)
+        out["parameters"][0] = {**ident[0], "description": f"Logical id. {SAME_ID}"}
     return out
 
 

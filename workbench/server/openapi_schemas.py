@@ -19,9 +19,12 @@ from typing import Any
 
 from workbench.operations import Operation
 from workbench.operations.definitions import ParamDef
+from workbench.registry import TERMINOLOGY_TYPES
 from workbench.structure import TOLERATED, schema
 
 GENERIC = ("Resource",)
+# The resources among the structure schema's types (an input of one travels in ``resource``).
+RESOURCES = frozenset({*TERMINOLOGY_TYPES, "Parameters"})
 SimpleSchema = Callable[[ParamDef], dict[str, Any]]
 PRIMITIVE_PREFIX = "fhir-"
 
@@ -70,6 +73,24 @@ def element_schema(fhir_type: str) -> dict[str, Any]:
     return _ref("Resource")
 
 
+_NONE: dict[str, Any] = {"maxItems": 0}  # (an element that is absent or an empty list)
+_SYSTEM = {"required": ["system"], "properties": {"system": {"minLength": 1}}}
+# The invariants between elements that JSON Schema states, by type, as the loader checks
+# them (``loading.check_valueset``); vsd-1 to vsd-3 hold for include and exclude alike.
+INVARIANTS: dict[str, list[dict[str, Any]]] = {
+    "ValueSet.compose.include": [
+        {  # vsd-1: a system or a value set
+            "anyOf": [
+                _SYSTEM,
+                {"required": ["valueSet"], "properties": {"valueSet": {"minItems": 1}}},
+            ]
+        },
+        {"anyOf": [_SYSTEM, {"properties": {"concept": _NONE, "filter": _NONE}}]},  # vsd-2
+        {"anyOf": [{"properties": {"concept": _NONE}}, {"properties": {"filter": _NONE}}]},  # vsd-3
+    ],
+}
+
+
 def type_schema(name: str, *, resource: bool = False) -> dict[str, Any]:
     """The schema of the data type, backbone element or resource ``name``."""
     spec = schema()["types"][name]
@@ -95,8 +116,9 @@ def type_schema(name: str, *, resource: bool = False) -> dict[str, Any]:
     if required:
         out["required"] = required
     choices = [_choice(c["names"], c["required"]) for c in spec.get("choices", {}).values()]
-    if choices:
-        out["allOf"] = choices
+    rules = [*choices, *INVARIANTS.get(name, ())]
+    if rules:
+        out["allOf"] = rules
     return out
 
 
@@ -134,14 +156,28 @@ def _input_item(name: str, param: ParamDef, simple: SimpleSchema) -> dict[str, A
     if param.parts:
         item["properties"]["part"] = {"type": "array", "items": _ref("Parameters.parameter")}
         item["required"] = ["name", "part"]
-    elif fhir_type in schema()["primitives"] or fhir_type in schema()["types"]:
+    elif fhir_type not in RESOURCES and (
+        fhir_type in schema()["primitives"] or fhir_type in schema()["types"]
+    ):
         key = _value_key(fhir_type)
         item["properties"][key] = simple(param) if param.is_simple else element_schema(fhir_type)
         item["required"] = ["name", key]
     else:
-        item["properties"]["resource"] = element_schema(fhir_type)
+        held = RESOURCE_INPUTS.get(name)
+        item["properties"]["resource"] = held if held else element_schema(fhir_type)
         item["required"] = ["name", "resource"]
     return item
+
+
+def _with_url(rtype: str) -> dict[str, Any]:
+    return {"allOf": [_ref(rtype), {"required": ["url"], "properties": {"url": {"minLength": 1}}}]}
+
+
+# Inputs of the type Resource that take only some resources: a tx-resource is a CodeSystem
+# or a ValueSet with a url, so that it can be referred to (``engine.Terminology.with_resources``).
+RESOURCE_INPUTS: dict[str, dict[str, Any]] = {
+    "tx-resource": {"anyOf": [_with_url("CodeSystem"), _with_url("ValueSet")]},
+}
 
 
 def parameters_schema(op: Operation, simple: SimpleSchema) -> dict[str, Any]:
@@ -151,5 +187,14 @@ def parameters_schema(op: Operation, simple: SimpleSchema) -> dict[str, Any]:
     body = type_schema("Parameters", resource=True)
     body["description"] = f"The inputs of ${op.definition.code}, as a Parameters resource"
     items = [_input_item(name, param, simple) for name, param in inputs.items()]
-    body["properties"]["parameter"] = {"type": "array", "items": {"anyOf": items}}
+    entries: dict[str, Any] = {"type": "array", "items": {"anyOf": items}}
+    bounds = [_at_most(name, param.max) for name, param in inputs.items() if param.max]
+    if bounds:  # (an input's cardinality: at most ``max`` entries of that name)
+        entries["allOf"] = bounds
+    body["properties"]["parameter"] = entries
     return body
+
+
+def _at_most(name: str, most: int) -> dict[str, Any]:
+    named = {"type": "object", "properties": {"name": {"const": name}}, "required": ["name"]}
+    return {"contains": named, "minContains": 0, "maxContains": most}

@@ -422,9 +422,10 @@ class ResourceRoutes:
         root = self.root_of(request)
         if request.method in ("GET", "HEAD"):
             resource = self.store.read(rtype, rid)
+            shaped = _shaped(request, resource)  # (a malformed _summary is refused first)
             if not_modified(request, resource):
                 return _resource_response(request, resource, 304, root, body=False)
-            return _resource_response(request, _shaped(request, resource), 200, root)
+            return _resource_response(request, shaped, 200, root)
         if request.method == "DELETE":
             await run_in_threadpool(self.store.delete, rtype, rid, request.headers.get("if-match"))
             return Response(status_code=204)

@@ -27,6 +27,7 @@ from workbench.errors import (
     InvalidRequestError,
     InvalidResourceError,
     PreconditionFailedError,
+    RequiredError,
     ResourceNotFoundError,
     StorageError,
     VersionConflictError,
@@ -363,8 +364,8 @@ class ResourceStore:
         self.check_type(rtype)
         self.check_id(rid)
         resource = body if prechecked else self.checked(rtype, body)
-        if resource.get("id") != rid:
-            raise InvalidRequestError(
+        if resource.get("id") != rid:  # (FHIR http.html#update: 400; OpenAPI states neither)
+            raise RequiredError(
                 f"The body's id ({resource.get('id')!r}) does not match the URL's id ({rid!r})"
             )
         with self._writing() as after:

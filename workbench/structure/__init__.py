@@ -90,6 +90,14 @@ _KIND_NAMES = {
 }
 
 
+def integral(value: Any) -> bool:
+    """True for a JSON number with a fraction that is an integer (``1.0``, ``1e3``): the
+    same number as ``1``, as JSON Schema's ``integer`` has it (JSON has one number type)."""
+    if type(value) is float:
+        return value.is_integer()
+    return type(value) is Decimal and value.is_finite() and value == value.to_integral_value()
+
+
 def _kind(value: Any) -> str:
     return _KIND_NAMES.get(type(value), "an object" if isinstance(value, Mapping) else "a value")
 
@@ -244,7 +252,7 @@ class _Checker:
             if type(value) is not bool:
                 raise _Bad(f"{{path}} must be a boolean (true or false), not {_kind(value)}")
         elif kind == "integer":
-            if type(value) is not int:
+            if type(value) is not int and not integral(value):
                 raise _Bad(f"{{path}} must be {_a(tname)} (a JSON integer), not {_kind(value)}")
             if not low <= value <= high:
                 raise _Bad(f"{{path}} must be {_a(tname)} from {low} to {high}, not {value}")

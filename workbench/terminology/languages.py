@@ -22,8 +22,18 @@ from workbench.errors import InvalidLanguageError, InvalidRequestError
 from workbench.terminology.definition import expansion_parameter
 
 _DISPLAY_USES = {None, "display", "preferredForLanguage"}
-#: A BCP 47 language tag: a primary language and subtags (de, en-GB, zh-Hant-TW).
-_TAG = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
+#: A BCP 47 language tag: a primary language and subtags (de, en-GB, zh-Hant-TW): RFC
+#: 5646's shape of a tag (2.1: subtags of 1 to 8 letters and digits, a primary of letters).
+TAG_FORM = r"[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*"
+_TAG = re.compile(TAG_FORM)
+_OWS = "[ \t]*"
+_QVALUE = r"(?:0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)"  # RFC 9110 12.4.2
+_RANGE = rf"(?:{TAG_FORM}|\*)(?:{_OWS};{_OWS}[qQ]={_QVALUE})?"
+#: A weighted language list as RFC 9110's Accept-Language has it (12.5.4): language ranges
+#: (a tag or ``*``), each with an optional weight, joined by commas; empty elements are
+#: taken and ignored, as RFC 9110 5.6.1.2 requires of a recipient (``de,,en``, ``de,``).
+LIST_FORM = rf"(?:{_OWS},)*{_OWS}{_RANGE}(?:{_OWS},(?:{_OWS}{_RANGE})?)*{_OWS}"
+_LIST = re.compile(LIST_FORM)
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,8 @@ class Languages:
     def parse(cls, text: str, *, wildcard: bool = True) -> Languages:
         """Read ``de, en;q=0.5, *;q=0``; ``wildcard`` is assumed when ``*`` is not named.
 
-        Raises InvalidRequestError for a malformed list.
+        Raises InvalidRequestError for a malformed list (``LIST_FORM``, which the OpenAPI
+        document states).
         """
         weighted: list[tuple[float, int, str]] = []
         any_other: bool | None = None
@@ -58,7 +69,7 @@ class Languages:
                     q = float(value)
                 except ValueError:
                     q = -1.0
-                if key.strip() != "q" or not 0 <= q <= 1:
+                if key.strip().lower() != "q" or not 0 <= q <= 1:  # (RFC 9110: any case)
                     raise InvalidRequestError(
                         f"'{part}' in the display language list '{text}' is not a language "
                         "with a weight (for example de;q=0.5)"
@@ -72,6 +83,11 @@ class Languages:
                 any_other = q > 0
             elif q > 0:
                 weighted.append((-q, i, tag))
+        if not _LIST.fullmatch(text):
+            raise InvalidRequestError(
+                f"'{text}' is not a language list (RFC 9110's Accept-Language: for example "
+                "de, en;q=0.5, *;q=0)"
+            )
         tags = tuple(tag for _, _, tag in sorted(weighted))
         return cls(tags, wildcard if any_other is None else any_other, text)
 
@@ -153,10 +169,23 @@ def requested(
     *,
     wildcard: bool,
 ) -> Languages | None:
-    """The language list of a request, from the first source that names one."""
-    for text in (parameter, _from_extension(valueset), header, (valueset or {}).get("language")):
-        if text:
+    """The language list of a request, from the first source that names one. A malformed
+    list is an invalid request when the request gives it (the parameter, the header); one
+    that a stored value set holds (its extension, its language) is passed over."""
+    sources = (
+        (parameter, True),
+        (_from_extension(valueset), False),
+        (header, True),
+        ((valueset or {}).get("language"), False),
+    )
+    for text, given in sources:
+        if not text:
+            continue
+        try:
             return Languages.parse(str(text), wildcard=wildcard)
+        except InvalidRequestError:
+            if given:
+                raise
     return None
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,6 +62,11 @@ _TX_TYPE = {
     "version": "vs-invalid",
     "unknown-valueset": "not-found",
 }
+
+# R4's canonical (``\S*``, ASCII classes): a url and a version sent with a space in them
+# (a FHIR string may have one) name no canonical, so the outputs typed canonical leave them
+# out (the message names them).
+_CANONICAL = re.compile(r"[^ \t\n\r\f\v]*")
 
 
 TX_ISSUE_TYPE = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
@@ -279,10 +285,12 @@ class ValidationResult:
             values["inactive"] = self.inactive
         if self.status is not None:
             values["status"] = self.status
-        if self.unknown_systems:
-            values["x-caused-by-unknown-system"] = list(self.unknown_systems)
-        if self.outside_systems:
-            values["x-unknown-system"] = list(self.outside_systems)
+        unknown = [c for c in self.unknown_systems if _CANONICAL.fullmatch(c)]
+        if unknown:
+            values["x-caused-by-unknown-system"] = unknown
+        outside = [c for c in self.outside_systems if _CANONICAL.fullmatch(c)]
+        if outside:
+            values["x-unknown-system"] = outside
         if self.normalized_code is not None:
             values["normalized-code"] = self.normalized_code
         return values
