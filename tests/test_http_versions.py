@@ -212,14 +212,14 @@ ACT_LOADED = "the loaded versions are '2018-08-12', '9.0.0'"
         (
             "/CodeSystem/$lookup",
             {"system": ICD, "code": "A00.0", "version": "2019"},
-            422,
+            404,
             "not-found",
             ICD_LOADED,
         ),
         (
             "/CodeSystem/$lookup",
             {"system": ACT, "code": "_ActAccountCode", "version": "2.0"},
-            422,
+            404,
             "not-found",
             ACT_LOADED,
         ),
