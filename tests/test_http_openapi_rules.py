@@ -10,17 +10,15 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import jsonschema
 import pytest
-from http_support import TOKEN, assert_outcome, client
+from http_support import assert_outcome, served_fixtures
 
 from workbench import Workbench
-from workbench.server.embedded import ServerHandle
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -33,18 +31,14 @@ REFUSED = "400 `required`"
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ServerHandle]:
-    """A module-private server: the tests write value sets and code systems."""
-    wb = Workbench()
-    wb.load(ROOT / "valuesets", progress=False)
-    with wb.serve(port=0, token=TOKEN) as handle:
-        yield handle
+def wb() -> Workbench:
+    """A module-private Workbench: the tests write value sets and code systems."""
+    bench = Workbench()
+    bench.load(ROOT / "valuesets", progress=False)
+    return bench
 
 
-@pytest.fixture(scope="module")
-def http(server: ServerHandle) -> Iterator[httpx.Client]:
-    with client(server.url) as c:
-        yield c
+server, http = served_fixtures()
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,13 @@ providers are shared with this module's Workbench, never loaded again."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pandas as pd
 import pytest
-from http_support import TOKEN, assert_outcome, client, exactly, params, values
+from http_support import assert_outcome, exactly, params, served_fixtures, values
 
 from tests import snomed_rf2
 from tests.icd10cm_years import xml_codes
@@ -77,10 +76,7 @@ def wb(
     return bench
 
 
-@pytest.fixture(scope="module")
-def http(wb: Workbench) -> Iterator[httpx.Client]:
-    with wb.serve(port=0, token=TOKEN) as handle, client(handle.url) as c:
-        yield c
+server, http = served_fixtures()
 
 
 def _concepts(concepts: list[dict[str, Any]]) -> set[str]:
