@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from workbench import collector
 from workbench.bulk.impact_codes import CHANGES, Classes, Headers, classify_codes
+from workbench.bulk.table import filled
 from workbench.terminology.provider import CodeSystemProvider
 
 MAX_CODES = 2_000_000  # codes kept per table; beyond that new codes are classified per call
@@ -64,7 +65,7 @@ class ImpactTable:
         classes = self.classes
         if pa.types.is_string_view(values.type):
             values = values.cast(pa.large_string())
-        position = _filled(pc.index_in(values, value_set=classes.codes_as(values.type)))
+        position = filled(pc.index_in(values, value_set=classes.codes_as(values.type)))
         lost = position < 0
         if values.null_count:
             lost &= np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
@@ -80,7 +81,7 @@ class ImpactTable:
             with _LOCK:
                 if len(grown) <= MAX_CODES and len(self.classes) < len(grown):
                     self.classes = grown
-            position[at] = len(classes) + _filled(encoded.indices)
+            position[at] = len(classes) + filled(encoded.indices)
             classes = grown
         return classes, position
 
@@ -147,11 +148,6 @@ def _texts(values: pa.Array) -> Any:
     if values.null_count == len(values):
         return np.full(len(values), None, dtype=object)
     return _strings(values)
-
-
-def _filled(found: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """An Arrow int array as int64 numpy, nulls as -1."""
-    return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
 
 
 # --- one table per pair of versions ------------------------------------------------------

@@ -180,7 +180,7 @@ class AnswerTable:
         if pa.types.is_string_view(kind):
             values, kind = values.cast(pa.large_string()), pa.large_string()
         found = pc.index_in(values, value_set=state.arrow(kind))
-        position = _filled(found)
+        position = filled(found)
         if values.null_count:
             position[_to_numpy_bool(values.is_null())] = 0
         lost = np.flatnonzero(position < 0)
@@ -193,7 +193,7 @@ class AnswerTable:
             state, start = self.extend(
                 state, np.asarray(uniques.to_numpy(zero_copy_only=False), dtype=object)
             )
-            position[lost] = start + _filled(encoded.indices)
+            position[lost] = start + filled(encoded.indices)
         return state, position
 
     def categorical(self, values: pd.Series) -> tuple[State, np.ndarray]:
@@ -239,7 +239,7 @@ class AnswerTable:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _filled(found: pa.Array | pa.ChunkedArray) -> np.ndarray:
+def filled(found: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """An Arrow int array as int64 numpy, nulls as -1."""
     return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
 
@@ -291,7 +291,7 @@ def text_categories(values: np.ndarray) -> tuple[np.ndarray, pd.Index]:
         ids, texts = factorized(values)
         return ids, text_index(texts)
     encoded = pc.dictionary_encode(strings)
-    return _filled(encoded.indices), arrow_text_index(encoded.dictionary)
+    return filled(encoded.indices), arrow_text_index(encoded.dictionary)
 
 
 def unique_dtype(categories: pd.Index) -> pd.CategoricalDtype:

@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workbench.bulk.table import filled
+
 #: How many distinct keys are kept before they are decided and forgotten: the memory of a
 #: file whose codes are mostly distinct stays bounded (its keys are decided in parts).
 KEPT_KEYS = 500_000
@@ -49,7 +51,7 @@ class Distinct:
         if not found.null_count:  # every key known (most batches): the positions, no copy
             self._count(found.to_numpy())
             return
-        rows = np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), np.int64)
+        rows = filled(found)
         new = np.flatnonzero(rows < 0)
         if len(new):
             # the new keys in order of first appearance, and each new row's among them (one
