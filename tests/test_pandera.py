@@ -126,11 +126,12 @@ def test_a_column_check_answers_as_validate_column(
     cases and summary are validate_column's."""
     check = in_value_set(GENDER, workbench=default_wb, system=system, ignore_na=ignore_na)
     data = PolarsData(pl.LazyFrame({"g": column}), "g") if isinstance(column, pl.Series) else column
-    passed, cases = check.verdicts(data)
+    passed, rows, cases = check.verdicts(data)
     report = default_wb.validate_column(column, GENDER, system=system)
     frame = report if isinstance(report, pd.DataFrame) else report.to_pandas()
     result = frame["result"].to_numpy(dtype=bool, na_value=ignore_na)
     assert passed.tolist() == result.tolist()
+    assert rows.tolist() == np.flatnonzero(~result).tolist()
     codes = pd.Series(MIXED, dtype=object)[~result]
     expected = [
         "missing" if c is None or c == "" else f"{c!r} {i}"

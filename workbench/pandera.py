@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib.util
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -57,9 +57,10 @@ class ValueSetCheck(pandera.api.checks.Check):
     #: so pandera does not copy the column without its nulls before the check sees it)
     skip_missing: bool = True
 
-    def verdicts(self, data: Any) -> tuple[np.ndarray, pd.Categorical]:
-        """Each row's pass, and ``'code' reason`` for each failing row, of ``data`` (what
-        the check function validates); sets the check's error to the summary."""
+    def verdicts(self, data: Any) -> RowResults:
+        """Each row's pass, the failing rows and ``'code' reason`` for each of them, of
+        ``data`` (what the check function validates); sets the check's error to the
+        summary."""
         found = self._check_fn(data)
         if isinstance(found, Verdicts):
             return self._from_verdicts(found)
@@ -68,14 +69,15 @@ class ValueSetCheck(pandera.api.checks.Check):
         self.error = summary_line(frame, self.valueset_url)
         result = frame["result"]
         passed = np.asarray(result.to_numpy(dtype=bool, na_value=self.skip_missing), dtype=bool)
-        failing = np.flatnonzero(~passed)
-        return passed, failure_cases(codes.iloc[failing], frame["issue"].iloc[failing])
+        rows = np.flatnonzero(~passed)
+        return RowResults(passed, rows, failure_cases(codes.iloc[rows], frame["issue"].iloc[rows]))
 
-    def _from_verdicts(self, found: Verdicts) -> tuple[np.ndarray, pd.Categorical]:
+    def _from_verdicts(self, found: Verdicts) -> RowResults:
         """``verdicts`` from the answer table's entries: one text per failing entry."""
         passing = found.passing(self.skip_missing)
         passed = passing.take(found.position)
-        failing = found.position.take(np.flatnonzero(~passed))  # the failing rows' entries
+        rows = np.flatnonzero(~passed)
+        failing = found.position.take(rows)  # the failing rows' entries
         valid, reasons = found.summary(failing, self.skip_missing)
         self.error = summary_text(self.valueset_url, valid, len(found.position), reasons)
         entries = np.flatnonzero(np.bincount(failing, minlength=len(passing)))
@@ -86,9 +88,18 @@ class ValueSetCheck(pandera.api.checks.Check):
         text_ids, categories = pd.factorize(np.array(texts, dtype=object))
         lookup = np.full(len(passing), -1, dtype=np.int64)
         lookup[entries] = text_ids
-        return passed, pd.Categorical.from_codes(
-            lookup.take(failing), categories=pd.Index(categories)
-        )
+        cases = pd.Categorical.from_codes(lookup.take(failing), categories=_texts(categories))
+        return RowResults(passed, rows, cases)
+
+
+class RowResults(NamedTuple):
+    """A column's verdicts as pandera's backends take them: each row's pass (``passed``),
+    the failing rows' positions (``rows``, ascending) and their failure cases (``cases``,
+    ``'code' reason``, in the order of ``rows``)."""
+
+    passed: np.ndarray
+    rows: np.ndarray
+    cases: pd.Categorical
 
 
 def failure_cases(codes: pd.Series, issues: pd.Series) -> pd.Categorical:
@@ -101,7 +112,18 @@ def failure_cases(codes: pd.Series, issues: pd.Series) -> pd.Categorical:
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     texts = [_case(distinct_codes[code_ids[row]], distinct_issues[issue_ids[row]]) for row in first]
     text_ids, categories = pd.factorize(np.array(texts, dtype=object))
-    return pd.Categorical.from_codes(text_ids[inverse], categories=pd.Index(categories))
+    return pd.Categorical.from_codes(text_ids[inverse], categories=_texts(categories))
+
+
+#: the failure cases' categories: text held as Python strings, so that pandera's message, which
+#: maps each case through ``str`` and joins them, reads them back without converting each
+#: failing row from Arrow (3.8 ms, not 14 ms, for 90,000 cases; pandas keeps the storage)
+TEXTS = pd.StringDtype("python", na_value=np.nan)
+
+
+def _texts(categories: np.ndarray) -> pd.Index:
+    """The distinct failure texts as categories of ``TEXTS``."""
+    return pd.Index(categories, dtype=TEXTS)
 
 
 def _case(code: Any, issue: Any) -> str:
@@ -192,10 +214,10 @@ class PandasValueSetBackend(PandasCheckBackend):
 
     def postprocess(self, check_obj: Any, check_output: Any) -> CheckResult:
         """Pass per row, and the failure cases as ``'code' reason`` texts."""
-        passed, texts = check_output
-        output = pd.Series(passed, index=check_obj.index)
-        failures = pd.Series(texts, index=check_obj.index[~passed])
-        return CheckResult(output, bool(passed.all()), check_obj, failures)
+        found: RowResults = check_output
+        output = pd.Series(found.passed, index=check_obj.index)
+        failures = pd.Series(found.cases, index=check_obj.index.take(found.rows))
+        return CheckResult(output, not len(found.rows), check_obj, failures)
 
 
 ValueSetCheck.register_backend(pd.Series, PandasValueSetBackend)

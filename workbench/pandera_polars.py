@@ -24,11 +24,9 @@ class PolarsValueSetBackend(PolarsCheckBackend):
 
     def postprocess(self, check_obj: Any, check_output: Any) -> CheckResult:
         """The pass column as a lazy frame, and the failure cases beside it."""
-        passed, texts = check_output
-        results = pl.LazyFrame({CHECK_OUTPUT_KEY: pl.Series(passed, dtype=pl.Boolean)})
-        failures = pl.LazyFrame(
-            {"failure_case": pl.Series(np.asarray(texts, dtype=object), dtype=pl.String)}
-        )
+        results = pl.LazyFrame({CHECK_OUTPUT_KEY: pl.Series(check_output.passed, dtype=pl.Boolean)})
+        cases = np.asarray(check_output.cases, dtype=object)
+        failures = pl.LazyFrame({"failure_case": pl.Series(cases, dtype=pl.String)})
         return CheckResult(
             check_output=results,
             check_passed=results.select(pl.col(CHECK_OUTPUT_KEY).all()),
