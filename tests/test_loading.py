@@ -214,6 +214,7 @@ def test_summary_repr(tmp_path: Path) -> None:
         f"<LoadSummary {path}: 1 ValueSet, 1 CodeSystem, 0 ConceptMaps from 1 file; "
         "1 other resource skipped (1 Patient)>"
     )
+    assert str(summary) == f"Loaded {repr(summary)[len('<LoadSummary ') : -1]}"
     assert summary == LoadSummary(
         source=path,
         files=1,

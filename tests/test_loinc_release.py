@@ -558,7 +558,7 @@ def test_server_script_loads_loinc_and_snomed_releases(tmp_path: Path) -> None:
     finally:
         process.terminate()
         output = process.communicate(timeout=30)[0].decode()
-    assert "<ReleaseSummary loinc http://loinc.org|2.80" in output
+    assert "Loaded loinc http://loinc.org|2.80" in output
 
 
 def test_bytes_that_are_not_utf8_name_their_line(tmp_path: Path) -> None:

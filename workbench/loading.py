@@ -72,12 +72,19 @@ class LoadSummary:
             f" and {counted(more, 'more type')})" if more > 0 else ")"
         )
 
-    def __repr__(self) -> str:
+    def line(self) -> str:
+        """The summary as one line of text (what ``print`` and the command line show)."""
         warned = f"; {counted(len(self.warnings), 'warning')}" if self.warnings else ""
         return (
-            f"<LoadSummary {self.source}: {self.counts()} from {counted(self.files, 'file')}; "
-            f"{self.rest()}{warned}>"
+            f"{self.source}: {self.counts()} from {counted(self.files, 'file')}; "
+            f"{self.rest()}{warned}"
         )
+
+    def __repr__(self) -> str:
+        return f"<LoadSummary {self.line()}>"
+
+    def __str__(self) -> str:
+        return f"Loaded {self.line()}"
 
     def _repr_html_(self) -> str:
         rest = html.escape(self.rest())

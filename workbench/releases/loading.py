@@ -49,12 +49,19 @@ class ReleaseSummary:
             return "reopened"
         return f"imported again ({self.reason})" if self.reason else "imported"
 
-    def __repr__(self) -> str:
+    def line(self) -> str:
+        """The summary as one line of text (what ``print`` and the command line show)."""
         notes = "".join(f"; {note}" for note in self.notes)
         return (
-            f"<ReleaseSummary {self.kind} {self.system}|{self.version}: {self.concepts:,} "
-            f"concepts, {self.how} in {self.seconds:.2f} s, cached in {self.cache}{notes}>"
+            f"{self.kind} {self.system}|{self.version}: {self.concepts:,} "
+            f"concepts, {self.how} in {self.seconds:.2f} s, cached in {self.cache}{notes}"
         )
+
+    def __repr__(self) -> str:
+        return f"<ReleaseSummary {self.line()}>"
+
+    def __str__(self) -> str:
+        return f"Loaded {self.line()}"
 
     def _repr_html_(self) -> str:
         notes = "".join(f"<br>{html.escape(note)}" for note in self.notes)
