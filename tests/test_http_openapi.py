@@ -109,9 +109,12 @@ def test_get_parameters_come_from_the_definition(document: dict[str, Any], op: A
     if not d.type or d.affects_state:  # (no GET for an operation that changes state)
         return
     path = f"/{d.resource_types[0]}/${d.code}"
-    query = {p["name"]: p for p in document["paths"][path]["get"]["parameters"]}
+    declared = document["paths"][path]["get"]["parameters"]
+    query = {p["name"]: p for p in declared if p["in"] == "query"}
     simple = {n for n, p in d.inputs.items() if p.is_simple and n in op.supported}
     assert set(query) == simple
+    headers = {p["name"] for p in declared if p["in"] == "header"}
+    assert headers == ({"X-Cache-Id"} if op.cached or op.with_caches else set()), path
     docs = {
         p["name"]: p.get("documentation", "") for p in d.resource["parameter"] if p["use"] == "in"
     }

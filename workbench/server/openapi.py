@@ -205,6 +205,8 @@ def _operation_pair(op: Operation, rtype: str | None, level: str) -> dict[str, A
     }
     if instance:
         common["parameters"] = [_id_parameter(rtype or "")]
+    if op.cached or op.with_caches:
+        common["parameters"] = [*common.get("parameters", []), _cache_header()]
     out: dict[str, Any] = {}
     if not d.affects_state:
         query = [
@@ -299,6 +301,17 @@ def _header(name: str, description: str) -> dict[str, Any]:
         "description": description,
         "schema": {"type": "string"},
     }
+
+
+def _cache_header() -> dict[str, Any]:
+    """``X-Cache-Id``: the client cache (``$cache-control``) a call works in."""
+    header = _header(
+        "X-Cache-Id",
+        "The client cache the call works in: an id `$cache-control` started (an id the "
+        "server does not hold is 404 `not-found`, tx `cache-id-unknown`); one id at most",
+    )
+    header["schema"] = {"type": "string", "pattern": "^[A-Za-z0-9\\-.]{1,64}$"}
+    return header
 
 
 # _count and _offset: at most 9 ASCII digits; a _count above MAX_COUNT is served as MAX_COUNT
