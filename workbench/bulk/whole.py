@@ -180,8 +180,11 @@ class WholeMembers(Collection[Key]):
 
 
 def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """One Arrow array (chunks combined)."""
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    """One Arrow array: chunks combined, one chunk as it is (a column of a release's
+    memory-mapped store is then read where it lies, not copied whole on first use)."""
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _flags(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
