@@ -84,6 +84,7 @@ def test_the_streamed_count_is_validate_column_on_the_whole_frame(
     kept: int,
 ) -> None:
     monkeypatch.setattr(reading, "BATCH_ROWS", 97)
+    monkeypatch.setattr(reading, "ARROW_BATCH_ROWS", 97)
     monkeypatch.setattr(validate, "KEPT_KEYS", kept)
     frame = rows(2000)
     table = reading.open_table(write(tmp_path / f"data{suffix}", frame))

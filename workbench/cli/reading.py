@@ -15,7 +15,12 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
+#: Rows per batch of the formats read row by row in Python (NDJSON, Excel).
 BATCH_ROWS = 256_000
+#: Rows per batch of the formats Arrow reads (CSV, TSV, Parquet): more, as what a batch costs
+#: besides its rows (the hash of the codes seen so far, rebuilt by each look-up) is paid once
+#: per batch; a batch of 1,000,000 short codes is tens of MB.
+ARROW_BATCH_ROWS = 1_000_000
 #: pandas' string dtype on Arrow memory, missing values NaN (``str`` in pandas 3)
 TEXT = pd.StringDtype("pyarrow", na_value=float("nan"))
 FORMATS = {
@@ -82,8 +87,8 @@ ROW_FORMATS = ("NDJSON", "Excel")
 
 
 def batches(table: Table, columns: list[str]) -> Iterator[pd.DataFrame]:
-    """The ``columns`` of ``table`` in frames of at most BATCH_ROWS rows, as strings (None
-    for a missing value). Raises InputError for a truncated or badly encoded file."""
+    """The ``columns`` of ``table`` in frames (of the rows ``arrow_batches`` gives), as
+    strings (None for a missing value). Raises InputError for a truncated or badly encoded file."""
     if table.kind in ROW_FORMATS:
         for rows in _rows(table, columns):
             yield pd.DataFrame(rows, columns=columns, dtype=object)
@@ -93,8 +98,9 @@ def batches(table: Table, columns: list[str]) -> Iterator[pd.DataFrame]:
 
 
 def arrow_batches(table: Table, columns: list[str]) -> Iterator[pa.RecordBatch]:
-    """The ``columns`` of ``table`` in Arrow batches of at most BATCH_ROWS rows, as Arrow
-    strings. Raises InputError for a truncated or badly encoded file."""
+    """The ``columns`` of ``table`` in Arrow batches of at most ARROW_BATCH_ROWS rows (of
+    BATCH_ROWS for the formats read in Python), as Arrow strings. Raises InputError for a
+    truncated or badly encoded file."""
     if table.kind in ROW_FORMATS:
         for rows in _rows(table, columns):
             arrays = [
@@ -104,7 +110,7 @@ def arrow_batches(table: Table, columns: list[str]) -> Iterator[pa.RecordBatch]:
         return
     with _readable(table):
         scanner = _dataset(table.path, table.kind, columns).scanner(
-            columns=columns, batch_size=BATCH_ROWS
+            columns=columns, batch_size=ARROW_BATCH_ROWS
         )
         for batch in scanner.to_batches():
             yield _as_strings(batch, columns)
