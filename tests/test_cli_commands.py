@@ -115,3 +115,40 @@ def test_serve_usage_errors_exit_2(command: list[str]) -> None:
     done = run(*command)
     assert done.returncode == 2, done.stdout
     assert "Traceback" not in done.stderr and "usage: workbench serve" in done.stderr
+
+
+def test_the_progress_bar_is_on_a_terminal_stderr_and_never_in_the_summary(
+    tmp_path: Path,
+) -> None:
+    """stderr a terminal, stdout piped (``workbench validate ... > summary.txt``): the bar is
+    drawn on stderr, and stdout holds the summary alone."""
+    import pty
+    import select
+
+    path = tmp_path / "d.csv"
+    path.write_text("gender\nmale\nfemale\nbogus\n")
+    master, slave = pty.openpty()
+    command = [sys.executable, "-m", "workbench.cli", "validate", str(path), "--column"]
+    command += ["gender", "--valueset", GENDER_VS, "--fail-under", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    drawn = b""
+    try:
+        for _ in range(600):  # at most 60 s
+            if not select.select([master], [], [], 0.1)[0]:
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        summary = process.communicate(timeout=60)[0].decode()
+    finally:
+        os.close(master)
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0
+    assert b"validating" in drawn and b"3/?" in drawn, drawn[:300]  # (a CSV: no total)
+    assert summary.startswith("rows: 3\nvalid: 2 (66.67%)"), summary[:200]

@@ -166,10 +166,12 @@ class _progress:
     def __init__(self, total: int | None) -> None:
         self.bar: Progress | None = None
         if sys.stderr.isatty():
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             columns = (TextColumn("validating"), BarColumn(), MofNCompleteColumn())
-            self.bar = Progress(*columns, transient=True)
+            # on stderr, whatever stdout is: the summary on stdout can be piped or redirected
+            self.bar = Progress(*columns, transient=True, console=Console(stderr=True))
         self.total = total
 
     def __enter__(self) -> tuple[Progress | None, Any]:
