@@ -152,3 +152,25 @@ def test_the_progress_bar_is_on_a_terminal_stderr_and_never_in_the_summary(
     assert process.returncode == 0
     assert b"validating" in drawn and b"3/?" in drawn, drawn[:300]  # (a CSV: no total)
     assert summary.startswith("rows: 3\nvalid: 2 (66.67%)"), summary[:200]
+
+
+def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``workbench expand ... | head -1``: when stdout's reader leaves, the command stops
+    with 141 (128 + SIGPIPE, as cat or grep) and writes nothing on stderr."""
+    xml, cache = icd10cm_xml(), tmp_path / "releases"
+    command = [sys.executable, "-m", "workbench.cli", "expand", f"{ICD10CM}?fhir_vs"]
+    command += ["--format", "csv", "--release", str(xml), "--release-cache", str(cache)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith(b"system,version,code,display")
+        process.stdout.close()  # far more than a pipe holds is still to come (98,000 codes)
+        assert process.wait(120) == 141
+        assert process.stderr.read() == b""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()

@@ -1,11 +1,13 @@
 """The ``workbench`` command (Click, with Rich for the progress bar): each command builds a
 Workbench from the content options and calls its public methods; exit codes 0 (done, or the
-check passed), 1 (the check failed), 2 (a usage or input error, one line on stderr)."""
+check passed), 1 (the check failed), 2 (a usage or input error, one line on stderr), 141
+(stdout's reader left, as with ``| head``: nothing more is written)."""
 
 from __future__ import annotations
 
 import csv
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +21,9 @@ from workbench.cli.content import build_workbench, content_options
 from workbench.errors import WorkbenchError
 
 CONTENT = ("load", "package", "release", "release_cache", "no_default_content")
+#: The exit code when stdout's reader left: 128 + SIGPIPE, what a shell reports for a
+#: process that signal ended.
+SIGPIPE_EXIT = 141
 
 
 def _fails_cleanly(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -28,7 +33,12 @@ def _fails_cleanly(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
         try:
-            return command(**kwargs)
+            result = command(**kwargs)
+            sys.stdout.flush()  # (a reader that left is found here, not at exit)
+            return result
+        except BrokenPipeError:  # the reader left (``| head``): no message, as cat or grep
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(SIGPIPE_EXIT)
         except (WorkbenchError, reading.InputError, OSError, ImportError) as exc:
             text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
             click.echo(f"error: {text.splitlines()[0] if text else type(exc).__name__}", err=True)
