@@ -3,7 +3,7 @@ against reading the same column with pyarrow and a bare ``is_in``, in the same r
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_cli.py                   # 10,000,000 rows, 5 runs
+    .venv/bin/python benchmarks/bench_cli.py                   # 10,000,000 rows, 7 runs
     .venv/bin/python benchmarks/bench_cli.py --rows 1000000 --repeat 5
 
 The case: the ICD-10-CM release that ``simple-icd-10-cm`` ships (its tabular XML, imported
@@ -187,7 +187,7 @@ def main() -> None:
     """Build the case, run baseline and target alternately, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         folder = Path(tmp)
