@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
+from workbench.cli.ahead import ahead
+
 #: Rows per batch of the formats read row by row in Python (NDJSON, Excel).
 BATCH_ROWS = 256_000
 #: Rows per batch of the formats Arrow reads (CSV, TSV, Parquet): more, as what a batch costs
@@ -112,8 +114,8 @@ def arrow_batches(table: Table, columns: list[str]) -> Iterator[pa.RecordBatch]:
         scanner = _dataset(table.path, table.kind, columns).scanner(
             columns=columns, batch_size=ARROW_BATCH_ROWS
         )
-        for batch in scanner.to_batches():
-            yield _as_strings(batch, columns)
+        # read and cast on a thread of their own, one batch ahead of the caller's look-up
+        yield from ahead(_as_strings(batch, columns) for batch in scanner.to_batches())
 
 
 def _rows(table: Table, columns: list[str]) -> Iterator[list[list[str | None]]]:
