@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from tqdm.auto import tqdm
 
 from workbench import jsonio, packages, structure
 from workbench.errors import InvalidResourceError, LoadError, PackageNotFoundError
@@ -207,15 +206,29 @@ class _Reader:
 def interactive() -> bool:
     """Whether a progress bar has someone to show it to: a notebook or a terminal (not a
     log file or a pipe, where every redraw would be one more line of noise)."""
-    if any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__):
-        return True
+    if "IPython" in sys.modules:  # (tqdm.auto draws a notebook's widget only under IPython)
+        from tqdm.auto import tqdm
+
+        if any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__):
+            return True
     isatty = getattr(sys.stderr, "isatty", None)
     return bool(isatty is not None and isatty())
 
 
+def progress_bar(shown: bool, **options: Any) -> Any:
+    """A ``tqdm.auto`` bar when it is ``shown``, else None: tqdm (and the asyncio it
+    imports) is loaded only for a bar someone sees."""
+    if not shown:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(**options)
+
+
 def _bar(items: list[Any], progress: bool | None, desc: str) -> Iterable[Any]:
     show = len(items) >= PROGRESS_THRESHOLD and interactive() if progress is None else progress
-    return tqdm(items, desc=desc, unit="file", disable=not show, leave=False)
+    bar = progress_bar(show, iterable=items, desc=desc, unit="file", leave=False)
+    return items if bar is None else bar
 
 
 def _json_files(folder: Path) -> list[Path]:

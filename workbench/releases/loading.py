@@ -15,9 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
-from workbench.loading import interactive
+from workbench.loading import interactive, progress_bar
 from workbench.releases import archive, kinds
 from workbench.releases.kinds import Claim
 from workbench.terminology.provider import CodeSystemProvider
@@ -118,18 +116,20 @@ def open_release(
     chosen = kinds.detect(path) if kind is None else kinds.release_kind(kind)
     cache = Path(cache_dir) if cache_dir is not None else default_cache()
     shown = interactive() if progress is None else progress
-    bar = tqdm(desc=f"importing {Path(path).name}", disable=not shown, unit=" step")
+    bar = progress_bar(shown, desc=f"importing {Path(path).name}", unit=" step")
     try:
 
         def step(message: str) -> None:
-            bar.set_postfix_str(message.rsplit("/", 1)[-1][:60])
-            bar.update(1)
+            if bar is not None:
+                bar.set_postfix_str(message.rsplit("/", 1)[-1][:60])
+                bar.update(1)
 
         loaded = chosen.load(
             path, cache, version=version, progress=step, claim=claim, verify=verify
         )
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
     provider = loaded.provider
     summary = ReleaseSummary(
         kind=chosen.name,
