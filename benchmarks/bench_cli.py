@@ -258,10 +258,11 @@ def report(found: dict[str, tuple[float, list[float]]], rss: float) -> None:
     ):
         ratio = min(target) / min(baseline_runs)
         medians = statistics.median(target) / statistics.median(baseline_runs)
+        paired = statistics.median(t / b for t, b in zip(target, baseline_runs, strict=True))
         verdict = "PASS" if ratio <= MAX_RATIO else "MISS"
         print(
             f"ratio, {label}: best {ratio:.2f}x (target <= {MAX_RATIO}x): {verdict}; "
-            f"medians {medians:.2f}x"
+            f"medians {medians:.2f}x; median of each round's ratio {paired:.2f}x"
         )
     print(
         f"peak RSS of the command {rss / 2**30:.2f} GB (target <= 1.5 GB): "
