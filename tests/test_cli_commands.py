@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from http_support import GENDER_CS, GENDER_VS, HOST, TOKEN, client, free_port, values
 from test_cli import run
-from test_server_process import CONTENT, STOP_SECONDS, environment, wait_ready
+from test_server_process import CONTENT, STOP_SECONDS, environment, output_of, wait_ready
 
 ICD10CM = "http://hl7.org/fhir/sid/icd-10-cm"
 
@@ -101,10 +101,7 @@ def test_serve_answers_and_stops_on_sigterm(tmp_path: Path) -> None:
         process.send_signal(signal.SIGTERM)
         assert process.wait(STOP_SECONDS) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(STOP_SECONDS)
-    output = process.communicate()[0].decode(errors="replace")
+        output = output_of(process)
     assert "Stopped by SIGTERM" in output and f"{base}/docs" in output
     assert "Traceback" not in output
 

@@ -47,6 +47,15 @@ def environment() -> dict[str, str]:
     return env
 
 
+def output_of(process: subprocess.Popen[bytes]) -> str:
+    """What a server process wrote (stdout and stderr together), once it has ended: killed
+    first if it is still running."""
+    if process.poll() is None:
+        process.kill()
+        process.wait(STOP_SECONDS)
+    return process.communicate()[0].decode(errors="replace")
+
+
 def wait_ready(process: subprocess.Popen[bytes], url: str) -> None:
     """Poll ``GET {url}/metadata`` until it answers (the process must stay alive)."""
     deadline = time.monotonic() + START_SECONDS
@@ -119,10 +128,7 @@ def test_a_signal_answers_requests_in_flight_and_exits_0(
         assert body["parameter"][0] == {"name": "result", "valueBoolean": True}
         assert process.wait(STOP_SECONDS) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(STOP_SECONDS)
-    output = process.communicate()[0].decode(errors="replace")
+        output = output_of(process)
     assert f"Stopped by {sig.name}; requests in flight were answered." in output
     assert f"http://{HOST}:{port}/fhir/R4/docs" in output
     assert "Traceback" not in output

@@ -29,8 +29,23 @@ PROGRESS_THRESHOLD = 500
 _SKIP_NAMES = {"package.json", ".index.json", "package-lock.json"}
 
 
-@dataclass(frozen=True)
-class LoadSummary:
+class OneLine:
+    """A summary shown as one line of text (``line``): its repr ``<Type line>``, what
+    ``print`` and the command line show ``Loaded line``."""
+
+    def line(self) -> str:
+        """The summary as one line of text."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.line()}>"
+
+    def __str__(self) -> str:
+        return f"Loaded {self.line()}"
+
+
+@dataclass(frozen=True, repr=False)
+class LoadSummary(OneLine):
     """What one ``load`` call read: the terminology resources kept (their canonicals), the
     other resource types counted, files read, and the FHIR package it was (when it was one).
 
@@ -72,18 +87,12 @@ class LoadSummary:
         )
 
     def line(self) -> str:
-        """The summary as one line of text (what ``print`` and the command line show)."""
+        """The summary as one line of text (``OneLine``)."""
         warned = f"; {counted(len(self.warnings), 'warning')}" if self.warnings else ""
         return (
             f"{self.source}: {self.counts()} from {counted(self.files, 'file')}; "
             f"{self.rest()}{warned}"
         )
-
-    def __repr__(self) -> str:
-        return f"<LoadSummary {self.line()}>"
-
-    def __str__(self) -> str:
-        return f"Loaded {self.line()}"
 
     def _repr_html_(self) -> str:
         rest = html.escape(self.rest())

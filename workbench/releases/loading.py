@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.loading import interactive, progress_bar
+from workbench.loading import OneLine, interactive, progress_bar
 from workbench.releases import archive, kinds
 from workbench.releases.kinds import Claim
 from workbench.terminology.provider import CodeSystemProvider
@@ -23,8 +23,8 @@ from workbench.terminology.provider import CodeSystemProvider
 _LOG = logging.getLogger("workbench.releases")
 
 
-@dataclass(frozen=True)
-class ReleaseSummary:
+@dataclass(frozen=True, repr=False)
+class ReleaseSummary(OneLine):
     """What ``load_release`` loaded: system, version, concept count, time, the store."""
 
     kind: str
@@ -48,18 +48,12 @@ class ReleaseSummary:
         return f"imported again ({self.reason})" if self.reason else "imported"
 
     def line(self) -> str:
-        """The summary as one line of text (what ``print`` and the command line show)."""
+        """The summary as one line of text (``OneLine``)."""
         notes = "".join(f"; {note}" for note in self.notes)
         return (
             f"{self.kind} {self.system}|{self.version}: {self.concepts:,} "
             f"concepts, {self.how} in {self.seconds:.2f} s, cached in {self.cache}{notes}"
         )
-
-    def __repr__(self) -> str:
-        return f"<ReleaseSummary {self.line()}>"
-
-    def __str__(self) -> str:
-        return f"Loaded {self.line()}"
 
     def _repr_html_(self) -> str:
         notes = "".join(f"<br>{html.escape(note)}" for note in self.notes)
