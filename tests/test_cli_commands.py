@@ -5,7 +5,6 @@ server on 127.0.0.1."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -13,19 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from doc_blocks import icd10cm_xml
 from http_support import GENDER_CS, GENDER_VS, HOST, TOKEN, client, free_port, values
 from test_cli import run
 from test_server_process import CONTENT, STOP_SECONDS, environment, output_of, wait_ready
 
 ICD10CM = "http://hl7.org/fhir/sid/icd-10-cm"
-
-
-def icd10cm_xml() -> Path:
-    """The ICD-10-CM tabular XML that ``simple-icd-10-cm`` (a test dependency) ships."""
-    spec = importlib.util.find_spec("simple_icd_10_cm")
-    assert spec is not None and spec.submodule_search_locations, "simple-icd-10-cm is missing"
-    data = Path(next(iter(spec.submodule_search_locations))) / "data"
-    return sorted(data.glob("*tabular*.xml"))[-1]
 
 
 def test_import_caches_a_release_that_later_commands_reopen(tmp_path: Path) -> None:
@@ -171,3 +163,25 @@ def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path: Path) -> None:
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_a_reader_gone_before_the_summary_ends_validate_quietly(tmp_path: Path) -> None:
+    """The summary of ``workbench validate`` written to a pipe whose reader already left:
+    141, nothing on stderr (the exit code validate chose would otherwise be lost in a
+    BrokenPipeError at the interpreter's exit, were it not written and flushed inside the
+    command)."""
+    path = tmp_path / "d.csv"
+    path.write_text("gender\nmale\nbogus\n")
+    command = [sys.executable, "-m", "workbench.cli", "validate", str(path), "--column"]
+    command += ["gender", "--valueset", GENDER_VS]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # gone before anything is written
+    try:
+        assert process.wait(120) == 141
+        assert process.stderr.read() == b""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+        process.stderr.close()
