@@ -3,32 +3,27 @@ CodeableConcept) and against a whole code system, with status notes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any, cast
 
-from workbench.errors import ImportedValueSetNotFoundError, InvalidRequestError
 from workbench.frozen import replaced
 from workbench.resources import canonical_of
 from workbench.terminology import languages, supplements
+from workbench.terminology.batch import CodingCheck, PerValueSet
 from workbench.terminology.compose import CompiledValueSet
 from workbench.terminology.requests import PLAIN_CHECK, ValidateRequest
-from workbench.terminology.resolution import Resolution, T
+from workbench.terminology.resolution import Resolution
 from workbench.terminology.validation import (
     CheckOptions,
     Issue,
     ValidationResult,
-    coding_parts,
-    combine_codings,
     failure,
-    located,
     status_checks,
     validate_in_codesystem,
-    validate_in_valueset,
-    without_system,
 )
 
 # Remembers what depends on the value set alone while it stays compiled: (key, factory).
-_PerValueSet = Callable[[Hashable, Callable[[], Any]], Any]
+_PerValueSet = PerValueSet
 
 
 class Validating(Resolution):
@@ -42,82 +37,17 @@ class Validating(Resolution):
         default value set versions); ``req.options`` the strictness switches. A Coding's own
         version is the default version of its system for the includes that pin none; a
         ``display`` given beside a Coding is checked in place of the Coding's own. A value
-        set the value set imports that cannot be found makes the result false (a11).
+        set the value set imports that cannot be found makes the result false (a11). The
+        decision is ``CodingCheck``'s, the same for one code as for a batch of them.
         """
-        try:
-            return self._validate_code(req)
-        except ImportedValueSetNotFoundError as exc:
-            return _import_missing(exc, req)
+        return self.coding_check(req).answer(req)
 
-    def _validate_code(self, req: ValidateRequest) -> ValidationResult:
-        valueset, policy = req.valueset, req.policy
-        first = (
-            None
-            if not isinstance(valueset, str) and isinstance(valueset, Mapping)
-            else self.compiled(valueset, req.valueset_version, policy)
-        )
-        resource: Mapping[str, Any] = (
-            first.resource if first is not None else cast(Mapping[str, Any], valueset)
-        )
+    def coding_check(self, req: ValidateRequest) -> CodingCheck:
+        """The decision of ``validate_code`` for the codings of ``req``'s value set, switches
+        and versions (``batch.CodingCheck``: one coding, or many at once)."""
+        return CodingCheck(self, req)
 
-        def per_valueset(key: Hashable, factory: Callable[[], T]) -> T:
-            """What depends on the value set alone: remembered while it stays compiled."""
-            return factory() if first is None else self.memo(first, key, factory)
-
-        opts = self._check_options(req, resource, per_valueset)
-
-        def one(
-            parts: Mapping[str, str | None], path: str, coding: bool = True
-        ) -> ValidationResult:
-            if coding and parts.get("code") and not parts.get("system"):
-                # a Coding without a system means nothing: never inferred (a5)
-                compiled = first or self.compiled(valueset, req.valueset_version, policy)
-                return located(without_system(compiled, str(parts["code"])), path)
-            used = policy
-            wanted, of = parts.get("version"), parts.get("system")
-            if wanted and of and of not in policy.force:
-                used = policy.with_default(of, wanted)
-            compiled = (
-                first
-                if first is not None and used is policy
-                else self.compiled(valueset, req.valueset_version, used)
-            )
-            result = validate_in_valueset(
-                compiled,
-                self.codesystem,
-                code=parts.get("code"),
-                system=parts.get("system"),
-                version=parts.get("version"),
-                display=parts.get("display"),
-                options=opts,
-                versions=self.codesystem_versions,
-                is_valueset=self._is_valueset,
-            )
-            return located(result, path)
-
-        if req.codeable_concept is not None:
-            codings = req.codeable_concept.get("coding") or []
-            if not codings:
-                raise InvalidRequestError("The codeableConcept has no coding to validate")
-            canonical = self.compiled(valueset, req.valueset_version, policy).canonical
-            where = f"the value set '{canonical}'"
-            result = combine_codings([one(coding_parts(c), "") for c in codings], where)
-        elif req.coding is not None:
-            coding = req.coding
-            if req.display is not None:
-                coding = {**coding, "display": req.display}
-            result = one(coding_parts(coding), "Coding")
-        else:
-            given = {
-                "code": req.code,
-                "system": req.system,
-                "version": req.version,
-                "display": req.display,
-            }
-            result = one(given, "", coding=False)
-        return self._with_status_notes(result, resource, first, per_valueset)
-
-    def _check_options(
+    def check_options(
         self, req: ValidateRequest, resource: Mapping[str, Any], per_valueset: _PerValueSet
     ) -> CheckOptions:
         """The request's switches with what the validation needs besides: the versions to
@@ -152,7 +82,7 @@ class Validating(Resolution):
         asked: list[str],
         per_valueset: _PerValueSet,
     ) -> CheckOptions:
-        """``_check_options`` once the supplements are known to be there."""
+        """``check_options`` once the supplements are known to be there."""
         opts, policy = req.options, req.policy
         changes: dict[str, Any] = {}
         if policy or opts.check_versions or opts.force_versions or opts.default_versions:
@@ -176,7 +106,7 @@ class Validating(Resolution):
             changes["languages"] = wanted
         return replaced(opts, **changes)
 
-    def _with_status_notes(
+    def with_status_notes(
         self,
         result: ValidationResult,
         resource: Mapping[str, Any],
@@ -206,7 +136,7 @@ class Validating(Resolution):
         first: CompiledValueSet | None,
         per_valueset: _PerValueSet,
     ) -> tuple[Issue, ...]:
-        """The status-check notes of ``_with_status_notes``: the value set's own (and its
+        """The status-check notes of ``with_status_notes``: the value set's own (and its
         imports'), then the code system's."""
 
         def involved() -> tuple[Issue, ...]:
@@ -237,7 +167,7 @@ class Validating(Resolution):
             return []
         return self.compiled(resource).imported()
 
-    def _is_valueset(self, url: str) -> bool:
+    def is_valueset(self, url: str) -> bool:
         """True when ``url`` is a value set's (and no code system's) canonical URL."""
         return self.registry.get("ValueSet", url) is not None
 
@@ -289,18 +219,3 @@ class Validating(Resolution):
             languages=wanted,
             lenient_display=lenient_display,
         )
-
-
-def _import_missing(exc: ImportedValueSetNotFoundError, req: ValidateRequest) -> ValidationResult:
-    """The answer when a value set that the value set imports cannot be found: result=false
-    with a ``not-found`` issue about no input element (a11)."""
-    given = coding_parts(req.coding) if req.coding is not None else {}
-    return failure(
-        "unknown-valueset",
-        f"A definition for the value set '{exc.reference}' could not be found ("
-        + (exc.detail or f"imported by {exc.importer}")
-        + "), so the code cannot be validated",
-        code=req.code or given.get("code"),
-        system=req.system or given.get("system"),
-        version=req.version or given.get("version"),
-    )

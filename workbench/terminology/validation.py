@@ -16,7 +16,7 @@ from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
 from workbench.resources import canonical_of
 from workbench.terminology import supplements
 from workbench.terminology.codings import coding_parts, combine_codings, located
-from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, unusable
+from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet, Match, unusable
 from workbench.terminology.concept_check import CheckOptions, check_concept
 from workbench.terminology.concepts import STANDARDS_STATUS, Concept
 from workbench.terminology.languages import Languages
@@ -28,6 +28,7 @@ from workbench.terminology.membership import (
     why_not_members,
     with_not_in_vs,
 )
+from workbench.terminology.plain import plain_member, plain_options, plain_result
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
@@ -103,6 +104,10 @@ def validate_in_valueset(
     refused = _refusal(vs, found, opts, code, system, version, forced, pinned)
     if refused is not None:
         return refused
+    if display is None and version is None and forced is None:
+        plain = _plain(vs, found, code, system, opts)
+        if plain is not None:  # nothing to say (what a batch answers from ``PlainMembers``)
+            return plain
     cs, concept = found.cs, found.concept
     if opts.supplements is not None and cs is not None and concept is not None:
         concept = _without_other_supplements(cs, concept, opts.supplements)
@@ -131,6 +136,18 @@ def validate_in_valueset(
         extra = Issue("warning", "code-comment", text, "deprecated", "code")
         return dataclasses.replace(result, issues=(*result.issues, extra))
     return result
+
+
+def _plain(
+    vs: CompiledValueSet, found: _Located, code: str, system: str, opts: CheckOptions
+) -> ValidationResult | None:
+    """The answer of a plainly valid member (``plain.plain_member``), or None when the
+    code needs the full check."""
+    if not plain_options(vs, opts):
+        return None
+    match = Match(found.member, found.override, found.concept, found.cs, (), found.deprecated)
+    plain = plain_member(match, code, opts)
+    return None if plain is None else plain_result(plain, code, system)
 
 
 def _display_in_another_version(
