@@ -75,8 +75,8 @@ wrk:
 	fi
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check workbench tests benchmarks server.py docs/hooks.py
-	$(BIN)/ruff format --check workbench tests benchmarks server.py docs/hooks.py
+	$(BIN)/ruff check workbench tests benchmarks server.py setup.py docs/hooks.py
+	$(BIN)/ruff format --check workbench tests benchmarks server.py setup.py docs/hooks.py
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy

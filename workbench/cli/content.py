@@ -9,9 +9,8 @@ from typing import Any
 
 import click
 
+from workbench.content import default_content
 from workbench.workbench import Workbench
-
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: its valuesets/ folder
 
 
 def content_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -42,7 +41,9 @@ def content_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="where releases are imported",
         ),
         click.option(
-            "--no-default-content", is_flag=True, help="do not load the shipped valuesets/ folder"
+            "--no-default-content",
+            is_flag=True,
+            help="do not load the default content (the value sets the package ships)",
         ),
     ]
     for option in reversed(options):
@@ -61,7 +62,7 @@ def build_workbench(
     loaded as ``server.py`` loads it (no progress bars: the command shows its own)."""
     wb = Workbench()
     if not no_default_content:
-        wb.load(ROOT / "valuesets", progress=False)
+        wb.load(default_content(), progress=False)
     for source in load:
         wb.load(source, progress=False)
     for ref in package:

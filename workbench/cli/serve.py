@@ -15,7 +15,7 @@ from pathlib import Path
 import uvicorn
 
 from workbench import Workbench, WorkbenchError, unpacking
-from workbench.cli.content import ROOT
+from workbench.content import default_content
 from workbench.releases import grammar, kinds
 from workbench.server import create_app
 from workbench.server.auth import new_token
@@ -69,7 +69,7 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     parser.add_argument(
         "--no-default-content",
         action="store_true",
-        help="do not load the shipped valuesets/ folder",
+        help="do not load the default content (the value sets the package ships)",
     )
     add_workers_option(parser)
     return parser.parse_args(argv)
@@ -172,7 +172,7 @@ def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
         return 2
     try:
         if not args.no_default_content:
-            print(wb.load(ROOT / "valuesets"))
+            print(wb.load(default_content()))
         for source in args.load:
             print(wb.load(source))
         for ref in args.package:
