@@ -23,6 +23,7 @@ from workbench.errors import (
     ValueSetNotFoundError,
     WorkbenchError,
 )
+from workbench.extras import MissingExtraError
 from workbench.frames import CodeSystem, codesystem_from_frame
 from workbench.loading import LoadSummary
 from workbench.notebook import accessor as _accessor  # noqa: F401  (registers .fhir)
@@ -43,6 +44,7 @@ __all__ = [
     "Issue",
     "LoadError",
     "LoadSummary",
+    "MissingExtraError",
     "PackageError",
     "PackageIntegrityError",
     "PackageNotFoundError",

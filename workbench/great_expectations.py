@@ -15,11 +15,14 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from workbench.extras import require
+
 with warnings.catch_warnings():
     # GX's import uses deprecated modules (sre_constants) and imports pyspark when it is
     # installed, which warns about pandas 3: neither concerns the checks here
     warnings.simplefilter("ignore", DeprecationWarning)
     warnings.filterwarnings("ignore", "PySpark does not yet fully support", FutureWarning)
+    require("great_expectations", "quality", "workbench.great_expectations")
     from great_expectations.execution_engine import PandasExecutionEngine
     from great_expectations.expectations.expectation import ColumnMapExpectation
     from great_expectations.expectations.metrics import (

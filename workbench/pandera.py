@@ -30,10 +30,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from workbench.extras import require
+
 with warnings.catch_warnings():
     # pandera tries pyspark.pandas in each of its pandas modules when pyspark is installed,
     # and pyspark 4 warns about pandas 3: its backends are loaded here, once, warning-free
     warnings.filterwarnings("ignore", "PySpark does not yet fully support", FutureWarning)
+    require("pandera", "quality", "workbench.pandera")
     import pandera.api.checks
     import pandera.backends.pandas.builtin_checks
     import pandera.backends.pandas.components

@@ -16,6 +16,7 @@ from workbench.bulk.charting import BAR_COLOURS, BY_CODE, log_scale
 from workbench.bulk.leading import leading_repr, ordered
 from workbench.bulk.schema import VALIDATION
 from workbench.charts import VegaLite
+from workbench.extras import require
 from workbench.marks import frame_formatters, frame_html, frame_text, visible
 
 if TYPE_CHECKING:
@@ -143,6 +144,7 @@ class ValidationSummary:
         grey that reads on white and on black, the bars in the colours of ``chart`` (the
         Vega-Lite chart, which JupyterLab draws in its own theme). Codes are labelled with
         their odd whitespace visible (``␣male``)."""
+        require("matplotlib", "notebook", "the summary's plot")
         import matplotlib.pyplot as plt
 
         with plt.rc_context(cast(Any, PLOT_STYLE)):  # its keys typed as Literals
@@ -535,6 +537,7 @@ def export_frame(frame: pd.DataFrame, fmt: str) -> bytes:
     if fmt == "csv":
         buffer.write(plain.to_csv(index=False).encode())
     elif fmt == "xlsx":
+        require("openpyxl", "quality", "Excel exports")
         plain.to_excel(buffer, index=False)
     elif fmt == "parquet":
         plain.to_parquet(buffer, index=False)

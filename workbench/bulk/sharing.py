@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.bulk.charting import BY_CODE
+from workbench.extras import require
 
 #: Characters XML 1.0 (and so a workbook) cannot hold: written as ``\x01``.
 _NOT_IN_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -65,7 +66,8 @@ def write_excel(content: ReportContent, path: str | Path) -> Path:
     """Write ``content`` as an ``.xlsx`` workbook: a ``Summary`` sheet (what was validated,
     rows, valid, the valid share and the rows per reason) and a ``By code`` sheet (the by-code
     table, at most MAX_SHEET_ROWS rows). Returns the path."""
-    from openpyxl import Workbook  # the quality extra
+    require("openpyxl", "quality", "Excel reports")
+    from openpyxl import Workbook
 
     path = Path(path)
     book = Workbook(write_only=True)

@@ -16,6 +16,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
 from workbench.cli.ahead import ahead
+from workbench.extras import require
 
 #: Rows per batch of the formats read row by row in Python (NDJSON, Excel).
 BATCH_ROWS = 256_000
@@ -205,10 +206,8 @@ def _ndjson(path: Path, columns: list[str]) -> Iterator[list[list[str | None]]]:
 def _sheet_rows(path: Path) -> Iterator[Iterator[tuple[object, ...]]]:
     """The rows of a workbook's first sheet as value tuples, streamed (openpyxl's read-only
     mode keeps one row in memory, not the sheet)."""
-    try:
-        from openpyxl import load_workbook  # only for Excel files (the quality extra)
-    except ImportError:
-        raise InputError(f"{path}: reading Excel needs openpyxl (the quality extra)") from None
+    require("openpyxl", "quality", f"reading Excel files such as {path}")
+    from openpyxl import load_workbook
 
     book = load_workbook(path, read_only=True, data_only=True)
     try:

@@ -16,6 +16,7 @@ import uvicorn
 
 from workbench import Workbench, WorkbenchError, unpacking
 from workbench.content import default_content
+from workbench.extras import MissingExtraError
 from workbench.releases import grammar, kinds
 from workbench.server import create_app
 from workbench.server.auth import new_token
@@ -193,7 +194,7 @@ def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
             database=args.database,
             limits=limits,
         )
-    except WorkbenchError as exc:
+    except (WorkbenchError, MissingExtraError) as exc:  # (psycopg for --database)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     # What is loaded lives as long as the server: keep it out of the collector's full passes

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.errors import StorageError
+from workbench.extras import require
 from workbench.server.database.base import Change, Version, VersionStore, now_instant, tombstone
 from workbench.server.database.memory import MemoryVersions
 from workbench.terminology.cache_backing import SharedCaches
@@ -32,6 +33,7 @@ def open_database(data_dir: Path | None, database: str | None = None) -> Version
     if database is not None:
         if not database.startswith(("postgresql://", "postgres://")):
             raise StorageError(f"--database takes a postgresql:// URL, not {database!r}")
+        require("psycopg", "fleet", "a PostgreSQL --database")
         from workbench.server.database.postgresql import PostgresVersions
 
         return PostgresVersions(database)
@@ -54,6 +56,7 @@ def open_caches(data_dir: Path | None, database: str | None = None) -> SharedCac
     worker), else nowhere (each process holds its own, in memory). Call it after
     ``open_database``, which checks the URL and makes the folder."""
     if database is not None:
+        require("psycopg", "fleet", "a PostgreSQL --database")
         from workbench.server.database.cache_postgresql import PostgresCaches
 
         return PostgresCaches(database)
