@@ -44,6 +44,7 @@ def test_an_installed_copy_comes_first(tmp_path: Path, monkeypatch: pytest.Monke
     beside = tmp_path / "site-packages" / "valuesets"  # as a checkout's would be
     beside.mkdir()
     (beside / "README.md").write_text("not this one")
+    (tmp_path / "site-packages" / "pyproject.toml").write_text("")
     assert default_content() == package / "valuesets"
 
 
@@ -55,3 +56,15 @@ def test_missing_content_is_a_precise_error(
         default_content()
     assert str(package / "valuesets") in str(caught.value)
     assert "--no-default-content" in str(caught.value)
+
+
+def test_a_folder_beside_an_installed_package_is_not_a_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another distribution's top-level ``valuesets/`` in site-packages is never taken."""
+    _package_at(monkeypatch, tmp_path / "site-packages")
+    beside = tmp_path / "site-packages" / "valuesets"
+    beside.mkdir()
+    (beside / "README.md").write_text("someone else's")
+    with pytest.raises(LoadError, match="the default content is missing"):
+        default_content()

@@ -30,14 +30,15 @@ FOLDER = "valuesets"
 def default_content() -> Path:
     """The folder of the default content, for ``wb.load``: the package's own copy
     (``workbench/valuesets/``, found through ``importlib.resources``), else the checkout's
-    ``valuesets/`` beside the package. Raises ``LoadError`` naming both places when neither
-    holds it (an installation that left the package data out)."""
+    ``valuesets/`` beside the package (in the folder with the pyproject.toml). Raises
+    ``LoadError`` naming both places when neither holds it (an installation that left the
+    package data out)."""
     package = resources.files("workbench")
     shipped = package / FOLDER
     if isinstance(shipped, Path) and shipped.is_dir():
         return shipped
     checkout = Path(str(package)).parent / FOLDER
-    if (checkout / "README.md").is_file():
+    if (checkout / "README.md").is_file() and (checkout.parent / "pyproject.toml").is_file():
         return checkout
     raise LoadError(
         f"the default content is missing: neither {shipped} (the installed package's data) "
