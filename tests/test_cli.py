@@ -227,7 +227,7 @@ def test_bad_input_is_one_line_and_exit_2(
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["expand", GENDER], "http://hl7.org/fhir/administrative-gender,4.0.1,male,Male"),
+        (["expand", GENDER], "male,Male,http://hl7.org/fhir/administrative-gender,4.0.1"),
         (["expand", GENDER, "--format", "ndjson"], '"code":"female"'),
         (["expand", GENDER, "--format", "json"], '"resourceType": "ValueSet"'),
         (["lookup", GENDER_CS, "other"], "other\tOther"),

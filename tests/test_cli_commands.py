@@ -152,7 +152,7 @@ def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path: Path) -> None:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert process.stdout is not None and process.stderr is not None
-        assert process.stdout.readline().startswith(b"system,version,code,display")
+        assert process.stdout.readline().startswith(b"code,display,system,version")
         process.stdout.close()  # far more than a pipe holds is still to come (98,000 codes)
         assert process.wait(120) == 141
         assert process.stderr.read() == b""

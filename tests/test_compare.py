@@ -38,7 +38,7 @@ def test_compare(
     assert ",".join(sorted(got.both["code"])) == common  # in the order of *this*
     assert ",".join(sorted(got.only_in_a["code"])) == missing
     assert ",".join(sorted(got.only_in_b["code"])) == extra
-    assert list(got.both.columns) == ["system", "version", "code", "display"]
+    assert list(got.both.columns) == ["code", "display", "system", "version"]
     assert _canonical(this.partition("|")[0]) in got.message
     assert _canonical(other.partition("|")[0]) in got.message
     outputs = {p["name"]: p for p in got.to_parameters()["parameter"]}

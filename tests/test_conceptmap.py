@@ -174,7 +174,7 @@ def test_other_map_cycle_is_bounded_with_a_message() -> None:
 def test_product_and_display_and_parameters() -> None:
     t = translate([MAIN], code="5", url=MAIN["url"], display_of=lambda s, c: f"{s}#{c}")
     frame = t.matches
-    assert list(frame.columns) == ["equivalence", "system", "code", "display", "source"]
+    assert list(frame.columns) == ["code", "display", "system", "source", "equivalence"]
     assert frame.loc[0, "display"] == f"{B}#d1"
     params = t.to_parameters()
     assert params["parameter"][0] == {"name": "result", "valueBoolean": True}

@@ -331,12 +331,12 @@ def test_expand_version_argument() -> None:
 
 def test_frame_columns_and_flags() -> None:
     frame = make_wb().expand(valueset(None, isa("polygon"))).frame
-    assert list(frame.columns) == ["system", "version", "code", "display", "abstract", "inactive"]
+    assert list(frame.columns) == ["code", "display", "system", "version", "abstract", "inactive"]
     assert frame.dtypes[["abstract", "inactive"]].tolist() == [bool, bool]
-    rows = {r[2]: r for r in frame.itertuples(index=False, name=None)}
-    assert rows["polygon"] == (SHAPE, "1.0.0", "polygon", "Polygon", True, False)
-    assert rows["hexagon"] == (SHAPE, "1.0.0", "hexagon", "Hexagon", False, True)
-    assert rows["square"] == (SHAPE, "1.0.0", "square", "Square", False, False)
+    rows = {r[0]: r for r in frame.itertuples(index=False, name=None)}
+    assert rows["polygon"] == ("polygon", "Polygon", SHAPE, "1.0.0", True, False)
+    assert rows["hexagon"] == ("hexagon", "Hexagon", SHAPE, "1.0.0", False, True)
+    assert rows["square"] == ("square", "Square", SHAPE, "1.0.0", False, False)
 
 
 @pytest.mark.parametrize(
@@ -593,7 +593,7 @@ def test_errors(
 def test_listed_codes_of_an_unloaded_system_are_taken_as_listed() -> None:
     vs = valueset(None, {"system": "http://nope", "concept": [{"code": "x", "display": "X"}]})
     assert make_wb().expand(vs).frame.values.tolist() == [
-        ["http://nope", None, "x", "X", False, False]
+        ["x", "X", "http://nope", None, False, False]
     ]
 
 

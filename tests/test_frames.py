@@ -24,13 +24,13 @@ def test_valuesets_frame(default_wb: Workbench) -> None:
     frame = default_wb.valuesets
     assert list(frame.columns) == [
         "url",
-        "version",
         "name",
         "title",
-        "status",
+        "version",
         "id",
         "systems",
         "publisher",
+        "status",
     ]
     assert len(frame) == len(default_wb.registry.all("ValueSet"))
     assert row(frame, "url", BOOKABLE) == {
@@ -54,14 +54,14 @@ def test_codesystems_frame(default_wb: Workbench) -> None:
     frame = default_wb.codesystems
     assert list(frame.columns) == [
         "url",
-        "version",
         "name",
         "title",
+        "version",
         "status",
+        "id",
         "content",
         "count",
         "concepts",
-        "id",
     ]
     assert frame["concepts"].dtype == "int64"
     assert row(frame, "url", DEMO) == {

@@ -261,8 +261,8 @@ def test_result_colours_are_distinct() -> None:
 
 def expansion_frame(rows: list[tuple[str, str | None, bool, bool]]) -> pd.DataFrame:
     return pd.DataFrame(
-        [(S, "1", code, display, abstract, inactive) for code, display, abstract, inactive in rows],
-        columns=["system", "version", "code", "display", "abstract", "inactive"],
+        [(code, display, S, "1", abstract, inactive) for code, display, abstract, inactive in rows],
+        columns=["code", "display", "system", "version", "abstract", "inactive"],
     )
 
 

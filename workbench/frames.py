@@ -1,4 +1,10 @@
-"""Terminology resources as pandas frames, and CodeSystems built from frames."""
+"""Terminology resources as pandas frames, and CodeSystems built from frames.
+
+Each frame leads with what people look for (a resource's url, name and title; a code and
+its display), keeps the wide columns (systems, URLs, free text) in the middle and ends with
+narrow ones: pandas, fitting a frame to a terminal's width, keeps as many columns from the
+right as from the left and elides the middle ones (``tests/test_terminal_frames.py``).
+"""
 
 from __future__ import annotations
 
@@ -10,33 +16,44 @@ import pandas as pd
 from workbench.resources import Resource
 from workbench.terminology.provider import CodeSystemProvider
 
-_META = ["url", "version", "name", "title", "status"]
+#: The identifying columns of a resource's row, in the order the frames show them.
+_META = ["url", "name", "title", "version", "status"]
 
 
 def valuesets_frame(resources: Iterable[Resource]) -> pd.DataFrame:
-    """One row per ValueSet: url, version, name, title, status, id, systems, publisher."""
+    """One row per ValueSet: url, name, title, version, id, systems, publisher, status (the
+    narrow status last: a terminal's pandas shows the url and it, see the module)."""
     rows = []
     for r in resources:
         compose = r.get("compose") or {}
         systems = sorted({str(c["system"]) for c in compose.get("include", []) if c.get("system")})
-        rows.append([*(r.get(k) for k in _META), r.get("id"), systems, r.get("publisher")])
-    return pd.DataFrame(rows, columns=[*_META, "id", "systems", "publisher"])
+        rows.append(
+            [
+                *(r.get(k) for k in _META[:4]),
+                r.get("id"),
+                systems,
+                r.get("publisher"),
+                r.get("status"),
+            ]
+        )
+    return pd.DataFrame(rows, columns=[*_META[:4], "id", "systems", "publisher", "status"])
 
 
 def codesystems_frame(resources: Iterable[Resource]) -> pd.DataFrame:
-    """One row per CodeSystem: url, version, name, title, status, content, concepts, id."""
+    """One row per CodeSystem: url, name, title, version, status, id, content, count,
+    concepts."""
     rows = []
     for r in resources:
         rows.append(
             [
                 *(r.get(k) for k in _META),
+                r.get("id"),
                 r.get("content"),
                 r.get("count"),
                 _count_concepts(r.get("concept") or []),
-                r.get("id"),
             ]
         )
-    frame = pd.DataFrame(rows, columns=[*_META, "content", "count", "concepts", "id"])
+    frame = pd.DataFrame(rows, columns=[*_META, "id", "content", "count", "concepts"])
     return frame.astype({"concepts": "int64"})
 
 
@@ -269,7 +286,7 @@ class CodeSystem:
 
 
 def conceptmaps_frame(resources: Iterable[Resource]) -> pd.DataFrame:
-    """One row per ConceptMap: url, version, name, title, status, id, source, target, groups."""
+    """One row per ConceptMap: url, name, title, version, status, id, source, target, groups."""
     rows = []
     for r in resources:
         source = r.get("sourceUri") or r.get("sourceCanonical")
@@ -281,18 +298,19 @@ def conceptmaps_frame(resources: Iterable[Resource]) -> pd.DataFrame:
 
 
 def mappings_frame(resource: Resource) -> pd.DataFrame:
-    """One row per source code -> target code of a ConceptMap (equivalence, dependsOn, …)."""
+    """One row per source code -> target code of a ConceptMap: source_code, target_code,
+    equivalence, both displays, both systems, comment, depends_on, product."""
     cols = [
-        "source_system",
         "source_code",
-        "source_display",
-        "target_system",
         "target_code",
-        "target_display",
         "equivalence",
+        "source_display",
+        "target_display",
+        "source_system",
+        "target_system",
+        "comment",
         "depends_on",
         "product",
-        "comment",
     ]
     rows = []
     for group in resource.get("group", []):
@@ -300,16 +318,16 @@ def mappings_frame(resource: Resource) -> pd.DataFrame:
             for target in element.get("target", []):
                 rows.append(
                     [
-                        group.get("source"),
                         element.get("code"),
-                        element.get("display"),
-                        group.get("target"),
                         target.get("code"),
-                        target.get("display"),
                         target.get("equivalence"),
+                        element.get("display"),
+                        target.get("display"),
+                        group.get("source"),
+                        group.get("target"),
+                        target.get("comment"),
                         target.get("dependsOn", []),
                         target.get("product", []),
-                        target.get("comment"),
                     ]
                 )
     return pd.DataFrame(rows, columns=cols)

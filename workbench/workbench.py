@@ -190,12 +190,12 @@ class Workbench(TerminologyCalls):
 
     @property
     def valuesets(self) -> pd.DataFrame:
-        """One row per loaded ValueSet (url, version, name, title, status, …)."""
+        """One row per loaded ValueSet (url, name, title, version, …, status)."""
         return frames.valuesets_frame(self.registry.all("ValueSet"))
 
     @property
     def conceptmaps(self) -> pd.DataFrame:
-        """One row per loaded ConceptMap (url, version, name, status, source, target, …)."""
+        """One row per loaded ConceptMap (url, name, title, version, status, …, groups)."""
         return frames.conceptmaps_frame(self.registry.all("ConceptMap"))
 
     def mappings(self, url: str, version: str | None = None) -> pd.DataFrame:
@@ -315,7 +315,7 @@ class Workbench(TerminologyCalls):
 
     @property
     def codesystems(self) -> pd.DataFrame:
-        """One row per loaded CodeSystem (url, version, name, title, status, content, …),
+        """One row per loaded CodeSystem (url, name, title, version, status, …, concepts),
         the ones loaded from release files included."""
         headers = [p.resource for p in self.terminology.providers()]
         return frames.codesystems_frame([*self.registry.all("CodeSystem"), *headers])

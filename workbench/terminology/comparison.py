@@ -28,7 +28,7 @@ _SAYS = {
     "empty": "has no codes, nor has",
     "indeterminate": "cannot be compared with",
 }
-_COLUMNS = ["system", "version", "code", "display"]
+_COLUMNS = ["code", "display", "system", "version"]
 
 
 def relation(a: int, b: int, common: int) -> str:
@@ -76,7 +76,7 @@ class Comparison:
 
     @property
     def both(self) -> pd.DataFrame:
-        """The codes in both value sets (system, version, code, display)."""
+        """The codes in both value sets (code, display, system, version)."""
         return _frame(self.common)
 
     @property
@@ -150,9 +150,9 @@ def _sample(entries: tuple[Entry, ...], shown: int = 5) -> str:
 
 
 def _frame(entries: tuple[Entry, ...]) -> pd.DataFrame:
-    """A frame of the codes: system, version, code, display."""
+    """A frame of the codes: code, display, system, version."""
     import pandas as pd
 
     return pd.DataFrame(
-        [(e.system, e.version, e.code, e.display) for e in entries], columns=_COLUMNS
+        [(e.code, e.display, e.system, e.version) for e in entries], columns=_COLUMNS
     )

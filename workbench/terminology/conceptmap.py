@@ -241,10 +241,11 @@ class Translation:
 
     @property
     def matches(self) -> Any:
-        """The matches as a DataFrame (equivalence, system, code, display, source)."""
+        """The matches as a DataFrame: code, display, system, source (the map) and
+        equivalence (narrow, last: pandas shows it beside the code in a terminal)."""
         import pandas as pd
 
-        cols = ["equivalence", "system", "code", "display", "source"]
+        cols = ["code", "display", "system", "source", "equivalence"]
         return pd.DataFrame(
             [[getattr(m, c) for c in cols] for m in self.match_list], columns=cols, dtype=object
         )

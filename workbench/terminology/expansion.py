@@ -18,7 +18,10 @@ from workbench.terminology.compose import Entry
 if TYPE_CHECKING:
     from workbench.terminology.requests import ExpandRequest
 
-FRAME_COLUMNS = ["system", "version", "code", "display", "abstract", "inactive"]
+#: The columns of ``Expansion.frame``: what people look for first (the code and its display),
+#: the wide system and version in the middle, the narrow flags last (pandas, fitting a frame
+#: to a terminal, keeps as many columns from the right as from the left).
+FRAME_COLUMNS = ["code", "display", "system", "version", "abstract", "inactive"]
 DEFAULT_MAX_EXPANSION = 10_000
 #: The size an expansion may reach when the request allows the maximum
 #: (``allowMaximumSizeExpansion``).
@@ -86,12 +89,15 @@ class Expansion:
 
     @property
     def frame(self) -> pd.DataFrame:
-        """The page as a DataFrame: system, version, code, display, abstract, inactive.
+        """The page as a DataFrame: code, display, system, version, abstract, inactive.
 
         Not limited by ``max_size``: an unpaged expansion of any size gives its whole frame.
         """
         page = self.page
-        frame = pd.DataFrame.from_records([e[:6] for e in page], columns=FRAME_COLUMNS)
+        frame = pd.DataFrame.from_records(
+            [(e.code, e.display, e.system, e.version, e.abstract, e.inactive) for e in page],
+            columns=FRAME_COLUMNS,
+        )
         frame = frame.astype({"abstract": bool, "inactive": bool})
         if self.include_designations:
             frame["designations"] = pd.Series([list(e.designations) for e in page], dtype=object)
