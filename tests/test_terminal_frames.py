@@ -94,6 +94,8 @@ FRAMES: dict[str, tuple[Callable[[Workbench], Any], list[str], list[str]]] = {
     "concepts(demo)": (lambda wb: wb.concepts(DEMO), ["code", "display"], []),
     "concepts(ActCode)": (lambda wb: wb.concepts(ACT), ["code", "display"], []),
     "designations(demo)": (lambda wb: wb.designations(DEMO), ["code"], ["value"]),
+    "diff(ActCode).frame": (_diff, ["code", "change"], []),
+    "impact(ActCode).frame": (_impact, ["code", "change"], ["replacement"]),
     "compare().only_in_a": (
         lambda wb: wb.compare(GENDER, MALE_ONLY).only_in_a,
         ["code", "display"],

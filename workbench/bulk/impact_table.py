@@ -32,13 +32,15 @@ from workbench.terminology.provider import CodeSystemProvider
 
 MAX_CODES = 2_000_000  # codes kept per table; beyond that new codes are classified per call
 MAX_PAIRS = 8  # pairs of versions whose tables are kept
+#: The columns of ``Impact.frame``: the code, its change and its rows first (what people look
+#: for), the wide system after the displays, the one-to-one replacement last.
 COLUMNS = [
-    "system",
     "code",
-    "rows",
     "change",
+    "rows",
     "from_display",
     "to_display",
+    "system",
     "children",
     "replacements",
     "replacement",

@@ -42,19 +42,22 @@ from workbench.terminology.concepts import Entry
 KINDS = ("added", "removed", "display-changed", "status-changed", "moved")
 #: The columns of one version's rows.
 ROW = ["system", "code", "display", "status", "abstract", "parents"]
-#: The columns of ``Diff.frame``: the code, its change, then both versions' values.
+#: The columns of ``Diff.frame``: the code and its change, both versions' displays, the
+#: system, then both versions' parents, abstract flags and statuses (what people look for
+#: first, the narrow flags last: pandas, fitting a frame to a terminal, keeps as many
+#: columns from the right as from the left).
 COLUMNS = [
-    "system",
     "code",
     "change",
     "from_display",
     "to_display",
-    "from_status",
-    "to_status",
-    "from_abstract",
-    "to_abstract",
+    "system",
     "from_parents",
     "to_parents",
+    "from_abstract",
+    "to_abstract",
+    "from_status",
+    "to_status",
 ]
 
 
