@@ -136,8 +136,9 @@ def test_html_and_excel_reports(tmp_path: Path, suffix: str) -> None:
     summary = dict(r for r in book["Summary"].iter_rows(values_only=True) if r[0])
     assert (summary["rows"], summary["valid"], summary["missing"]) == (4, 1, 1)
     assert summary["column"] == "gender" and summary["valueset"] == GENDER
-    rows = {r[1]: r for r in book["By code"].iter_rows(values_only=True)}
-    assert rows[" male"][8] == "male" and rows["bogus"][2] == 1
+    rows = {r[0]: r for r in book["By code"].iter_rows(values_only=True)}
+    assert rows["code"][:4] == ("code", "count", "issue", "suggestion")
+    assert rows[" male"][3] == "male" and rows["bogus"][1] == 1
 
 
 def _truncated(tmp: Path) -> Path:

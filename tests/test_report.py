@@ -52,16 +52,16 @@ def icd_wb() -> Workbench:
 
 
 BY_CODE_COLUMNS = [
-    "system",
     "code",
     "count",
-    "share",
-    "result",
     "issue",
-    "message",
-    "display",
     "suggestion",
+    "result",
+    "display",
     "suggested_display",
+    "share",
+    "system",
+    "message",
 ]
 
 

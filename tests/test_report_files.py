@@ -34,11 +34,11 @@ def test_excel_has_the_summary_and_the_codes_as_text(report: pd.DataFrame, tmp_p
     assert summary["missing"] == 1
     sheet = book["By code"]
     header, *rows = list(sheet.iter_rows(values_only=True))
-    assert header[:4] == ("system", "code", "count", "share")
-    by_code = {row[1]: row for row in rows}
-    assert by_code["male"][2] == 2 and by_code["male"][4] is True
-    assert by_code[" male"][8] == "male"  # the suggestion
-    cells = {c.value: c.data_type for row in sheet.iter_rows(min_col=2, max_col=2) for c in row}
+    assert header[:5] == ("code", "count", "issue", "suggestion", "result")
+    by_code = {row[0]: row for row in rows}
+    assert by_code["male"][1] == 2 and by_code["male"][4] is True
+    assert by_code[" male"][3] == "male"  # the suggestion
+    cells = {c.value: c.data_type for row in sheet.iter_rows(min_col=1, max_col=1) for c in row}
     assert cells["=1+1"] == "s" and cells["0012"] == "s"  # text, never a formula or a number
     assert "fem\\x01ale" in by_code  # XML cannot hold \x01: written visibly
 

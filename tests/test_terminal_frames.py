@@ -96,6 +96,17 @@ FRAMES: dict[str, tuple[Callable[[Workbench], Any], list[str], list[str]]] = {
     "designations(demo)": (lambda wb: wb.designations(DEMO), ["code"], ["value"]),
     "diff(ActCode).frame": (_diff, ["code", "change"], []),
     "impact(ActCode).frame": (_impact, ["code", "change"], ["replacement"]),
+    "by_code()": (
+        lambda wb: _report(wb).by_code(),
+        ["code", "count", "issue", "suggestion"],
+        [],
+    ),
+    "failure_cases": (lambda wb: _report(wb).failure_cases, ["code", "issue"], []),
+    "summary().top_invalid": (
+        lambda wb: _report(wb).summary().top_invalid,
+        ["code", "count", "issue"],
+        [],
+    ),
     "compare().only_in_a": (
         lambda wb: wb.compare(GENDER, MALE_ONLY).only_in_a,
         ["code", "display"],

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The columns of ``ValidationFrame.by_code()``.
+#: The columns of ``ValidationFrame.by_code()``, in the order its plain text prints them
+#: (``leading.ordered``): the code, its count, issue and suggestion first, the system and the
+#: long message last.
 BY_CODE = [
-    "system",
     "code",
     "count",
-    "share",
-    "result",
     "issue",
-    "message",
-    "display",
     "suggestion",
+    "result",
+    "display",
     "suggested_display",
+    "share",
+    "system",
+    "message",
 ]
 
 #: Bar colours shared by ``chart`` (Vega-Lite) and ``plot`` (matplotlib): mid-tones that

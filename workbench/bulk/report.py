@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from workbench.bulk.fix import Fixed
 
 COLUMNS = VALIDATION.names
+#: The columns of ``failure_cases`` after the code: the issue and its message first, the
+#: narrow result (false or NA there) last, as pandas keeps the last columns in a terminal.
+FAILURE_COLUMNS = ["issue", "message", "display", "system", "result"]
+#: The columns of ``ValidationSummary.top_invalid``.
+TOP_INVALID = ["code", "count", "issue", "system"]
 EXPORTS = {
     "csv": "text/csv",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -284,10 +289,12 @@ class ValidationFrame(pd.DataFrame):
 
     @property
     def failure_cases(self) -> MarkedFrame:
-        """The failing rows (result false, or missing), with the failing code first
-        (printed and shown with its odd whitespace visible; the data is exact)."""
+        """The failing rows (result false, or missing): the failing code (printed and shown
+        with its odd whitespace visible; the data is exact), then ``FAILURE_COLUMNS``."""
         failing = ~self["result"].fillna(False).astype(bool)
-        frame = MarkedFrame(pd.DataFrame(self[failing], copy=False), copy=False)
+        shown = [c for c in FAILURE_COLUMNS if c in self.columns]
+        shown += [c for c in self.columns if c not in shown]
+        frame = MarkedFrame(pd.DataFrame(self[failing], copy=False)[shown], copy=False)
         codes = self._checked_codes()[failing.to_numpy()].to_numpy(dtype=object)
         frame.insert(0, "code", pd.Series(codes, index=frame.index, dtype=object))
         return frame
@@ -311,10 +318,10 @@ class ValidationFrame(pd.DataFrame):
                 .reset_index()
                 .sort_values("count", ascending=False, kind="stable")
                 .head(top)
-                .reset_index(drop=True)
+                .reset_index(drop=True)[TOP_INVALID]
             )
         else:
-            top_invalid = pd.DataFrame(columns=["code", "system", "issue", "count"])
+            top_invalid = pd.DataFrame(columns=TOP_INVALID)
         valid = int(self["result"].fillna(False).astype(bool).sum())
         return ValidationSummary(len(self), valid, counts, top_invalid)
 

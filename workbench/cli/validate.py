@@ -91,10 +91,20 @@ class Tally:
                 text = found.text()
                 message = f"{message}; {text}" if message else text.capitalize()
             rows.append(
-                [system, code, count, count / max(self.rows, 1), False, issue, message, None]
-                + ([found.code, found.display] if found is not None else [None, None])
+                {
+                    "code": code,
+                    "count": count,
+                    "issue": issue,
+                    "suggestion": found.code if found is not None else None,
+                    "result": False,
+                    "display": None,
+                    "suggested_display": found.display if found is not None else None,
+                    "share": count / max(self.rows, 1),
+                    "system": system,
+                    "message": message,
+                }
             )
-        table = pd.DataFrame(rows, columns=BY_CODE, dtype=object)
+        table = pd.DataFrame.from_records(rows, columns=BY_CODE).astype(object)
         table["count"] = table["count"].astype("int64")
         table["share"] = table["share"].astype("float64")
         about = {k: str(v) for k, v in about.items() if v is not None}
