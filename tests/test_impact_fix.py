@@ -25,8 +25,8 @@ CODES = [OLD, ASTHMA, OLD, None, NEW]
 FIXED = [NEW, ASTHMA, NEW, None, NEW]
 #: the audit every library gives: rows 0 and 2 (index labels or positions)
 AUDITED = [
-    [0, "dx", OLD, NEW, "replacement", f"REPLACED BY (release {snomed_rf2.VERSION})", None],
-    [2, "dx", OLD, NEW, "replacement", f"REPLACED BY (release {snomed_rf2.VERSION})", None],
+    [OLD, NEW, "replacement", 0, "dx", f"REPLACED BY (release {snomed_rf2.VERSION})", None],
+    [OLD, NEW, "replacement", 2, "dx", f"REPLACED BY (release {snomed_rf2.VERSION})", None],
 ]
 BASE = pd.DataFrame({"id": [10, 11, 12, 13, 14], "dx": CODES})
 

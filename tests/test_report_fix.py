@@ -122,7 +122,7 @@ def test_fix_applies_only_the_kinds_asked_for(
 def test_the_audit_names_row_column_before_after_why_and_map(fix_wb: Workbench) -> None:
     fixed = fix_wb.validate_column(GENDERS, GENDER).fix()
     audit = fixed.audit.sort_values("row").reset_index(drop=True)
-    assert list(audit.columns) == ["row", "column", "before", "after", "kind", "why", "map"]
+    assert list(audit.columns) == ["before", "after", "kind", "row", "column", "why", "map"]
     assert audit[["row", "before", "after", "kind"]].values.tolist() == [
         ["p0", " male", "male", "whitespace"],
         ["p2", "Female", "female", "case"],

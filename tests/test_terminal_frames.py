@@ -102,6 +102,7 @@ FRAMES: dict[str, tuple[Callable[[Workbench], Any], list[str], list[str]]] = {
         [],
     ),
     "failure_cases": (lambda wb: _report(wb).failure_cases, ["code", "issue"], []),
+    "fix().audit": (lambda wb: _report(wb).fix().audit, ["before", "after"], []),
     "summary().top_invalid": (
         lambda wb: _report(wb).summary().top_invalid,
         ["code", "count", "issue"],

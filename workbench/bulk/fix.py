@@ -35,13 +35,15 @@ from workbench.marks import frame_html, frame_text, visible
 
 #: The kinds ``fix`` knows, with the suggestion reason each applies.
 KINDS = {"whitespace": WHITESPACE, "case": CASE, "dotted": DOTTED, "map": "ConceptMap match"}
-AUDIT = ["row", "column", "before", "after", "kind", "why", "map"]
+#: The columns of an audit: what changed first (before, after, its kind), then where (row,
+#: column) and why.
+AUDIT = ["before", "after", "kind", "row", "column", "why", "map"]
 
 
 @dataclass(frozen=True)
 class Fixed:
     """The outcome of ``ValidationFrame.fix``: ``data`` (a fixed copy, same index),
-    ``audit`` (one row per cell changed: row, column, before, after, kind, why, map),
+    ``audit`` (one row per cell changed: before, after, kind, row, column, why, map),
     ``report`` (the new validation of ``data``), ``fixed`` (rows fixed per kind) and
     ``remaining`` (the distinct codes that still fail, most frequent first)."""
 

@@ -128,7 +128,7 @@ def classify(
 @dataclass(frozen=True)
 class ImpactFix:
     """What ``Impact.fix`` did: ``data`` (a fixed copy, of the data's library), ``audit``
-    (one row per cell changed: row, column, before, after, kind, why, map) and
+    (one row per cell changed: before, after, kind, row, column, why, map) and
     ``rows_fixed``."""
 
     data: Any  # of the library the data came in

@@ -14,7 +14,7 @@ Dask         a lazy Series or DataFrame (``map_partitions``)    the index label
 Spark        a lazy DataFrame (``DataFrame.replace``)           the row's position
 ===========  ================================================  =======================
 
-The audit (``AUDIT``: row, column, before, after, kind, why, map) is a pandas frame of the
+The audit (``AUDIT``: before, after, kind, row, column, why, map) is a pandas frame of the
 cells changed; for Dask and Spark it is computed from the changed rows only (one pass over
 the data), and the fixed data stays lazy.
 """

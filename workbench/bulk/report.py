@@ -407,8 +407,8 @@ class ValidationFrame(pd.DataFrame):
         An edit-distance guess is never applied. ``data`` is what was validated (by default
         the very data given to ``validate_column``); it is never changed in place.
 
-        Returns a ``Fixed``: ``.data`` (a fixed copy, same index), ``.audit`` (row, column,
-        before, after, kind, why, map: one row per cell changed), ``.report`` (the new
+        Returns a ``Fixed``: ``.data`` (a fixed copy, same index), ``.audit`` (before, after,
+        kind, row, column, why, map: one row per cell changed), ``.report`` (the new
         validation), ``.fixed`` (rows per kind) and ``.remaining`` (codes still failing).
         Raises InvalidRequestError for an unknown kind, or data whose index differs from
         the report's.
