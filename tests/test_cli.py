@@ -13,6 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from workbench import Workbench
+
 GENDER = "http://hl7.org/fhir/ValueSet/administrative-gender"
 GENDER_CS = "http://hl7.org/fhir/administrative-gender"
 ROWS = {"id": [1, 2, 3], "gender": ["male", "female", "unknown"]}
@@ -47,15 +49,28 @@ def write(path: Path, data: dict[str, list[object]]) -> Path:
 
 
 FORMATS = [".csv", ".tsv", ".parquet", ".ndjson", ".xlsx"]
+#: The summary's last line, when the valid share reached --fail-under and when it did not.
+PASSED = "PASS: {} rows valid ({}%), at least --fail-under {}"
+FAILED = "FAIL: {} rows valid ({}%), below --fail-under {}"
 
 
 @pytest.mark.parametrize("suffix", FORMATS)
 @pytest.mark.parametrize(
     ("data", "extra", "code", "lines"),
     [
-        (ROWS, [], 0, ["rows: 3", "valid: 3 (100.00%)"]),
-        ({"gender": ["male", "bogus"]}, [], 1, ["valid: 1 (50.00%)", "'bogus' unknown-code"]),
-        ({"gender": ["male", "bogus"]}, ["--fail-under", "50"], 0, ["valid: 1 (50.00%)"]),
+        (ROWS, [], 0, ["rows: 3", "valid: 3 (100.00%)", PASSED.format("3 of 3", "100.00", 100)]),
+        (
+            {"gender": ["male", "bogus"]},
+            [],
+            1,
+            ["valid: 1 (50.00%)", "'bogus' unknown-code", FAILED.format("1 of 2", "50.00", 100)],
+        ),
+        (
+            {"gender": ["male", "bogus"]},
+            ["--fail-under", "50"],
+            0,
+            ["valid: 1 (50.00%)", PASSED.format("1 of 2", "50.00", 50)],
+        ),
         (NUMBERS, ["--column", "code"], 1, ["'12' unknown-code", "'7' unknown-code"]),
     ],
 )
@@ -70,6 +85,121 @@ def test_validate_formats_and_outcomes(
         assert line in done.stdout
     assert "12.0" not in done.stdout
     assert done.stderr == ""  # piped: no progress bar
+    assert done.stdout.splitlines()[-1].startswith("PASS: " if code == 0 else "FAIL: ")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.parametrize(
+    ("codes", "extra", "code", "lines"),
+    [
+        pytest.param(
+            [],
+            [],
+            0,
+            [
+                "rows: 0",
+                "valid: none (the column has no rows: nothing to validate)",
+                "PASS: no rows to validate (--fail-under 100)",
+            ],
+            id="no-rows",
+        ),
+        pytest.param(
+            [None, None, None],
+            [],
+            1,
+            [
+                "rows: 3",
+                "valid: none (the column is empty: all 3 rows lack a code)",
+                "  missing: 3",
+                FAILED.format("0 of 3", "0.00", 100),
+            ],
+            id="only-missing",
+        ),
+        pytest.param(
+            [None, None, None],
+            ["--fail-under", "0"],
+            0,
+            [
+                "rows: 3",
+                "valid: none (the column is empty: all 3 rows lack a code)",
+                "  missing: 3",
+                PASSED.format("0 of 3", "0.00", 0),
+            ],
+            id="only-missing-fail-under-0",
+        ),
+    ],
+)
+def test_an_empty_column_says_so(
+    tmp_path: Path,
+    suffix: str,
+    codes: list[str | None],
+    extra: list[str],
+    code: int,
+    lines: list[str],
+) -> None:
+    """A column with no code to validate (no rows, or every row missing its code) says so
+    plainly; the exit codes stay those of the valid share (100% of no rows, 0% of missing
+    ones) against --fail-under."""
+    frame = pd.DataFrame({"gender": pd.Series(codes, dtype=object)})
+    path = tmp_path / f"data{suffix}"
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        pq.write_table(pa.table({"gender": pa.array(codes, pa.string())}), path)
+    done = run("validate", path, "--column", "gender", "--valueset", GENDER, *extra)
+    assert done.returncode == code, done.stderr
+    assert done.stdout.splitlines() == lines
+
+
+def test_the_summary_shows_the_suggestion_beside_each_failing_code(
+    tmp_path: Path, default_wb: Workbench
+) -> None:
+    """Each failing code's line says what the column report suggests for it (by_code()'s
+    suggestion, from the same suggester), within 80 columns."""
+    codes = [" male", "Female", "Female", "femal", "Unknwn", "zzzz", "male"]
+    path = write(tmp_path / "d.csv", {"gender": codes})
+    done = run("validate", path, "--column", "gender", "--valueset", GENDER)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[lines.index("most frequent invalid codes:") + 1 :] == [
+        "  'Female' unknown-code (2): did you mean 'female' (Female)?",
+        "  ' male' unknown-code (1): did you mean 'male' (Male)?",
+        "  'femal' unknown-code (1): did you mean 'female' (Female)?",
+        "  'Unknwn' unknown-code (1): did you mean 'unknown' (Unknown)?",
+        "  'zzzz' unknown-code (1)",
+        FAILED.format("1 of 7", "14.29", 100),
+    ]
+    table = default_wb.validate_column(pd.Series(codes), GENDER).by_code(failures_only=True)
+    for failing, suggestion in zip(table["code"], table["suggestion"], strict=True):
+        shown = f": did you mean {suggestion!r}" if isinstance(suggestion, str) else ""
+        assert any(line.startswith(f"  {failing!r} unknown-code (") for line in lines)
+        assert any(line.startswith(f"  {failing!r}") and shown in line for line in lines)
+    assert max(len(line) for line in lines) <= 80
+
+
+def test_a_long_suggested_display_is_elided_to_80_columns(tmp_path: Path) -> None:
+    long = "A display far longer than a terminal line can hold beside the code and its issue"
+    codesystem = tmp_path / "cs.json"
+    codesystem.write_text(
+        json.dumps(
+            {
+                "resourceType": "CodeSystem",
+                "url": "http://example.org/long",
+                "status": "active",
+                "content": "complete",
+                "caseSensitive": True,
+                "concept": [{"code": "long-code", "display": long}],
+            }
+        )
+    )
+    path = write(tmp_path / "d.csv", {"code": ["LONG-CODE", "long-code"]})
+    args = ["--column", "code", "--system", "http://example.org/long", "--load", codesystem]
+    done = run("validate", path, *args, "--fail-under", "50")
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stdout.splitlines() if "did you mean" in line]
+    assert line.startswith("  'LONG-CODE' unknown-code (1): did you mean 'long-code' (A display")
+    assert len(line) == 80 and line.endswith("…)?")
+    assert done.stdout.splitlines()[-1] == PASSED.format("1 of 2", "50.00", 50)
 
 
 def test_a_folder_of_parquet_files_and_a_json_report(tmp_path: Path) -> None:

@@ -103,11 +103,11 @@ def validate_command(**kwargs: Any) -> None:
         table, kwargs["column"], valueset, system, kwargs["system_column"], kwargs["display_column"]
     )
     tally = validate.run(wb, job)
-    click.echo("\n".join(tally.lines()))
+    click.echo("\n".join(tally.lines(kwargs["fail_under"])))
     if report is not None:
         about = {"file": str(table.path), "column": job.column, "valueset": url, "system": system}
         validate.write_report(report, tally, about)
-    sys.exit(0 if tally.percent >= kwargs["fail_under"] else 1)
+    sys.exit(0 if tally.passed(kwargs["fail_under"]) else 1)
 
 
 @cli.command(

@@ -33,6 +33,8 @@ class Tally:
     invalid: Counter[tuple[Any, Any, Any]] = field(default_factory=Counter)
     messages: dict[tuple[Any, Any, Any], Any] = field(default_factory=dict)
     suggester: Any = None
+    #: The suggestion found for a failing code (None: none), each looked for once.
+    suggested: dict[tuple[Any, Any, Any], Any] = field(default_factory=dict)
 
     def add(self, result: Any, counts: np.ndarray | None = None) -> None:
         """Count a ValidationFrame (and keep each failing code's message): each of its rows
@@ -61,6 +63,24 @@ class Tally:
         """The valid share in percent (100 for no rows)."""
         return 100.0 if self.rows == 0 else 100.0 * self.valid / self.rows
 
+    def passed(self, fail_under: float) -> bool:
+        """Whether the valid share reached ``fail_under`` percent (the exit code 0)."""
+        return self.percent >= fail_under
+
+    @property
+    def empty(self) -> bool:
+        """True when there is no code to validate: no rows, or every row missing its code."""
+        return self.rows == self.reasons.get("missing", 0)
+
+    def suggestion(self, key: tuple[Any, Any, Any]) -> Any:
+        """What the column report suggests for a failing (code, system, issue) key, the
+        report's own suggester asked once per key (None when it has none)."""
+        if key not in self.suggested:
+            code, system, issue = key
+            found = None if self.suggester is None else self.suggester(system, code, issue)
+            self.suggested[key] = found
+        return self.suggested[key]
+
     def to_json(self, **about: Any) -> dict[str, Any]:
         """The summary as a JSON object (``about`` names the file, column and value set)."""
         top = [
@@ -84,9 +104,7 @@ class Tally:
         rows = []
         for rank, ((code, system, issue), count) in enumerate(self.invalid.most_common()):
             message = self.messages.get((code, system, issue))
-            found = None
-            if rank < SUGGESTED and self.suggester is not None:
-                found = self.suggester(system, code, issue)
+            found = self.suggestion((code, system, issue)) if rank < SUGGESTED else None
             if found is not None:
                 text = found.text()
                 message = f"{message}; {text}" if message else text.capitalize()
@@ -111,17 +129,59 @@ class Tally:
         reasons = {str(k): int(v) for k, v in self.reasons.most_common()}
         return ReportContent(title, self.rows, self.valid, reasons, table, about)
 
-    def lines(self) -> list[str]:
-        """The summary printed on stdout."""
-        out = [f"rows: {self.rows}", f"valid: {self.valid} ({self.percent:.2f}%)"]
+    def lines(self, fail_under: float = 100.0) -> list[str]:
+        """The summary printed on stdout: the rows, the valid ones, the rows per reason, the
+        most frequent invalid codes with what the column report suggests for each, and one
+        last PASS or FAIL line (``--fail-under``). A column with no code to validate (no
+        rows, or every row missing) says so instead of a valid share."""
+        out = [f"rows: {self.rows}"]
+        if self.rows == 0:
+            out.append("valid: none (the column has no rows: nothing to validate)")
+        elif self.empty:
+            out.append(f"valid: none (the column is empty: all {self.rows} rows lack a code)")
+        else:
+            out.append(f"valid: {self.valid} ({_percent(self.percent)})")
         out += [f"  {reason}: {count}" for reason, count in self.reasons.most_common()]
         if self.invalid:
             out.append("most frequent invalid codes:")
-            out += [
-                f"  {code!r} {issue} ({count})"
-                for (code, _, issue), count in self.invalid.most_common(10)
-            ]
-        return out
+            out += [self._failing(key, count) for key, count in self.invalid.most_common(10)]
+        return [*out, self.verdict(fail_under)]
+
+    def _failing(self, key: tuple[Any, Any, Any], count: int) -> str:
+        """One failing code's line, with the suggestion beside it (its display elided to
+        keep the line within WIDTH; the codes are never cut)."""
+        code, _, issue = key
+        line = f"  {code!r} {issue} ({count})"
+        found = self.suggestion(key)
+        if found is None:
+            return line
+        hint = f"{line}: did you mean {found.code!r}"
+        display = str(found.display or "")
+        room = WIDTH - len(hint) - len(" ()?")
+        if display and len(display) > room:
+            display = display[: room - 1] + "…" if room > 8 else ""
+        return f"{hint} ({display})?" if display else f"{hint}?"
+
+    def verdict(self, fail_under: float) -> str:
+        """The last line: PASS when the valid share reached ``fail_under`` (exit code 0),
+        else FAIL (exit code 1)."""
+        limit = f"--fail-under {fail_under:g}"
+        if self.rows == 0:
+            return f"PASS: no rows to validate ({limit})"
+        share = f"{self.valid} of {self.rows} rows valid ({_percent(self.percent)})"
+        if self.passed(fail_under):
+            return f"PASS: {share}, at least {limit}"
+        return f"FAIL: {share}, below {limit}"
+
+
+#: The width the summary's lines keep within (a terminal's).
+WIDTH = 80
+
+
+def _percent(value: float) -> str:
+    """A share in percent with two decimals; a share short of 100 never shows as 100.00%
+    (99.999% is 99.99%: 100.00% reads as all valid)."""
+    return "99.99%" if 99.99 < value < 100 else f"{value:.2f}%"
 
 
 @dataclass(frozen=True)
