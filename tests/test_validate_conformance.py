@@ -705,10 +705,51 @@ def test_content_kinds(
     assert answer.json() == result.to_parameters()
 
 
-@pytest.mark.parametrize("name", ["example", "not-present"])
-def test_example_and_not_present_are_refused(
-    kinds_wb: Workbench, kinds_http: httpx.Client, name: str
+NOT_PRESENT = (
+    f"The CodeSystem '{KINDS}not-present|1' is loaded without its codes (content "
+    "'not-present'), so the code 'a' cannot be validated: load the code system's release "
+    "(Workbench.load_release, or --release on the command line)"
+)
+
+
+def test_a_not_present_code_system_answers_as_one_not_loaded(
+    kinds_wb: Workbench, kinds_http: httpx.Client
 ) -> None:
+    """A code system loaded as not-present has no codes: validating a code of it is
+    result=false with the unknown-system issue (x-caused-by-unknown-system on the wire), as
+    for a code system that is not loaded; expanding over it stays an error."""
+    system = KINDS + "not-present"
+    results = [
+        kinds_wb.validate_code(valueset=whole("not-present"), code="a", system=system),
+        kinds_wb.validate_in_codesystem(system, "a"),
+    ]
+    for result in results:
+        assert (result.result, result.issue, result.message) == (
+            False,
+            "unknown-system",
+            NOT_PRESENT,
+        )
+        assert result.unknown_systems == (f"{system}|1",)
+    with pytest.raises(IncompleteCodeSystemError, match="has content 'not-present'"):
+        kinds_wb.expand(whole("not-present"))
+    body = params(
+        ("valueSet", {"resource": whole("not-present")}),
+        ("code", {"valueCode": "a"}),
+        ("system", {"valueUri": system}),
+    )
+    answers = [
+        kinds_http.post("/ValueSet/$validate-code", json=body),
+        kinds_http.get("/CodeSystem/$validate-code", params={"url": system, "code": "a"}),
+    ]
+    for answer, result in zip(answers, results, strict=True):
+        assert answer.status_code == 200
+        assert answer.json() == result.to_parameters()
+        names = [p["name"] for p in answer.json()["parameter"]]
+        assert "x-caused-by-unknown-system" in names
+
+
+@pytest.mark.parametrize("name", ["example"])
+def test_example_is_refused(kinds_wb: Workbench, kinds_http: httpx.Client, name: str) -> None:
     text = f"has content '{name}': its codes cannot be used"
     with pytest.raises(IncompleteCodeSystemError, match=text):
         kinds_wb.validate_code(valueset=whole(name), code="a", system=KINDS + name)

@@ -284,6 +284,21 @@ class IncompleteCodeSystemError(WorkbenchError):
     msg_id = "WB-EXP-002"
 
 
+class NotPresentCodeSystemError(IncompleteCodeSystemError):
+    """A code system loaded with ``content: not-present`` (its definition without its
+    codes) whose codes are needed. Expanding over it fails; validating a code of it answers
+    as for a code system that is not loaded (``membership.not_present``)."""
+
+    def __init__(self, url: str, version: str | None = None) -> None:
+        canonical = f"{url}|{version}" if version else url
+        super().__init__(
+            f"CodeSystem {canonical} has content 'not-present': its codes cannot be used to "
+            "expand a value set or validate a code"
+        )
+        self.url = url
+        self.version = version
+
+
 class ImportCycleError(WorkbenchError):
     """Value sets import each other in a cycle."""
 

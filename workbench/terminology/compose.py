@@ -27,6 +27,7 @@ from workbench.errors import (
     CodeSystemNotFoundError,
     IncompleteCodeSystemError,
     InvalidResourceError,
+    NotPresentCodeSystemError,
 )
 from workbench.resources import Resource, canonical_of, semver_key
 from workbench.terminology import budget
@@ -270,7 +271,9 @@ UNUSABLE_CONTENT = ("example", "not-present")
 
 def unusable(cs: CodeSystemProvider) -> IncompleteCodeSystemError:
     """The error for a whole-system include or a filter over an example or not-present code
-    system."""
+    system (``NotPresentCodeSystemError`` for the latter: validation answers it)."""
+    if cs.content == "not-present":
+        return NotPresentCodeSystemError(cs.url, cs.version)
     return IncompleteCodeSystemError(
         f"CodeSystem {canonical_of(cs.resource)} has content '{cs.content}': its codes "
         "cannot be used to expand a value set or validate a code"

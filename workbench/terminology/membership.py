@@ -51,6 +51,26 @@ def with_not_in_vs(result: ValidationResult, where: str) -> ValidationResult:
     return dataclasses.replace(result, issues=issues, message=message)
 
 
+def not_present(system: str, code: str, version: str | None) -> ValidationResult:
+    """A code of a code system loaded only with ``content: not-present`` (its definition,
+    without its codes, as FHIR packages ship SNOMED CT): answered as for a code system that
+    is not loaded (x-caused-by-unknown-system), saying how to load its codes.
+
+    >>> r = not_present("http://snomed.info/sct", "22298006", None)
+    >>> r.result, r.issue, r.unknown_systems
+    (False, 'unknown-system', ('http://snomed.info/sct',))
+    """
+    label = f"{system}|{version}" if version else system
+    text = (
+        f"The CodeSystem '{label}' is loaded without its codes (content 'not-present'), so "
+        f"the code '{code}' cannot be validated: load the code system's release "
+        "(Workbench.load_release, or --release on the command line)"
+    )
+    return failure(
+        "unknown-system", text, code=code, system=system, version=version, unknown=[label]
+    )
+
+
 def unknown_system(
     system: str, code: str, version: str | None, where: str, *, drawn_on: bool, is_valueset: bool
 ) -> ValidationResult:

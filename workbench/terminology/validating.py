@@ -11,6 +11,7 @@ from workbench.resources import canonical_of
 from workbench.terminology import languages, supplements
 from workbench.terminology.batch import CodingCheck, PerValueSet
 from workbench.terminology.compose import CompiledValueSet
+from workbench.terminology.membership import not_present
 from workbench.terminology.requests import PLAIN_CHECK, ValidateRequest
 from workbench.terminology.resolution import Resolution
 from workbench.terminology.validation import (
@@ -210,6 +211,8 @@ class Validating(Resolution):
                 version=version,
                 unknown=[label],
             )
+        if found.content == "not-present":  # its definition only: as if not loaded
+            return not_present(url, str(code), found.version)
         wanted = languages.requested(display_language, None, None, wildcard=False)
         return validate_in_codesystem(
             found,

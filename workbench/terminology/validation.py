@@ -12,7 +12,11 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from workbench.errors import CodeSystemNotFoundError, IncompleteCodeSystemError
+from workbench.errors import (
+    CodeSystemNotFoundError,
+    IncompleteCodeSystemError,
+    NotPresentCodeSystemError,
+)
 from workbench.resources import canonical_of
 from workbench.terminology import supplements
 from workbench.terminology.codings import coding_parts, combine_codings, located
@@ -24,6 +28,7 @@ from workbench.terminology.membership import (
     inactive_text,
     non_member,
     non_members,
+    not_present,
     unknown_system,
     why_not_members,
     with_not_in_vs,
@@ -255,6 +260,8 @@ def _locate(
     there is no code system to check it against and the value set does not list it."""
     try:
         match = vs.contains(system, code, version if forced is None else None)
+    except NotPresentCodeSystemError as exc:  # its definition only: as if not loaded
+        return not_present(system, code, exc.version or version)
     except CodeSystemNotFoundError as exc:
         label = f"{system}|{exc.version}" if exc.version else system
         return failure(
