@@ -2,8 +2,8 @@
 127.0.0.1, a partitioned Parquet dataset, and the local (no client) scheduler.
 
 The dask path must give exactly what the pandas path gives on the same data, lazily, with
-the value set expanded once on the client and its index (the ``Checker``) shipped to the
-workers once, not once per partition.
+the value set compiled once on the client and the engine itself (``ShippedChecker``)
+shipped to the workers once, not once per partition.
 
 The cluster's Client is made with ``set_as_default=False``: the distributed tests enter it
 with ``client.as_current()`` (that is how ``validate_column`` finds it) and compute with
@@ -28,7 +28,8 @@ import pytest
 from distributed import Client, LocalCluster
 
 from workbench import InvalidRequestError, ValueSetNotFoundError, Workbench
-from workbench.bulk.checker import Checker
+from workbench.bulk.shipping import ShippedChecker
+from workbench.terminology.engine import Terminology
 
 ACT_CODE = "http://terminology.hl7.org/CodeSystem/v3-ActCode"
 # a subset of v3-ActCode picked by the hierarchy (is-a _ActCoverageTypeCode)
@@ -210,29 +211,30 @@ def test_parquet_dataset_equals_pandas(
 def test_checker_is_shipped_once(
     r4_wb: Workbench, client: Client, frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The checker (expansion index + code system indexes) is serialised once on the client
-    and held once by each worker, however many partitions there are.
+    """The engine (``ShippedChecker``) is serialised once on the client and held once by
+    each worker, however many partitions there are.
 
     Three independent observations:
 
-    1. Pickling on the client: ``Checker.__getstate__`` is patched to count calls (the
-       state it returns is the plain ``__dict__``, so the workers need no patch to load
-       it). One ``validate_column`` plus ``compute`` pickles it exactly once, with 4 and
-       with 16 partitions - it is not re-serialised per partition or per task. (A count
-       alone could miss a checker embedded in every task of one pickled graph, since
-       pickle memoises repeated objects; hence 2.)
+    1. Pickling on the client: ``Terminology.__getstate__`` is wrapped to count calls.
+       One ``validate_column`` plus ``compute`` pickles the engine exactly once, with 4
+       and with 16 partitions - it is not re-serialised per partition or per task. (A
+       count alone could miss a checker embedded in every task of one pickled graph,
+       since pickle memoises repeated objects; hence 2.)
     2. The graph: every partition task depends on one and the same key, which is not a
        task of the graph (a scattered Future), and no task's arguments embed the checker.
     3. The workers: after the compute, that key is on both workers (``who_has``), and
-       the only Checker a worker's data store holds for this call is the one under it.
+       the only ShippedChecker a worker's data store holds for this call is the one under
+       it.
     """
     pickled = {"n": 0}
+    real = Terminology.__getstate__
 
-    def counting_getstate(self: Checker) -> dict[str, Any]:
+    def counting_getstate(self: Terminology) -> dict[str, Any]:
         pickled["n"] += 1
-        return dict(self.__dict__)
+        return real(self)
 
-    monkeypatch.setattr(Checker, "__getstate__", counting_getstate, raising=False)
+    monkeypatch.setattr(Terminology, "__getstate__", counting_getstate)
     kwargs = {"code": "dx_code", "system": "dx_system"}
     results = []
     earlier: list[Any] = []
@@ -250,16 +252,16 @@ def test_checker_is_shipped_once(
             assert len(tasks) == partitions
             assert all(key in t.dependencies for t in tasks)
             for task in graph.values():
-                assert not any(isinstance(a, Checker) for a in getattr(task, "args", ()))
+                assert not any(isinstance(a, ShippedChecker) for a in getattr(task, "args", ()))
             computed = client.compute(lazy)
             results.append(computed.result())
             holders = client.who_has()
             assert len(holders[key]) == 2  # broadcast: one copy on each worker
 
             def checker_keys(dask_worker: Any) -> list[Any]:
-                from workbench.bulk.checker import Checker as WorkerChecker
+                from workbench.bulk.shipping import ShippedChecker as Shipped
 
-                return [k for k, v in dask_worker.data.items() if isinstance(v, WorkerChecker)]
+                return [k for k, v in dask_worker.data.items() if isinstance(v, Shipped)]
 
             # each worker holds this call's checker once; any other is an earlier call's,
             # on its way out (releasing a Future is asynchronous)
@@ -383,7 +385,7 @@ def test_local_scheduler(default_wb: Workbench, demo_frame: pd.DataFrame) -> Non
     shared = shared_keys(graph, ddf)
     assert len(shared) == 1
     (key,) = shared
-    holders = [k for k, t in graph.items() if isinstance(getattr(t, "value", None), Checker)]
+    holders = [k for k, t in graph.items() if isinstance(getattr(t, "value", None), ShippedChecker)]
     assert holders == [key]
     tasks = partition_tasks(graph)
     assert len(tasks) == PARTITIONS

@@ -25,6 +25,9 @@ from workbench import Workbench
 from workbench.bulk import checker as bulk_checker
 from workbench.bulk import encoding
 from workbench.bulk import systems as bulk_systems
+from workbench.bulk.schema import VALIDATION
+from workbench.bulk.shipping import ShippedChecker
+from workbench.terminology import batch
 
 LAB = "http://example.org/fhir/CodeSystem/bulk-systems-lab"
 DX = "http://example.org/fhir/CodeSystem/bulk-systems-dx"
@@ -343,13 +346,13 @@ def test_work_per_distinct_pair(dtype: str, monkeypatch: pytest.MonkeyPatch) -> 
     set too)."""
     wb = loaded()
     checks: list[tuple[Any, Any]] = []
-    real = bulk_checker.validate_in_valueset
+    real = batch.validate_in_valueset
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         checks.append((kwargs.get("system"), kwargs.get("code")))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(bulk_checker, "validate_in_valueset", counted)
+    monkeypatch.setattr(batch, "validate_in_valueset", counted)
     rows = [EDGE_ROWS[i % len(EDGE_ROWS)] for i in range(5_000)]
     data = frame(rows, dtype)
     report = wb.validate_column(data, VS, code="code", system="system")
@@ -420,10 +423,10 @@ def test_property_every_row_is_validate_code(
     assert rows_of(report) == expected_rows(mixed_wb, rows)
 
 
-def test_kept_answers_hold_no_replaced_code_system_and_pickle_without_them() -> None:
+def test_kept_answers_hold_no_replaced_code_system_and_ship_the_engine() -> None:
     """The answers kept for a system outside the value set refer to its code system weakly:
-    replacing that code system frees the old index. A checker pickles (Dask ships it)
-    without those answers."""
+    replacing that code system frees the old index. A worker gets the engine itself
+    (``ShippedChecker``, pickled), and its checker answers as the engine's own."""
     import gc
     import pickle
     import weakref
@@ -435,12 +438,15 @@ def test_kept_answers_hold_no_replaced_code_system_and_pickle_without_them() -> 
     old = weakref.ref(wb.terminology.codesystem(OTHER))
     checker = bulk_checker.make_checker(wb.terminology, VS, False)
     assert OTHER in checker.kept.foreign and checker.kept.foreign[OTHER][0]() is old()
-    shippable = bulk_checker.make_shippable_checker(wb.terminology, VS, False)
-    shippable.table(OTHER)
-    assert OTHER in shippable.kept.foreign
-    shipped = pickle.loads(pickle.dumps(shippable))
-    assert shipped.kept.foreign == {} and shipped.tables.keys() == shippable.tables.keys()
-    del checker, shippable, shipped
+    shipped = pickle.loads(pickle.dumps(ShippedChecker(wb.terminology, VS, False))).open()
+    assert shipped.coding_check.engine is not wb.terminology
+    codes = np.array(["X9", "nope"], dtype=object)
+    for name in VALIDATION.names:
+        assert (
+            shipped.answer(OTHER, codes)[name].tolist()
+            == checker.answer(OTHER, codes)[name].tolist()
+        )
+    del checker, shipped
     replacement = {
         "resourceType": "CodeSystem",
         "url": OTHER,

@@ -9,14 +9,18 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pandas as pd
 import pytest
 from http_support import served_fixtures, values
 
 from workbench import Workbench
-from workbench.bulk import checker
 from workbench.errors import DuplicateCanonicalError
 from workbench.releases.icd10cm.provider import Icd10cmProvider
+from workbench.terminology.concept_check import CheckOptions
+from workbench.terminology.plain import Plain, plain_member
+from workbench.terminology.requests import ValidateRequest
+from workbench.terminology.whole import WholeSystem
 
 ICD = "http://hl7.org/fhir/sid/icd-10-cm"
 ISA_VS = "http://example.org/vs/cholera"
@@ -197,23 +201,26 @@ def test_validate_column_equals_validate_code_on_every_row(
 def test_whole_system_read_column_wise_says_what_the_expansion_says(
     wb: Workbench, abstract: bool
 ) -> None:
-    """Against ``?fhir_vs`` bulk validation reads the store's columns (``WholeSystem``)
-    instead of the expansion: its plainly valid members (with their displays) and its
-    members are exactly those of the expansion, asked as a whole or code by code."""
+    """Against ``?fhir_vs`` the engine's batch reads the store's columns (``WholeSystem``)
+    instead of the expansion: its plainly valid members (with their displays) are exactly
+    those ``plain_member`` finds member by member in the expansion."""
     compiled = wb.terminology.compiled(ALL)
-    kept = checker.make_checker(wb.terminology, ALL, abstract).kept
-    assert list(kept.whole) == [ICD]
-    expected = checker.fast_members(compiled, abstract)
-    assert len(kept.fast) == len(expected) == (98_466 if abstract else len(expected))
-    assert dict(kept.fast.items()) == expected
-    assert kept.members is not None
-    assert set(kept.members) == set(compiled.member_index()) and len(kept.members) == 98_466
-    for code in ("A00", "A00.0", "1", "A00-A09", "nope", " A00.0"):
-        key = (ICD, code)
-        assert (key in kept.fast) == (key in expected), code
-        assert kept.fast.get(key) == expected.get(key), code
-        assert (key in kept.members) == (code in {"A00", "A00.0", "1", "A00-A09"}), code
-    assert (ICD + "x", "A00.0") not in kept.fast and ("A00.0",) not in kept.members
+    request = ValidateRequest(valueset=ALL, options=CheckOptions(abstract=abstract))
+    check = wb.terminology.coding_check(request)
+    members = check.plain_members()
+    assert isinstance(members.systems[ICD], WholeSystem)
+    expected = {}
+    for system, code in compiled.member_index():
+        found = plain_member(compiled.contains(system, code), code, check.opts)
+        if found is not None:
+            expected[code] = found
+    keys = list(compiled.member_index())
+    codes = np.array([c for _, c in keys] + ["nope", " A00.0"], dtype=object)
+    hit, displays, versions = members.lookup(ICD, codes)
+    got = {c: Plain(d, v) for c, h, d, v in zip(codes, hit, displays, versions, strict=True) if h}
+    assert got == expected
+    assert len(expected) == (98_466 if abstract else len(expected))
+    assert members.lookup(ICD + "x", codes[:3])[0].tolist() == [False] * 3
 
 
 def test_first_validate_column_reads_no_concepts(xml: Path, cache: Path) -> None:

@@ -48,6 +48,21 @@ class Registry:
         self._listeners: list[Listener] = []
         self.generation = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its resources and generation (no lock; listeners subscribe again)."""
+        with self._lock:
+            return {
+                "by_id": self._by_id,
+                "by_url": self._by_url,
+                "latest": self._latest,
+                "generation": self.generation,
+            }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+        self._by_id, self._by_url = state["by_id"], state["by_url"]
+        self._latest, self.generation = state["latest"], state["generation"]
+
     # --- notification -----------------------------------------------------------------
 
     def subscribe(self, listener: Listener) -> None:

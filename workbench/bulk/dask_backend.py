@@ -1,9 +1,10 @@
 """The Dask backend: the same semantics, lazily, partition by partition.
 
-Validation: the value set is expanded once on the client; the index a worker needs
-(``Checker``, holding the expansion and the code system indexes) is shipped once: scattered
-with ``broadcast`` to every worker when a ``distributed`` client is active, else put in the
-graph as one shared task. Each partition then runs the pandas algorithm.
+Validation: the value set is compiled once on the client (an unknown one fails there); the
+engine itself (``shipping.ShippedChecker``: ``validate_code``'s own decision, not a copy
+of its rules) is shipped once: scattered with ``broadcast`` to every worker when a
+``distributed`` client is active, else put in the graph as one shared task (the threaded
+scheduler uses the live engine). Each partition then runs the pandas algorithm with it.
 
 Translation: the distinct (system, code) pairs of the whole column are gathered first (one
 pass: ``drop_duplicates``) and translated once each on the client by the pandas backend;
@@ -18,7 +19,6 @@ from typing import Any
 import pandas as pd
 
 from workbench.bulk import counting, libraries
-from workbench.bulk.checker import Checker
 from workbench.bulk.jobs import TranslateColumn, ValidateColumn
 from workbench.bulk.pandas_backend import (
     check_columns,
@@ -26,6 +26,7 @@ from workbench.bulk.pandas_backend import (
     validate_pandas,
 )
 from workbench.bulk.schema import TRANSLATION, VALIDATION, Schema
+from workbench.bulk.shipping import ShippedChecker
 from workbench.bulk.translate import Answered
 from workbench.errors import InvalidRequestError
 
@@ -54,9 +55,9 @@ def meta(schema: Schema = VALIDATION) -> pd.DataFrame:
 
 
 def _partition(
-    part: Any, checker: Checker, code: str | None, system: str | None, display: str | None
+    part: Any, shipped: ShippedChecker, code: str | None, system: str | None, display: str | None
 ) -> pd.DataFrame:
-    return validate_pandas(checker, part, code=code, system=system, display=display)
+    return validate_pandas(shipped.open(), part, code=code, system=system, display=display)
 
 
 def _ship(shipped: Any) -> Any:
@@ -77,7 +78,8 @@ def validate(job: ValidateColumn, data: Any) -> Any:
 
     if isinstance(data, dd.DataFrame):
         check_columns(list(data.columns), code=job.code, system=job.system, display=job.display)
-    shipped = _ship(job.shippable_checker())
+    job.checker()  # an unknown value set fails here, on the client
+    shipped = _ship(job.shipped_checker())
     result = data.map_partitions(
         _partition,
         shipped,

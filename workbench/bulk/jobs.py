@@ -1,8 +1,8 @@
 """What a backend is given: one request per kind of bulk work, and the backend contract.
 
 A request holds the call's arguments and the engine it runs against, and makes what the
-backends need from it (a checker, a shippable checker, a translator, a suggester), so no
-backend reaches into the engine itself.
+backends need from it (a checker, the engine shipped to workers with the call, a
+translator, a suggester), so no backend reaches into the engine itself.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from workbench.bulk.checker import Checker, make_checker, make_shippable_checker, make_suggester
+from workbench.bulk.checker import Checker, make_checker, make_suggester
+from workbench.bulk.shipping import ShippedChecker
 from workbench.bulk.translate import ColumnTranslator
 from workbench.terminology.engine import Terminology
 from workbench.terminology.service import EngineService
@@ -31,16 +32,16 @@ class ValidateColumn:
     code: str | None = None
     system: str | None = None
     display: str | None = None
-    abstract: bool = False
+    abstract: bool | None = None
     progress: bool = False
 
     def checker(self) -> Checker:
         """A checker over the engine (what it learns is kept with the value set)."""
         return make_checker(self.engine, self.valueset, self.abstract)
 
-    def shippable_checker(self) -> Checker:
-        """A picklable checker, for workers."""
-        return make_shippable_checker(self.engine, self.valueset, self.abstract)
+    def shipped_checker(self) -> ShippedChecker:
+        """The checker to make on workers, with the engine itself (see ``shipping``)."""
+        return ShippedChecker(self.engine, self.valueset, self.abstract)
 
     def suggester(self) -> Suggester:
         """Where a report's "did you mean" comes from."""

@@ -3,10 +3,10 @@
 No Python runs per row, and no terminology server is involved. A row's answer depends on
 a few values (its code, or Coding struct; its system column; its display column). For a
 validation the call starts no job: the plan gathers the distinct values (``distinct``) and
-answers each batch of them in a Python worker (``mapInArrow``, with a picklable checker of
-the value set: workbench must be importable on the executors), by the pandas backend, with
-the very answer tables and rules of a pandas column (``encoding.is_missing`` included), so
-every row gets what pandas gives for it. A translation does the same with its maps and
+answers each batch of them in a Python worker (``mapInArrow``, with the engine itself,
+``shipping.ShippedChecker``: workbench must be importable on the executors), by the pandas
+backend, with the very answer tables and rules of a pandas column (``encoding.is_missing``
+included), so every row gets what pandas gives for it. A translation does the same with its maps and
 their target displays shipped as plain data (a ``ShippedTranslator``). The answers are joined to the
 rows by a broadcast hash join on those values (null-safe: a null key finds the missing
 answer): they are shipped to the executors once, and the join runs in generated JVM code
@@ -34,6 +34,7 @@ from workbench.bulk.pandas_backend import (
     validate_pandas,
 )
 from workbench.bulk.schema import TRANSLATION, VALIDATION, Schema
+from workbench.bulk.shipping import ShippedChecker
 from workbench.bulk.translate import shipped
 from workbench.errors import InvalidRequestError
 
@@ -114,20 +115,20 @@ def with_validation(job: ValidateColumn, data: DataFrame, into: str = ANSWER) ->
     Python once per distinct key), when the caller's action runs."""
     job.checker()  # an unknown value set fails here, before any job
     keys = validation_keys(data, job.code, job.system, job.display)
-    return _joined_lazily(data, keys, VALIDATION, _Validator(job.shippable_checker(), keys), into)
+    return _joined_lazily(data, keys, VALIDATION, _Validator(job.shipped_checker(), keys), into)
 
 
 @dataclass(frozen=True)
 class _Validator:
-    """Answers a batch of distinct keys, on an executor (picklable: a shippable checker)."""
+    """Answers a batch of distinct keys, on an executor (picklable: the engine shipped)."""
 
-    checker: Any
+    checker: ShippedChecker
     keys: Keys
 
     def __call__(self, local: pd.DataFrame) -> pd.DataFrame:
         keys = self.keys
         return validate_pandas(
-            self.checker, local, code=keys.code, system=keys.system, display=keys.display
+            self.checker.open(), local, code=keys.code, system=keys.system, display=keys.display
         )
 
 

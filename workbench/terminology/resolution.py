@@ -58,6 +58,22 @@ class Resolution:
             self._providers = parent._providers
         registry.subscribe(self._on_change)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as what it resolves from (its registry and release providers), without
+        its caches and lock: how a Dask or Spark worker gets the engine itself (a request's
+        view, ``with_resources``, is never shipped)."""
+        if self._parent is not None:
+            raise TypeError("a request's view of the engine (with_resources) is not shipped")
+        return {
+            "registry": self.registry,
+            "max_expansion": self.max_expansion,
+            "providers": self._providers,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        Resolution.__init__(self, state["registry"], max_expansion=state["max_expansion"])
+        self._providers = state["providers"]
+
     # --- code systems from release files ------------------------------------------------
 
     def add_provider(self, provider: CodeSystemProvider) -> None:
