@@ -71,7 +71,7 @@ CALLS: list[tuple[str, str, Callable[..., Any], dict[str, Any]]] = [
         "series-validate",
         "validate_column",
         lambda data, **kw: data["c"].fhir.validate(ALL, system=DEMO, **kw),
-        {"system": DEMO, "abstract": False},
+        {"system": DEMO, "abstract": None},
     ),
     (
         "frame-translate",

@@ -124,7 +124,7 @@ def reference(
     code: Any = None,
     system: Any = None,
     display: Any = None,
-    abstract: bool = False,
+    abstract: bool | None = None,
 ) -> Row:
     """``validate_code`` on one row of codes (a missing code: result NA, issue missing)."""
     system = None if is_missing(system) else system
@@ -140,7 +140,7 @@ def reference(
 
 
 def reference_structured(
-    wb: Workbench, valueset: str | Mapping[str, Any], value: Any, *, abstract: bool = False
+    wb: Workbench, valueset: str | Mapping[str, Any], value: Any, *, abstract: bool | None = None
 ) -> Row:
     """``validate_code`` on one Coding or CodeableConcept cell (missing: NA, missing)."""
     if not isinstance(value, Mapping):
@@ -415,7 +415,7 @@ class Reason:
     display: str | None
     result: bool | None
     issue: str | None
-    abstract: bool = False
+    abstract: bool | None = None
 
 
 REASONS = {
@@ -441,9 +441,12 @@ REASONS = {
     "invalid-display-whitespace": Reason(
         ALL, "office", DEMO, " Office visit", False, "invalid-display"
     ),
-    "abstract": Reason(ALL, "in-person", DEMO, None, False, "abstract"),
+    "abstract": Reason(ALL, "in-person", DEMO, None, False, "abstract", abstract=False),
+    "abstract-by-default": Reason(ALL, "in-person", DEMO, None, True, None),
     "abstract-allowed": Reason(ALL, "in-person", DEMO, None, True, None, abstract=True),
-    "abstract-with-display": Reason(ALL, "remote", DEMO, "Remote visit", False, "abstract"),
+    "abstract-with-display": Reason(
+        ALL, "remote", DEMO, "Remote visit", False, "abstract", abstract=False
+    ),
     "missing-none": Reason(ALL, None, DEMO, None, None, "missing"),
     "missing-empty": Reason(ALL, "", DEMO, None, None, "missing"),
     "whitespace-leading": Reason(ALL, " office", DEMO, None, False, "unknown-code"),
@@ -916,7 +919,7 @@ def test_codes_without_a_system_are_answered_once(wb: Workbench) -> None:
         for c, s in zip(codes, data["s"].tolist(), strict=True)
     ]
     assert rows_of(wb.validate_column(data, MARITAL, code="c", system="s")) == expected
-    kept = checker.make_checker(wb.terminology, MARITAL, False).tables[None].state.codes.tolist()
+    kept = checker.make_checker(wb.terminology, MARITAL, None).tables[None].state.codes.tolist()
     assert sorted(kept) == sorted(["", "M", "S", "bogus", " S"])
     assert rows_of(wb.validate_column(data, MARITAL, code="c", system="s")) == expected
 
@@ -1155,7 +1158,7 @@ def summary_report(default_wb: Workbench) -> ValidationFrame:
     order = np.random.default_rng(3).permutation(len(codes))
     shuffled = [codes[i] for i in order]
     data = pd.Series(shuffled, index=[f"r{i}" for i in order])
-    return default_wb.validate_column(data, BOOKABLE, system=DEMO)
+    return default_wb.validate_column(data, BOOKABLE, system=DEMO, abstract=False)
 
 
 def test_summary_counts(summary_report: ValidationFrame) -> None:
@@ -1190,7 +1193,7 @@ def test_summary_exact_values(default_wb: Workbench) -> None:
     codes = ["bogus", "office", "in-person", "bogus", "xyz", "group", "in-person", "bogus"]
     codes += ["office", "nope", "in-person", "office", "nope", "bogus"]
     data = pd.Series(codes, index=[f"id{i}" for i in range(len(codes))])
-    report = default_wb.validate_column(data, ALL, system=DEMO)
+    report = default_wb.validate_column(data, ALL, system=DEMO, abstract=False)
     summary = report.summary()
     assert summary.rows == 14
     assert summary.valid == 4  # office x3 and group (inactive is valid, with a warning)
@@ -1233,7 +1236,9 @@ def test_failure_cases(default_wb: Workbench) -> None:
         },
         index=[f"p{i}" for i in (6, 5, 4, 3, 2, 1, 0)],
     )
-    report = default_wb.validate_column(data, ALL, code="dx_code", system="dx_system")
+    report = default_wb.validate_column(
+        data, ALL, code="dx_code", system="dx_system", abstract=False
+    )
     failures = report.failure_cases
     assert isinstance(failures, pd.DataFrame)
     assert list(failures.columns) == ["code", "issue", "message", "display", "system", "result"]
@@ -1305,11 +1310,13 @@ def test_plot(default_wb: Workbench) -> None:
     assert len(limited.axes[0].patches) == 2
 
 
-# --- abstract=True --------------------------------------------------------------------------
+# --- abstract=False --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", ["constant-system", "inferred", "display-column", "coding"])
-def test_abstract_true_makes_abstract_codes_valid(default_wb: Workbench, path: str) -> None:
+def test_abstract_codes_are_valid_unless_abstract_false(default_wb: Workbench, path: str) -> None:
+    """One default everywhere: an abstract code the value set includes is valid, as
+    ``validate_code`` answers it, unless ``abstract=False``."""
     codes = ["in-person", "remote", "office", "bogus"]
     data: pd.Series | pd.DataFrame
     if path == "constant-system":
@@ -1321,15 +1328,15 @@ def test_abstract_true_makes_abstract_codes_valid(default_wb: Workbench, path: s
         kwargs = {"code": "c", "system": DEMO, "display": "d"}
     else:
         data, kwargs = pd.Series([coding(c) for c in codes]), {}
-    strict = default_wb.validate_column(data, ALL, **kwargs)
-    allowed = default_wb.validate_column(data, ALL, abstract=True, **kwargs)
+    strict = default_wb.validate_column(data, ALL, abstract=False, **kwargs)
+    allowed = default_wb.validate_column(data, ALL, **kwargs)
     assert strict["result"].tolist() == [False, False, True, False]
     assert strict["issue"].tolist()[:2] == ["abstract", "abstract"]
     assert allowed["result"].tolist() == [True, True, True, False]
     assert [norm(v) for v in allowed["issue"].tolist()] == [None, None, None, "unknown-code"]
     assert allowed["display"].tolist()[:2] == ["In-person visit", "Remote visit"]
     for i, c in enumerate(codes):
-        expected = default_wb.validate_code(ALL, code=c, system=DEMO, abstract=True)
+        expected = default_wb.validate_code(ALL, code=c, system=DEMO)
         assert rows_of(allowed)[i][:4] == as_row(expected)[:4]
 
 

@@ -340,7 +340,7 @@ def test_a_frame_of_several_systems_asks_nothing_under_the_first_one(kind: str) 
         pd.DataFrame({"code": codes, "system": systems}), BIG_VS, code="code", system="system"
     )
     assert rows_of(got) == rows_of(expected)
-    held = set(checker.make_checker(wb.terminology, BIG_VS, False).table(BIG).state.codes)
+    held = set(checker.make_checker(wb.terminology, BIG_VS, None).table(BIG).state.codes)
     assert held & set(codes) == {codes[0]}  # only the row of that system
 
 
@@ -377,7 +377,7 @@ def test_polars_lookup_finds_every_code_of_its_table(big: Workbench) -> None:
     from workbench.bulk import polars_backend as bulk_polars
 
     big.validate_column(pl.Series(BIG_CODES), BIG_VS, system=BIG)
-    state = checker.make_checker(big.terminology, BIG_VS, False).table(BIG).state
+    state = checker.make_checker(big.terminology, BIG_VS, None).table(BIG).state
     found = bulk_polars.lookup(state)
     assert len(found.table.unplaced) == 0
     codes = pl.Series(list(state.codes[1:]), dtype=pl.String)
@@ -407,7 +407,7 @@ def test_a_code_without_a_slot_is_still_answered(
     rows = [BIG_CODES[3], BIG_CODES[40], "never seen", None, BIG_CODES[3]] * 30
     expected = rows_of(big.validate_column(pd.Series(rows), BIG_VS, system=BIG))
     big.validate_column(pl.Series(rows), BIG_VS, system=BIG)
-    state = checker.make_checker(big.terminology, BIG_VS, False).table(BIG).state
+    state = checker.make_checker(big.terminology, BIG_VS, None).table(BIG).state
     found = polars_lookup.lookup(state)
     twin, first = list(state.codes).index(BIG_CODES[3]), list(state.codes).index(BIG_CODES[40])
     hashes = found.codes.hash(polars_lookup.HASH_SEED).to_numpy().copy()
@@ -438,7 +438,7 @@ def test_polars_categories_no_row_holds_are_not_answered(big: Workbench, kind: s
         dtype = pl.Enum([*junk, BIG_CODES[7], BIG_CODES[8]])
     got = big.validate_column(pl.Series(rows, dtype=dtype), BIG_VS, system=BIG)
     assert got["result"].to_list() == [False, True, None] * 100
-    kept = set(checker.make_checker(big.terminology, BIG_VS, False).table(BIG).state.codes)
+    kept = set(checker.make_checker(big.terminology, BIG_VS, None).table(BIG).state.codes)
     assert not kept & set(junk)
     if kind == "Categorical":  # the junk was there all along, sharing the categories
         assert other.to_physical().to_list() == list(range(50))

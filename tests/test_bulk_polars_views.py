@@ -71,7 +71,7 @@ def test_the_lookup_finds_long_codes_by_their_views(long_wb: Workbench) -> None:
     from workbench.bulk import checker, polars_lookup
 
     long_wb.validate_column(pl.Series(LONG_CODES), LONG_VS, system=LONG)
-    state = checker.make_checker(long_wb.terminology, LONG_VS, False).table(LONG).state
+    state = checker.make_checker(long_wb.terminology, LONG_VS, None).table(LONG).state
     found = polars_lookup.lookup(state)
     assert found.views.long
     position, lost = polars_lookup.locate(found, pl.Series(list(state.codes[1:])))

@@ -159,11 +159,10 @@ def reference(wb: Workbench, code: Any, system: Any) -> tuple[Any, ...]:
     """``validate_code`` on one row (a missing code: result NA, issue missing)."""
     system = None if is_missing(system) else system
     if is_missing(code):
-        found = wb.validate_code(VS, code="", system=system, abstract=False)
+        found = wb.validate_code(VS, code="", system=system)
         assert found.issue == "missing"
         return (None, found.message, found.display, found.issue, found.system)
-    # validate_column refuses abstract codes unless abstract=True: asked the same way
-    found = wb.validate_code(VS, code=code, system=system, abstract=False)
+    found = wb.validate_code(VS, code=code, system=system)
     return (found.result, found.message, found.display, found.issue, found.system)
 
 
@@ -436,9 +435,9 @@ def test_kept_answers_hold_no_replaced_code_system_and_ship_the_engine() -> None
     data = frame(rows, "str")
     wb.validate_column(data, VS, code="code", system="system")
     old = weakref.ref(wb.terminology.codesystem(OTHER))
-    checker = bulk_checker.make_checker(wb.terminology, VS, False)
+    checker = bulk_checker.make_checker(wb.terminology, VS, None)
     assert OTHER in checker.kept.foreign and checker.kept.foreign[OTHER][0]() is old()
-    shipped = pickle.loads(pickle.dumps(ShippedChecker(wb.terminology, VS, False))).open()
+    shipped = pickle.loads(pickle.dumps(ShippedChecker(wb.terminology, VS, None))).open()
     assert shipped.coding_check.engine is not wb.terminology
     codes = np.array(["X9", "nope"], dtype=object)
     for name in VALIDATION.names:

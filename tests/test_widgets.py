@@ -1044,6 +1044,7 @@ def test_browser_has_the_tree_in_a_tab(default_wb: Workbench) -> None:
 # --- ColumnReport ---------------------------------------------------------------------------
 
 # code, display -> the reason validate_column gives against workbench-demo-in-person
+# (abstract=False: abstract codes refused)
 COLUMN = [
     ("office", None, "valid"),
     ("office", None, "valid"),
@@ -1075,7 +1076,9 @@ def column_result(default_wb: Workbench) -> ValidationFrame:
         {"code": [c for c, _, _ in COLUMN], "display": [d for _, d, _ in COLUMN]},
         index=[f"row{i}" for i in range(len(COLUMN))],
     )
-    return default_wb.validate_column(frame, IN_PERSON, code="code", display="display")
+    return default_wb.validate_column(
+        frame, IN_PERSON, code="code", display="display", abstract=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -1107,7 +1110,7 @@ def test_column_report_counts(report: ColumnReport) -> None:
 
 def test_column_report_counts_with_thousands(default_wb: Workbench) -> None:
     codes = pd.Series(["office"] * 1200 + ["nope"] * 1001)
-    report = ColumnReport(default_wb.validate_column(codes, IN_PERSON))
+    report = ColumnReport(default_wb.validate_column(codes, IN_PERSON, abstract=False))
     assert "<b>1,200</b> of 2,201 rows valid (54.5%)" in report.counts.value
     assert "<td>unknown-code</td><td style='text-align:right'>1,001</td>" in report.counts.value
     assert report.rows_caption.value == "<div>1,001 rows</div>"
@@ -1153,7 +1156,7 @@ def test_column_report_chart_follows_the_filter(report: ColumnReport) -> None:
 
 def test_column_report_chart_log_scale_when_counts_span_decades(default_wb: Workbench) -> None:
     codes = pd.Series(["office"] * 5000 + ["nope"] * 3 + ["bad"])
-    report = ColumnReport(default_wb.validate_column(codes, IN_PERSON))
+    report = ColumnReport(default_wb.validate_column(codes, IN_PERSON, abstract=False))
     reasons = report.chart_spec.spec["hconcat"][0]
     assert reasons["encoding"]["x"]["scale"] == {"type": "log"}
 
@@ -1170,7 +1173,7 @@ def test_column_report_top_invalid_codes(column_result: ValidationFrame) -> None
 @pytest.mark.parametrize("top", [3, 10, 12])
 def test_column_report_chart_draws_the_top_invalid_codes(default_wb: Workbench, top: int) -> None:
     codes = pd.Series([f"bad-{i:02}" for i in range(15) for _ in range(15 - i)])
-    report = ColumnReport(default_wb.validate_column(codes, IN_PERSON), top=top)
+    report = ColumnReport(default_wb.validate_column(codes, IN_PERSON, abstract=False), top=top)
     assert len(report.summary.top_invalid) == top
     bars = report.chart_spec.spec["hconcat"][1]["data"]["values"]
     assert len(bars) == top

@@ -141,7 +141,7 @@ def in_value_set(
     code: str | None = None,
     system: str | None = None,
     display: str | None = None,
-    abstract: bool = False,
+    abstract: bool | None = None,
     ignore_na: bool = True,
 ) -> ValueSetCheck:
     """A pandera ``Check`` that the codes are in the value set ``url`` (a canonical URL or a

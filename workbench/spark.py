@@ -38,7 +38,7 @@ def validate(
     code: str,
     system: str | None = None,
     display: str | None = None,
-    abstract: bool = False,
+    abstract: bool | None = None,
     into: str = "validation",
 ) -> Transform:
     """For ``df.transform``: ``df`` with the struct column ``into`` holding

@@ -371,7 +371,7 @@ class Workbench(TerminologyCalls):
         code: str | None = None,
         system: str | None = None,
         display: str | None = None,
-        abstract: bool = False,
+        abstract: bool | None = None,
         progress: bool = False,
     ) -> Any:
         """Validate a column of codes against a value set, with validate_code's semantics.
@@ -379,16 +379,18 @@ class Workbench(TerminologyCalls):
         ``data`` is a Series of codes (or of Coding / CodeableConcept dicts), or a DataFrame
         with ``code`` naming the code column. ``system`` is a column name or one system URI;
         when omitted and the value set draws on one system, that one is used. ``display``
-        names a column of displays to check. Abstract codes are refused unless
-        ``abstract=True`` (validate_code takes them unless abstract=False: pass
-        ``abstract=False`` there for the same answers). Returns a ValidationFrame aligned to
-        the input (result, message, display, issue, system) with ``.summary()`` and
-        ``.failure_cases``; missing codes give result NA and the issue ``missing``. A dask
+        names a column of displays to check. ``abstract`` as in ``validate_code``: abstract
+        codes the value set includes are valid unless ``abstract=False`` (the one default
+        of every entry point, as a FHIR request without ``abstract`` is read). Every
+        distinct key is answered by the code ``validate_code`` runs. Returns a
+        ValidationFrame aligned to the input (result, message, display, issue, system)
+        with ``.summary()`` and ``.failure_cases``; missing codes give result NA and the
+        issue ``missing``. A dask
         DataFrame or Series gives a lazy dask DataFrame (``progress=True`` shows Dask's
         progress bar while it computes). A polars DataFrame or Series gives a polars
-        DataFrame of the same columns; a Spark DataFrame a lazy Spark DataFrame of them
-        (the distinct values are collected and answered on the driver at the call, one
-        Spark job; the answers are joined back by a broadcast join).
+        DataFrame of the same columns; a Spark DataFrame a lazy Spark DataFrame of them (no
+        job runs at the call: the distinct values are answered on the executors, with the
+        engine shipped to them, and joined back by a broadcast join).
 
         >>> wb = Workbench()
         >>> _ = wb.load({"resourceType": "CodeSystem", "url": "http://x", "content":

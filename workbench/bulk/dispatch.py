@@ -32,7 +32,7 @@ def validate_column(
     code: str | None = None,
     system: str | None = None,
     display: str | None = None,
-    abstract: bool = False,
+    abstract: bool | None = None,
     progress: bool = False,
 ) -> Any:
     """``Workbench.validate_column``: see there."""

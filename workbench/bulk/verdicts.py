@@ -67,7 +67,7 @@ def row_verdicts(
     codes: Any,
     *,
     system: str | None = None,
-    abstract: bool = False,
+    abstract: bool | None = None,
 ) -> Verdicts | None:
     """The verdicts of a column of codes (a pandas or polars Series) of ``system`` (or of
     none: the value set infers it), or None where ``validate_column`` takes another path for

@@ -54,7 +54,7 @@ class FHIRFrameAccessor:
         code: str,
         system: str | None = None,
         display: str | None = None,
-        abstract: bool = False,
+        abstract: bool | None = None,
         workbench: Workbench | None = None,
     ) -> Any:
         """Validate the column ``code`` (with ``system``/``display`` columns or constants)."""
@@ -97,7 +97,7 @@ class FHIRSeriesAccessor:
         valueset: str | Mapping[str, Any],
         *,
         system: str | None = None,
-        abstract: bool = False,
+        abstract: bool | None = None,
         workbench: Workbench | None = None,
     ) -> Any:
         """Validate this Series of codes (or Codings, or CodeableConcepts)."""

@@ -31,7 +31,8 @@ import numpy as np
 
 from workbench.errors import ImportedValueSetNotFoundError, InvalidRequestError, WorkbenchError
 from workbench.frozen import replaced
-from workbench.terminology.compose import CompiledValueSet
+from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet
+from workbench.terminology.membership import non_member, why_not_members
 from workbench.terminology.plain import Plain, PlainMembers, plain_result
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.requests import ValidateRequest
@@ -42,6 +43,7 @@ from workbench.terminology.validation import (
     combine_codings,
     located,
     validate_in_valueset,
+    where_of,
     without_system,
 )
 from workbench.terminology.versions import VersionPolicy
@@ -221,7 +223,7 @@ class CodingCheck:
                     else PlainMembers.of(base, opts)
                 )
             except WorkbenchError:  # not expandable (a grammar, an incomplete code system)
-                self._plain = PlainMembers({})
+                self._plain = PlainMembers({}, complete=False)
         return self._plain
 
     def codes(self, system: str | None, codes: np.ndarray) -> Decided:
@@ -230,15 +232,52 @@ class CodingCheck:
         without display or version: each as ``answer`` would give it."""
         n = len(codes)
         if system is not None and n and self.missing is None:
-            hit, displays, versions = self.plain_members().lookup(system, codes)
+            hit, displays, versions, outside = self.plain_members().lookup(system, codes)
+            full = self._outside(system, codes, np.flatnonzero(outside & ~hit))
         else:
-            hit = np.zeros(n, dtype=bool)
+            hit, full = np.zeros(n, dtype=bool), {}
             displays, versions = np.empty(n, dtype=object), np.empty(n, dtype=object)
-        full = {
-            int(i): self.settled({"code": str(codes[i]), "system": system}, "", False)
-            for i in np.flatnonzero(~hit)
-        }
+        for i in np.flatnonzero(~hit):
+            if int(i) not in full:
+                full[int(i)] = self.settled({"code": str(codes[i]), "system": system}, "", False)
         return Decided(self, system, codes, hit, displays, versions, full)
+
+    def _outside(
+        self, system: str, codes: np.ndarray, at: np.ndarray
+    ) -> dict[int, ValidationResult]:
+        """The answers of codes at ``at`` that are no member of the value set, at once:
+        what ``validate_in_valueset`` says of each (``why_not_members`` then
+        ``non_member``, as its refusal of a non-member does), for a code system that
+        matches codes exactly and has no grammar of expressions for them; the others are
+        left to ``coding``."""
+        if not len(at):
+            return {}
+        base = self.base
+        drawn = base.included_versions(system)
+        cs = self.engine.codesystem(system, drawn[0] if len(drawn) == 1 else None)
+        if (
+            cs is None
+            or not cs.case_sensitive
+            or cs.synonymous_codes
+            or not cs.is_complete
+            or cs.content in (*UNUSABLE_CONTENT, "fragment")
+        ):
+            return {}
+        asked = [str(c) for c in codes[at]]
+        if cs.expressions:  # a post-coordinated expression is checked in full
+            kept = [i for i, code in enumerate(asked) if not cs.is_expression(code)]
+            at, asked = at[kept], [asked[i] for i in kept]
+        where = where_of(base)
+        reasons, causes, shown = why_not_members(where, cs, system, asked, base.inactive_allowed)
+        only = self.opts.membership_only
+        return {
+            int(i): self.noted(
+                non_member(reason, cause, cs, code, system, display, where, membership_only=only)
+            )
+            for i, code, reason, cause, display in zip(
+                at, asked, reasons, causes, shown, strict=True
+            )
+        }
 
 
 @dataclass

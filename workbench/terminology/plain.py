@@ -35,6 +35,9 @@ from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.result import ValidationResult
 from workbench.terminology.whole import WholeSystem
 
+_NO_CODES = pd.Index([], dtype=object)
+_NOTHING = np.empty(0, dtype=object)
+
 
 class Plain(NamedTuple):
     """A plainly valid member's answer: the display it shows and the code system version
@@ -82,24 +85,33 @@ def plain_result(plain: Plain, code: str, system: str) -> ValidationResult:
     return ValidationResult(True, None, plain.display, code, system, plain.version)
 
 
+Found = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 @dataclass(frozen=True)
 class _Indexed:
     """The plainly valid members of one system: their codes as a hash index, with each
-    one's display and version."""
+    one's display and version; ``members``: every member code of the system."""
 
     codes: pd.Index
     displays: np.ndarray
     versions: np.ndarray
+    members: pd.Index
 
-    def lookup(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        position = self.codes.get_indexer(pd.Index(codes, dtype=object, copy=False))
+    def lookup(self, codes: np.ndarray) -> Found:
+        asked = pd.Index(codes, dtype=object, copy=False)
+        position = self.codes.get_indexer(asked)
         hit = position >= 0
         at = position[hit]
         displays = np.empty(len(codes), dtype=object)
         versions = np.empty(len(codes), dtype=object)
         displays[hit] = self.displays[at]
         versions[hit] = self.versions[at]
-        return hit, displays, versions
+        outside = np.zeros(len(codes), dtype=bool)
+        rest = np.flatnonzero(~hit)
+        if len(rest):
+            outside[rest] = self.members.get_indexer(asked[rest]) < 0
+        return hit, displays, versions, outside
 
 
 class PlainMembers:
@@ -112,20 +124,27 @@ class PlainMembers:
     compiled value set and switches, and kept with it (``Terminology.memo``).
     """
 
-    def __init__(self, systems: Mapping[str, _Indexed | WholeSystem]) -> None:
+    def __init__(
+        self, systems: Mapping[str, _Indexed | WholeSystem], *, complete: bool = True
+    ) -> None:
         self.systems = systems
+        #: Whether every member is known (False: the value set could not be expanded, or
+        #: its members are not indexed, and no code is known to be outside it).
+        self.complete = complete
 
     @classmethod
     def of(cls, vs: CompiledValueSet, opts: CheckOptions) -> PlainMembers:
         """The plainly valid members of ``vs`` (raises WorkbenchError when it cannot be
         expanded; empty when ``opts`` leave no member plain)."""
         if not plain_options(vs, opts):
-            return cls({})
+            return cls({}, complete=False)
         whole = _whole_systems(vs, opts)
         if whole is not None:
             return cls(whole)
         found: dict[str, tuple[list[str], list[str | None], list[str | None]]] = {}
+        members: dict[str, list[str]] = {}
         for system, code in vs.member_index():
+            members.setdefault(system, []).append(code)
             plain = plain_member(vs.contains(system, code), code, opts)
             if plain is not None:
                 codes, displays, versions = found.setdefault(system, ([], [], []))
@@ -138,23 +157,32 @@ class PlainMembers:
                     pd.Index(codes, dtype=object),
                     np.array(displays, dtype=object),
                     np.array(versions, dtype=object),
+                    pd.Index(members[system], dtype=object),
                 )
                 for system, (codes, displays, versions) in found.items()
             }
+            | {
+                system: _Indexed(_NO_CODES, _NOTHING, _NOTHING, pd.Index(codes, dtype=object))
+                for system, codes in members.items()
+                if system not in found
+            }
         )
 
-    def lookup(self, system: str, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def lookup(self, system: str, codes: np.ndarray) -> Found:
         """Which of ``codes`` (an object array of str) are plainly valid members of
-        ``system``, with the display and the version of each (None elsewhere)."""
+        ``system``, with the display and the version of each (None elsewhere), and which
+        are surely no member of the value set under any spelling of an exact-match code
+        system (all when it has no member of ``system``; none when not ``complete``)."""
         found = self.systems.get(system)
         if found is None or not len(codes):
             none = np.empty(len(codes), dtype=object)
-            return np.zeros(len(codes), dtype=bool), none, none.copy()
+            outside = np.full(len(codes), self.complete, dtype=bool)
+            return np.zeros(len(codes), dtype=bool), none, none.copy(), outside
         return found.lookup(codes)
 
     def get(self, system: str, code: str) -> Plain | None:
         """The plain answer of one code, or None."""
-        hit, displays, versions = self.lookup(system, np.array([code], dtype=object))
+        hit, displays, versions, _ = self.lookup(system, np.array([code], dtype=object))
         return Plain(displays[0], versions[0]) if hit[0] else None
 
 

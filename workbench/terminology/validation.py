@@ -81,7 +81,7 @@ def validate_in_valueset(
     system that is a value set's URL (no code system) from an unknown one.
     """
     opts = options or CheckOptions(abstract=abstract)
-    where = _where(vs)
+    where = where_of(vs)
     if code is None or code == "":
         return failure("missing", "No code was given", code=code, system=system)
     if not system:
@@ -184,7 +184,7 @@ def _display_in_another_version(
             version=cs.version,
             display=display,
             abstract=opts.abstract,
-            where=_where(vs),
+            where=where_of(vs),
             options=opts,
             case_sensitive=cs.case_sensitive,
             language=cs.language,
@@ -230,7 +230,7 @@ def _without_other_supplements(
     return dataclasses.replace(concept, designations=kept)
 
 
-def _where(vs: CompiledValueSet) -> str:
+def where_of(vs: CompiledValueSet) -> str:
     """How messages name the value set."""
     return f"the value set {vs.canonical}" if vs.canonical else "the value set"
 
@@ -305,7 +305,7 @@ def _refusal(
     expression is checked in full), a version the code system needs or a version check
     refuses, an inactive code where only active ones count; else None."""
     cs, concept = found.cs, found.concept
-    where = _where(vs)
+    where = where_of(vs)
     if cs is not None and not found.member:
         if cs.is_expression(code):
             return _check_expression(cs, code, where, vs)

@@ -67,9 +67,10 @@ class WholeSystem:
             plain &= np.asarray(status != "deprecated", dtype=bool)
         return cls(codes, displays, plain, cs.version)
 
-    def lookup(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def lookup(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Which of ``codes`` (an object array of str) are plainly valid concepts, with
-        the display and the version of each (None elsewhere)."""
+        the display and the version of each (None elsewhere), and which are no concept
+        of the code system at all (no member of a whole include)."""
         found = pc.index_in(pa.array(codes, type=self.codes.type), value_set=self.codes)
         rows = np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
         hit = np.zeros(len(rows), dtype=bool)
@@ -79,7 +80,7 @@ class WholeSystem:
         displays[hit] = self._shown(rows[hit])
         versions = np.empty(len(rows), dtype=object)
         versions[hit] = self.version
-        return hit, displays, versions
+        return hit, displays, versions, ~known
 
     def _shown(self, rows: np.ndarray) -> np.ndarray:
         """The displays of known rows, as an object array."""
