@@ -26,6 +26,7 @@ from workbench.terminology.batch import CodingCheck
 from workbench.terminology.compose import CompiledValueSet
 from workbench.terminology.concept_check import CheckOptions
 from workbench.terminology.engine import Terminology
+from workbench.terminology.plain import whole_members
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.requests import ValidateRequest
 from workbench.terminology.result import ValidationResult
@@ -148,6 +149,9 @@ def make_suggester(engine: Terminology, valueset: str | Mapping[str, Any]) -> Su
         found: dict[str, list[tuple[str, str | None]]] = {}
         try:
             compiled = engine.compiled(valueset)
+            whole = whole_members(compiled)  # whole releases: from their columns
+            if whole is not None:
+                return whole
             for (system, code), entry in compiled.member_index().items():
                 found.setdefault(system, []).append((code, entry.display))
         except WorkbenchError:

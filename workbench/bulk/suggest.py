@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 from workbench.terminology.result import Suggestion
@@ -66,21 +67,49 @@ class CodeIndex:
     def __init__(self, entries: Iterable[tuple[str, str | None]], *, opaque: bool = False) -> None:
         #: Codes are identifiers without lexical meaning: no nearest-code guess.
         self.opaque = opaque
-        self.displays: dict[str, str | None] = {}
-        for code, display in entries:
-            self.displays.setdefault(code, display)
+        pairs = list(entries)
+        self.displays: dict[str, str | None] = dict(pairs)
+        if len(self.displays) != len(pairs):  # a code listed twice: its first display
+            self.displays = {}
+            for code, display in pairs:
+                self.displays.setdefault(code, display)
         self.codes: list[str] = list(self.displays)
-        self.by_case: dict[str, str] = {}
-        self.by_dots: dict[str, str] = {}
-        self.by_display: dict[str, str] = {}
-        for code, display in self.displays.items():
-            self.by_case.setdefault(code.casefold(), code)
-            self.by_dots.setdefault(_undotted(code), code)
-            if display:
-                self.by_display.setdefault(_squeeze(display).casefold(), code)
-        self.sorted_codes = sorted(self.codes)
-        self._display_codes = [c for c, d in self.displays.items() if d]
-        self._display_texts = [str(self.displays[c]) for c in self._display_codes]
+
+    # The lookups below are made when first needed (a report asks a few codes of a large
+    # code system: one pass over the codes each, instead of every index built up front);
+    # each finds the first code in order, as a mapping filled first-come would.
+
+    @cached_property
+    def _folded(self) -> list[str]:
+        return [code.casefold() for code in self.codes]
+
+    @cached_property
+    def _undotted_codes(self) -> list[str]:
+        return [_undotted(code) for code in self.codes]
+
+    @cached_property
+    def _display_keys(self) -> list[str | None]:
+        return [_squeeze(d).casefold() if d else None for d in self.displays.values()]
+
+    @cached_property
+    def sorted_codes(self) -> list[str]:
+        """The codes in sorted order (for ``more_specific``)."""
+        return sorted(self.codes)
+
+    @cached_property
+    def _display_codes(self) -> list[str]:
+        return [c for c, d in self.displays.items() if d]
+
+    @cached_property
+    def _display_texts(self) -> list[str]:
+        return [str(self.displays[c]) for c in self._display_codes]
+
+    def _first(self, keys: list[Any], key: str) -> str | None:
+        """The first code whose key is ``key``, or None."""
+        try:
+            return self.codes[keys.index(key)]
+        except ValueError:
+            return None
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -111,13 +140,13 @@ class CodeIndex:
         squeezed = _squeeze(code)
         if squeezed != code and squeezed in self.displays:
             return self._found(squeezed, WHITESPACE)
-        cased = self.by_case.get(squeezed.casefold())
+        cased = self._first(self._folded, squeezed.casefold())
         if cased is not None and cased != code:
             return self._found(cased, CASE)
-        dotted = self.by_dots.get(_undotted(squeezed))
+        dotted = self._first(self._undotted_codes, _undotted(squeezed))
         if dotted is not None and dotted != code:
             return self._found(dotted, DOTTED)
-        named = self.by_display.get(squeezed.casefold())
+        named = self._first(self._display_keys, squeezed.casefold())
         if named is not None:
             return self._found(named, "the code with this display")
         if not self.opaque:
@@ -147,7 +176,8 @@ class CodeIndex:
         """The code whose display is closest to text typed as a code."""
         from rapidfuzz import fuzz, process, utils  # imported when first needed
 
-        if len(squeezed) >= 4 and any(ch.isalpha() for ch in squeezed):
+        letters = sum(ch.isalpha() for ch in squeezed)
+        if letters >= 4 and 2 * letters >= len(squeezed):  # text, not a code's shape
             text = process.extractOne(
                 squeezed,
                 self._display_texts,
@@ -246,6 +276,7 @@ class Suggester:
         self._members: Mapping[str, Sequence[tuple[str, str | None]]] | bool | None = False
         self._titles: Mapping[str, str | None] | None = None
         self._indexes: dict[str, CodeIndex | None] = {}
+        self._wanted_codes: dict[str, set[str]] | bool | None = False
 
     def __reduce__(self) -> tuple[Any, ...]:
         """A pickled report keeps no engine objects: it unpickles without suggestions."""
@@ -287,10 +318,12 @@ class Suggester:
         (a member of it when its members are known), or None."""
         if self._mapped is None:
             return None
-        members = self.members()
-        wanted = None if members is None else {s: {c for c, _ in m} for s, m in members.items()}
+        matches = self._mapped(system, code)
+        if not matches:
+            return None
+        wanted = self._wanted()
         best: tuple[int, Suggestion] | None = None
-        for equivalence, target_system, target, display, source in self._mapped(system, code):
+        for equivalence, target_system, target, display, source in matches:
             if equivalence not in _STRENGTH or (target_system, target) == (system, code):
                 continue
             if wanted is not None and target not in wanted.get(target_system, ()):
@@ -301,6 +334,15 @@ class Suggester:
                 found = Suggestion(target, display, why, target_system, source, equivalence)
                 best = (rank, found)
         return None if best is None else best[1]
+
+    def _wanted(self) -> dict[str, set[str]] | None:
+        """The members' codes by system, as sets (made once; None: not known)."""
+        if self._wanted_codes is False:
+            members = self.members()
+            self._wanted_codes = (
+                None if members is None else {s: {c for c, _ in m} for s, m in members.items()}
+            )
+        return self._wanted_codes if isinstance(self._wanted_codes, dict) else None
 
     def __call__(self, system: str | None, code: Any, issue: str | None) -> Suggestion | None:
         """A suggestion for one failing (system, code) with its issue, or None."""

@@ -186,6 +186,14 @@ class PlainMembers:
         return Plain(displays[0], versions[0]) if hit[0] else None
 
 
+def whole_members(vs: CompiledValueSet) -> dict[str, list[tuple[str, str | None]]] | None:
+    """For a value set of whole release code systems, the plainly valid members of each as
+    (code, display), read from the stores' columns (no concept made); None for any other
+    value set."""
+    found = _whole_systems(vs, CheckOptions())
+    return None if found is None else {s: w.plain_pairs() for s, w in found.items()}
+
+
 def _whole_systems(vs: CompiledValueSet, opts: CheckOptions) -> dict[str, WholeSystem] | None:
     """The plainly valid members of a value set that includes whole release code systems
     (nothing listed, filtered, imported or excluded), read column-wise from their stores;

@@ -82,6 +82,12 @@ class WholeSystem:
         versions[hit] = self.version
         return hit, displays, versions, ~known
 
+    def plain_pairs(self) -> list[tuple[str, str | None]]:
+        """Every plainly valid concept as (code, display), in the store's order."""
+        rows = np.flatnonzero(self.plain)
+        codes = self.codes.take(pa.array(rows, type=pa.int64())).to_pylist()
+        return list(zip(codes, self._shown(rows).tolist(), strict=True))
+
     def _shown(self, rows: np.ndarray) -> np.ndarray:
         """The displays of known rows, as an object array."""
         if isinstance(self.displays, np.ndarray):
