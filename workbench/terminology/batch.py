@@ -32,7 +32,7 @@ import numpy as np
 from workbench.errors import ImportedValueSetNotFoundError, InvalidRequestError, WorkbenchError
 from workbench.frozen import replaced
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet
-from workbench.terminology.membership import non_member, why_not_members
+from workbench.terminology.membership import non_member, non_member_messages, why_not_members
 from workbench.terminology.plain import Plain, PlainMembers, plain_result
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.requests import ValidateRequest
@@ -231,53 +231,92 @@ class CodingCheck:
         ``system`` (None: codes given without a system, inferred from the value set),
         without display or version: each as ``answer`` would give it."""
         n = len(codes)
+        outside: Outside | None = None
+        rest = np.arange(n)
         if system is not None and n and self.missing is None:
-            hit, displays, versions, outside = self.plain_members().lookup(system, codes)
-            full = self._outside(system, codes, np.flatnonzero(outside & ~hit))
+            hit, displays, versions, out = self.plain_members().lookup(system, codes)
+            outside = self._outside(system, codes, np.flatnonzero(out & ~hit))
+            rest = np.flatnonzero(~hit)
+            if outside is not None:
+                rest = np.setdiff1d(rest, outside.at, assume_unique=True)
         else:
-            hit, full = np.zeros(n, dtype=bool), {}
+            hit = np.zeros(n, dtype=bool)
             displays, versions = np.empty(n, dtype=object), np.empty(n, dtype=object)
-        for i in np.flatnonzero(~hit):
-            if int(i) not in full:
-                full[int(i)] = self.settled({"code": str(codes[i]), "system": system}, "", False)
-        return Decided(self, system, codes, hit, displays, versions, full)
+        full = {
+            int(i): self.settled({"code": str(codes[i]), "system": system}, "", False) for i in rest
+        }
+        return Decided(self, system, codes, hit, displays, versions, full, outside)
 
-    def _outside(
-        self, system: str, codes: np.ndarray, at: np.ndarray
-    ) -> dict[int, ValidationResult]:
-        """The answers of codes at ``at`` that are no member of the value set, at once:
-        what ``validate_in_valueset`` says of each (``why_not_members`` then
-        ``non_member``, as its refusal of a non-member does), for a code system that
-        matches codes exactly and has no grammar of expressions for them; the others are
-        left to ``coding``."""
-        if not len(at):
-            return {}
+    def _outside(self, system: str, codes: np.ndarray, at: np.ndarray) -> Outside | None:
+        """The codes at ``at``, no member of the value set, answered at once: what
+        ``validate_in_valueset`` says of each (``why_not_members`` then ``non_member``, as
+        its refusal of a non-member does), for a code system that matches codes exactly and
+        has no grammar of expressions for them; None leaves them to ``coding``."""
         base = self.base
         drawn = base.included_versions(system)
         cs = self.engine.codesystem(system, drawn[0] if len(drawn) == 1 else None)
         if (
-            cs is None
+            not len(at)
+            or self.opts.membership_only
+            or cs is None
             or not cs.case_sensitive
             or cs.synonymous_codes
             or not cs.is_complete
             or cs.content in (*UNUSABLE_CONTENT, "fragment")
         ):
-            return {}
+            return None
         asked = [str(c) for c in codes[at]]
         if cs.expressions:  # a post-coordinated expression is checked in full
             kept = [i for i, code in enumerate(asked) if not cs.is_expression(code)]
             at, asked = at[kept], [asked[i] for i in kept]
         where = where_of(base)
         reasons, causes, shown = why_not_members(where, cs, system, asked, base.inactive_allowed)
-        only = self.opts.membership_only
-        return {
-            int(i): self.noted(
-                non_member(reason, cause, cs, code, system, display, where, membership_only=only)
-            )
-            for i, code, reason, cause, display in zip(
-                at, asked, reasons, causes, shown, strict=True
-            )
+        messages = non_member_messages(reasons, causes, asked, system, where)
+        return Outside(at, asked, reasons, causes, messages, shown, cs, system, where)
+
+
+@dataclass
+class Outside:
+    """Codes surely outside the value set, answered at once (see ``CodingCheck._outside``):
+    their columns as lists; the whole answer of one (``non_member``'s, noted) made when
+    asked."""
+
+    at: np.ndarray
+    codes: list[str]
+    reasons: list[str]
+    causes: list[str]
+    messages: list[str]
+    displays: list[str | None]
+    cs: CodeSystemProvider
+    system: str
+    where: str
+
+    def column(self, name: str) -> list[Any] | None:
+        """One field of every answer, when it is one of the columns kept (else None)."""
+        n = len(self.codes)
+        found: dict[str, Any] = {
+            "result": [False] * n,
+            "message": self.messages,
+            "display": self.displays,
+            "issue": self.reasons,
+            "code": self.codes,
+            "system": [self.system] * n,
+            "version": [self.cs.version] * n,
         }
+        return found.get(name)
+
+    def result(self, k: int, check: CodingCheck) -> ValidationResult:
+        """The whole answer of the ``k``-th code."""
+        found = non_member(
+            self.reasons[k],
+            self.causes[k],
+            self.cs,
+            self.codes[k],
+            self.system,
+            self.displays[k],
+            self.where,
+        )
+        return check.noted(found)
 
 
 @dataclass
@@ -292,6 +331,7 @@ class Decided:
     displays: np.ndarray
     versions: np.ndarray
     full: dict[int, ValidationResult]
+    outside: Outside | None = None
     _shared: dict[str | None, ValidationResult] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -311,6 +351,9 @@ class Decided:
         found = self.full.get(i)
         if found is not None:
             return found
+        if self.outside is not None and not self.plain[i]:
+            k = int(np.searchsorted(self.outside.at, i))
+            return self.outside.result(k, self.check)
         shared = self.shared(self.versions[i])
         return replaced(shared, code=str(self.codes[i]), display=self.displays[i])
 
@@ -320,6 +363,11 @@ class Decided:
         out = np.empty(len(self.codes), dtype=object)
         for i, found in self.full.items():
             out[i] = getattr(found, name)
+        if self.outside is not None and len(self.outside.at):
+            kept = self.outside.column(name)
+            if kept is None:  # another field: the whole answers, one by one
+                kept = [getattr(self.result(int(i)), name) for i in self.outside.at]
+            out[self.outside.at] = np.array(kept, dtype=object)
         if name in ("code", "display"):
             out[self.plain] = (self.codes if name == "code" else self.displays)[self.plain]
             return out

@@ -188,11 +188,18 @@ def non_members(
     bulk validation both use this function, so they always say the same.
     """
     reasons, causes, displays = why_not_members(where, cs, system, codes, inactive_allowed)
-    messages = [
+    return reasons, non_member_messages(reasons, causes, codes, system, where), displays
+
+
+def non_member_messages(
+    reasons: Sequence[str], causes: Sequence[str], codes: Sequence[str], system: str, where: str
+) -> list[str]:
+    """The messages ``non_member`` gives (without ``membership_only``): the cause, then
+    ``not-in-vs``, one per code."""
+    return [
         cause if reason == "not-in-vs" else f"{cause}; {not_in_vs_text(system, code, where)}"
         for reason, cause, code in zip(reasons, causes, codes, strict=True)
     ]
-    return reasons, messages, displays
 
 
 def why_not_members(
