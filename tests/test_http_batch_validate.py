@@ -244,3 +244,22 @@ def test_validate_codes_in_python(default_wb: Workbench) -> None:
     assert [r.result for r in found] == [True, False, True, False, False]
     assert found[0] == default_wb.validate_code(GENDER_VS, coding=items[0])
     assert found[3].issue == "invalid" and "Give something to validate" in (found[3].message or "")
+
+
+def test_validate_codes_answers_a_wrong_item_and_never_hides_a_bug(
+    default_wb: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item is data: a keyword validate_code does not take is that item's answer
+    (result false, the issue ``invalid``, naming the keyword). A programming error (a
+    TypeError inside the engine) is never turned into a result: it propagates."""
+    items: list[Any] = [{"cod": "male", "system": GENDER_CS}, {"system": GENDER_CS, "code": "male"}]
+    found = default_wb.validate_codes(GENDER_VS, items)
+    assert [r.result for r in found] == [False, True]
+    assert found[0].issue == "invalid" and "cod" in (found[0].message or "")
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(type(default_wb.terminology), "validate_code", broken)
+    with pytest.raises(TypeError, match="a bug"):
+        default_wb.validate_codes(GENDER_VS, items[1:])

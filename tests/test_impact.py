@@ -19,7 +19,12 @@ from tests.test_bulk_spark import spark  # noqa: F401  (the one Spark session)
 from workbench import Workbench
 from workbench.bulk.impact import CHANGES, COLUMNS
 from workbench.bulk.impact_table import ImpactTable, table_for
-from workbench.errors import CodeSystemNotFoundError, InvalidRequestError, WorkbenchError
+from workbench.errors import (
+    CodeSystemNotFoundError,
+    ColumnNotFoundError,
+    InvalidRequestError,
+    WorkbenchError,
+)
 
 ICD = "http://hl7.org/fhir/sid/icd-10-cm"
 SCT = "http://snomed.info/sct"
@@ -207,7 +212,7 @@ def test_loinc_map_to_and_report_against(tmp_path: Path) -> None:
     [
         ({"from_version": "2025", "to_version": "2025"}, InvalidRequestError, "with itself"),
         ({"from_version": "2024", "to_version": "2025"}, CodeSystemNotFoundError, "'2021'"),
-        ({"column": "nope"}, InvalidRequestError, "no column 'nope'"),
+        ({"column": "nope"}, ColumnNotFoundError, "The code column 'nope' is not in the data"),
         ({"system": ""}, InvalidRequestError, "system="),
     ],
 )

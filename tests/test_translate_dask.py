@@ -21,7 +21,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from tests.test_conceptmap import ALL, MAIN, A
-from workbench import InvalidRequestError, Workbench
+from workbench import ColumnNotFoundError, Workbench
 from workbench.bulk.translate import COLUMNS
 from workbench.terminology.conceptmap import ConceptMapNotFoundError
 
@@ -143,7 +143,7 @@ def test_meta_matches_partitions(mwb: Workbench, frame: pd.DataFrame) -> None:
     ("url", "code", "error", "text"),
     [
         ("http://ex/none", "code", ConceptMapNotFoundError, "http://ex/none"),
-        (MAIN["url"], "nope", InvalidRequestError, "code must name a column"),
+        (MAIN["url"], "nope", ColumnNotFoundError, "The code column .nope. is not in the data"),
     ],
 )
 def test_errors_like_pandas(

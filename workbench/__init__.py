@@ -10,6 +10,7 @@ from workbench.bulk.report import ValidationFrame, ValidationSummary
 from workbench.errors import (
     ArchiveLimitError,
     CodeSystemNotFoundError,
+    ColumnNotFoundError,
     ImportCycleError,
     IncompleteCodeSystemError,
     InvalidRequestError,
@@ -36,6 +37,7 @@ __all__ = [
     "ArchiveLimitError",
     "CodeSystem",
     "CodeSystemNotFoundError",
+    "ColumnNotFoundError",
     "Expansion",
     "ImportCycleError",
     "IncompleteCodeSystemError",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
@@ -261,14 +262,21 @@ class TerminologyCalls:
         if not isinstance(items, Sequence) or isinstance(items, str | bytes | Mapping):
             raise InvalidRequestError("validate_codes takes a list of Codings or keyword dicts")
         self.engine(tx_resources).compiled(valueset)  # the shared value set, once
+        accepted = _item_names(self.validate_code)
         out = []
         for item in items:
             given = _item_keywords(item)
             try:
+                unknown = sorted(set(given) - accepted)
+                if unknown:  # an item is data: its wrong keyword is its answer, not a crash
+                    raise InvalidRequestError(
+                        f"validate_codes: an item has keywords validate_code does not take: "
+                        f"{', '.join(map(str, unknown))}"
+                    )
                 out.append(
                     self.validate_code(valueset, tx_resources=tx_resources, **{**options, **given})
                 )
-            except (WorkbenchError, TypeError) as exc:
+            except WorkbenchError as exc:
                 out.append(_unvalidated(exc, given))
         return out
 
@@ -455,6 +463,13 @@ def _target(valueset: Mapping[str, Any] | str | None, url: str | None) -> Mappin
 _CODING_KEYS = frozenset({"system", "version", "code", "display", "userSelected", "id"})
 
 
+def _item_names(validate_code: Callable[..., Any]) -> frozenset[str]:
+    """The keywords an item of ``validate_codes`` may give (``validate_code``'s, but the
+    value set and the request's resources)."""
+    names = inspect.signature(validate_code).parameters
+    return frozenset(names) - {"valueset", "tx_resources"}
+
+
 def _item_keywords(item: Any) -> dict[str, Any]:
     """The ``validate_code`` keywords of one ``validate_codes`` item (a Coding or a dict of
     keywords); an item of neither kind is left for ``validate_code`` to refuse."""
@@ -465,7 +480,7 @@ def _item_keywords(item: Any) -> dict[str, Any]:
     return dict(item)
 
 
-def _unvalidated(exc: Exception, given: Mapping[str, Any]) -> ValidationResult:
+def _unvalidated(exc: WorkbenchError, given: Mapping[str, Any]) -> ValidationResult:
     """The answer of an item that could not be validated: result=False with the error."""
     coding = given.get("coding")
     coding = coding if isinstance(coding, Mapping) else {}
@@ -473,8 +488,7 @@ def _unvalidated(exc: Exception, given: Mapping[str, Any]) -> ValidationResult:
         given.get("code") or coding.get("code"),
         given.get("system") or coding.get("system"),
     )
-    text = exc.text if isinstance(exc, WorkbenchError) else f"Not a valid item: {exc}"
-    issue = (exc.tx or exc.code) if isinstance(exc, WorkbenchError) else "invalid"
+    text, issue = exc.text, exc.tx or exc.code
     return ValidationResult(
         False,
         text,

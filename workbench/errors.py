@@ -331,6 +331,16 @@ class InvalidRequestError(WorkbenchError):
     msg_id = "WB-REQ-001"
 
 
+class ColumnNotFoundError(InvalidRequestError, KeyError):
+    """A column a call names is not in the data: the same error on every backend (pandas,
+    polars, Dask, Spark), an InvalidRequestError and, as pandas has it, a KeyError."""
+
+    msg_id = "WB-REQ-COLUMN"
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class InvalidLanguageError(InvalidRequestError):
     """A display language that is not a language tag (``displayLanguage=-``): the request
     cannot be processed, whatever the code."""

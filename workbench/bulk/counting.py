@@ -8,22 +8,17 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from workbench.bulk.columns import require_column
 from workbench.bulk.encoding import arrow_strings
-from workbench.errors import InvalidRequestError
 
 
 def column_of(data: Any, column: str | None, library: str = "pandas") -> Any:
-    """The column ``column`` of a DataFrame, or the Series itself (InvalidRequestError for
-    a DataFrame without that column)."""
+    """The column ``column`` of a DataFrame, or the Series itself (``require_column``'s
+    errors for a DataFrame without that column; ``library`` is kept for the callers)."""
     columns = getattr(data, "columns", None)
     if columns is None or getattr(data, "ndim", 2) == 1:  # a Series (Dask's has columns)
         return data
-    if column is None or column not in list(columns):
-        raise InvalidRequestError(
-            f"The {library} DataFrame has no column {column!r}: name the code column "
-            f"(one of {', '.join(map(str, list(columns)[:10]))})"
-        )
-    return data[column]
+    return data[require_column(list(columns), column)]
 
 
 def code_counts(codes: Any, rows: Any, missing: int) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.bulk import counting, libraries
+from workbench.bulk.columns import require_column
 from workbench.bulk.jobs import TranslateColumn, ValidateColumn
 from workbench.bulk.pandas_backend import (
     check_columns,
@@ -28,7 +29,6 @@ from workbench.bulk.pandas_backend import (
 from workbench.bulk.schema import TRANSLATION, VALIDATION, Schema
 from workbench.bulk.shipping import ShippedChecker
 from workbench.bulk.translate import Answered
-from workbench.errors import InvalidRequestError
 
 
 def handles(data: Any) -> bool:
@@ -128,8 +128,7 @@ def _distinct(data: Any, code: str | None, system: str | None) -> Any:
 
     if not isinstance(data, dd.DataFrame):
         return _compute(data.drop_duplicates())
-    if code is None or code not in data.columns:
-        raise InvalidRequestError(f"code must name a column of the frame, not {code!r}")
+    require_column(list(data.columns), code)
     columns = [code] + ([system] if system is not None and system in data.columns else [])
     return _compute(data[columns].drop_duplicates())
 

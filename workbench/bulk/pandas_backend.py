@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from workbench.bulk import counting
+from workbench.bulk.columns import require_column
 from workbench.bulk.encoding import (
     Objects,
     checked_codes,
@@ -194,17 +195,13 @@ def check_columns(
 
     ``system`` names a column, or is a system URI (it has a ':' or a '/').
     """
-    if code is None:
-        raise InvalidRequestError(f"Name the code column: code=... (the columns are {columns})")
-    named = [(code, "code"), (display, "display")]
+    require_column(columns, code)
+    named = [(display, "display")]
     if system is not None and system not in columns and "/" not in system and ":" not in system:
         named.append((system, "system"))
     for name, role in named:
-        if name is not None and name not in columns:
-            raise KeyError(
-                f"The {role} column {name!r} is not in the data; its columns are "
-                f"{[str(c) for c in columns]}"
-            )
+        if name is not None:
+            require_column(columns, name, role)
 
 
 def _validate_structured(checker: Checker, values: pd.Series) -> pd.DataFrame:
@@ -298,8 +295,7 @@ def translation_input(
     """The code column and the system column (or the system of every row, or None) of a
     translation."""
     if isinstance(data, pd.DataFrame):
-        if code is None or code not in data.columns:
-            raise InvalidRequestError(f"code must name a column of the frame, not {code!r}")
+        require_column(list(data.columns), code)
         if system is not None and system in data.columns:
             return data[code], data[system]
         return data[code], system

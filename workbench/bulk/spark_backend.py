@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from workbench.bulk import counting, libraries
+from workbench.bulk.columns import require_column
 from workbench.bulk.pandas_backend import (
     check_columns,
     translate_pandas,
@@ -82,11 +83,7 @@ class Keys:
 def counts(data: DataFrame, column: str | None) -> pd.DataFrame:
     """The distinct codes of a Spark column with their rows: one grouping job, its small
     result collected on the driver."""
-    if column is None or column not in data.columns:
-        raise InvalidRequestError(
-            f"The Spark DataFrame has no column {column!r}: name the code column (one of "
-            f"{', '.join(data.columns[:10])})"
-        )
+    column = require_column(list(data.columns), column)
     _text_type(column, data.schema[column].dataType)
     rows = data.groupBy(column).count().collect()
     missing = sum(int(r[1]) for r in rows if r[0] is None)
@@ -192,8 +189,7 @@ def translation_keys(data: DataFrame, code: str | None, system: str | None) -> K
     """The key columns of a translation, their types checked (no job runs). A Coding
     struct gives its code and system (then ``system`` must not be given)."""
     columns = list(data.columns)
-    if code is None or code not in columns:
-        raise InvalidRequestError(f"code must name a column of the frame, not {code!r}")
+    code = require_column(columns, code)
     types = {f.name: f.dataType for f in data.schema.fields}
     structured = _code_type(code, types[code], codeable=False)
     system_column = system is not None and system in columns

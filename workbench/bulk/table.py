@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 from workbench import collector
 from workbench.bulk.encoding import Objects, arrow_strings, missing_mask
 from workbench.bulk.schema import Answers, Schema
+from workbench.errors import InvalidRequestError
 
 MAX_TABLE = 2_000_000  # answers kept per table; beyond that new codes are answered per call
 _LOCK = threading.Lock()
@@ -146,7 +147,10 @@ class AnswerTable:
         state = self.state if state is None else state
         if len(values) == 0:
             return state, np.zeros(0, dtype=np.int64)
-        position = state.index().get_indexer(pd.Index(values, dtype=object, copy=False))
+        try:
+            position = state.index().get_indexer(pd.Index(values, dtype=object, copy=False))
+        except TypeError:  # a dict or a list among codes
+            raise _unhashable(values) from None
         lost = np.flatnonzero(position < 0)
         if len(lost):
             rest = values[lost]
@@ -237,6 +241,21 @@ class AnswerTable:
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+def _unhashable(values: np.ndarray) -> InvalidRequestError:
+    """The error for a column of codes that holds a value no code can be (a dict, a list)."""
+    for value in values:
+        try:
+            hash(value)
+        except TypeError:
+            shown = repr(value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            return InvalidRequestError(
+                f"The code column holds a {type(value).__name__} ({shown}) among its codes: a "
+                "column holds codes, or Codings and CodeableConcepts (dicts), not both"
+            )
+    return InvalidRequestError("The code column holds values that are not codes")
 
 
 def filled(found: pa.Array | pa.ChunkedArray) -> np.ndarray:
