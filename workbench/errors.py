@@ -285,9 +285,8 @@ class IncompleteCodeSystemError(WorkbenchError):
 
 
 class NotPresentCodeSystemError(IncompleteCodeSystemError):
-    """A code system loaded with ``content: not-present`` (its definition without its
-    codes) whose codes are needed. Expanding over it fails; validating a code of it answers
-    as for a code system that is not loaded (``membership.not_present``)."""
+    """A code system loaded as ``not-present`` whose codes are needed: expanding fails;
+    validating answers as for one not loaded (``membership.not_present``)."""
 
     def __init__(self, url: str, version: str | None = None) -> None:
         canonical = f"{url}|{version}" if version else url
@@ -332,8 +331,7 @@ class InvalidRequestError(WorkbenchError):
 
 
 class ColumnNotFoundError(InvalidRequestError, KeyError):
-    """A column a call names is not in the data: the same error on every backend (pandas,
-    polars, Dask, Spark), an InvalidRequestError and, as pandas has it, a KeyError."""
+    """A column a call names is not in the data (every backend; a KeyError too)."""
 
     msg_id = "WB-REQ-COLUMN"
 

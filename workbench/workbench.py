@@ -413,6 +413,25 @@ class Workbench(TerminologyCalls):
             progress=progress,
         )
 
+    def report(self, result: Any) -> Any:
+        """The report of a ``validate_column`` result of any backend: ``.summary()``,
+        ``.by_code()``, ``.fix()``, ``.to_html()``, ``.to_excel()``, with the counts of
+        ``result`` itself. A pandas result is returned as it is (it has those methods); a
+        polars, Dask or Spark result (still that library's frame) is collected into pandas
+        with the input columns it is about (one computation, one Spark job). Raises
+        InvalidRequestError for anything that is not such a result.
+
+        >>> import polars as pl
+        >>> wb = Workbench()
+        >>> _ = wb.load({"resourceType": "CodeSystem", "url": "http://x", "content":
+        ...     "complete", "concept": [{"code": "a", "display": "A"}]})
+        >>> result = wb.validate_column(pl.Series(["a", "b", "b"]), {"resourceType":
+        ...     "ValueSet", "compose": {"include": [{"system": "http://x"}]}})
+        >>> wb.report(result).summary().counts.to_dict()
+        {'unknown-code': 2, 'valid': 1}
+        """
+        return bulk.report_of(result)
+
     def impact(
         self,
         data: Any,

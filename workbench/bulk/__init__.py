@@ -10,5 +10,6 @@ several systems; ``checker`` and ``translate`` answer distinct codes with the en
 from __future__ import annotations
 
 from workbench.bulk.dispatch import translate_column, validate_column
+from workbench.bulk.reports import report_of
 
-__all__ = ["translate_column", "validate_column"]
+__all__ = ["report_of", "translate_column", "validate_column"]

@@ -94,6 +94,25 @@ def validate(job: ValidateColumn, data: Any) -> Any:
     return result
 
 
+def collect(job: ValidateColumn, data: Any, result: Any) -> tuple[pd.DataFrame, Any]:
+    """The result and the input columns it is about, computed together as pandas
+    (``reports.report_of``)."""
+    import dask
+    import dask.dataframe as dd
+
+    from workbench.bulk.reports import input_columns
+
+    if isinstance(data, dd.DataFrame):
+        data = data[input_columns(job, list(data.columns))]
+    try:
+        from distributed import get_client
+
+        frame, source = dask.compute(result, data, scheduler=get_client())
+    except (ImportError, ValueError):
+        frame, source = dask.compute(result, data)
+    return frame, source
+
+
 def _with_progress(result: Any) -> Any:
     try:
         from distributed import get_client, progress

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from workbench.bulk import dask_backend, pandas_backend, polars_backend, spark_backend
+from workbench.bulk import dask_backend, pandas_backend, polars_backend, reports, spark_backend
 from workbench.bulk.jobs import Backend, TranslateColumn, ValidateColumn
 from workbench.terminology.engine import Terminology
 from workbench.terminology.service import EngineService
@@ -37,7 +37,11 @@ def validate_column(
 ) -> Any:
     """``Workbench.validate_column``: see there."""
     job = ValidateColumn(engine, valueset, code, system, display, abstract, progress)
-    return backend_of(data).validate(job, data)
+    backend = backend_of(data)
+    result = backend.validate(job, data)
+    if backend is not pandas_backend:  # (a pandas result is its own report)
+        reports.remember(result, job, data, backend)
+    return result
 
 
 def translate_column(

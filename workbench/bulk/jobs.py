@@ -83,6 +83,10 @@ class Backend(Protocol):
     def translate(self, job: TranslateColumn, data: Any) -> Any:
         """``translate_column`` of ``data``."""
 
+    def collect(self, job: ValidateColumn, data: Any, result: Any) -> tuple[pd.DataFrame, Any]:
+        """A ``validate`` result and the input columns it is about, as pandas (a frame and
+        a DataFrame or Series), for ``wb.report``."""
+
     def counts(self, data: Any, column: str | None) -> pd.DataFrame:
         """The distinct codes of ``data``'s column ``column`` (the Series itself when
         None) with their rows (``pandas_backend.code_counts``): ``impact``."""

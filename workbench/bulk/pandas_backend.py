@@ -75,6 +75,11 @@ def validate(job: ValidateColumn, data: Any) -> ValidationFrame:
     )
 
 
+def collect(job: ValidateColumn, data: Any, result: Any) -> tuple[pd.DataFrame, Any]:
+    """The result and its input (already pandas)."""
+    return result, data
+
+
 def translate(job: TranslateColumn, data: Any) -> pd.DataFrame:
     """``translate_column`` of a pandas Series or DataFrame."""
     return translate_pandas(job.translator().table, data, code=job.code, system=job.system)

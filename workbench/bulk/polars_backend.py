@@ -67,6 +67,17 @@ def validate(job: ValidateColumn, data: Any) -> pl.DataFrame:
     return from_pandas(pandas_backend.validate(job, to_pandas(data)))
 
 
+def collect(job: ValidateColumn, data: Any, result: Any) -> tuple[pd.DataFrame, Any]:
+    """The result and the input columns it is about, as pandas (``reports.report_of``)."""
+    import polars as pl
+
+    from workbench.bulk.reports import input_columns
+
+    if isinstance(data, pl.DataFrame):
+        data = data.select(input_columns(job, data.columns))
+    return result.to_pandas(), to_pandas(data)
+
+
 def translate(job: TranslateColumn, data: Any) -> pl.DataFrame:
     """``translate_column`` of polars data, through the pandas backend."""
     return from_pandas(pandas_backend.translate(job, to_pandas(data)))

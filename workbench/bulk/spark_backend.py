@@ -99,6 +99,22 @@ def validate(job: ValidateColumn, data: DataFrame) -> DataFrame:
     return with_validation(job, data).select(f"{ANSWER}.*")
 
 
+def collect(job: ValidateColumn, data: DataFrame, result: DataFrame) -> tuple[pd.DataFrame, Any]:
+    """The result and the input columns it is about, collected to the driver as pandas by
+    one job over the same plan (``reports.report_of``)."""
+    from workbench.bulk.reports import input_columns
+
+    columns = input_columns(job, list(data.columns))
+    picked = [f"{KEY}{i}" for i in range(len(columns))]
+    both = with_validation(job, data).select(
+        *[data[c].alias(p) for c, p in zip(columns, picked, strict=True)], f"{ANSWER}.*"
+    )
+    rows = [r.asDict(recursive=True) for r in both.collect()]
+    source = pd.DataFrame({c: [r[p] for r in rows] for c, p in zip(columns, picked, strict=True)})
+    frame = pd.DataFrame({n: [r[n] for r in rows] for n in VALIDATION.names})
+    return frame, source[columns[0]] if job.code is None else source
+
+
 def translate(job: TranslateColumn, data: DataFrame) -> DataFrame:
     """``translate_column`` of a Spark DataFrame: a lazy DataFrame of ``TRANSLATION``, one
     row per input row in its order. Eager: only the maps are chosen and their target
