@@ -65,7 +65,7 @@ CALLS: list[tuple[str, str, Callable[..., Any], dict[str, Any]]] = [
         "frame-validate",
         "validate_column",
         lambda data, **kw: data.fhir.validate(ALL, code="c", system=DEMO, abstract=True, **kw),
-        {"code": "c", "system": DEMO, "display": None, "abstract": True},
+        {"code": "c", "system": DEMO, "system_column": None, "display": None, "abstract": True},
     ),
     (
         "series-validate",
@@ -77,7 +77,7 @@ CALLS: list[tuple[str, str, Callable[..., Any], dict[str, Any]]] = [
         "frame-translate",
         "translate_column",
         lambda data, **kw: data.fhir.translate(MAP["url"], code="c", system=DEMO, **kw),
-        {"code": "c", "system": DEMO, "target_system": None},
+        {"code": "c", "system": DEMO, "system_column": None, "target_system": None},
     ),
     (
         "series-translate",

@@ -275,7 +275,7 @@ FORMS = [
     pytest.param(
         Form(
             lambda: pd.DataFrame({"dx_code": FORM_CODES, "dx_system": FORM_SYSTEMS}),
-            {"code": "dx_code", "system": "dx_system"},
+            {"code": "dx_code", "system_column": "dx_system"},
             _refs(ALL, FORM_CODES, FORM_SYSTEMS),
         ),
         id="frame-system-column",
@@ -309,7 +309,7 @@ FORMS = [
             lambda: pd.DataFrame(
                 {"dx_code": FORM_CODES, "dx_system": FORM_SYSTEMS, "dx_display": FORM_DISPLAYS}
             ),
-            {"code": "dx_code", "system": "dx_system", "display": "dx_display"},
+            {"code": "dx_code", "system_column": "dx_system", "display": "dx_display"},
             _refs(ALL, FORM_CODES, FORM_SYSTEMS, FORM_DISPLAYS),
         ),
         id="frame-display-column",
@@ -344,7 +344,7 @@ FORMS = [
     pytest.param(
         Form(
             lambda: pd.DataFrame({"code": MULTI_CODES, "system": MULTI_SYSTEMS}),
-            {"code": "code", "system": "system"},
+            {"code": "code", "system_column": "system"},
             _refs(MARITAL, MULTI_CODES, MULTI_SYSTEMS),
             valueset=MARITAL,
         ),
@@ -485,12 +485,12 @@ def _reason_data(reason: Reason, path: str) -> tuple[pd.Series | pd.DataFrame, d
     if path == "system-inferred":
         return pd.Series(filler), {}
     if path == "system-column":
-        return pd.DataFrame({"c": filler, "s": systems}), {"code": "c", "system": "s"}
+        return pd.DataFrame({"c": filler, "s": systems}), {"code": "c", "system_column": "s"}
     if path == "display-column":
         frame = pd.DataFrame(
             {"c": filler, "s": systems, "d": [reason.display, "Office visit", reason.display]}
         )
-        return frame, {"code": "c", "system": "s", "display": "d"}
+        return frame, {"code": "c", "system_column": "s", "display": "d"}
     assert path == "coding-column"
     cells = [
         {
@@ -601,10 +601,10 @@ def test_missing_values(default_wb: Workbench, kind: Any, form: str) -> None:
         data, kwargs = pd.Series(codes, dtype=object), {}
     elif form == "frame-system-column":
         data = pd.DataFrame({"c": codes, "s": [DEMO] * 4}, dtype=object)
-        kwargs = {"code": "c", "system": "s"}
+        kwargs = {"code": "c", "system_column": "s"}
     elif form == "frame-system-also-missing":
         data = pd.DataFrame({"c": codes, "s": [DEMO, kind, DEMO, DEMO]}, dtype=object)
-        kwargs = {"code": "c", "system": "s"}
+        kwargs = {"code": "c", "system_column": "s"}
     elif form == "frame-display-column":
         data = pd.DataFrame({"c": codes, "d": ["Office visit", kind, kind, "x"]}, dtype=object)
         kwargs = {"code": "c", "system": DEMO, "display": "d"}
@@ -719,7 +719,7 @@ def test_dtypes_series(default_wb: Workbench, dtype: Any) -> None:
 def test_dtypes_frame_complete_system_column(default_wb: Workbench, dtype: Any) -> None:
     data = pd.DataFrame({"c": DTYPE_CODES, "s": COMPLETE_SYSTEMS}, dtype=dtype)
     assert str(data["s"].dtype) == str(data["c"].dtype)
-    report = default_wb.validate_column(data, ALL, code="c", system="s")
+    report = default_wb.validate_column(data, ALL, code="c", system_column="s")
     assert rows_of(report) == [
         reference(default_wb, ALL, code=c, system=s)
         for c, s in zip(DTYPE_CODES, COMPLETE_SYSTEMS, strict=True)
@@ -734,7 +734,7 @@ def test_dtypes_system_column_with_missing(default_wb: Workbench, dtype: Any) ->
     of NA is ambiguous here (`system_values == system` on an object array holding pd.NA).
     """
     data = pd.DataFrame({"c": DTYPE_CODES, "s": DTYPE_SYSTEMS}, dtype=dtype)
-    report = default_wb.validate_column(data, ALL, code="c", system="s")
+    report = default_wb.validate_column(data, ALL, code="c", system_column="s")
     assert rows_of(report) == [
         reference(default_wb, ALL, code=c, system=s)
         for c, s in zip(DTYPE_CODES, DTYPE_SYSTEMS, strict=True)
@@ -747,7 +747,7 @@ def test_dtypes_one_system_and_missing_ones(default_wb: Workbench, dtype: Any) -
     code), never from the other rows."""
     codes, systems = ["M", "M", "S", None], [MARITAL_CS, None, MARITAL_CS, None]
     data = pd.DataFrame({"c": codes, "s": systems}, dtype=dtype)
-    report = default_wb.validate_column(data, MARITAL, code="c", system="s")
+    report = default_wb.validate_column(data, MARITAL, code="c", system_column="s")
     assert rows_of(report) == [
         reference(default_wb, MARITAL, code=c, system=s)
         for c, s in zip(codes, systems, strict=True)
@@ -765,7 +765,7 @@ def test_dtypes_display_column(default_wb: Workbench, dtype: Any) -> None:
     """
     data = pd.DataFrame({"c": DTYPE_CODES, "s": COMPLETE_SYSTEMS, "d": DTYPE_DISPLAYS}, dtype=dtype)
     assert all(str(t) == str(data["c"].dtype) for t in data.dtypes)
-    report = default_wb.validate_column(data, ALL, code="c", system="s", display="d")
+    report = default_wb.validate_column(data, ALL, code="c", system_column="s", display="d")
     assert rows_of(report) == [
         reference(default_wb, ALL, code=c, system=s, display=d)
         for c, s, d in zip(DTYPE_CODES, COMPLETE_SYSTEMS, DTYPE_DISPLAYS, strict=True)
@@ -825,7 +825,7 @@ def test_object_column_every_row_right(default_wb: Workbench, shape: str) -> Non
         if shape == "frame-one-system":
             systems = _copies(DEMO, len(codes))
         data = pd.DataFrame({"c": codes, "s": pd.Series(systems, dtype=object)})
-        report = default_wb.validate_column(data, ALL, code="c", system="s")
+        report = default_wb.validate_column(data, ALL, code="c", system_column="s")
     texts = ["7" if isinstance(c, (int, float, np.number)) and c == 7 else c for c in codes]
     texts = ["7.5" if isinstance(c, float) and c == 7.5 else c for c in texts]
     assert rows_of(report) == [
@@ -885,7 +885,9 @@ def test_object_column_of_fresh_strings(
     for report in (
         default_wb.validate_column(data, ALL, system=DEMO),
         default_wb.validate_column(data, ALL, system=DEMO),
-        default_wb.validate_column(pd.DataFrame({"c": data, "s": DEMO}), ALL, code="c", system="s"),
+        default_wb.validate_column(
+            pd.DataFrame({"c": data, "s": DEMO}), ALL, code="c", system_column="s"
+        ),
     ):
         assert rows_of(report) == [expected[i % len(base)] for i in range(len(rows))]
 
@@ -918,10 +920,10 @@ def test_codes_without_a_system_are_answered_once(wb: Workbench) -> None:
         reference(wb, MARITAL, code=c, system=s)
         for c, s in zip(codes, data["s"].tolist(), strict=True)
     ]
-    assert rows_of(wb.validate_column(data, MARITAL, code="c", system="s")) == expected
+    assert rows_of(wb.validate_column(data, MARITAL, code="c", system_column="s")) == expected
     kept = checker.make_checker(wb.terminology, MARITAL, None).tables[None].state.codes.tolist()
     assert sorted(kept) == sorted(["", "M", "S", "bogus", " S"])
-    assert rows_of(wb.validate_column(data, MARITAL, code="c", system="s")) == expected
+    assert rows_of(wb.validate_column(data, MARITAL, code="c", system_column="s")) == expected
 
 
 # --- index alignment ----------------------------------------------------------------------
@@ -954,7 +956,7 @@ def test_index_alignment(
         expected = [reference(default_wb, ALL, code=c, system=DEMO) for c in INDEX_CODES]
     elif form == "frame":
         data = pd.DataFrame({"c": INDEX_CODES, "s": DEMO}, index=index)
-        kwargs = {"code": "c", "system": "s"}
+        kwargs = {"code": "c", "system_column": "s"}
         expected = [reference(default_wb, ALL, code=c, system=DEMO) for c in INDEX_CODES]
     else:
         cells = [coding(c) if c else None for c in INDEX_CODES]
@@ -1001,7 +1003,7 @@ EMPTY = [
             {"c": pd.Series([], dtype=object), "s": pd.Series([], dtype=object)},
             index=pd.Index([], dtype="str"),
         ),
-        {"code": "c", "system": "s"},
+        {"code": "c", "system_column": "s"},
         id="frame-system-column",
     ),
     pytest.param(
@@ -1074,7 +1076,7 @@ ERRORS = [
     pytest.param(
         ERROR_FRAME,
         ALL,
-        {"code": "dx_code", "system": "dx_sys"},
+        {"code": "dx_code", "system_column": "dx_sys"},
         KeyError,
         "dx_sys",
         id="bad-system-column",
@@ -1082,7 +1084,7 @@ ERRORS = [
     pytest.param(
         ERROR_FRAME,
         ALL,
-        {"code": "dx_code", "system": "dx_system", "display": "dx_disp"},
+        {"code": "dx_code", "system_column": "dx_system", "display": "dx_disp"},
         KeyError,
         "dx_disp",
         id="bad-display-column",
@@ -1091,7 +1093,7 @@ ERRORS = [
     pytest.param(
         ERROR_FRAME,
         ALL,
-        {"system": "dx_system"},
+        {"system_column": "dx_system"},
         InvalidRequestError,
         "code=",
         id="dataframe-without-code-with-system",
@@ -1237,7 +1239,7 @@ def test_failure_cases(default_wb: Workbench) -> None:
         index=[f"p{i}" for i in (6, 5, 4, 3, 2, 1, 0)],
     )
     report = default_wb.validate_column(
-        data, ALL, code="dx_code", system="dx_system", abstract=False
+        data, ALL, code="dx_code", system_column="dx_system", abstract=False
     )
     failures = report.failure_cases
     assert isinstance(failures, pd.DataFrame)

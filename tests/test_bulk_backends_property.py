@@ -145,7 +145,7 @@ def valuesets(draw: st.DrawFn) -> dict[str, Any]:
 
 
 Row = tuple[Any, Any, Any]
-NAMES = {"code": "code", "system": "system", "display": "display"}
+NAMES = {"code": "code", "system_column": "system", "display": "display"}
 
 
 def columns() -> st.SearchStrategy[list[Row]]:
@@ -200,7 +200,7 @@ def backends(wb: Workbench, url: str, rows: list[Row]) -> Iterator[tuple[str, An
 
     yield (
         "worker",
-        validate_pandas(shipped.open(), data, **NAMES),
+        validate_pandas(shipped.open(), data, code="code", system="system", display="display"),
     )
 
 

@@ -187,7 +187,7 @@ def test_parquet_dataset_equals_pandas(
     ddf = dd.read_parquet(dataset)
     assert ddf.npartitions == PARTITIONS
     assert ddf.index.name == "row_id"
-    kwargs = {"code": "dx_code", "system": "dx_system", "display": "dx_display"}
+    kwargs = {"code": "dx_code", "system_column": "dx_system", "display": "dx_display"}
     kwargs["abstract"] = False  # (the data has abstract codes: refused, to hit that reason)
     with client.as_current():
         lazy = r4_wb.validate_column(ddf, COVERAGE, **kwargs)
@@ -236,7 +236,7 @@ def test_checker_is_shipped_once(
         return real(self)
 
     monkeypatch.setattr(Terminology, "__getstate__", counting_getstate)
-    kwargs = {"code": "dx_code", "system": "dx_system"}
+    kwargs = {"code": "dx_code", "system_column": "dx_system"}
     results = []
     earlier: list[Any] = []
     for partitions in (4, 16):
@@ -302,7 +302,7 @@ def test_progress(
     r4_wb: Workbench, client: Client, frame: pd.DataFrame, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ddf = dd.from_pandas(frame.head(5000), npartitions=PARTITIONS)
-    kwargs = {"code": "dx_code", "system": "dx_system", "display": "dx_display"}
+    kwargs = {"code": "dx_code", "system_column": "dx_system", "display": "dx_display"}
     with client.as_current():
         lazy = r4_wb.validate_column(ddf, COVERAGE, progress=True, **kwargs)
         assert isinstance(lazy, dd.DataFrame)
@@ -314,7 +314,7 @@ def test_progress(
 def test_meta(r4_wb: Workbench, client: Client, frame: pd.DataFrame) -> None:
     ddf = dd.from_pandas(frame.head(2000), npartitions=2)
     with client.as_current():
-        lazy = r4_wb.validate_column(ddf, COVERAGE, code="dx_code", system="dx_system")
+        lazy = r4_wb.validate_column(ddf, COVERAGE, code="dx_code", system_column="dx_system")
     meta = lazy._meta
     assert isinstance(meta, pd.DataFrame)
     assert list(meta.columns) == COLUMNS
@@ -327,7 +327,7 @@ def test_meta(r4_wb: Workbench, client: Client, frame: pd.DataFrame) -> None:
 def test_meta_matches_partitions(r4_wb: Workbench, client: Client, frame: pd.DataFrame) -> None:
     ddf = dd.from_pandas(frame.head(2000), npartitions=2)
     with client.as_current():
-        lazy = r4_wb.validate_column(ddf, COVERAGE, code="dx_code", system="dx_system")
+        lazy = r4_wb.validate_column(ddf, COVERAGE, code="dx_code", system_column="dx_system")
         first = lazy.partitions[0].compute(scheduler=client)
     assert first.dtypes.astype(str).to_dict() == lazy.dtypes.astype(str).to_dict()
 
@@ -339,7 +339,7 @@ DASK_ERRORS = [
     pytest.param(DEMO_ALL, {"code": "dx_cod"}, id="bad-code-column"),
     pytest.param(
         DEMO_ALL,
-        {"code": "dx_code", "system": "dx_sys"},
+        {"code": "dx_code", "system_column": "dx_sys"},
         id="bad-system-column",
     ),
     pytest.param(DEMO_ALL, {"code": "dx_code", "display": "dx_disp"}, id="bad-display-column"),
@@ -380,7 +380,7 @@ def test_local_scheduler(default_wb: Workbench, demo_frame: pd.DataFrame) -> Non
     with pytest.raises(ValueError):
         get_client()  # no client is current: the local path
     ddf = dd.from_pandas(demo_frame, npartitions=PARTITIONS)
-    kwargs = {"code": "dx_code", "system": "dx_system", "display": "dx_display"}
+    kwargs = {"code": "dx_code", "system_column": "dx_system", "display": "dx_display"}
     lazy = default_wb.validate_column(ddf, DEMO_ALL, **kwargs)
     graph = dict(lazy.__dask_graph__())
     shared = shared_keys(graph, ddf)
@@ -405,7 +405,7 @@ NOT_EXPANDABLE = {
 
 def test_value_set_that_cannot_be_expanded(default_wb: Workbench, demo_frame: pd.DataFrame) -> None:
     small = demo_frame.head(200)
-    kwargs = {"code": "dx_code", "system": "dx_system"}
+    kwargs = {"code": "dx_code", "system_column": "dx_system"}
     expected = default_wb.validate_column(small, NOT_EXPANDABLE, **kwargs)
     assert "unknown-system" in set(expected["issue"].dropna())
     lazy = default_wb.validate_column(

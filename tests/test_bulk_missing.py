@@ -84,17 +84,17 @@ def test_a_missing_system_is_no_system(wb: Workbench, missing: Any) -> None:
     bare = pd.DataFrame({"code": ["a", "a", "b"], "system": [SYSTEM, None, None]})
     for got, expected in [
         (
-            wb.validate_column(frame, VS, code="code", system="system"),
-            wb.validate_column(bare, VS, code="code", system="system"),
+            wb.validate_column(frame, VS, code="code", system_column="system"),
+            wb.validate_column(bare, VS, code="code", system_column="system"),
         ),
         (
-            wb.translate_column(frame, MAP, code="code", system="system"),
-            wb.translate_column(bare, MAP, code="code", system="system"),
+            wb.translate_column(frame, MAP, code="code", system_column="system"),
+            wb.translate_column(bare, MAP, code="code", system_column="system"),
         ),
     ]:
         pd.testing.assert_frame_equal(
             pd.DataFrame(got).astype(object), pd.DataFrame(expected).astype(object)
         )
-    translated = wb.translate_column(frame, MAP, code="code", system="system")
+    translated = wb.translate_column(frame, MAP, code="code", system_column="system")
     single = wb.translate("a", url=MAP)
     assert translated["result"].tolist()[1] == single.result

@@ -1,8 +1,9 @@
 """Each user mistake in a column call raises the same documented exception on every
 backend (pandas, polars, Dask, Spark), before any work: a column that is not there
-(``ColumnNotFoundError``, a ``KeyError`` too), no code column named
-(``InvalidRequestError``), an unknown value set (``ValueSetNotFoundError``); a column of
-codes that holds a dict or a list is refused with the type it holds."""
+(``ColumnNotFoundError``, a ``KeyError`` too), no code column named, a ``system=`` that is
+a column or no URI, both ``system=`` and ``system_column=`` (``InvalidRequestError``), an
+unknown value set (``ValueSetNotFoundError``); a column of codes that holds a dict or a
+list is refused with the type it holds."""
 
 from __future__ import annotations
 
@@ -45,6 +46,30 @@ MISTAKES = [
         InvalidRequestError,
         r"Name the code column: code=\.\.\.",
         id="no-code-column",
+    ),
+    pytest.param(
+        {"valueset": GENDER, "code": "g", "system": "s"},
+        InvalidRequestError,
+        "'s' is a column of the data: name a column of systems with system_column='s'",
+        id="system-uri-that-is-a-column",
+    ),
+    pytest.param(
+        {"valueset": GENDER, "code": "g", "system": "sys"},
+        InvalidRequestError,
+        "'sys' is no URI",
+        id="system-that-is-no-uri",
+    ),
+    pytest.param(
+        {"valueset": GENDER, "code": "g", "system_column": "nope"},
+        ColumnNotFoundError,
+        "The system column 'nope' is not in the data",
+        id="system-column-not-there",
+    ),
+    pytest.param(
+        {"valueset": GENDER, "code": "g", "system": GENDER_CS, "system_column": "s"},
+        InvalidRequestError,
+        "not both",
+        id="system-and-system-column",
     ),
     pytest.param(
         {"valueset": "http://example.org/none", "code": "g"},

@@ -52,10 +52,10 @@ def test_polars_frame_with_system_column_matches_pandas(wb: Workbench, dtype: ob
     frame = pl.DataFrame({"code": CODES, "system": SYSTEMS}).with_columns(
         pl.col("code").cast(dtype)
     )
-    got = wb.validate_column(frame, VS, code="code", system="system")
+    got = wb.validate_column(frame, VS, code="code", system_column="system")
     assert isinstance(got, pl.DataFrame)
     expected = wb.validate_column(
-        pd.DataFrame({"code": CODES, "system": SYSTEMS}), VS, code="code", system="system"
+        pd.DataFrame({"code": CODES, "system": SYSTEMS}), VS, code="code", system_column="system"
     )
     assert got.height == len(CODES)
     assert got.columns == list(pd.DataFrame(expected).columns)
@@ -289,12 +289,12 @@ def test_polars_frame_with_one_system_in_its_column(
     frame = pl.DataFrame(
         {"code": codes_column(codes, values), "system": pl.Series([BIG] * len(values))}
     ).with_columns(pl.col("system").cast(getattr(pl, systems)))
-    got = big.validate_column(frame, BIG_VS, code="code", system="system")
+    got = big.validate_column(frame, BIG_VS, code="code", system_column="system")
     expected = big.validate_column(
         pd.DataFrame({"code": values, "system": [BIG] * len(values)}),
         BIG_VS,
         code="code",
-        system="system",
+        system_column="system",
     )
     assert rows_of(got) == rows_of(expected)
 
@@ -313,12 +313,15 @@ def test_polars_frame_whose_system_differs_in_one_late_row(
     values = mixed_codes(2000, seed=3)
     systems: list[str | None] = [BIG] * len(values)
     frame = pl.DataFrame({"code": codes_column(kind, values), "system": systems})
-    big.validate_column(frame, BIG_VS, code="code", system="system")  # warm
+    big.validate_column(frame, BIG_VS, code="code", system_column="system")  # warm
     systems[1900] = odd
     frame = frame.with_columns(pl.Series("system", systems, dtype=pl.String))
-    got = big.validate_column(frame, BIG_VS, code="code", system="system")
+    got = big.validate_column(frame, BIG_VS, code="code", system_column="system")
     expected = big.validate_column(
-        pd.DataFrame({"code": values, "system": systems}), BIG_VS, code="code", system="system"
+        pd.DataFrame({"code": values, "system": systems}),
+        BIG_VS,
+        code="code",
+        system_column="system",
     )
     assert rows_of(got) == rows_of(expected)
     assert got["system"].cast(pl.String)[1900] == (odd or BIG)  # no system: the only one
@@ -335,9 +338,12 @@ def test_a_frame_of_several_systems_asks_nothing_under_the_first_one(kind: str) 
     codes = [f"fresh-{kind}-{i}" for i in range(200)]
     systems = [BIG] + [OTHER] * 199
     frame = pl.DataFrame({"code": codes_column(kind, codes), "system": systems})
-    got = wb.validate_column(frame, BIG_VS, code="code", system="system")
+    got = wb.validate_column(frame, BIG_VS, code="code", system_column="system")
     expected = wb.validate_column(
-        pd.DataFrame({"code": codes, "system": systems}), BIG_VS, code="code", system="system"
+        pd.DataFrame({"code": codes, "system": systems}),
+        BIG_VS,
+        code="code",
+        system_column="system",
     )
     assert rows_of(got) == rows_of(expected)
     held = set(checker.make_checker(wb.terminology, BIG_VS, None).table(BIG).state.codes)

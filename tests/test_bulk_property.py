@@ -276,7 +276,7 @@ def build(
     kwargs: dict[str, Any] = {"code": "dx_code"}
     if case.form == "column":
         frame["dx_system"] = pd.Series(case.systems, index=case.index, dtype=other_dtype)
-        kwargs["system"] = "dx_system"
+        kwargs["system_column"] = "dx_system"
     if case.displays is not None:
         frame["dx_display"] = pd.Series(case.displays, index=case.index, dtype=other_dtype)
         kwargs["display"] = "dx_display"

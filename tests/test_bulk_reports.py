@@ -42,8 +42,10 @@ def data_of(backend: str, request: pytest.FixtureRequest) -> Any:
 def test_every_backend_reports_the_pandas_counts(
     default_wb: Workbench, request: pytest.FixtureRequest, backend: str, tmp_path: Path
 ) -> None:
-    expected = default_wb.validate_column(FRAME, GENDER, code="g", system="s")
-    result = default_wb.validate_column(data_of(backend, request), GENDER, code="g", system="s")
+    expected = default_wb.validate_column(FRAME, GENDER, code="g", system_column="s")
+    result = default_wb.validate_column(
+        data_of(backend, request), GENDER, code="g", system_column="s"
+    )
     assert type(result).__module__.split(".")[0] != "workbench"  # the library's own frame
     report = default_wb.report(result)
     assert report.summary().counts.to_dict() == expected.summary().counts.to_dict()
@@ -60,7 +62,7 @@ def test_every_backend_reports_the_pandas_counts(
 
 
 def test_a_pandas_result_is_its_own_report(default_wb: Workbench) -> None:
-    result = default_wb.validate_column(FRAME, GENDER, code="g", system="s")
+    result = default_wb.validate_column(FRAME, GENDER, code="g", system_column="s")
     assert default_wb.report(result) is result
 
 

@@ -44,6 +44,11 @@ CONCEPT = f"struct<coding:array<{CODING}>,text:string>"
 SCHEMA = f"id long, code string, system string, display string, coding {CODING}"
 
 
+def rows_of(system: str) -> dict[str, str]:
+    """The keyword that says what ``system`` is: the column ``s``, else a URI."""
+    return {"system_column": system} if system == "s" else {"system": system}
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """The one local Spark session of the test run (two cores, no UI); its Python workers
@@ -121,8 +126,8 @@ def frames(spark: SparkSession, rows: list[tuple[Any, Any, Any]]) -> tuple[pd.Da
 
 
 FORMS: list[dict[str, Any]] = [
-    {"code": "code", "system": "system", "display": "display"},
-    {"code": "code", "system": "system"},
+    {"code": "code", "system_column": "system", "display": "display"},
+    {"code": "code", "system_column": "system"},
     {"code": "code", "system": DX},
     {"code": "code"},  # the system inferred from the value set
     {"code": "coding"},
@@ -162,13 +167,13 @@ def test_translation_equals_pandas(
     for k, system in enumerate(systems):
         data = data.transform(
             workbench.spark.translate(
-                swb, MAIN["url"], code="c", system=system, reverse=reverse, into=f"t{k}"
+                swb, MAIN["url"], code="c", **rows_of(system), reverse=reverse, into=f"t{k}"
             )
         )
     got = data.orderBy("id").collect()
     for k, system in enumerate(systems):
         expected = swb.translate_column(
-            local, MAIN["url"], code="c", system=system, reverse=reverse
+            local, MAIN["url"], code="c", **rows_of(system), reverse=reverse
         )
         assert [tuple(row[f"t{k}"]) for row in got] == pandas_rows(expected)
 
@@ -243,8 +248,8 @@ def test_lazy_and_in_order_on_several_partitions(spark: SparkSession, swb: Workb
 
 def test_empty_frame(spark: SparkSession, swb: Workbench) -> None:
     data = spark.createDataFrame([], "code string, system string")
-    assert swb.validate_column(data, VS, code="code", system="system").collect() == []
-    assert swb.translate_column(data, MAIN["url"], code="code", system="system").count() == 0
+    assert swb.validate_column(data, VS, code="code", system_column="system").collect() == []
+    assert swb.translate_column(data, MAIN["url"], code="code", system_column="system").count() == 0
 
 
 def test_a_coding_struct_is_translated_by_its_system_and_code(
@@ -261,7 +266,7 @@ def test_a_coding_struct_is_translated_by_its_system_and_code(
         pd.DataFrame({"c": ["1", "1", None], "s": [A, None, None]}, dtype=object),
         MAIN["url"],
         code="c",
-        system="s",
+        system_column="s",
     )
     assert result == pandas_rows(expected)
 
@@ -349,7 +354,7 @@ def test_a_column_of_the_wrong_type_is_refused_by_name(
         with pytest.raises(InvalidRequestError, match=rf"'bad'.*{name}|{name}.*'bad'"):
             swb.validate_column(data, VS, code="bad", system=DX)
         with pytest.raises(InvalidRequestError, match="'bad'"):
-            swb.validate_column(data, VS, code="ok", system="bad")
+            swb.validate_column(data, VS, code="ok", system_column="bad")
         with pytest.raises(InvalidRequestError, match="'bad'"):
             swb.validate_column(data, VS, code="ok", system=DX, display="bad")
         with pytest.raises(InvalidRequestError, match="'bad'"):
@@ -379,10 +384,10 @@ def test_columns_named_like_the_results(spark: SparkSession, swb: Workbench) -> 
         [("A01", DX, "Cholera", 1)], "code string, system string, display string, result int"
     )
     rows = spark_rows(
-        swb.validate_column(data, VS, code="code", system="system", display="display")
+        swb.validate_column(data, VS, code="code", system_column="system", display="display")
     )
     assert rows == [(True, None, "Cholera", None, DX)]
-    kept = data.transform(workbench.spark.validate(swb, VS, code="code", system="system"))
+    kept = data.transform(workbench.spark.validate(swb, VS, code="code", system_column="system"))
     assert kept.columns == [*data.columns, "validation"]
     assert kept.select("result", "validation.result").first() == (1, True)
     with pytest.raises(InvalidRequestError, match="'result'"):

@@ -207,7 +207,7 @@ def test_edge_rows(mixed_wb: Workbench, dtype: str) -> None:
     data = frame(rows, dtype)
     expected = expected_rows(mixed_wb, rows)
     for _ in range(2):
-        report = mixed_wb.validate_column(data, VS, code="code", system="system")
+        report = mixed_wb.validate_column(data, VS, code="code", system_column="system")
         assert rows_of(report) == expected
         assert report.index.equals(data.index)
 
@@ -217,7 +217,7 @@ def test_one_system_and_missing_systems(mixed_wb: Workbench, dtype: str) -> None
     """One system and missing ones (two groups), under a non-default index."""
     rows = [("A01", DX), ("A01", None), ("B01", DX), (None, None), ("1000-1", None)] * 3
     data = frame(rows, dtype).set_axis([f"r{i}" for i in range(len(rows))])
-    report = mixed_wb.validate_column(data, VS, code="code", system="system")
+    report = mixed_wb.validate_column(data, VS, code="code", system_column="system")
     assert rows_of(report) == expected_rows(mixed_wb, rows)
     assert report.index.tolist() == data.index.tolist()
 
@@ -235,7 +235,7 @@ def test_one_system_and_missing_systems(mixed_wb: Workbench, dtype: str) -> None
 def test_system_columns_with_missing_values(mixed_wb: Workbench, systems: pd.Series) -> None:
     codes = pd.Series(["A01", "1000-1", None, "A01"], dtype=object)
     data = pd.DataFrame({"code": codes, "system": systems})
-    report = mixed_wb.validate_column(data, VS, code="code", system="system")
+    report = mixed_wb.validate_column(data, VS, code="code", system_column="system")
     rows = list(zip(codes.tolist(), systems.astype(object).tolist(), strict=True))
     assert rows_of(report) == expected_rows(mixed_wb, rows)
 
@@ -248,7 +248,7 @@ def test_system_column_of_fresh_missing_objects(mixed_wb: Workbench) -> None:
     systems[::3] = [_fresh(DX) for _ in range(len(systems[::3]))]
     codes = pd.Series(["A01", "B01", None, "1000-1"] * (n // 4), dtype=object)
     data = pd.DataFrame({"code": codes, "system": systems})
-    report = mixed_wb.validate_column(data, VS, code="code", system="system")
+    report = mixed_wb.validate_column(data, VS, code="code", system_column="system")
     rows = list(zip(codes.tolist(), systems.tolist(), strict=True))
     assert rows_of(report) == expected_rows(mixed_wb, rows)
 
@@ -259,7 +259,7 @@ def test_fresh_object_strings(mixed_wb: Workbench) -> None:
     rows = [EDGE_ROWS[i % len(EDGE_ROWS)] for i in range(20_000)]
     data = frame(rows, "object", fresh=True)
     assert not encoding.shares_objects(np.asarray(data["system"], dtype=object))
-    report = mixed_wb.validate_column(data, VS, code="code", system="system")
+    report = mixed_wb.validate_column(data, VS, code="code", system_column="system")
     assert rows_of(report) == expected_rows(mixed_wb, rows)
 
 
@@ -269,13 +269,13 @@ def test_numbers_and_categories_of_numbers(mixed_wb: Workbench) -> None:
     data = pd.DataFrame({"code": [c for c, _ in rows], "system": [s for _, s in rows]})
     texts = [("7" if isinstance(c, (int, float)) and c == 7 else c, s) for c, s in rows]
     expected = expected_rows(mixed_wb, texts)
-    report = mixed_wb.validate_column(data, VS, code="code", system="system")
+    report = mixed_wb.validate_column(data, VS, code="code", system_column="system")
     assert rows_of(report) == expected
     numbers = pd.DataFrame(
         {"code": pd.Series([1, 2, None, 1], dtype="Int64").astype("category"), "system": "x"}
     )
     numbers["system"] = [DX, LAB, DX, None]
-    report = mixed_wb.validate_column(numbers, VS, code="code", system="system")
+    report = mixed_wb.validate_column(numbers, VS, code="code", system_column="system")
     assert rows_of(report) == expected_rows(
         mixed_wb, [("1", DX), ("2", LAB), (None, DX), ("1", None)]
     )
@@ -288,7 +288,7 @@ def test_many_unknown_systems(mixed_wb: Workbench) -> None:
     rows += [("A01", DX), ("X9", OTHER)]
     data = frame(rows, "object")
     for _ in range(2):
-        report = mixed_wb.validate_column(data, VS, code="code", system="system")
+        report = mixed_wb.validate_column(data, VS, code="code", system_column="system")
         assert rows_of(report) == expected_rows(mixed_wb, rows)
 
 
@@ -302,13 +302,13 @@ def test_object_codes_known_by_address() -> None:
     wb = loaded()
     codes = [f"Z{i:03d}" for i in range(400)] + ["A01", "A02"]
     first = [(c, DX) for c in codes]
-    report = wb.validate_column(frame(first, "object"), VS, code="code", system="system")
+    report = wb.validate_column(frame(first, "object"), VS, code="code", system_column="system")
     assert rows_of(report) == expected_rows(wb, first)
     second = first[::2] + [(_fresh(c), DX) for c in codes[:5]]  # same objects, then copies
     second += [("Y1", DX), ("Y2", DX), ("A01", OTHER), ("X9", OTHER), (None, DX), ("", LAB)]
     for _ in range(2):
         data = frame(second, "object")
-        report = wb.validate_column(data, VS, code="code", system="system")
+        report = wb.validate_column(data, VS, code="code", system_column="system")
         assert rows_of(report) == expected_rows(wb, second)
 
 
@@ -318,7 +318,7 @@ def test_unknown_system_loaded_later() -> None:
     wb = loaded()
     rows = [("A01", UNKNOWN), ("K1", UNKNOWN), ("A01", DX), ("X9", OTHER)]
     data = frame(rows, "str")
-    before = wb.validate_column(data, VS, code="code", system="system")
+    before = wb.validate_column(data, VS, code="code", system_column="system")
     assert rows_of(before) == expected_rows(wb, rows)
     assert before["issue"].tolist()[:2] == ["unknown-system"] * 2
     for version, codes in (("1", ["K1"]), ("2", ["K1", "A01"])):
@@ -333,7 +333,7 @@ def test_unknown_system_loaded_later() -> None:
             },
             progress=False,
         )
-        after = wb.validate_column(data, VS, code="code", system="system")
+        after = wb.validate_column(data, VS, code="code", system_column="system")
         assert rows_of(after) == expected_rows(wb, rows)
     assert after["issue"].tolist()[:2] == ["not-in-vs"] * 2
 
@@ -354,12 +354,12 @@ def test_work_per_distinct_pair(dtype: str, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(batch, "validate_in_valueset", counted)
     rows = [EDGE_ROWS[i % len(EDGE_ROWS)] for i in range(5_000)]
     data = frame(rows, dtype)
-    report = wb.validate_column(data, VS, code="code", system="system")
+    report = wb.validate_column(data, VS, code="code", system_column="system")
     assert (UNKNOWN, "A01") in checks  # a system nobody loaded: the full check
     assert len(checks) <= len(EDGE_ROWS)
     assert len(set(checks)) == len(checks)  # no pair twice
     checks.clear()
-    again = wb.validate_column(data, VS, code="code", system="system")
+    again = wb.validate_column(data, VS, code="code", system_column="system")
     assert checks == []
     monkeypatch.undo()
     assert rows_of(report) == rows_of(again) == expected_rows(wb, rows)
@@ -372,14 +372,16 @@ def test_result_categories_shared_across_calls() -> None:
     keeps depend on every call before.)"""
     mixed_wb = loaded()
     data = frame(EDGE_ROWS * 4, "object")
-    first = mixed_wb.validate_column(data, VS, code="code", system="system")
-    again = mixed_wb.validate_column(data.astype("category"), VS, code="code", system="system")
+    first = mixed_wb.validate_column(data, VS, code="code", system_column="system")
+    again = mixed_wb.validate_column(
+        data.astype("category"), VS, code="code", system_column="system"
+    )
     assert rows_of(first) == rows_of(again)
     for name in ("message", "display", "issue", "system"):
         assert first[name].cat.categories is again[name].cat.categories
         assert first[name].cat.codes.dtype == np.int8
     few = [("A01", DX), ("X9", OTHER)]
-    small = mixed_wb.validate_column(frame(few, "object"), VS, code="code", system="system")
+    small = mixed_wb.validate_column(frame(few, "object"), VS, code="code", system_column="system")
     assert rows_of(small) == expected_rows(mixed_wb, few)
     assert sorted(small["system"].cat.categories) == sorted([DX, OTHER])
 
@@ -418,7 +420,7 @@ def test_property_every_row_is_validate_code(
     mixed_wb: Workbench, rows: list[tuple[Any, Any]], dtype: str
 ) -> None:
     data = frame(rows, dtype)
-    report = mixed_wb.validate_column(data, VS, code="code", system="system")
+    report = mixed_wb.validate_column(data, VS, code="code", system_column="system")
     assert rows_of(report) == expected_rows(mixed_wb, rows)
 
 
@@ -433,7 +435,7 @@ def test_kept_answers_hold_no_replaced_code_system_and_ship_the_engine() -> None
     wb = loaded()
     rows = [("X9", OTHER), ("A01", DX), ("nope", OTHER)]
     data = frame(rows, "str")
-    wb.validate_column(data, VS, code="code", system="system")
+    wb.validate_column(data, VS, code="code", system_column="system")
     old = weakref.ref(wb.terminology.codesystem(OTHER))
     checker = bulk_checker.make_checker(wb.terminology, VS, None)
     assert OTHER in checker.kept.foreign and checker.kept.foreign[OTHER][0]() is old()
@@ -456,5 +458,5 @@ def test_kept_answers_hold_no_replaced_code_system_and_ship_the_engine() -> None
     wb.load(replacement, progress=False)
     gc.collect()
     assert old() is None
-    after = wb.validate_column(data, VS, code="code", system="system")
+    after = wb.validate_column(data, VS, code="code", system_column="system")
     assert rows_of(after) == expected_rows(wb, rows)

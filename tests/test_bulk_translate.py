@@ -73,7 +73,7 @@ def test_system_column_and_dtypes_agree_with_translate(mwb: Workbench, dtype: ob
     data = pd.DataFrame(
         {"c": pd.Series(codes, index, dtype=dtype), "s": pd.Series(systems, index, dtype=dtype)}
     )
-    out = mwb.translate_column(data, MAIN["url"], code="c", system="s")
+    out = mwb.translate_column(data, MAIN["url"], code="c", system_column="s")
     assert list(out.index) == list(range(10, 18))
     assert str(out["result"].dtype) == "boolean"
     for i, (c, s) in enumerate(zip(codes, systems, strict=True)):
@@ -126,16 +126,20 @@ def test_reverse_with_a_system_column_agrees_with_translate(mwb: Workbench, back
         import dask.dataframe as dd
 
         out = mwb.translate_column(
-            dd.from_pandas(data, npartitions=2), MAIN["url"], code="c", system="s", reverse=True
+            dd.from_pandas(data, npartitions=2),
+            MAIN["url"],
+            code="c",
+            system_column="s",
+            reverse=True,
         ).compute()
     elif backend == "polars":
         frame = polars.DataFrame(
             {"c": codes, "s": systems}, schema={"c": polars.String, "s": polars.String}
         )
-        out = mwb.translate_column(frame, MAIN["url"], code="c", system="s", reverse=True)
+        out = mwb.translate_column(frame, MAIN["url"], code="c", system_column="s", reverse=True)
         out = out.to_pandas()
     else:
-        out = mwb.translate_column(data, MAIN["url"], code="c", system="s", reverse=True)
+        out = mwb.translate_column(data, MAIN["url"], code="c", system_column="s", reverse=True)
     assert list(out.columns) == list(COLUMNS)
     for i, (c, s) in enumerate(zip(codes, systems, strict=True)):
         row = tuple(None if v is pd.NA or v != v else v for v in out.iloc[i])

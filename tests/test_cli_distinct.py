@@ -97,7 +97,8 @@ def test_the_streamed_count_is_validate_column_on_the_whole_frame(
             frame.astype(object).where(frame.notna(), None),
             valueset,  # type: ignore[arg-type]
             code="code",
-            system=system_column or system,
+            system=system,
+            system_column=system_column,
             display=display_column,
         )
     )

@@ -68,7 +68,7 @@ def test_a_schema_error_reports_the_summary(default_wb: Workbench) -> None:
 
 def test_missing_codes_fail_unless_ignored_and_a_frame_wide_check(default_wb: Workbench) -> None:
     check = in_value_set(
-        GENDER, workbench=default_wb, code="c", system="s", display="d", ignore_na=False
+        GENDER, workbench=default_wb, code="c", system_column="s", display="d", ignore_na=False
     )
     schema = pa.DataFrameSchema(checks=[check])
     frame = pd.DataFrame(

@@ -135,7 +135,7 @@ def test_suggestion_is_never_applied(icd_wb: Workbench) -> None:
 
 def test_unknown_system_suggests_the_nearest_loaded_one(icd_wb: Workbench) -> None:
     frame = pd.DataFrame({"c": ["I10"], "s": ["http://example.org/icd-likes"]})
-    table = icd_wb.validate_column(frame, ICD_VS, code="c", system="s").by_code()
+    table = icd_wb.validate_column(frame, ICD_VS, code="c", system_column="s").by_code()
     assert table["issue"].tolist() == ["unknown-system"]
     assert table["suggestion"].tolist() == [ICD]
 

@@ -163,7 +163,7 @@ def test_a_map_match_at_equal_strength_fixes_code_and_system(fix_wb: Workbench) 
         index=[10, 11, 12, 13, 14],
     )
     before = frame.copy()
-    report = fix_wb.validate_column(frame, GENDER, code="sex", system="sex_system")
+    report = fix_wb.validate_column(frame, GENDER, code="sex", system_column="sex_system")
     assert report.by_code().set_index("code").loc["F", "suggestion"] == "female"
     fixed = report.fix(kinds=["map"])
     assert fixed.data["sex"].tolist() == ["female", "male", "A", "male", "female"]

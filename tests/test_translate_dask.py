@@ -94,6 +94,11 @@ def _workbench(mwb: Workbench, r4_wb: Workbench, url: str | None) -> Workbench:
     return r4_wb if url == GENDER_V2 else mwb
 
 
+def rows_of(system: str) -> dict[str, str]:
+    """The keyword that says what ``system`` is: the column ``system``, else a URI."""
+    return {"system_column": system} if system == "system" else {"system": system}
+
+
 @pytest.mark.parametrize(("url", "system"), CASES[::2])
 def test_distributed_equals_pandas(
     client: Client,
@@ -104,10 +109,10 @@ def test_distributed_equals_pandas(
     system: str,
 ) -> None:
     wb = _workbench(mwb, r4_wb, url)
-    expected = wb.translate_column(frame, url, code="code", system=system)
+    expected = wb.translate_column(frame, url, code="code", **rows_of(system))
     with client.as_current():
         lazy = wb.translate_column(
-            dd.from_pandas(frame, npartitions=4), url, code="code", system=system
+            dd.from_pandas(frame, npartitions=4), url, code="code", **rows_of(system)
         )
         assert isinstance(lazy, dd.DataFrame)
         assert list(lazy.columns) == list(COLUMNS)
@@ -132,7 +137,7 @@ def test_series_on_the_local_scheduler(r4_wb: Workbench, frame: pd.DataFrame) ->
 
 def test_meta_matches_partitions(mwb: Workbench, frame: pd.DataFrame) -> None:
     lazy = mwb.translate_column(
-        dd.from_pandas(frame, npartitions=2), MAIN["url"], code="code", system="system"
+        dd.from_pandas(frame, npartitions=2), MAIN["url"], code="code", system_column="system"
     )
     got = lazy.compute(scheduler="synchronous")
     assert dict(lazy.dtypes) == dict(got.dtypes)
@@ -155,9 +160,11 @@ def test_errors_like_pandas(
     text: str,
 ) -> None:
     with pytest.raises(error, match=text):
-        mwb.translate_column(frame, url, code=code, system="system")
+        mwb.translate_column(frame, url, code=code, system_column="system")
     with pytest.raises(error, match=text):
-        mwb.translate_column(dd.from_pandas(frame, npartitions=2), url, code=code, system="system")
+        mwb.translate_column(
+            dd.from_pandas(frame, npartitions=2), url, code=code, system_column="system"
+        )
 
 
 @pytest.mark.parametrize(("url", "system"), CASES)
@@ -165,8 +172,10 @@ def test_polars_equals_pandas(
     mwb: Workbench, r4_wb: Workbench, frame: pd.DataFrame, url: str | None, system: str
 ) -> None:
     wb = _workbench(mwb, r4_wb, url)
-    expected = wb.translate_column(frame.reset_index(drop=True), url, code="code", system=system)
-    got = wb.translate_column(pl.from_pandas(frame), url, code="code", system=system)
+    expected = wb.translate_column(
+        frame.reset_index(drop=True), url, code="code", **rows_of(system)
+    )
+    got = wb.translate_column(pl.from_pandas(frame), url, code="code", **rows_of(system))
     assert isinstance(got, pl.DataFrame)
     assert got.columns == list(COLUMNS)
     assert got["result"].to_list() == [None if v is pd.NA else v for v in expected["result"]]

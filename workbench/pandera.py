@@ -140,6 +140,7 @@ def in_value_set(
     workbench: Workbench | None = None,
     code: str | None = None,
     system: str | None = None,
+    system_column: str | None = None,
     display: str | None = None,
     abstract: bool | None = None,
     ignore_na: bool = True,
@@ -148,7 +149,8 @@ def in_value_set(
     ValueSet), with ``validate_code``'s semantics (``validate_column``'s arguments).
 
     On a ``Column`` it checks that column; with ``code`` (a column name) it is a schema-wide
-    check, and ``system``/``display`` may name columns of systems and displays. The
+    check, where ``system_column``/``display`` name columns of systems and displays
+    (``system`` is the system URI of every row, on either kind). The
     Workbench is ``workbench``, else the one chosen with ``workbench.use(wb)``, else the only
     one. Missing codes pass when ``ignore_na`` (pandera's default: nullability is the
     column's ``nullable``), else they fail with the reason ``missing``.
@@ -160,12 +162,18 @@ def in_value_set(
     def validate(data: Any) -> Verdicts | tuple[Any, pd.Series]:
         column = _column_of(data, code)
         codes = column[code] if code is not None else column
-        if code is None and display is None:  # one column of codes: no result frame needed
+        if code is None and display is None and system_column is None:  # one column of codes
             found = row_verdicts(wb.terminology, url, codes, system=system, abstract=abstract)
             if found is not None:
                 return found
         report = wb.validate_column(
-            column, url, code=code, system=system, display=display, abstract=abstract
+            column,
+            url,
+            code=code,
+            system=system,
+            system_column=system_column,
+            display=display,
+            abstract=abstract,
         )
         return report, codes if isinstance(codes, pd.Series) else codes.to_pandas()
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench.bulk import spark_backend
+from workbench.bulk.columns import system_of
 from workbench.bulk.jobs import TranslateColumn, ValidateColumn
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ def validate(
     *,
     code: str,
     system: str | None = None,
+    system_column: str | None = None,
     display: str | None = None,
     abstract: bool | None = None,
     into: str = "validation",
@@ -45,7 +47,8 @@ def validate(
     ``validate_column``'s columns (result, message, display, issue, system) for each row."""
 
     def apply(data: DataFrame) -> DataFrame:
-        job = ValidateColumn(wb.terminology, valueset, code, system, display, abstract)
+        rows_of = system_of(data, system, system_column)
+        job = ValidateColumn(wb.terminology, valueset, code, rows_of, display, abstract)
         return spark_backend.with_validation(job, data, into)
 
     return apply
@@ -57,6 +60,7 @@ def translate(
     *,
     code: str,
     system: str | None = None,
+    system_column: str | None = None,
     target_system: str | None = None,
     reverse: bool = False,
     into: str = "translation",
@@ -66,7 +70,8 @@ def translate(
     target_display, matches, message) for each row."""
 
     def apply(data: DataFrame) -> DataFrame:
-        job = TranslateColumn(wb.service, url, code, system, target_system, reverse)
+        rows_of = system_of(data, system, system_column)
+        job = TranslateColumn(wb.service, url, code, rows_of, target_system, reverse)
         return spark_backend.with_translation(job, data, into)
 
     return apply

@@ -276,14 +276,15 @@ class Workbench(TerminologyCalls):
         *,
         code: str | None = None,
         system: str | None = None,
+        system_column: str | None = None,
         target_system: str | None = None,
         reverse: bool = False,
     ) -> Any:
         """Translate a column: result, equivalence, target_system/code/display, matches, message.
 
-        ``data`` is a pandas DataFrame (``code`` and ``system`` name columns; a ``system``
-        that is not a column is the system of every row) or Series, a dask DataFrame or
-        Series (a lazy result; the distinct codes are gathered once, translated on the
+        ``data`` is a pandas DataFrame (``code`` names the code column; ``system`` is the
+        system URI of every row, ``system_column`` a column of systems) or Series, a dask
+        DataFrame or Series (a lazy result; the distinct codes are gathered once, translated on the
         client and the answers shipped to the workers once) or a polars DataFrame or
         Series (a polars result) or a Spark DataFrame (a lazy Spark result; the distinct
         pairs are collected and translated on the driver at the call, the answers
@@ -309,6 +310,7 @@ class Workbench(TerminologyCalls):
             url,
             code=code,
             system=system,
+            system_column=system_column,
             target_system=target_system,
             reverse=reverse,
         )
@@ -370,6 +372,7 @@ class Workbench(TerminologyCalls):
         *,
         code: str | None = None,
         system: str | None = None,
+        system_column: str | None = None,
         display: str | None = None,
         abstract: bool | None = None,
         progress: bool = False,
@@ -377,8 +380,10 @@ class Workbench(TerminologyCalls):
         """Validate a column of codes against a value set, with validate_code's semantics.
 
         ``data`` is a Series of codes (or of Coding / CodeableConcept dicts), or a DataFrame
-        with ``code`` naming the code column. ``system`` is a column name or one system URI;
-        when omitted and the value set draws on one system, that one is used. ``display``
+        with ``code`` naming the code column. ``system`` is the system URI of every row,
+        ``system_column`` names a column of systems (never guessed: a ``system`` that is a
+        column is refused, saying so); when neither is given and the value set draws on one
+        system, that one is used. ``display``
         names a column of displays to check. ``abstract`` as in ``validate_code``: abstract
         codes the value set includes are valid unless ``abstract=False`` (the one default
         of every entry point, as a FHIR request without ``abstract`` is read). Every
@@ -408,6 +413,7 @@ class Workbench(TerminologyCalls):
             valueset,
             code=code,
             system=system,
+            system_column=system_column,
             display=display,
             abstract=abstract,
             progress=progress,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from workbench.bulk import dask_backend, pandas_backend, polars_backend, reports, spark_backend
+from workbench.bulk.columns import system_of
 from workbench.bulk.jobs import Backend, TranslateColumn, ValidateColumn
 from workbench.terminology.engine import Terminology
 from workbench.terminology.service import EngineService
@@ -31,11 +32,13 @@ def validate_column(
     *,
     code: str | None = None,
     system: str | None = None,
+    system_column: str | None = None,
     display: str | None = None,
     abstract: bool | None = None,
     progress: bool = False,
 ) -> Any:
     """``Workbench.validate_column``: see there."""
+    system = system_of(data, system, system_column)
     job = ValidateColumn(engine, valueset, code, system, display, abstract, progress)
     backend = backend_of(data)
     result = backend.validate(job, data)
@@ -51,9 +54,11 @@ def translate_column(
     *,
     code: str | None = None,
     system: str | None = None,
+    system_column: str | None = None,
     target_system: str | None = None,
     reverse: bool = False,
 ) -> Any:
     """``Workbench.translate_column``: see there."""
+    system = system_of(data, system, system_column)
     job = TranslateColumn(service, url, code, system, target_system, reverse)
     return backend_of(data).translate(job, data)

@@ -198,7 +198,8 @@ def check_columns(
 ) -> None:
     """Check the column arguments against a frame's columns (every backend).
 
-    ``system`` names a column, or is a system URI (it has a ':' or a '/').
+    ``system`` names a column, or is a system URI (it has a ':' or a '/'): the call said
+    which (``columns.system_of``: ``system_column=`` or ``system=``).
     """
     require_column(columns, code)
     named = [(display, "display")]

@@ -224,7 +224,8 @@ def _decide(wb: Workbench, job: Job, distinct: Distinct, tally: Tally) -> None:
         reading.frame(values),
         job.valueset,
         code=job.column,
-        system=job.system_column or job.system,
+        system=job.system,
+        system_column=job.system_column,
         display=job.display_column,
     )
     tally.add(result, counts)

@@ -42,7 +42,7 @@ def _on(wb: Workbench, call: Callable[[], _T]) -> _T:
 
 @pd.api.extensions.register_dataframe_accessor("fhir")
 class FHIRFrameAccessor:
-    """``df.fhir.validate(valueset, code="dx_code", system="dx_system")``."""
+    """``df.fhir.validate(valueset, code="dx_code", system_column="dx_system")``."""
 
     def __init__(self, frame: pd.DataFrame) -> None:
         self._frame = frame
@@ -53,16 +53,24 @@ class FHIRFrameAccessor:
         *,
         code: str,
         system: str | None = None,
+        system_column: str | None = None,
         display: str | None = None,
         abstract: bool | None = None,
         workbench: Workbench | None = None,
     ) -> Any:
-        """Validate the column ``code`` (with ``system``/``display`` columns or constants)."""
+        """Validate the column ``code`` (``system``: the system URI of every row;
+        ``system_column``: a column of systems; ``display``: a column of displays)."""
         wb = _resolve(workbench)
         return _on(
             wb,
             lambda: wb.validate_column(
-                self._frame, valueset, code=code, system=system, display=display, abstract=abstract
+                self._frame,
+                valueset,
+                code=code,
+                system=system,
+                system_column=system_column,
+                display=display,
+                abstract=abstract,
             ),
         )
 
@@ -72,15 +80,22 @@ class FHIRFrameAccessor:
         *,
         code: str,
         system: str | None = None,
+        system_column: str | None = None,
         target_system: str | None = None,
         workbench: Workbench | None = None,
     ) -> pd.DataFrame:
-        """Translate the column ``code`` through the ConceptMap ``url``."""
+        """Translate the column ``code`` through the ConceptMap ``url`` (``system`` or
+        ``system_column`` as in ``validate``)."""
         wb = _resolve(workbench)
         return _on(
             wb,
             lambda: wb.translate_column(
-                self._frame, url, code=code, system=system, target_system=target_system
+                self._frame,
+                url,
+                code=code,
+                system=system,
+                system_column=system_column,
+                target_system=target_system,
             ),
         )
 

@@ -92,12 +92,14 @@ class ColumnReport(w.VBox):
         *,
         code: str | None = None,
         system: str | None = None,
+        system_column: str | None = None,
         display: str | None = None,
         workbench: Any = None,
         top: int = 10,
         rows: int = 50,
     ) -> None:
-        self.report = _as_report(result, valueset, code, system, display, workbench)
+        systems = (system, system_column)
+        self.report = _as_report(result, valueset, code, systems, display, workbench)
         self.top = top
         self.rows = rows
         self.summary = self.report.summary(top=top)
@@ -247,7 +249,7 @@ def _as_report(
     result: Any,
     valueset: str | Mapping[str, Any] | None,
     code: str | None,
-    system: str | None,
+    systems: tuple[str | None, str | None],
     display: str | None,
     workbench: Any,
 ) -> ValidationFrame:
@@ -261,7 +263,12 @@ def _as_report(
 
             wb = workbench if workbench is not None else current()
             validated = wb.validate_column(
-                result, valueset, code=code, system=system, display=display
+                result,
+                valueset,
+                code=code,
+                system=systems[0],
+                system_column=systems[1],
+                display=display,
             )
             assert isinstance(validated, ValidationFrame)
             return validated
