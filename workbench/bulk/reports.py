@@ -29,7 +29,8 @@ _LOCK = threading.Lock()
 
 
 def remember(result: Any, job: ValidateColumn, data: Any, backend: Backend) -> Any:
-    """Keep the call that made ``result`` while ``result`` lives; return ``result``."""
+    """Keep the call that made ``result`` while ``result`` lives; return ``result`` (a
+    result that cannot be referred to weakly is not kept: ``report_of`` then says so)."""
     key = id(result)
 
     def forget(_: Any) -> None:
@@ -38,8 +39,12 @@ def remember(result: Any, job: ValidateColumn, data: Any, backend: Backend) -> A
             if found is not None and found[0]() is None:
                 del _SOURCES[key]
 
+    try:
+        ref = weakref.ref(result, forget)
+    except TypeError:
+        return result
     with _LOCK:
-        _SOURCES[key] = (weakref.ref(result, forget), job, data, backend)
+        _SOURCES[key] = (ref, job, data, backend)
     return result
 
 
@@ -57,8 +62,7 @@ def report_of(result: Any) -> ValidationFrame:
         )
     _, job, data, backend = found
     frame, source = backend.collect(job, data, result)
-    frame = frame.reset_index(drop=True) if len(frame.index) != len(source.index) else frame
-    frame.index = source.index
+    frame.index = source.index  # (row for row: the result is aligned with its input)
     frame["result"] = frame["result"].astype("boolean")
     codes = source[job.code] if isinstance(source, pd.DataFrame) else source
     return to_report(
