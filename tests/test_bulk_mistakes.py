@@ -119,3 +119,26 @@ def test_a_dict_or_a_list_among_codes_is_refused_by_its_type(
     column = pd.Series(["male", 5, 2.5, odd, b"y", None], dtype=object)
     with pytest.raises(InvalidRequestError, match=f"holds a {type(odd).__name__}"):
         default_wb.validate_column(column, GENDER, system=GENDER_CS)
+
+
+def test_a_polars_column_of_lists_is_refused_naming_it(default_wb: Workbench) -> None:
+    with pytest.raises(InvalidRequestError, match="The code column 'g' holds lists"):
+        default_wb.validate_column(pl.Series("g", [["male"], ["x"]]), GENDER)
+
+
+def test_a_polars_column_of_coding_structs_is_read_as_codings(default_wb: Workbench) -> None:
+    """Structs are Codings (or CodeableConcepts), as dicts are in a pandas column."""
+    cells: list[Any] = [
+        {"system": GENDER_CS, "code": "male"},
+        {"system": GENDER_CS, "code": "bogus"},
+        {"system": None, "code": "female"},
+        None,
+    ]
+    got = default_wb.validate_column(pl.Series("g", cells), GENDER)
+    expected = default_wb.validate_column(pd.Series(cells, dtype=object), GENDER)
+    assert got["issue"].to_list() == [
+        None if pd.isna(v) else v for v in expected["issue"].astype(object).tolist()
+    ]
+    assert got["result"].to_list() == [
+        None if pd.isna(v) else bool(v) for v in expected["result"].tolist()
+    ]

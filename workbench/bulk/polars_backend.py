@@ -64,7 +64,31 @@ def validate(job: ValidateColumn, data: Any) -> pl.DataFrame:
     )
     if answered is not None:
         return answered
-    return from_pandas(pandas_backend.validate(job, to_pandas(data)))
+    return from_pandas(pandas_backend.validate(job, _codings_as_dicts(job, to_pandas(data))))
+
+
+def _codings_as_dicts(job: ValidateColumn, frame: Any) -> Any:
+    """The pandas form of polars data whose code column holds structs (Codings or
+    CodeableConcepts) as dicts, as a pandas column of them is read; a column of lists or
+    arrays is refused, naming it and its type."""
+    column = frame[job.code] if isinstance(frame, pd.DataFrame) else frame
+    if not isinstance(column.dtype, pd.ArrowDtype):
+        return frame
+    import pyarrow as pa
+
+    kind = column.dtype.pyarrow_dtype
+    name = job.code if isinstance(frame, pd.DataFrame) else column.name
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        raise InvalidRequestError(
+            f"The code column {name!r} holds lists ({kind}): validate_column takes codes "
+            "(text), or Codings and CodeableConcepts (structs)"
+        )
+    if not pa.types.is_struct(kind):
+        return frame
+    dicts = pd.Series(column.tolist(), index=column.index, dtype=object, name=column.name)
+    if isinstance(frame, pd.DataFrame):
+        return frame.assign(**{str(job.code): dicts})
+    return dicts
 
 
 def collect(job: ValidateColumn, data: Any, result: Any) -> tuple[pd.DataFrame, Any]:
