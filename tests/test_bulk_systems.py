@@ -27,7 +27,7 @@ from workbench.bulk import encoding
 from workbench.bulk import systems as bulk_systems
 from workbench.bulk.schema import VALIDATION
 from workbench.bulk.shipping import ShippedChecker
-from workbench.terminology import batch
+from workbench.terminology.validate import batch
 
 LAB = "http://example.org/fhir/CodeSystem/bulk-systems-lab"
 DX = "http://example.org/fhir/CodeSystem/bulk-systems-dx"

@@ -7,7 +7,7 @@ from compare_fixtures import CASES, CS, VS, compare_workbench, valueset
 
 from workbench import Workbench
 from workbench.errors import ValueSetDefinitionNotFoundError, ValueSetVersionNotFoundError
-from workbench.terminology.comparison import Comparison, relation
+from workbench.terminology.compare.result import Comparison, relation
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ from workbench.operations import OPERATIONS, Operation
 from workbench.operations.definitions import OperationDef
 from workbench.server import create_app
 from workbench.server.embedded import ServerHandle
-from workbench.terminology.validation import located
+from workbench.terminology.validate.coding import located
 
 ROOT = Path(__file__).resolve().parent.parent
 MISSING_VS = "http://example.org/fhir/ValueSet/missing"

@@ -18,9 +18,9 @@ from workbench import Workbench
 from workbench.errors import DuplicateCanonicalError
 from workbench.releases.icd10cm.provider import Icd10cmProvider
 from workbench.terminology.concept_check import CheckOptions
-from workbench.terminology.plain import Plain, plain_member
 from workbench.terminology.requests import ValidateRequest
-from workbench.terminology.whole import WholeSystem
+from workbench.terminology.validate.plain import Plain, plain_member
+from workbench.terminology.validate.whole import WholeSystem
 
 ICD = "http://hl7.org/fhir/sid/icd-10-cm"
 ISA_VS = "http://example.org/vs/cholera"

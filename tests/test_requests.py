@@ -37,7 +37,7 @@ from workbench.terminology.requests import (
     TranslateRequest,
     ValidateRequest,
 )
-from workbench.terminology.validation import CheckOptions
+from workbench.terminology.validate.coding import CheckOptions
 from workbench.terminology.versions import VersionPolicy
 
 VS = "http://example.org/fhir/ValueSet/req"

@@ -18,7 +18,7 @@ from workbench.bulk.suggest import CodeIndex
 from workbench.notebook import CodeValidator
 from workbench.releases.check_digits import mod10_digit, verhoeff_valid
 from workbench.terminology.requests import ValidateRequest
-from workbench.terminology.validation import ValidationResult
+from workbench.terminology.validate.coding import ValidationResult
 
 SCT = "http://snomed.info/sct"
 SCT_ALL = f"{SCT}?fhir_vs"

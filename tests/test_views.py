@@ -10,7 +10,7 @@ import pytest
 
 from workbench import Workbench
 from workbench.notebook import views
-from workbench.terminology.validation import Issue, ValidationResult
+from workbench.terminology.validate.coding import Issue, ValidationResult
 
 S = "http://example.org/cs"
 S2 = "http://example.org/cs2"

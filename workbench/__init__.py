@@ -29,8 +29,8 @@ from workbench.frames import CodeSystem, codesystem_from_frame
 from workbench.loading import LoadSummary
 from workbench.notebook import accessor as _accessor  # noqa: F401  (registers .fhir)
 from workbench.selection import WorkbenchChoiceError, current, use
-from workbench.terminology.expansion import Expansion
-from workbench.terminology.validation import Issue, ValidationResult
+from workbench.terminology.expand.expansion import Expansion
+from workbench.terminology.validate.coding import Issue, ValidationResult
 from workbench.workbench import Workbench
 
 __all__ = [

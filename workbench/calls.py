@@ -33,9 +33,9 @@ from workbench.errors import (
     WorkbenchError,
 )
 from workbench.registry import Registry
-from workbench.terminology.comparison import Comparison
+from workbench.terminology.compare.result import Comparison
 from workbench.terminology.engine import Terminology
-from workbench.terminology.expansion import Expansion
+from workbench.terminology.expand.expansion import Expansion
 from workbench.terminology.lookup import LookupResult
 from workbench.terminology.requests import (
     PLAIN_CHECK,
@@ -47,7 +47,7 @@ from workbench.terminology.requests import (
     ValidateRequest,
 )
 from workbench.terminology.service import EngineService
-from workbench.terminology.validation import CheckOptions, ValidationResult
+from workbench.terminology.validate.coding import CheckOptions, ValidationResult
 from workbench.terminology.versions import VersionPolicy
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from workbench.registry import Registry
     from workbench.resources import Resource
-    from workbench.terminology.comparison import Comparison
+    from workbench.terminology.compare.result import Comparison
     from workbench.terminology.conceptmap import Translation
     from workbench.terminology.engine import Terminology
-    from workbench.terminology.expansion import Expansion
+    from workbench.terminology.expand.expansion import Expansion
     from workbench.terminology.lookup import LookupResult
     from workbench.terminology.requests import (
         CodeSystemValidateRequest,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         TranslateRequest,
         ValidateRequest,
     )
-    from workbench.terminology.validation import ValidationResult
+    from workbench.terminology.validate.coding import ValidationResult
 
 
 class TerminologyService(Protocol):

@@ -20,7 +20,7 @@ from workbench.releases import kinds
 from workbench.resources import Resource
 from workbench.terminology.conceptmap import Translation, select_maps
 from workbench.terminology.engine import Terminology
-from workbench.terminology.expansion import DEFAULT_MAX_EXPANSION
+from workbench.terminology.expand.expansion import DEFAULT_MAX_EXPANSION
 from workbench.terminology.requests import (
     TranslateRequest,
 )

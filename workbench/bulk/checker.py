@@ -22,14 +22,14 @@ import numpy as np
 from workbench.bulk.schema import VALIDATION, Answers
 from workbench.bulk.table import AnswerTable
 from workbench.errors import WorkbenchError
-from workbench.terminology.batch import CodingCheck
 from workbench.terminology.compose import CompiledValueSet
 from workbench.terminology.concept_check import CheckOptions
 from workbench.terminology.engine import Terminology
-from workbench.terminology.plain import whole_members
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.requests import ValidateRequest
 from workbench.terminology.result import ValidationResult
+from workbench.terminology.validate.batch import CodingCheck
+from workbench.terminology.validate.plain import whole_members
 
 if TYPE_CHECKING:
     from workbench.bulk.suggest import Mapper, Suggester

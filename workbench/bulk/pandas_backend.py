@@ -37,7 +37,7 @@ from workbench.bulk.schema import MISSING_MESSAGE, VALIDATION, Answers
 from workbench.bulk.systems import answer_systems
 from workbench.bulk.table import AnswerTable, result_frame
 from workbench.errors import InvalidRequestError
-from workbench.terminology.validation import ValidationResult, combine_codings, without_system
+from workbench.terminology.validate.coding import ValidationResult, combine_codings, without_system
 
 if TYPE_CHECKING:
     from workbench.bulk.checker import Checker

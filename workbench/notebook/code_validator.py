@@ -12,7 +12,7 @@ import orjson
 from workbench.errors import CodeSystemNotFoundError, ValueSetNotFoundError, WorkbenchError
 from workbench.notebook import views
 from workbench.notebook.pickers import ValueSetPicker
-from workbench.terminology.validation import ValidationResult
+from workbench.terminology.validate.coding import ValidationResult
 from workbench.workbench import Workbench
 
 CODE, CODING = "Code", "Coding"

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from workbench.service import TerminologyService
     from workbench.terminology.engine import Terminology
     from workbench.terminology.requests import CodeSystemValidateRequest, ValidateRequest
-    from workbench.terminology.validation import ValidationResult
+    from workbench.terminology.validate.coding import ValidationResult
 
 #: Inputs that name the client's own state (its expansion profile, its cache of code
 #: systems) or a default this server always applies (an unversioned reference is its

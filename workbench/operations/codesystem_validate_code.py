@@ -18,7 +18,7 @@ from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
 from workbench.terminology.requests import CodeSystemValidateRequest
 from workbench.terminology.result import Issue
-from workbench.terminology.validation import (
+from workbench.terminology.validate.coding import (
     NO_SYSTEM,
     ValidationResult,
     combine_codings,

@@ -11,7 +11,7 @@ from workbench.operations.caching import CACHE_ID
 from workbench.operations.client_inputs import CLIENT_STATE
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
-from workbench.terminology.expansion import Expansion
+from workbench.terminology.expand.expansion import Expansion
 from workbench.terminology.requests import ExpandRequest
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """The terminology engine over a Registry: ``Terminology`` joins resolution and caches
-(``resolution.py``), expansion (``expanding.py``) and validation (``validating.py``).
+(``resolution.py``), expansion (``expand/engine.py``) and validation (``validate/engine.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from workbench.errors import (
 from workbench.registry import OverlayRegistry, Registry
 from workbench.resources import Resource
 from workbench.terminology import budget
-from workbench.terminology.expanding import Expanding
-from workbench.terminology.validating import Validating
+from workbench.terminology.expand.engine import Expanding
+from workbench.terminology.validate.engine import Validating
 
 _CHUNK = 256  # inline resources read between two checks of the deadline
 

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, TypeVar
 from workbench.errors import RequiredError
 from workbench.resources import Resource
 from workbench.terminology.params import bundle, check_fields, fields_fit, param, read_inputs
-from workbench.terminology.validation import CheckOptions
+from workbench.terminology.validate.coding import CheckOptions
 from workbench.terminology.versions import NO_POLICY, VersionPolicy
 
 #: Where the HTTP Accept-Language header reaches an operation (not a FHIR parameter name).

@@ -26,7 +26,7 @@ from workbench.terminology import budget, supplements
 from workbench.terminology.codesystem import CodeSystemIndex
 from workbench.terminology.compose import Clause, CompiledValueSet
 from workbench.terminology.definition import check_filter_values, import_refs
-from workbench.terminology.expansion import (
+from workbench.terminology.expand.expansion import (
     DEFAULT_MAX_EXPANSION,
 )
 from workbench.terminology.provider import CodeSystemProvider

@@ -1,7 +1,7 @@
 """The result of validating a code: ``ValidationResult`` and its ``Issue``s.
 
 A code that fails is a ``ValidationResult`` with ``result=False``, a message and a stable
-``issue``; it never raises (``workbench.terminology.validation`` decides). The issues (also
+``issue``; it never raises (``workbench.terminology.validate.coding`` decides). The issues (also
 the ``issue`` column of bulk validation):
 
 ========================  =========  ===================================================

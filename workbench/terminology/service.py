@@ -14,11 +14,11 @@ from typing import Any
 from workbench.errors import WorkbenchError
 from workbench.registry import Registry
 from workbench.resources import Resource
-from workbench.terminology.compare import compare
-from workbench.terminology.comparison import Comparison
+from workbench.terminology.compare.engine import compare
+from workbench.terminology.compare.result import Comparison
 from workbench.terminology.conceptmap import Translation, translate
 from workbench.terminology.engine import Terminology
-from workbench.terminology.expansion import Expansion
+from workbench.terminology.expand.expansion import Expansion
 from workbench.terminology.lookup import LookupResult
 from workbench.terminology.requests import (
     CodeSystemValidateRequest,
@@ -30,7 +30,7 @@ from workbench.terminology.requests import (
     ValidateRequest,
 )
 from workbench.terminology.subsumption import subsumes
-from workbench.terminology.validation import ValidationResult
+from workbench.terminology.validate.coding import ValidationResult
 
 
 class EngineService:

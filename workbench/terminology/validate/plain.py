@@ -33,7 +33,7 @@ from workbench.terminology.compose import UNUSABLE_CONTENT, Clause, CompiledValu
 from workbench.terminology.concept_check import CheckOptions
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.result import ValidationResult
-from workbench.terminology.whole import WholeSystem
+from workbench.terminology.validate.whole import WholeSystem
 
 _NO_CODES = pd.Index([], dtype=object)
 _NOTHING = np.empty(0, dtype=object)

@@ -17,7 +17,7 @@ from workbench.errors import (
 )
 from workbench.terminology import budget, languages, supplements
 from workbench.terminology.compose import CompiledValueSet, Entry
-from workbench.terminology.expansion import (
+from workbench.terminology.expand.expansion import (
     MAXIMUM_EXPANSION,
     Expansion,
     designations_kept,
@@ -26,7 +26,7 @@ from workbench.terminology.expansion import (
 from workbench.terminology.requests import ExpandRequest
 from workbench.terminology.resolution import Resolution
 from workbench.terminology.textindex import TextIndex
-from workbench.terminology.version_checks import version_error
+from workbench.terminology.validate.versions import version_error
 from workbench.terminology.versions import matches as version_matches
 
 

@@ -27,9 +27,9 @@ from workbench.errors import (
     ValueSetVersionNotFoundError,
 )
 from workbench.resources import Resource, split_canonical
-from workbench.terminology.comparison import Comparison, relation
+from workbench.terminology.compare.result import Comparison, relation
 from workbench.terminology.concepts import Entry
-from workbench.terminology.expansion import MAXIMUM_EXPANSION
+from workbench.terminology.expand.expansion import MAXIMUM_EXPANSION
 from workbench.terminology.requests import CompareRequest
 from workbench.terminology.versions import NO_POLICY
 

@@ -9,12 +9,12 @@ from typing import Any, cast
 from workbench.frozen import replaced
 from workbench.resources import canonical_of
 from workbench.terminology import languages, supplements
-from workbench.terminology.batch import CodingCheck, PerValueSet
 from workbench.terminology.compose import CompiledValueSet
 from workbench.terminology.membership import not_present
 from workbench.terminology.requests import PLAIN_CHECK, ValidateRequest
 from workbench.terminology.resolution import Resolution
-from workbench.terminology.validation import (
+from workbench.terminology.validate.batch import CodingCheck, PerValueSet
+from workbench.terminology.validate.coding import (
     CheckOptions,
     Issue,
     ValidationResult,

@@ -33,11 +33,10 @@ from workbench.errors import ImportedValueSetNotFoundError, InvalidRequestError,
 from workbench.frozen import replaced
 from workbench.terminology.compose import UNUSABLE_CONTENT, CompiledValueSet
 from workbench.terminology.membership import non_member, non_member_messages, why_not_members
-from workbench.terminology.plain import Plain, PlainMembers, plain_result
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.requests import ValidateRequest
 from workbench.terminology.result import ValidationResult, failure
-from workbench.terminology.validation import (
+from workbench.terminology.validate.coding import (
     CheckOptions,
     coding_parts,
     combine_codings,
@@ -46,6 +45,7 @@ from workbench.terminology.validation import (
     where_of,
     without_system,
 )
+from workbench.terminology.validate.plain import Plain, PlainMembers, plain_result
 from workbench.terminology.versions import VersionPolicy
 
 T = TypeVar("T")
@@ -54,7 +54,7 @@ PerValueSet = Callable[[Hashable, Callable[[], Any]], Any]
 
 
 class CheckingEngine(Protocol):
-    """What ``CodingCheck`` asks of the engine (``validating.Validating``)."""
+    """What ``CodingCheck`` asks of the engine (``validate.engine.Validating``)."""
 
     def compiled(
         self, valueset: str | Mapping[str, Any], version: str | None, policy: VersionPolicy

@@ -33,11 +33,11 @@ from workbench.terminology.membership import (
     why_not_members,
     with_not_in_vs,
 )
-from workbench.terminology.plain import plain_member, plain_options, plain_result
 from workbench.terminology.provider import CodeSystemProvider
 from workbench.terminology.result import REASONS, TX_ISSUE_TYPE, Issue, ValidationResult, failure
 from workbench.terminology.result import coding_label as _fmt
-from workbench.terminology.version_checks import (
+from workbench.terminology.validate.plain import plain_member, plain_options, plain_result
+from workbench.terminology.validate.versions import (
     coding_version,
     unknown_include_version,
     version_error,
