@@ -60,6 +60,12 @@ def _undotted(text: str) -> str:
     return text.replace(".", "").replace(" ", "").casefold()
 
 
+def _first_of(keys: list[str], codes: list[str]) -> dict[str, str]:
+    """``keys[i] -> codes[i]``, the first code kept where keys repeat (built in C: the
+    pairs reversed, so the first one is written last)."""
+    return dict(zip(reversed(keys), reversed(codes), strict=True))
+
+
 class CodeIndex:
     """The codes (and displays) one suggestion is chosen from: a value set's members of one
     code system, or a whole code system."""
@@ -75,21 +81,25 @@ class CodeIndex:
                 self.displays.setdefault(code, display)
         self.codes: list[str] = list(self.displays)
 
-    # The lookups below are made when first needed (a report asks a few codes of a large
-    # code system: one pass over the codes each, instead of every index built up front);
-    # each finds the first code in order, as a mapping filled first-come would.
+    # The indexes below are made when first needed (a report may ask only a few codes of a
+    # large code system, and only some kinds of lookup); each maps a key to the first code
+    # in order that has it.
 
     @cached_property
-    def _folded(self) -> list[str]:
-        return [code.casefold() for code in self.codes]
+    def by_case(self) -> dict[str, str]:
+        """Codes by their case-folded form."""
+        return _first_of([code.casefold() for code in self.codes], self.codes)
 
     @cached_property
-    def _undotted_codes(self) -> list[str]:
-        return [_undotted(code) for code in self.codes]
+    def by_dots(self) -> dict[str, str]:
+        """Codes by their form without dots and spaces, case-folded."""
+        return _first_of([_undotted(code) for code in self.codes], self.codes)
 
     @cached_property
-    def _display_keys(self) -> list[str | None]:
-        return [_squeeze(d).casefold() if d else None for d in self.displays.values()]
+    def by_display(self) -> dict[str, str]:
+        """Codes by their display, whitespace squeezed and case-folded."""
+        shown = [(c, d) for c, d in self.displays.items() if d]
+        return _first_of([_squeeze(d).casefold() for _, d in shown], [c for c, _ in shown])
 
     @cached_property
     def sorted_codes(self) -> list[str]:
@@ -103,13 +113,6 @@ class CodeIndex:
     @cached_property
     def _display_texts(self) -> list[str]:
         return [str(self.displays[c]) for c in self._display_codes]
-
-    def _first(self, keys: list[Any], key: str) -> str | None:
-        """The first code whose key is ``key``, or None."""
-        try:
-            return self.codes[keys.index(key)]
-        except ValueError:
-            return None
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -140,13 +143,13 @@ class CodeIndex:
         squeezed = _squeeze(code)
         if squeezed != code and squeezed in self.displays:
             return self._found(squeezed, WHITESPACE)
-        cased = self._first(self._folded, squeezed.casefold())
+        cased = self.by_case.get(squeezed.casefold())
         if cased is not None and cased != code:
             return self._found(cased, CASE)
-        dotted = self._first(self._undotted_codes, _undotted(squeezed))
+        dotted = self.by_dots.get(_undotted(squeezed))
         if dotted is not None and dotted != code:
             return self._found(dotted, DOTTED)
-        named = self._first(self._display_keys, squeezed.casefold())
+        named = self.by_display.get(squeezed.casefold())
         if named is not None:
             return self._found(named, "the code with this display")
         if not self.opaque:
