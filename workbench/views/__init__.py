@@ -1,0 +1,1 @@
+"""SQL on FHIR v2 ViewDefinitions, compiled into vectorised column operations."""
