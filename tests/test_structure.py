@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from workbench import Workbench
 from workbench.errors import StructureError
-from workbench.structure import check_resource, check_value, schema, tolerated_gaps
+from workbench.structure import check_resource, check_value, schema, tolerated_gaps, types
 from workbench.structure.build import build_schema
 
 
@@ -21,6 +22,18 @@ def test_shipped_schema_is_derived_from_the_r4_structure_definitions(
     folder = package_dirs["hl7.fhir.r4.examples"]
     package = folder / "package" if (folder / "package").is_dir() else folder
     assert build_schema(package) == schema()
+
+
+@pytest.mark.slow
+def test_shipped_type_model_is_derived_from_the_r4_structure_definitions(
+    package_dirs: dict[str, Path],
+) -> None:
+    folder = package_dirs["hl7.fhir.r4.examples"]
+    package = folder / "package" if (folder / "package").is_dir() else folder
+    shipped = orjson.loads((Path(types.__file__).parent / "r4-types.json").read_bytes())
+    assert build_schema(package, roots=None) == shipped
+    assert len(types.model().resources) == 146
+    assert types.model().child("Observation", "value").choice("Quantity").json == "valueQuantity"
 
 
 def test_schema_has_the_terminology_resources_and_their_data_types() -> None:

@@ -1,4 +1,6 @@
-"""Derive the compact structure schema (``r4.json``) from the FHIR R4 StructureDefinitions.
+"""Derive the compact structure schemas from the FHIR R4 StructureDefinitions: ``r4.json`` (the
+terminology resources, for the structural check) and ``r4-types.json`` (every resource type,
+with the list of them, for FHIRPath over FHIR data: ``workbench.structure.types``).
 
 The schema keeps what a structural check needs and nothing else: for every complex type and
 backbone element reachable from the terminology resources, each element's type(s), whether it
@@ -108,16 +110,30 @@ def _has_children(sd: dict[str, Any], path: str) -> bool:
     return any(str(e["path"]).startswith(path + ".") for e in sd["snapshot"]["element"])
 
 
-def build_schema(folder: Path) -> dict[str, Any]:
-    """Build the schema from the StructureDefinitions in ``folder``."""
+def resource_types(definitions: dict[str, dict[str, Any]]) -> tuple[str, ...]:
+    """The concrete (not abstract) resource types among ``definitions``, sorted."""
+    return tuple(
+        sorted(
+            name
+            for name, sd in definitions.items()
+            if sd["kind"] == "resource" and not sd.get("abstract")
+        )
+    )
+
+
+def build_schema(folder: Path, roots: tuple[str, ...] | None = ROOTS) -> dict[str, Any]:
+    """Build the schema from the StructureDefinitions in ``folder``: the types reachable from
+    ``roots`` (the terminology resources by default; None: every resource type)."""
     definitions = read_definitions(folder)
+    every = roots is None
+    roots = resource_types(definitions) if roots is None else roots
     primitives = {
         name: _primitive(sd)
         for name, sd in sorted(definitions.items())
         if sd["kind"] == "primitive-type"
     }
     types: dict[str, Any] = {}
-    todo = [*ROOTS, "Element"]
+    todo = [*roots, "Element"]
     while todo:
         name = todo.pop()
         if name in types or name in primitives or name == "Resource":
@@ -126,11 +142,12 @@ def build_schema(folder: Path) -> dict[str, Any]:
         for owner, table in _elements(sd).items():
             types[owner] = table
             todo += [spec[0] for spec in table["elements"].values()]
-    return {
+    built = {
         "fhirVersion": "4.0.1",
         "primitives": primitives,
         "types": {k: types[k] for k in sorted(types)},
     }
+    return {**built, "resources": list(roots)} if every else built
 
 
 def dumps(schema: dict[str, Any]) -> bytes:
@@ -138,7 +155,16 @@ def dumps(schema: dict[str, Any]) -> bytes:
     return orjson.dumps(schema, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
 
 
+def dumps_compact(schema: dict[str, Any]) -> bytes:
+    """The schema of every resource type as it is shipped (``r4-types.json``: sorted, compact;
+    it is large)."""
+    return orjson.dumps(schema, option=orjson.OPT_SORT_KEYS) + b"\n"
+
+
 if __name__ == "__main__":  # pragma: no cover - a maintenance command
-    target = Path(__file__).with_name("r4.json")
-    target.write_bytes(dumps(build_schema(Path(sys.argv[1]))))
-    print(f"wrote {target}")
+    here = Path(__file__)
+    here.with_name("r4.json").write_bytes(dumps(build_schema(Path(sys.argv[1]))))
+    here.with_name("r4-types.json").write_bytes(
+        dumps_compact(build_schema(Path(sys.argv[1]), roots=None))
+    )
+    print(f"wrote r4.json and r4-types.json beside {here}")
