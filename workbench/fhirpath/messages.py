@@ -50,6 +50,7 @@ _ALSO_STARTS = frozenset(
     {"DELIMITEDIDENTIFIER", "LONGNUMBER", "DATETIME", "CODING", "INDEX", "TOTAL", "LBRACE"}
     | {"TRUE", "FALSE", "PLUS", "MINUS", "AS", "IS", "IN", "CONTAINS"}
 )
+_CALENDAR = frozenset({"year", "month", "week", "day", "hour", "minute", "second", "millisecond"})
 #: The binary operators as written: "expected an operator" stands for them all
 _OPERATORS = frozenset(
     {"implies", "or", "xor", "and", "in", "contains", "=", "~", "!=", "!~", "<=", "<", ">"}
@@ -77,6 +78,9 @@ def expected(parser: Lark, names: set[str]) -> list[str]:
         found.add(repr(pattern.value) if pattern.type == "str" else name)
     if {"=", "and", "+"} <= operators:
         found = (found - {repr(op) for op in operators}) | {"an operator"}
+    units = {f for f in found if f.strip("'").rstrip("s") in _CALENDAR}
+    if units:
+        found = (found - units) | {"a calendar unit (days, …)"}
     return sorted(found)
 
 
@@ -101,4 +105,6 @@ def describe(kind: str, parser: Lark, text: str, exc: UnexpectedInput) -> tuple[
         pos = len(text)
     names = expected(parser, acceptable(exc))
     hint = f"; expected {', '.join(names[:12])}" if names else ""
+    if text[pos : pos + 1] in ("'", "`"):
+        hint += f" (is a {text[pos]} never closed?)"
     return f"The {kind} {shown(text)} does not parse at {where(text, pos)}{hint}", pos

@@ -65,6 +65,20 @@ CALENDAR_UNITS = tuple(
 KEYWORDS = frozenset(
     ("and", "or", "xor", "implies", "div", "mod", "true", "false", *CALENDAR_UNITS)
 )
+#: The binary operators by precedence level, from the loosest to the tightest (``is`` and
+#: ``as``, whose right side is a type name, have the level between ``|`` and ``+``).
+LEVELS: tuple[tuple[str, ...], ...] = (
+    ("implies",),
+    ("or", "xor"),
+    ("and",),
+    ("in", "contains"),
+    ("=", "~", "!=", "!~"),
+    ("<=", "<", ">", ">="),
+    ("|",),
+    ("is", "as"),
+    ("+", "-", "&"),
+    ("*", "/", "div", "mod"),
+)
 #: The functions whose argument is a type name, read as a ``TypeSpecifier``.
 TYPE_FUNCTIONS = frozenset(("ofType", "is", "as", "getReferenceKey"))
 
@@ -359,11 +373,13 @@ class _Build(Transformer):
 
 # --- reading, limits and errors -------------------------------------------------------------
 
-#: What is counted while an expression is read (``workbench.releases.grammar``)
+#: What is counted while an expression is read (``workbench.releases.grammar``). IDENTIFIER
+#: comes last: lark (1.3) chains a user callback after its keyword check with a condition
+#: that closes over its loop variable, so only the last callback's terminal is counted when
+#: it has that check (a keyword read as a name, ``true`` among them, is not counted).
 _OPENING = ("LPAR", "LSQB")
 _CLOSING = ("RPAR", "RSQB")
 _TERMS = (
-    "IDENTIFIER",
     "DELIMITEDIDENTIFIER",
     "STRING",
     "NUMBER",
@@ -373,8 +389,7 @@ _TERMS = (
     "THIS",
     "INDEX",
     "TOTAL",
-    "TRUE",
-    "FALSE",
+    "IDENTIFIER",
 )
 
 

@@ -33,37 +33,14 @@ from workbench.fhirpath.nodes import (
     Unary,
     Variable,
 )
-from workbench.fhirpath.parser import CALENDAR_UNITS, KEYWORDS
+from workbench.fhirpath.parser import CALENDAR_UNITS, KEYWORDS, LEVELS
 
-#: How tightly each binary operator binds (higher: tighter), as the grammar's levels
-_BINARY = {
-    "implies": 1,
-    "or": 2,
-    "xor": 2,
-    "and": 3,
-    "in": 4,
-    "contains": 4,
-    "=": 5,
-    "~": 5,
-    "!=": 5,
-    "!~": 5,
-    "<=": 6,
-    "<": 6,
-    ">": 6,
-    ">=": 6,
-    "|": 7,
-    "+": 9,
-    "-": 9,
-    "&": 9,
-    "*": 10,
-    "/": 10,
-    "div": 10,
-    "mod": 10,
-}
-_TYPE = 8
-_UNARY = 11
-_POSTFIX = 12
-_TERM = 13
+#: How tightly each operator binds (higher: tighter), from the grammar's levels
+_BINARY = {op: level for level, ops in enumerate(LEVELS, start=1) for op in ops}
+_TYPE = _BINARY["is"]
+_UNARY = len(LEVELS) + 1
+_POSTFIX = _UNARY + 1
+_TERM = _POSTFIX + 1
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _RAW = re.compile(r"[^\s'|(),]+\Z")
@@ -170,6 +147,14 @@ def _inside(node: Node, least: int) -> str:
     return f"({text})" if _level(node) < least else text
 
 
+def _ends_in_coding(node: Node) -> bool:
+    """Whether the text of ``node`` ends in a Coding literal (whose last component would
+    take a "]" written after it)."""
+    while isinstance(node, Binary | Unary):
+        node = node.right if isinstance(node, Binary) else node.operand
+    return isinstance(node, CodingLiteral)
+
+
 def _arguments(node: Function) -> str:
     return ", ".join(unparse(arg) for arg in node.args)
 
@@ -195,7 +180,9 @@ def unparse(node: Node) -> str:
         call = f"{name(node.name)}({_arguments(node)})"
         return call if node.base is None else f"{_inside(node.base, _POSTFIX)}.{call}"
     if isinstance(node, Indexer):
-        return f"{_inside(node.base, _POSTFIX)}[{unparse(node.index)}]"
+        index = unparse(node.index)
+        index = f"({index})" if _ends_in_coding(node.index) else index
+        return f"{_inside(node.base, _POSTFIX)}[{index}]"
     return _term(node)
 
 
