@@ -275,6 +275,9 @@ ERRORS: list[tuple[str, int, str]] = [
     ("%", 2, "a 'string'"),
     ("a /* open", 4, "(at '* open')"),
     ("a +\n b )", 4, "line 2, column 4 (at ')'); expected the end of the text"),
+    ("a orb", 3, "(at 'orb'); expected '(', '.', '[', an operator"),  # keywords are words
+    ("a isT", 3, "(at 'isT')"),
+    ("4 daysx", 3, "(at 'daysx')"),
     ("text.div", 6, "'div' is a keyword; as a name write it in backticks (`div`)"),
     ("a.day", 3, "'day' is a keyword"),
     ("and.b", 1, "'and' is a keyword"),

@@ -24,12 +24,14 @@ value='official')),)), name='family')
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, cast
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput
+from lark.lark import PostLex
 
 from workbench.errors import GrammarLimitError
 from workbench.fhirpath import messages
@@ -393,12 +395,23 @@ _TERMS = (
 )
 
 
+class _Names(PostLex):
+    """Lets every state of the contextual lexer read a name, so that a keyword is one only as
+    a whole word, as in the g4 (``a orb`` is ``a`` then the name ``orb``, not ``a or b``)."""
+
+    always_accept = ("IDENTIFIER",)
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        return stream
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     return Lark(
         GRAMMAR,
         parser="lalr",
         lexer="contextual",
+        postlex=_Names(),
         transformer=_Build(),
         lexer_callbacks=grammar.callbacks(_OPENING, _CLOSING, _TERMS),
     )
