@@ -10,7 +10,8 @@ and Pathling's Coding literal (``http://loinc.org|'8867-4'``, see ``CODING`` bel
 
 Keywords: as in the g4, only ``as``, ``contains``, ``in`` and ``is`` may be identifiers; any
 other (``div``, ``and``, ``true``, ``day`` …) is written in backticks (``text.`div```), and a
-bare one where a name is expected is refused with that hint.
+bare one where a name is expected is refused with that hint. A keyword is one only as a whole
+word (``a orb`` is not ``a or b``).
 
 The arguments of ``ofType()``, ``is()``, ``as()`` and SQL on FHIR's ``getReferenceKey()``
 are type names, read into ``TypeSpecifier`` (``TYPE_FUNCTIONS``).
@@ -174,8 +175,18 @@ LINE_COMMENT: /\/\/[^\r\n]*/
 """
 
 KIND = "FHIRPath expression"
-_ESCAPES = {"'": "'", '"': '"', "`": "`", "\\": "\\", "/": "/", "f": "\f", "n": "\n", "r": "\r"}
-_ESCAPES["t"] = "\t"
+#: FHIRPath's escapes in strings and delimited identifiers (and ``\uXXXX``)
+_ESCAPES = {
+    "'": "'",
+    '"': '"',
+    "`": "`",
+    "\\": "\\",
+    "/": "/",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 
 
@@ -245,7 +256,7 @@ def coding(token: Token) -> CodingLiteral:
     return CodingLiteral(system, code, version, display, user_selected)
 
 
-def type_specifier(node: Node, where: int | None) -> TypeSpecifier:
+def _argument_type(node: Node, where: int | None) -> TypeSpecifier:
     """``Quantity`` or ``FHIR.Quantity`` written as an argument, read as a type name."""
     names: list[str] = []
     while isinstance(node, Member):
@@ -262,7 +273,7 @@ def _arguments(name: Token, params: list[Node] | None) -> tuple[Node, ...]:
     args = tuple(params or ())
     if str(name) in TYPE_FUNCTIONS and args:
         where = name.start_pos
-        args = (type_specifier(args[0], where), *args[1:])
+        args = (_argument_type(args[0], where), *args[1:])
     return args
 
 
