@@ -121,7 +121,7 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="LANGUAGE.LIMIT=VALUE",
         help="change a limit on the expressions read (LANGUAGE ecl, scg for post-coordinated "
-        "expressions, or ucum; LIMIT length, depth or terms), e.g. ecl.length=50000 "
+        "expressions, ucum, or fhirpath; LIMIT length, depth or terms), e.g. ecl.length=50000 "
         "(repeatable; defaults in docs/terminologies/releases.md)",
     )
     parser.add_argument(

@@ -1,12 +1,15 @@
-"""Limits on the expressions the grammars read: ECL, SNOMED CT compositional grammar, UCUM.
+"""Limits on the expressions the grammars read: ECL, SNOMED CT compositional grammar, UCUM,
+FHIRPath.
 
 Each grammar is parsed by a lark LALR parser (time linear in the text, no recursion), but a
 parsed expression is then walked by recursive code (evaluators, checks), and its terms each
 cost work. So each language has three limits, checked while the text is read:
 
 - ``length``: characters of the text (checked before anything else);
-- ``depth``: nesting of parentheses and braces;
-- ``terms``: concept references, values, unit symbols and numbers.
+- ``depth``: nesting of parentheses and braces (FHIRPath: and of the parsed expression, its
+  operators, path steps, arguments and indexes);
+- ``terms``: concept references, values, unit symbols and numbers (FHIRPath: names,
+  literals and ``$this``).
 
 Going over one raises GrammarLimitError (400 ``too-long``) naming the limit and the value
 found. Reading a text also charges the work budget of the request (one step per bracket and
@@ -56,11 +59,13 @@ class Limits:
 @dataclass(frozen=True)
 class GrammarLimits:
     """The limits of each language (``ecl``, ``scg`` for post-coordinated expressions,
-    ``ucum``); set them for the process with ``configure``."""
+    ``ucum``, ``fhirpath`` for the paths of SQL on FHIR views); set them for the process
+    with ``configure``."""
 
     ecl: Limits = field(default_factory=lambda: Limits(length=20_000, depth=40, terms=2_000))
     scg: Limits = field(default_factory=lambda: Limits(length=10_000, depth=20, terms=1_000))
     ucum: Limits = field(default_factory=lambda: Limits(length=500, depth=20, terms=100))
+    fhirpath: Limits = field(default_factory=lambda: Limits(length=20_000, depth=64, terms=2_000))
 
     def with_option(self, option: str) -> GrammarLimits:
         """These limits with one changed by ``LANGUAGE.LIMIT=VALUE`` (``ecl.depth=60``)."""
