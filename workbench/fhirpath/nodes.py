@@ -11,12 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal as TypingLiteral, Union
+from typing import Literal as TypingLiteral
 
 #: The kinds of literal FHIRPath writes, and the Coding literal of Pathling's extension.
 LiteralKind = TypingLiteral[
-    "empty", "boolean", "string", "integer", "long", "decimal", "date", "datetime", "time",
-    "quantity", "coding",
+    "empty",
+    "boolean",
+    "string",
+    "integer",
+    "long",
+    "decimal",
+    "date",
+    "datetime",
+    "time",
+    "quantity",
+    "coding",
 ]
 
 
@@ -145,7 +154,20 @@ class Total:
     """``$total``."""
 
 
-Node = Union[
-    Literal, QuantityLiteral, CodingLiteral, Identifier, Member, Function, Indexer,
-    TypeSpecifier, Binary, TypeOperation, Unary, Variable, This, Index, Total,
-]
+Node = (
+    Literal
+    | QuantityLiteral
+    | CodingLiteral
+    | Identifier
+    | Member
+    | Function
+    | Indexer
+    | TypeSpecifier
+    | Binary
+    | TypeOperation
+    | Unary
+    | Variable
+    | This
+    | Index
+    | Total
+)

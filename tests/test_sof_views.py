@@ -1,0 +1,331 @@
+"""SQL on FHIR v2 views: the spec's kinds of cases (basic columns, forEach, forEachOrNull,
+unionAll, nested selects and column order, collection, where, constants, %rowIndex,
+repeat, the required functions and FHIRPath operators), each a view over a few resources
+with the rows the spec's algorithm emits; and the errors, each naming its place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workbench.views import ViewDefinitionError, view
+
+PATIENTS: list[dict[str, Any]] = [
+    {
+        "resourceType": "Patient",
+        "id": "pt1",
+        "active": True,
+        "gender": "female",
+        "birthDate": "1970-06",
+        "name": [
+            {"use": "official", "family": "Smith", "given": ["John", "James"]},
+            {"family": "Jones", "given": ["Jane"]},
+        ],
+        "identifier": [{"system": "ssn", "value": "s1"}],
+        "telecom": [{"system": "phone", "value": "t11"}, {"system": "email", "value": "e11"}],
+        "contact": [
+            {"telecom": [{"system": "phone", "value": "t12"}, {"system": "email", "value": "e12"}]},
+            {"telecom": [{"system": "phone", "value": "t13"}]},
+        ],
+        "managingOrganization": {"reference": "Organization/o1"},
+        "generalPractitioner": [
+            {"reference": "Practitioner/pr1"},
+            {"reference": "http://example.org/fhir/Organization/o2/_history/3"},
+        ],
+        "extension": [
+            {
+                "url": "http://hl7.org/fhir/us/core/StructureDefinition/us-core-race",
+                "extension": [
+                    {"url": "ombCategory", "valueCoding": {
+                        "system": "urn:oid:2.16.840.1.113883.6.238", "code": "2106-3",
+                        "display": "White"}},
+                    {"url": "text", "valueString": "White"},
+                ],
+            }
+        ],
+        "deceasedBoolean": False,
+    },
+    {
+        "resourceType": "Patient",
+        "id": "pt2",
+        "active": False,
+        "gender": "male",
+        "identifier": [{"system": "ssn", "value": "s2"}],
+        "telecom": [{"system": "phone", "value": "t21"}],
+        "deceasedDateTime": "2020-05-17T18:19:43.6789Z",
+    },
+    {"resourceType": "Patient", "id": "pt3"},
+]  # fmt: skip
+
+
+def columns(*pairs: tuple[str, str], **options: Any) -> dict[str, Any]:
+    """A select of columns, each (name, path)."""
+    return {"column": [{"name": n, "path": p} for n, p in pairs], **options}
+
+
+def patients(*selects: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"resourceType": "ViewDefinition", "resource": "Patient", "select": list(selects),
+            **extra}  # fmt: skip
+
+
+ROWS = [
+    pytest.param(
+        patients(columns(("id", "getResourceKey()"), ("gender", "gender"), ("active", "active"))),
+        [("pt1", "female", True), ("pt2", "male", False), ("pt3", None, None)],
+        id="basic columns, a missing element is null",
+    ),
+    pytest.param(
+        patients(columns(("id", "id")), {"forEach": "name", **columns(("family", "family"))}),
+        [("pt1", "Smith"), ("pt1", "Jones")],
+        id="forEach drops a resource with no items",
+    ),
+    pytest.param(
+        patients(columns(("id", "id")), {"forEachOrNull": "name", **columns(("family", "family"))}),
+        [("pt1", "Smith"), ("pt1", "Jones"), ("pt2", None), ("pt3", None)],
+        id="forEachOrNull keeps a row of nulls",
+    ),
+    pytest.param(
+        patients(
+            columns(("id", "id"), ("ssn", "identifier.where(system='ssn').value")),
+            {"unionAll": [
+                {"forEach": "telecom.where(system='phone')", **columns(("phone", "value"))},
+                {"forEach": "contact.telecom.where(system='phone')", **columns(("phone", "value"))},
+            ]},
+        ),
+        [("pt1", "s1", "t11"), ("pt1", "s1", "t12"), ("pt1", "s1", "t13"),
+         ("pt2", "s2", "t21")],
+        id="the functional model's example: unionAll of two forEach",
+    ),
+    pytest.param(
+        patients(
+            columns(("id", "id")),
+            {"forEach": "contact", **columns(("contact_index", "%rowIndex")),
+             "select": [{"forEach": "telecom", **columns(("telecom_index", "%rowIndex"),
+                                                         ("system", "system"))}]},
+        ),
+        [("pt1", 0, 0, "phone"), ("pt1", 0, 1, "email"), ("pt1", 1, 0, "phone")],
+        id="nested iteration with independent row indexes",
+    ),
+    pytest.param(
+        patients(
+            columns(("id", "id")),
+            {"forEach": "name", **columns(("name_index", "%rowIndex")),
+             "select": [{"unionAll": [
+                 {"forEach": "given", **columns(("given_index", "%rowIndex"), ("value", "$this"))},
+                 columns(("given_index", "%rowIndex"), ("value", "family")),
+             ]}]},
+        ),
+        [("pt1", 0, 0, "John"), ("pt1", 0, 1, "James"), ("pt1", 0, 0, "Smith"),
+         ("pt1", 1, 0, "Jane"), ("pt1", 1, 1, "Jones")],
+        id="row index with unionAll: a branch without iteration inherits it",
+    ),
+    pytest.param(
+        patients(columns(("id", "id"), ("i", "%rowIndex")), where=[{"path": "id = 'pt3'"}]),
+        [("pt3", 0)],
+        id="row index at the top level is 0",
+    ),
+    pytest.param(
+        patients(columns(("id", "id")), {"forEachOrNull": "name", **columns(("i", "%rowIndex"),
+                                                                             ("f", "family"))}),
+        [("pt1", 0, "Smith"), ("pt1", 1, "Jones"), ("pt2", 0, None), ("pt3", 0, None)],
+        id="row index of an empty forEachOrNull is 0",
+    ),
+    pytest.param(
+        patients(
+            {**columns(("a", "'A'"), ("b", "'B'")),
+             "select": [{"forEach": "name", **columns(("c", "'C'"), ("d", "'D'"))}],
+             "unionAll": [columns(("e", "'E1'"), ("f", "'F1'")),
+                          columns(("e", "'E2'"), ("f", "'F2'"))]},
+            columns(("g", "'G'"), ("h", "'H'")),
+            where=[{"path": "id = 'pt1'"}],
+        ),
+        [("A", "B", "C", "D", "E1", "F1", "G", "H"), ("A", "B", "C", "D", "E2", "F2", "G", "H"),
+         ("A", "B", "C", "D", "E1", "F1", "G", "H"), ("A", "B", "C", "D", "E2", "F2", "G", "H")],
+        id="the spec's column ordering example",
+    ),
+    pytest.param(
+        patients(columns(("id", "id")), {"column": [{"name": "given", "path": "name.given",
+                                                      "collection": True}]}),
+        [("pt1", ["John", "James", "Jane"]), ("pt2", None), ("pt3", None)],
+        id="a collection column",
+    ),
+    pytest.param(
+        patients(columns(("id", "id")), where=[{"path": "name.where(use = 'official').exists()"}]),
+        [("pt1",)],
+        id="where keeps the resources it is true for",
+    ),
+    pytest.param(
+        patients(columns(("id", "id")), where=[{"path": "active"}, {"path": "gender = %g"}],
+                 constant=[{"name": "g", "valueCode": "female"}]),
+        [("pt1",)],
+        id="several where paths and a constant",
+    ),
+    pytest.param(
+        patients(columns(("id", "id")), where=[{"path": "name.where(family = 'Smith').empty()"}]),
+        [("pt2",), ("pt3",)],
+        id="where empty() is true for a resource without the element",
+    ),
+    pytest.param(
+        patients(columns(
+            ("id", "id"), ("first", "name.first().family"), ("last", "name.last().family"),
+            ("given", "name.given.join(', ')"), ("n", "name.count()"), ("no", "name.empty()"),
+            ("official", "name.exists(use = 'official')"), ("inactive", "active.not()"),
+        )),
+        [("pt1", "Smith", "Jones", "John, James, Jane", 2, False, True, False),
+         ("pt2", None, None, None, 0, True, False, True),
+         ("pt3", None, None, None, 0, True, False, None)],
+        id="first, last, join, count, empty, exists with criteria, not",
+    ),
+    pytest.param(
+        patients(columns(
+            ("id", "id"), ("dead", "deceased.ofType(boolean)"),
+            ("died", "deceased.ofType(dateTime)"), ("known", "deceased.exists()"),
+            ("is_bool", "deceased is boolean"),
+        )),
+        [("pt1", False, None, True, True), ("pt2", None, "2020-05-17T18:19:43.6789Z", True, False),
+         ("pt3", None, None, False, None)],
+        id="a choice element by ofType, exists and is",
+    ),
+    pytest.param(
+        patients(columns(
+            ("id", "id"),
+            ("race", "extension('http://hl7.org/fhir/us/core/StructureDefinition/us-core-race')"
+                     ".extension('ombCategory').value.ofType(Coding).code"),
+            ("text", "extension('http://hl7.org/fhir/us/core/StructureDefinition/us-core-race')"
+                     ".extension('text').value.ofType(string)"),
+        ), where=[{"path": "id = 'pt1'"}]),
+        [("pt1", "2106-3", "White")],
+        id="extension(url), nested, with a choice value",
+    ),
+    pytest.param(
+        patients(columns(
+            ("id", "getResourceKey()"), ("org", "managingOrganization.getReferenceKey()"),
+            ("org_typed", "managingOrganization.getReferenceKey(Organization)"),
+            ("not_patient", "managingOrganization.getReferenceKey(Patient)"),
+        ), {"forEach": "generalPractitioner", **columns(("gp", "getReferenceKey()"))},
+            where=[{"path": "id = 'pt1'"}]),
+        [("pt1", "o1", "o1", None, "pr1"), ("pt1", "o1", "o1", None, "o2")],
+        id="resource and reference keys",
+    ),
+    pytest.param(
+        patients(columns(
+            ("id", "id"), ("low", "birthDate.lowBoundary()"), ("high", "birthDate.highBoundary()"),
+            ("died_low", "deceased.ofType(dateTime).lowBoundary()"),
+        ), where=[{"path": "id != 'pt3'"}]),
+        [("pt1", "1970-06-01", "1970-06-30", None),
+         ("pt2", None, None, "2020-05-17T18:19:43.678900000Z")],
+        id="boundaries of a partial date and a dateTime",
+    ),
+    pytest.param(
+        patients(columns(
+            ("id", "id"), ("sum", "1 + 2 * 3"), ("div", "7 div 2"), ("mod", "7 mod 2"),
+            ("ratio", "1 / 4"), ("concat", "'a' & {} & 'b'"), ("text", "'x' + 'y'"),
+            ("cmp", "2 > 1 and 1 <= 1.0"), ("eq", "gender = 'female'"),
+            ("ne", "gender != 'female'"), ("equiv", "'Ab  c' ~ 'ab c'"),
+            ("xor", "true xor active"), ("imp", "active implies false"),
+            ("member", "gender in ('male' | 'other')"), ("neg", "-(2)"),
+        ), where=[{"path": "id = 'pt1' or id = 'pt3'"}]),
+        [("pt1", 7, 3, 1, 0.25, "ab", "xy", True, True, False, True, False, False, False, -2),
+         ("pt3", 7, 3, 1, 0.25, "ab", "xy", True, None, None, True, None, None, None, -2)],
+        id="FHIRPath operators and three-valued logic",
+    ),
+]  # fmt: skip
+
+
+def _rows(found: Any) -> list[tuple[Any, ...]]:
+    def plain(value: Any) -> Any:
+        return None if value is None or value != value else value  # NaN -> None
+
+    return [tuple(plain(v) for v in row) for row in found.itertuples(index=False)]
+
+
+@pytest.mark.parametrize(("definition", "expected"), ROWS)
+def test_view_rows(definition: dict[str, Any], expected: list[tuple[Any, ...]]) -> None:
+    assert _rows(view(definition, PATIENTS)) == expected
+
+
+@pytest.mark.parametrize(("definition", "expected"), ROWS[:6])
+def test_polars_engine_gives_the_same_rows(
+    definition: dict[str, Any], expected: list[tuple[Any, ...]]
+) -> None:
+    found = view(definition, PATIENTS, engine="polars")
+    assert [tuple(r) for r in found.iter_rows()] == expected
+
+
+QUESTIONNAIRE = {
+    "resourceType": "QuestionnaireResponse", "id": "qr1", "status": "completed",
+    "item": [
+        {"linkId": "1", "text": "Demographics", "item": [{"linkId": "1.1", "text": "Age"}]},
+        {"linkId": "2", "text": "Medical History", "answer": [{"item": [
+            {"linkId": "2.1", "text": "Conditions", "answer": [{"item": [
+                {"linkId": "2.1.1", "text": "Diabetes Type", "item": [
+                    {"linkId": "2.1.1.1", "item": [{"linkId": "2.1.1.1.1", "item": [
+                        {"linkId": "2.1.1.1.1.1"}]}]}]}]}]}]}]},
+    ],
+}  # fmt: skip
+
+
+def test_repeat_flattens_every_depth_in_document_order() -> None:
+    definition = {
+        "resource": "QuestionnaireResponse",
+        "select": [
+            columns(("id", "id")),
+            {"repeat": ["item", "answer.item"], **columns(("link", "linkId"), ("i", "%rowIndex"))},
+        ],
+    }
+    found = _rows(view(definition, [QUESTIONNAIRE]))
+    links = ["1", "1.1", "2", "2.1", "2.1.1", "2.1.1.1", "2.1.1.1.1", "2.1.1.1.1.1"]
+    assert found == [("qr1", link, i) for i, link in enumerate(links)]
+
+
+ERRORS = [
+    pytest.param({}, "resource", id="no resource"),
+    pytest.param({"resource": "Patient"}, "at least one 'select'", id="no select"),
+    pytest.param({"resource": "Patientx", "select": [columns(("id", "id"))]},
+                 "not a FHIR R4 resource type", id="unknown resource type"),
+    pytest.param(patients({"forEach": "@@", **columns(("id", "id"))}), "select[0].forEach",
+                 id="a path that is not FHIRPath"),
+    pytest.param(patients({"forEach": 1, **columns(("id", "id"))}), "forEach",
+                 id="forEach not text"),
+    pytest.param(patients(columns(("id", "name.nickname"))), "HumanName has no element 'nickname'",
+                 id="an element the type does not have"),
+    pytest.param(patients(columns(("id", "name.family.foo"))), "a string has no element 'foo'",
+                 id="a step into a primitive"),
+    pytest.param(patients(columns(("id", "name.soundex()"))), "soundex() is not a function",
+                 id="an unknown function"),
+    pytest.param(patients(columns(("id", "deceased"))), "choice of boolean, dateTime",
+                 id="a choice without ofType"),
+    pytest.param(patients(columns(("id", "id"), ("id", "gender"))), "'id' is already defined",
+                 id="a column defined twice"),
+    pytest.param(patients({"unionAll": [columns(("a", "id")), columns(("b", "id"))]}),
+                 "different columns", id="unionAll branches that differ"),
+    pytest.param(patients({"forEach": "name", "forEachOrNull": "name", **columns(("a", "id"))}),
+                 "only one of forEach", id="forEach and forEachOrNull"),
+    pytest.param(patients(columns(("id", "id")), where=[{"path": "name.family"}]),
+                 "not a boolean", id="a where path that is not boolean"),
+    pytest.param(patients(columns(("id", "%missing"))), "%missing is not a constant",
+                 id="an unknown constant"),
+    pytest.param(patients(columns(("id", "id")), constant=[{"name": "n", "valueInteger": "x"}]),
+                 "constant[0]: the constant 'n' (valueInteger)", id="a constant of the wrong type"),
+    pytest.param(patients(columns(("1id", "id"))), "is not a name", id="a column name"),
+    pytest.param(patients(columns(("family", "name.family"))),
+                 "column 'family' (select[0].column[0]): several values found",
+                 id="collection false meeting several values"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("definition", "message"), ERRORS)
+def test_view_errors_name_the_place(definition: dict[str, Any], message: str) -> None:
+    with pytest.raises(ViewDefinitionError, match=None) as raised:
+        view(definition, PATIENTS)
+    assert message in str(raised.value)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_a_resource_with_a_wrong_json_type_is_skipped_and_named() -> None:
+    bad = [{"resourceType": "Patient", "id": "x", "gender": 1}, *PATIENTS]
+    with pytest.warns(UserWarning, match="Patient/x: the element \\(gender\\)"):
+        found = view(patients(columns(("id", "id"), ("g", "gender"))), bad)
+    assert list(found["id"]) == ["pt1", "pt2", "pt3"]
+    assert [s.index for s in found.attrs["skipped"]] == [0]

@@ -1,0 +1,103 @@
+"""``view(definition, data)``: a SQL on FHIR ViewDefinition run over FHIR data.
+
+>>> rows = view(
+...     {"resource": "Patient", "select": [{"column": [
+...         {"name": "id", "path": "getResourceKey()"},
+...         {"name": "family", "path": "name.where(use = 'official').family.first()"}]}]},
+...     [{"resourceType": "Patient", "id": "p1",
+...       "name": [{"use": "official", "family": "Chalmers"}]}],
+... )
+>>> rows.to_dict("records")
+[{'id': 'p1', 'family': 'Chalmers'}]
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+import polars as pl
+
+from workbench.views.errors import ViewDefinitionError
+from workbench.views.runner import Skipped, compile_view, run_batches
+
+#: Resources per batch when the data is a list of dicts.
+BATCH_RESOURCES = 50_000
+ENGINES = ("pandas", "polars")
+
+
+def view(definition: Any, data: Any, *, engine: str | None = None, terminology: Any = None) -> Any:
+    """Run the ViewDefinition ``definition`` (a dict) over ``data`` (a ``FhirData``, a path
+    or paths read with ``read_fhir``, or an iterable of resource dicts) and return its rows:
+    a pandas DataFrame, or a polars one with ``engine="polars"``. ``terminology``: the
+    workbench that answers the terminology functions (``memberOf``, ``display`` ...).
+
+    Resources whose elements have the wrong JSON type for FHIR are skipped, each named in a
+    warning and in ``.attrs["skipped"]`` (pandas); the rest is read."""
+    if engine not in (None, *ENGINES):
+        raise ViewDefinitionError(f"engine={engine!r}: the engines are {', '.join(ENGINES)}")
+    compiled = compile_view(definition, terminology)
+    frames: list[pl.DataFrame] = []
+    skipped: list[Skipped] = []
+    for frame, bad in run_batches(compiled, _batches(data, compiled.view.resource)):
+        frames.append(frame)
+        skipped += bad
+    if not frames:
+        frames.append(compiled.apply(compiled.schema.empty_table()))
+    rows = pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
+    if skipped:
+        warnings.warn(
+            f"{len(skipped)} {compiled.view.resource} resource(s) skipped: "
+            f"{skipped[0].reason}" + (" ..." if len(skipped) > 1 else ""),
+            stacklevel=2,
+        )
+    if engine == "polars":
+        return rows
+    return to_pandas(rows, skipped)
+
+
+def to_pandas(rows: pl.DataFrame, skipped: list[Skipped] | None = None) -> Any:
+    """A view's rows as pandas: lists as Python lists, complex values as dicts, nulls None."""
+    found = rows.to_pandas()
+    for name, kind in rows.schema.items():
+        if isinstance(kind, pl.List | pl.Struct):
+            found[name] = pd.Series(rows[name].to_list(), index=found.index, dtype=object)
+    found.attrs["skipped"] = list(skipped or [])
+    return found
+
+
+def _batches(data: Any, resource_type: str) -> Iterator[bytes]:
+    """The NDJSON batches of ``resource_type`` in ``data``."""
+    if hasattr(data, "ndjson_batches"):
+        yield from data.ndjson_batches(resource_type)
+        return
+    if isinstance(data, str | Path) or (
+        isinstance(data, list | tuple) and data and isinstance(data[0], str | Path)
+    ):
+        from workbench.fhirdata import read_fhir
+
+        yield from read_fhir(data).ndjson_batches(resource_type)
+        return
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, Iterable):
+        raise ViewDefinitionError(
+            f"the data is a {type(data).__name__}: give FhirData, a path or resource dicts"
+        )
+    yield from _dict_batches(data, resource_type)
+
+
+def _dict_batches(resources: Iterable[Any], resource_type: str) -> Iterator[bytes]:
+    lines: list[bytes] = []
+    for resource in resources:
+        if isinstance(resource, dict) and resource.get("resourceType") == resource_type:
+            lines.append(orjson.dumps(resource) + b"\n")
+            if len(lines) >= BATCH_RESOURCES:
+                yield b"".join(lines)
+                lines = []
+    if lines:
+        yield b"".join(lines)

@@ -1,0 +1,174 @@
+"""FHIRPath compiled into polars expressions: the one evaluator of views.
+
+``compile_path(text, scope, place)`` parses a path (``workbench.fhirpath``) and compiles it
+against the scope's focus: a value whose type is known from the R4 element model, so every
+step is checked before any data is read, and every element read is recorded for the schema.
+The result is a ``Value``: a polars expression over the whole column of foci at once; nothing
+is evaluated resource by resource.
+
+>>> import polars as pl
+>>> from workbench.views.needs import Need
+>>> scope = Scope.at_resource("Patient", pl.col("r"), Need("Patient"), {})
+>>> compile_path("name.where(use = 'official').family.first()", scope, "here").type
+'string'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+import polars as pl
+
+from workbench.fhirpath import nodes as n
+from workbench.fhirpath.errors import FhirPathError
+from workbench.views.definition import Constant
+from workbench.views.errors import ViewDefinitionError
+from workbench.views.navigation import matches, of_type, root_value, step
+from workbench.views.needs import Need
+from workbench.views.values import Value, empty, exists, literal, single
+
+#: The environment variables FHIRPath defines for FHIR, with the constants of a view.
+STANDARD = {
+    "sct": "http://snomed.info/sct",
+    "loinc": "http://loinc.org",
+    "ucum": "http://unitsofmeasure.org",
+}
+_LITERAL_TYPES = {"boolean": "boolean", "string": "string", "integer": "integer",
+                  "long": "integer", "decimal": "decimal", "date": "date",
+                  "datetime": "dateTime", "time": "time"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a path is compiled against: its ``focus`` (``$this``), the view's constants,
+    the ``%rowIndex`` and ``getResourceKey()`` columns (None inside a per-item expression
+    such as a ``where`` criterion, where outer columns cannot be read), and the hooks of the
+    terminology functions (``terminology``: None when no workbench is at hand)."""
+
+    focus: Value
+    constants: dict[str, Constant]
+    row_index: pl.Expr | None
+    resource_key: pl.Expr | None
+    at_root: bool = False
+    terminology: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def at_resource(
+        cls, resource_type: str, expr: pl.Expr, need: Need, constants: dict[str, Constant]
+    ) -> Scope:
+        """The scope of a view's top-level paths: the resource itself."""
+        focus = root_value(resource_type, expr, need)
+        key = expr.struct.field("id")
+        need.child("id", "string", False)
+        return cls(focus, constants, pl.lit(0, pl.Int64), key, at_root=True)
+
+    def on(self, focus: Value, *, per_item: bool = False) -> Scope:
+        """The same scope over another focus; ``per_item``: inside a per-item expression."""
+        if per_item:
+            return replace(self, focus=focus, row_index=None, resource_key=None, at_root=False)
+        return replace(self, focus=focus, at_root=False)
+
+
+def parse_path(text: str, place: str) -> n.Node:
+    """Parse a path; a FHIRPath syntax error becomes a ViewDefinitionError at ``place``."""
+    from workbench.fhirpath import parse
+
+    try:
+        return parse(text)
+    except FhirPathError as error:
+        raise ViewDefinitionError(f"{text!r} is not FHIRPath: {error.text}", place=place) from None
+
+
+def compile_path(text: str, scope: Scope, place: str) -> Value:
+    """Compile the FHIRPath ``text`` in ``scope``; every error names ``place``."""
+    node = parse_path(text, place)
+    try:
+        return compile_node(node, scope)
+    except ViewDefinitionError as error:
+        if error.place:
+            raise
+        raise ViewDefinitionError(f"in {text!r}: {error.text}", place=place) from None
+
+
+def compile_node(node: n.Node, scope: Scope) -> Value:
+    """Compile one parsed node (see ``compile_path``)."""
+    from workbench.views import functions, operators
+
+    match node:
+        case n.Literal():
+            return _literal(node)
+        case n.Identifier(name):
+            if scope.at_root and name == scope.focus.type:
+                return scope.focus
+            return step(scope.focus, name)
+        case n.Member(base, name):
+            return step(compile_node(base, scope), name)
+        case n.Function():
+            return functions.call(node, scope)
+        case n.Indexer(base, index):
+            return _index(compile_node(base, scope), index)
+        case n.Binary():
+            return operators.binary(node, scope)
+        case n.Unary(op, operand):
+            return operators.unary(op, compile_node(operand, scope))
+        case n.TypeOperation(op, operand, type_):
+            return _type_operation(op, compile_node(operand, scope), type_.name)
+        case n.Variable(name):
+            return _variable(name, scope)
+        case n.This():
+            return scope.focus
+        case n.CodingLiteral():
+            return functions.coding_literal(node)
+    raise ViewDefinitionError(f"{type(node).__name__} is not supported in a view")
+
+
+def _literal(node: n.Literal) -> Value:
+    if node.kind == "empty":
+        return empty()
+    type_name = _LITERAL_TYPES.get(node.kind)
+    if type_name is None:
+        raise ViewDefinitionError(f"a {node.kind} literal is not supported in a view")
+    value = float(node.value) if isinstance(node.value, Decimal) else node.value
+    return literal(value, type_name)
+
+
+def _index(value: Value, index: n.Node) -> Value:
+    if not (isinstance(index, n.Literal) and index.kind == "integer"):
+        raise ViewDefinitionError("an index must be an integer literal ([0], [1] ...)")
+    position = int(index.value)  # type: ignore[arg-type]
+    if not value.many:
+        return value if position == 0 else empty(value.type)
+    return Value(value.expr.list.get(position, null_on_oob=True), value.type, False, value.need)
+
+
+def _type_operation(op: str, value: Value, type_name: str) -> Value:
+    if op == "as":
+        found = of_type(value, type_name)
+        return found.with_expr(single(found), many=False) if found.many else found
+    if value.choice is not None:
+        option = of_type(value, type_name)
+        return Value(pl.when(exists(value)).then(exists(option)), "boolean", False)
+    holds = matches(value.type, type_name)
+    return Value(pl.when(exists(value)).then(pl.lit(holds)), "boolean", False)
+
+
+def _variable(name: str, scope: Scope) -> Value:
+    if name == "rowIndex":
+        if scope.row_index is None:
+            raise ViewDefinitionError("%rowIndex cannot be read inside a per-item expression")
+        return Value(scope.row_index, "integer", False)
+    if name in scope.constants:
+        constant = scope.constants[name]
+        value = float(constant.value) if constant.type == "decimal" else constant.value
+        return literal(value, constant.type)
+    if name in STANDARD:
+        return literal(STANDARD[name], "string")
+    if name in ("resource", "rootResource", "context"):
+        if scope.at_root:
+            return scope.focus
+        raise ViewDefinitionError(f"%{name} can be read only at the top of a view")
+    known = ", ".join(f"%{c}" for c in [*scope.constants, "rowIndex", *STANDARD])
+    raise ViewDefinitionError(f"%{name} is not a constant of the view; known: {known}")
