@@ -469,6 +469,16 @@ class Workbench(TerminologyCalls):
             to_version=to_version,
         )
 
+    # --- FHIR data ----------------------------------------------------------------------
+
+    def view(self, definition: Any, data: Any, *, engine: str | None = None) -> Any:
+        """Run a SQL on FHIR ViewDefinition (a dict or a JSON file) over FHIR ``data`` (see
+        ``workbench.views.view``), its terminology functions (``memberOf``, ``display``,
+        ``translate``, ``subsumes`` ...) answered by this workbench."""
+        from workbench.views import view
+
+        return view(definition, data, engine=engine, terminology=self)
+
     # --- serving ----------------------------------------------------------------------
 
     def serve(

@@ -40,7 +40,7 @@ def view(definition: Any, data: Any, *, engine: str | None = None, terminology: 
     warning and in ``.attrs["skipped"]`` (pandas); the rest is read."""
     if engine not in (None, *ENGINES):
         raise ViewDefinitionError(f"engine={engine!r}: the engines are {', '.join(ENGINES)}")
-    compiled = compile_view(definition, terminology)
+    compiled = compile_view(_definition(definition), terminology)
     frames: list[pl.DataFrame] = []
     skipped: list[Skipped] = []
     for frame, bad in run_batches(compiled, _batches(data, compiled.view.resource)):
@@ -68,6 +68,21 @@ def to_pandas(rows: pl.DataFrame, skipped: list[Skipped] | None = None) -> Any:
             found[name] = pd.Series(rows[name].to_list(), index=found.index, dtype=object)
     found.attrs["skipped"] = list(skipped or [])
     return found
+
+
+def _definition(definition: Any) -> Any:
+    """A ViewDefinition given as a dict, or as the path of its JSON file."""
+    if isinstance(definition, str | Path) and not str(definition).lstrip().startswith("{"):
+        path = Path(definition)
+        if not path.is_file():
+            raise ViewDefinitionError(
+                f"{definition}: no such file (a ViewDefinition is a dict or a JSON file)"
+            )
+        try:
+            return orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as error:
+            raise ViewDefinitionError(f"{definition}: not JSON ({error})") from None
+    return definition
 
 
 def _batches(data: Any, resource_type: str) -> Iterator[bytes]:

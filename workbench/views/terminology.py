@@ -12,6 +12,7 @@ workbench's own calls — ``validate_column`` (the one answer path of ``validate
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,13 @@ if TYPE_CHECKING:
 CODING_FIELDS = ("system", "version", "code", "display")
 CODING = pl.Struct({name: pl.String() for name in CODING_FIELDS})
 Key = tuple[str | None, str | None, str | None]
+#: R4's ConceptMapEquivalence is a hierarchy: asking for a code asks for the codes below it
+#: (``equivalent`` includes ``equal``; ``relatedto`` every kind of relation).
+NARROWER = {
+    "equivalent": {"equivalent", "equal"},
+    "relatedto": {"relatedto", "equivalent", "equal", "wider", "subsumes", "narrower",
+                  "specializes", "inexact"},
+}  # fmt: skip
 Answer = Callable[[list[Key]], list[Any]]
 
 
@@ -76,14 +84,16 @@ def _record(need: Need | None) -> None:
 def _keyed(answer: Answer, dtype: pl.DataType) -> Callable[[pl.Series], pl.Series]:
     """A batch function: each distinct (system, code, version) answered once, kept."""
     kept: dict[Key, Any] = {}
+    lock = threading.Lock()  # polars may call with parts of a column on several threads
 
     def run(codings: pl.Series) -> pl.Series:
         parts = [codings.struct.field(f) for f in ("system", "code", "version")]
         keys = list(zip(*(p.to_list() for p in parts), strict=True))
-        missing = [k for k in dict.fromkeys(keys) if k not in kept and k[1] is not None]
-        for key, found in zip(missing, answer(missing) if missing else [], strict=True):
-            kept[key] = found
-        return pl.Series(codings.name, [kept.get(k) for k in keys], dtype=dtype)
+        with lock:
+            missing = [k for k in dict.fromkeys(keys) if k not in kept and k[1] is not None]
+            for key, found in zip(missing, answer(missing) if missing else [], strict=True):
+                kept[key] = found
+            return pl.Series(codings.name, [kept.get(k) for k in keys], dtype=dtype)
 
     return run
 
@@ -111,6 +121,7 @@ def _member_of(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
     arity("memberOf", args, 1, 1)
     wb = _workbench("memberOf", scope)
     url = _text("memberOf", args[0], scope)
+    codings, concepts = _codings("memberOf", value, concepts=True)
     try:
         wb.resource("ValueSet", url)
     except WorkbenchError:
@@ -118,7 +129,6 @@ def _member_of(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
             f"memberOf({url!r}): the value set is not loaded (load it with wb.load or "
             "wb.install_package)"
         ) from None
-    codings, concepts = _codings("memberOf", value, concepts=True)
 
     def answer(keys: list[Key]) -> list[Any]:
         import pandas as pd
@@ -263,7 +273,7 @@ def _translate(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
         raise ViewDefinitionError(f"translate({url!r}): the ConceptMap is not loaded")
     reverse = _boolean("translate", args[1]) if len(args) > 1 else False
     kinds = _text("translate", args[2], scope) if len(args) > 2 else "equivalent"
-    equivalences = {k.strip() for k in kinds.split(",")}
+    equivalences = {m for k in kinds.split(",") for m in NARROWER.get(k.strip(), {k.strip()})}
     target = _text("translate", args[3], scope) if len(args) > 3 else None
     codings, concepts = _codings("translate", value, concepts=True)
 
