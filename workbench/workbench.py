@@ -78,6 +78,18 @@ class Workbench(TerminologyCalls):
             self.serial = next(_SERIALS)
             _LIVE[self.serial] = self
 
+    @classmethod
+    def around(cls, terminology: Terminology) -> Workbench:
+        """A Workbench over an existing engine (its registry and release providers): how an
+        engine shipped to a Spark executor answers a view's terminology functions."""
+        registry = terminology.registry
+        if not isinstance(registry, Registry):
+            raise TypeError("a Workbench is made around an engine over its own registry")
+        wb = cls()
+        wb.registry, wb.terminology = registry, terminology
+        wb.service = EngineService(registry, terminology)
+        return wb
+
     def __repr__(self) -> str:
         """Everything it holds, counted: ``<Workbench #2: 1 package (hl7.fhir.r4.examples#4.0.1),
         1,327 ValueSets, 1,063 CodeSystems, 12 ConceptMaps; terminologies: SNOMED CT <version>,

@@ -41,6 +41,10 @@ def view(definition: Any, data: Any, *, engine: str | None = None, terminology: 
     if engine not in (None, *ENGINES):
         raise ViewDefinitionError(f"engine={engine!r}: the engines are {', '.join(ENGINES)}")
     compiled = compile_view(_definition(definition), terminology)
+    from workbench.views.spark import is_spark, spark_view
+
+    if is_spark(data):
+        return spark_view(compiled, data, terminology)
     frames: list[pl.DataFrame] = []
     skipped: list[Skipped] = []
     for frame, bad in run_batches(compiled, _batches(data, compiled.view.resource)):

@@ -86,6 +86,7 @@ class CompiledView:
             pl.col("id").alias(RESOURCE_KEY),
             pl.lit(0, pl.Int64).alias(ROW_INDEX),
         )
+        frame = frame.filter(pl.col("__f").struct.field("resourceType") == self.view.resource)
         frame = frame.with_row_index(KEY)
         for condition in self.where:
             frame = frame.filter(condition)
