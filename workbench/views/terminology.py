@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from workbench.views.compiler import Scope
 
 CODING_FIELDS = ("system", "version", "code", "display")
+KEY_FIELDS = ("system", "code", "version")
 CODING = pl.Struct({name: pl.String() for name in CODING_FIELDS})
 Key = tuple[str | None, str | None, str | None]
 #: R4's ConceptMapEquivalence is a hierarchy: asking for a code asks for the codes below it
@@ -82,18 +83,24 @@ def _record(need: Need | None) -> None:
 
 
 def _keyed(answer: Answer, dtype: pl.DataType) -> Callable[[pl.Series], pl.Series]:
-    """A batch function: each distinct (system, code, version) answered once, kept."""
+    """A batch function: each distinct (system, code, version) answered once and kept; the
+    answers joined back to the batch's rows in polars (no per-row Python)."""
     kept: dict[Key, Any] = {}
     lock = threading.Lock()  # polars may call with parts of a column on several threads
 
     def run(codings: pl.Series) -> pl.Series:
-        parts = [codings.struct.field(f) for f in ("system", "code", "version")]
-        keys = list(zip(*(p.to_list() for p in parts), strict=True))
+        frame = pl.DataFrame([codings.struct.field(f).alias(f) for f in KEY_FIELDS])
+        distinct = frame.unique(maintain_order=True)
+        keys: list[Key] = list(distinct.iter_rows())
         with lock:
-            missing = [k for k in dict.fromkeys(keys) if k not in kept and k[1] is not None]
+            missing = [k for k in keys if k not in kept and k[1] is not None]
             for key, found in zip(missing, answer(missing) if missing else [], strict=True):
                 kept[key] = found
-            return pl.Series(codings.name, [kept.get(k) for k in keys], dtype=dtype)
+            answers = [kept.get(k) for k in keys]
+        table = distinct.with_columns(pl.Series("__answer", answers, dtype=dtype))
+        joined = frame.join(table, on=list(KEY_FIELDS), how="left", nulls_equal=True,
+                            maintain_order="left")  # fmt: skip
+        return joined["__answer"].alias(codings.name)
 
     return run
 
