@@ -25,6 +25,7 @@ from workbench.errors import (
     WorkbenchError,
 )
 from workbench.extras import MissingExtraError
+from workbench.fhirdata import FhirData, read_fhir
 from workbench.frames import CodeSystem, codesystem_from_frame
 from workbench.loading import LoadSummary
 from workbench.notebook import accessor as _accessor  # noqa: F401  (registers .fhir)
@@ -39,6 +40,7 @@ __all__ = [
     "CodeSystemNotFoundError",
     "ColumnNotFoundError",
     "Expansion",
+    "FhirData",
     "ImportCycleError",
     "IncompleteCodeSystemError",
     "InvalidRequestError",
@@ -61,5 +63,6 @@ __all__ = [
     "WorkbenchError",
     "codesystem_from_frame",
     "current",
+    "read_fhir",
     "use",
 ]

@@ -28,6 +28,7 @@ from workbench.terminology.service import EngineService
 
 if TYPE_CHECKING:
     from workbench.bulk.impact import Impact
+    from workbench.fhirdata import FhirData
     from workbench.loading import LoadSummary
     from workbench.releases.loading import ReleaseSummary
     from workbench.server.embedded import ServerHandle
@@ -197,6 +198,12 @@ class Workbench(TerminologyCalls):
         )
         self.terminology.add_provider(provider)
         return summary
+
+    def read_fhir(self, source: Any, **options: Any) -> FhirData:
+        """Read FHIR data (NDJSON, JSON files, Bundles, dicts) for views: ``read_fhir``."""
+        from workbench.fhirdata import read_fhir
+
+        return read_fhir(source, **options)
 
     # --- frames -----------------------------------------------------------------------
 

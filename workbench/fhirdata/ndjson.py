@@ -1,0 +1,116 @@
+"""Reading NDJSON: a stream cut into chunks of whole lines, each checked in C when it can be
+(:func:`~workbench.fhirdata.checks.chunk_types`) and line by line when it must.
+
+A chunk whose lines are all of one type is kept as it was read, bytes and all. A line longer
+than ``max_line_bytes`` is skipped as it streams past (never held whole). A Bundle on a line
+is not kept itself: its entries' resources are, as a bulk-data reader expects.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import numpy as np
+
+from workbench import jsonio
+from workbench.fhirdata.checks import chunk_types, parse_line, resource_type_of
+from workbench.fhirdata.intake import Intake, SourceLog
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def read_ndjson(intake: Intake, stream: BinaryIO, log: SourceLog) -> None:
+    """Read every line of ``stream`` into ``intake``, problems into ``log``."""
+    limits = intake.limits
+    number = 1  # the number of the first line in `rest`
+    rest = b""
+    skipping = False
+    first = True
+    while block := stream.read(limits.batch_bytes):
+        if first:
+            block = block.removeprefix(_BOM)
+            first = False
+        if skipping:  # the rest of a line too long to keep
+            end = block.find(b"\n")
+            if end < 0:
+                continue
+            block, skipping, number = block[end + 1 :], False, number + 1
+        data = rest + block if rest else block
+        end = data.rfind(b"\n") + 1
+        chunk, rest = data[:end], data[end:]
+        if chunk:
+            number = read_chunk(intake, chunk, log, number)
+            if log.not_json:
+                return
+        if len(rest) > limits.max_line_bytes:
+            log.error(number, _too_long(limits.max_line_bytes))
+            rest, skipping = b"", True
+    if rest and not skipping:
+        read_chunk(intake, rest + b"\n", log, number)
+
+
+def _too_long(limit: int) -> str:
+    return f"a line longer than {limit:,} bytes (max_line_bytes): skipped"
+
+
+def _longest_line(chunk: bytes) -> int:
+    ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == ord("\n"))
+    return int(np.diff(ends, prepend=-1).max()) - 1 if len(ends) else len(chunk)
+
+
+def read_chunk(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> int:
+    """Read the newline-terminated lines of ``chunk``, the first of them line ``first``;
+    return the number of the line after them."""
+    lines = chunk.count(b"\n")
+    limit = intake.limits.max_line_bytes
+    fits = len(chunk) <= limit or _longest_line(chunk) <= limit
+    types = chunk_types(chunk, lines) if fits else None
+    if isinstance(types, str):
+        intake.store.add_chunk(types, chunk, lines)
+        log.parsed_one()
+        if log.declared is not None and types != log.declared:
+            log.other_type(first, types, lines)
+    elif types is not None:
+        _read_mixed(intake, chunk, types, log, first)
+    else:
+        _read_lines(intake, chunk, log, first)
+    return first + lines
+
+
+def _read_mixed(intake: Intake, chunk: bytes, types: list[str], log: SourceLog, first: int) -> None:
+    """Lines checked in C, of several types: grouped by type, bytes as read."""
+    log.parsed_one()
+    groups: dict[str, list[bytes]] = {}
+    for number, (line, name) in enumerate(zip(chunk.split(b"\n"), types, strict=False), first):
+        groups.setdefault(name, []).append(line)
+        if log.declared is not None and name != log.declared:
+            log.other_type(number, name)
+    for name, group in groups.items():
+        intake.store.add_chunk(name, b"\n".join(group) + b"\n", len(group))
+
+
+def _read_lines(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> None:
+    """Each line on its own: the rule for anything the C check did not take."""
+    limit = intake.limits.max_line_bytes
+    for number, line in enumerate(chunk.split(b"\n")[:-1], first):
+        if not line.strip():
+            continue
+        if len(line) > limit:
+            log.error(number, _too_long(limit))
+            continue
+        value, reason = parse_line(line)
+        if reason is not None:
+            log.error(number, reason, syntax=value is None and reason.startswith("not valid"))
+            if log.not_json:
+                return
+            continue
+        log.parsed_one()
+        resource_type, reason = resource_type_of(value)
+        if resource_type is None:
+            log.error(number, str(reason))
+        elif resource_type == "Bundle":  # its entries, decimals kept digit for digit
+            intake.add_value(jsonio.loads(line, exact_decimals=True), log, number)
+        else:
+            if log.declared is not None and resource_type != log.declared:
+                log.other_type(number, resource_type)
+            intake.store.add_line(resource_type, line)
