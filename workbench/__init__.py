@@ -32,6 +32,7 @@ from workbench.notebook import accessor as _accessor  # noqa: F401  (registers .
 from workbench.selection import WorkbenchChoiceError, current, use
 from workbench.terminology.expand.expansion import Expansion
 from workbench.terminology.validate.coding import Issue, ValidationResult
+from workbench.views import ViewDefinitionError, view
 from workbench.workbench import Workbench
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "ValidationResult",
     "ValidationSummary",
     "ValueSetNotFoundError",
+    "ViewDefinitionError",
     "Workbench",
     "WorkbenchChoiceError",
     "WorkbenchError",
@@ -65,4 +67,5 @@ __all__ = [
     "current",
     "read_fhir",
     "use",
+    "view",
 ]

@@ -7,15 +7,16 @@ The result is a ``Value``: a polars expression over the whole column of foci at 
 is evaluated resource by resource.
 
 >>> import polars as pl
+>>> from workbench.views.navigation import root_value
 >>> from workbench.views.needs import Need
->>> scope = Scope.at_resource("Patient", pl.col("r"), Need("Patient"), {})
+>>> scope = scope_at(root_value("Patient", pl.col("r"), Need("Patient")), {}, pl.lit(0),
+...                  pl.col("r").struct.field("id"))
 >>> compile_path("name.where(use = 'official').family.first()", scope, "here").type
 'string'
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -23,11 +24,13 @@ import polars as pl
 
 from workbench.fhirpath import nodes as n
 from workbench.fhirpath.errors import FhirPathError
+from workbench.views import functions, terminology
 from workbench.views.definition import Constant
 from workbench.views.errors import ViewDefinitionError
-from workbench.views.navigation import matches, of_type, root_value, step
-from workbench.views.needs import Need
-from workbench.views.values import Value, empty, exists, literal, single
+from workbench.views.functions import coding_literal
+from workbench.views.navigation import exists, matches, of_type, step
+from workbench.views.scope import Scope
+from workbench.views.values import Value, empty, literal, single
 
 #: The environment variables FHIRPath defines for FHIR, with the constants of a view.
 STANDARD = {
@@ -38,38 +41,6 @@ STANDARD = {
 _LITERAL_TYPES = {"boolean": "boolean", "string": "string", "integer": "integer",
                   "long": "integer", "decimal": "decimal", "date": "date",
                   "datetime": "dateTime", "time": "time"}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Scope:
-    """What a path is compiled against: its ``focus`` (``$this``), the view's constants,
-    the ``%rowIndex`` and ``getResourceKey()`` columns (None inside a per-item expression
-    such as a ``where`` criterion, where outer columns cannot be read), and the hooks of the
-    terminology functions (``terminology``: None when no workbench is at hand)."""
-
-    focus: Value
-    constants: dict[str, Constant]
-    row_index: pl.Expr | None
-    resource_key: pl.Expr | None
-    at_root: bool = False
-    terminology: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def at_resource(
-        cls, resource_type: str, expr: pl.Expr, need: Need, constants: dict[str, Constant]
-    ) -> Scope:
-        """The scope of a view's top-level paths: the resource itself."""
-        focus = root_value(resource_type, expr, need)
-        key = expr.struct.field("id")
-        need.child("id", "string", False)
-        return cls(focus, constants, pl.lit(0, pl.Int64), key, at_root=True)
-
-    def on(self, focus: Value, *, per_item: bool = False) -> Scope:
-        """The same scope over another focus; ``per_item``: inside a per-item expression."""
-        if per_item:
-            return replace(self, focus=focus, row_index=None, resource_key=None, at_root=False)
-        return replace(self, focus=focus, at_root=False)
 
 
 def parse_path(text: str, place: str) -> n.Node:
@@ -95,7 +66,7 @@ def compile_path(text: str, scope: Scope, place: str) -> Value:
 
 def compile_node(node: n.Node, scope: Scope) -> Value:
     """Compile one parsed node (see ``compile_path``)."""
-    from workbench.views import functions, operators
+    from workbench.views import operators
 
     match node:
         case n.Literal():
@@ -107,7 +78,7 @@ def compile_node(node: n.Node, scope: Scope) -> Value:
         case n.Member(base, name):
             return step(compile_node(base, scope), name)
         case n.Function():
-            return functions.call(node, scope)
+            return call(node, scope)
         case n.Indexer(base, index):
             return _index(compile_node(base, scope), index)
         case n.Binary():
@@ -121,8 +92,30 @@ def compile_node(node: n.Node, scope: Scope) -> Value:
         case n.This():
             return scope.focus
         case n.CodingLiteral():
-            return functions.coding_literal(node)
+            return coding_literal(node)
     raise ViewDefinitionError(f"{type(node).__name__} is not supported in a view")
+
+
+def call(node: n.Function, scope: Scope) -> Value:
+    """Compile the call ``node`` (its base compiled first; none: the focus)."""
+    handler = functions.FUNCTIONS.get(node.name) or terminology.FUNCTIONS.get(node.name)
+    if handler is None:
+        known = ", ".join(sorted({*functions.FUNCTIONS, *terminology.FUNCTIONS}))
+        raise ViewDefinitionError(f"{node.name}() is not a function views know; they know {known}")
+    base = scope.focus if node.base is None else compile_node(node.base, scope)
+    return handler(base, node.args, scope)
+
+
+def scope_at(
+    focus: Value,
+    constants: dict[str, Constant],
+    row_index: pl.Expr,
+    resource_key: pl.Expr,
+    terminology: Any = None,
+) -> Scope:
+    """The scope of a view's top-level paths (the focus: the resource)."""
+    return Scope(focus, constants, row_index, resource_key, compile_node, at_root=True,
+                 terminology=terminology)  # fmt: skip
 
 
 def _literal(node: n.Literal) -> Value:

@@ -17,28 +17,13 @@ import polars as pl
 from workbench.fhirpath import nodes as n
 from workbench.views import boundaries
 from workbench.views.errors import ViewDefinitionError
-from workbench.views.navigation import of_type, step
-from workbench.views.values import Value, exists, literal, single, truth
+from workbench.views.navigation import exists, of_type, step, truth
+from workbench.views.values import Value, literal, single
 
 if TYPE_CHECKING:
-    from workbench.views.compiler import Scope
+    from workbench.views.scope import Scope
 
 Handler = Callable[[Value, tuple[n.Node, ...], "Scope"], Value]
-
-
-def call(node: n.Function, scope: Scope) -> Value:
-    """Compile the call ``node`` (its base compiled first; none: the focus)."""
-    from workbench.views import terminology
-    from workbench.views.compiler import compile_node
-
-    handler = FUNCTIONS.get(node.name) or terminology.FUNCTIONS.get(node.name)
-    if handler is None:
-        known = ", ".join(sorted({*FUNCTIONS, *terminology.FUNCTIONS}))
-        raise ViewDefinitionError(f"{node.name}() is not a function views know; they know {known}")
-    if node.name == "getResourceKey" and node.base is None:
-        return handler(scope.focus, node.args, scope)
-    base = scope.focus if node.base is None else compile_node(node.base, scope)
-    return handler(base, node.args, scope)
 
 
 def arity(name: str, args: tuple[n.Node, ...], low: int, high: int) -> None:
@@ -51,13 +36,11 @@ def arity(name: str, args: tuple[n.Node, ...], low: int, high: int) -> None:
 def per_item(value: Value, criterion: n.Node, scope: Scope) -> tuple[Value, pl.Expr]:
     """The items of ``value`` kept where ``criterion`` is true: compiled once, evaluated on
     every item (inside ``list.eval`` for many items)."""
-    from workbench.views.compiler import compile_node
-
     if not value.many:
-        keep = truth(compile_node(criterion, scope.on(value))).fill_null(False)
+        keep = truth(scope.compile(criterion, scope.on(value))).fill_null(False)
         return value.with_expr(pl.when(keep).then(value.expr)), keep
     item = Value(pl.element(), value.type, False, value.need)
-    keep = truth(compile_node(criterion, scope.on(item, per_item=True))).fill_null(False)
+    keep = truth(scope.compile(criterion, scope.on(item, per_item=True))).fill_null(False)
     return value.with_expr(value.expr.list.eval(pl.element().filter(keep))), keep
 
 
@@ -134,14 +117,12 @@ def _of_type(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
 
 def _text_argument(function: str, node: n.Node, scope: Scope) -> str:
     """A string argument that must be known before the data: a literal or a constant."""
-    from workbench.views.compiler import compile_node
-
     if isinstance(node, n.Literal) and node.kind == "string":
         return str(node.value)
     if isinstance(node, n.Variable) and node.name in scope.constants:
         return str(scope.constants[node.name].value)
     if isinstance(node, n.Variable):
-        compile_node(node, scope)  # names the unknown constant
+        scope.compile(node, scope)  # names the unknown constant
     raise ViewDefinitionError(f"the argument of {function}() must be a string literal")
 
 

@@ -19,7 +19,7 @@ import polars as pl
 from workbench.structure.types import Child, model
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.needs import Need
-from workbench.views.values import Value, empty, kind
+from workbench.views.values import Value, empty, kind, single
 
 
 def step(value: Value, name: str) -> Value:
@@ -91,3 +91,25 @@ def matches(actual: str, wanted: str) -> bool:
 def root_value(resource_type: str, expr: pl.Expr, need: Need) -> Value:
     """The resource a view reads, as the focus of its top-level paths."""
     return Value(expr, resource_type, False, need)
+
+
+def exists(value: Value) -> pl.Expr:
+    """True when the collection has an item (a boolean column, never null)."""
+    if value.choice is not None:
+        return pl.any_horizontal([single(o).is_not_null() for o in _options(value)])
+    if value.many:
+        return value.expr.list.len().fill_null(0) > 0
+    return value.expr.is_not_null()
+
+
+def _options(value: Value) -> list[Value]:
+    assert value.choice is not None
+    return [choice_option(value, option.type) for option in value.choice.choices]
+
+
+def truth(value: Value) -> pl.Expr:
+    """The value where FHIRPath wants a boolean: a boolean's value (the single item of a
+    collection), otherwise whether it has an item (a singleton is true)."""
+    if kind(value.type) == "boolean":
+        return single(value)
+    return pl.when(exists(value)).then(pl.lit(True)).otherwise(pl.lit(None, pl.Boolean))

@@ -15,10 +15,11 @@ import polars as pl
 
 from workbench.fhirpath import nodes as n
 from workbench.views.errors import ViewDefinitionError
-from workbench.views.values import Value, as_list, kind, single, truth
+from workbench.views.navigation import truth
+from workbench.views.values import Value, as_list, kind, single
 
 if TYPE_CHECKING:
-    from workbench.views.compiler import Scope
+    from workbench.views.scope import Scope
 
 _COMPARE = {"=", "!=", "<", "<=", ">", ">=", "~", "!~"}
 _NUMERIC = {"integer", "decimal"}
@@ -26,9 +27,7 @@ _NUMERIC = {"integer", "decimal"}
 
 def binary(node: n.Binary, scope: Scope) -> Value:
     """Compile ``left op right``."""
-    from workbench.views.compiler import compile_node
-
-    left, right = compile_node(node.left, scope), compile_node(node.right, scope)
+    left, right = scope.compile(node.left, scope), scope.compile(node.right, scope)
     op = node.op
     if op in ("and", "or", "xor", "implies"):
         return Value(_logic(op, truth(left), truth(right)), "boolean", False)

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from workbench.views.compiler import Scope, compile_path
+from workbench.views.compiler import compile_path
 from workbench.views.definition import Column, Select
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.needs import Need
+from workbench.views.scope import Scope
 from workbench.views.values import Value, as_list, dtype, is_complex
 
 #: The focus column of every frame a plan runs on.

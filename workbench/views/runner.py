@@ -21,13 +21,15 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.json as pajson
 
-from workbench.views.compiler import Scope, compile_path
+from workbench.views.compiler import compile_path, scope_at
 from workbench.views.definition import View, read_view
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.frames import KEY, PARENT, RESOURCE_KEY, ROW_INDEX, run, several_flag
+from workbench.views.navigation import truth
 from workbench.views.needs import Need, arrow_schema
 from workbench.views.plan import Plan, compile_select, focus_value
-from workbench.views.values import kind, truth
+from workbench.views.scope import Scope
+from workbench.views.values import kind
 
 #: The first depth a repeat is compiled to; deeper data doubles it, up to MAX_REPEAT_DEPTH.
 REPEAT_DEPTH = 4
@@ -57,8 +59,8 @@ class CompiledView:
     def __post_init__(self) -> None:
         self.need = Need(self.view.resource)
         focus = focus_value(self.view.resource, self.need)
-        scope = Scope(focus, self.view.constants, pl.col(ROW_INDEX), pl.col(RESOURCE_KEY),
-                      at_root=True, terminology=self.terminology)  # fmt: skip
+        scope = scope_at(focus, self.view.constants, pl.col(ROW_INDEX), pl.col(RESOURCE_KEY),
+                         self.terminology)  # fmt: skip
         self.need.child("id", "string", False)
         self.where = [self._where(path, place, scope) for path, place in self.view.where]
         self.plan = compile_select(self.view.select, focus, scope, self.depth)

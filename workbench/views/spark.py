@@ -55,7 +55,7 @@ def spark_view(compiled: CompiledView, data: Any, wb: Any = None) -> Any:
     column = json_column(data)
     schema = _arrow_schema(compiled)
     shipped = None if wb is None else ShippedEngine(wb.terminology)
-    runner = _Runner(orjson.dumps(compiled.view.raw), shipped, schema)
+    runner = _Runner(orjson.dumps(compiled.view.raw), shipped, schema, type(wb))
     return data.select(column).mapInArrow(runner, from_arrow_schema(schema))
 
 
@@ -87,6 +87,8 @@ class _Runner:
     definition: bytes
     shipped: ShippedEngine | None
     schema: pa.Schema
+    #: The Workbench class (pickled by name), which makes a workbench around the engine.
+    workbench: Any = None
 
     def compiled(self) -> CompiledView:
         """The view compiled once per worker process (per engine and definition)."""
@@ -94,9 +96,7 @@ class _Runner:
         with _LOCK:
             found = _COMPILED.get(key)
         if found is None:
-            from workbench.workbench import Workbench
-
-            wb = Workbench.around(self.shipped.engine) if self.shipped else None
+            wb = self.workbench.around(self.shipped.engine) if self.shipped else None
             found = compile_view(orjson.loads(self.definition), wb)
             with _LOCK:
                 _COMPILED[key] = found

@@ -26,7 +26,7 @@ from workbench.views.needs import Need
 from workbench.views.values import Value
 
 if TYPE_CHECKING:
-    from workbench.views.compiler import Scope
+    from workbench.views.scope import Scope
 
 CODING_FIELDS = ("system", "version", "code", "display")
 KEY_FIELDS = ("system", "code", "version")

@@ -92,27 +92,3 @@ def single(value: Value) -> pl.Expr:
     """The value as one item: a many-valued value's single item (null when empty; the
     first item when it has several: callers that must refuse several check it themselves)."""
     return value.expr.list.first() if value.many else value.expr
-
-
-def exists(value: Value) -> pl.Expr:
-    """True when the collection has an item (a boolean column, never null)."""
-    if value.choice is not None:
-        return pl.any_horizontal([single(o).is_not_null() for o in _options(value)])
-    if value.many:
-        return value.expr.list.len().fill_null(0) > 0
-    return value.expr.is_not_null()
-
-
-def _options(value: Value) -> list[Value]:
-    from workbench.views.navigation import choice_option  # (navigation imports this module)
-
-    assert value.choice is not None
-    return [choice_option(value, option.type) for option in value.choice.choices]
-
-
-def truth(value: Value) -> pl.Expr:
-    """The value where FHIRPath wants a boolean: a boolean's value (the single item of a
-    collection), otherwise whether it has an item (a singleton is true)."""
-    if kind(value.type) == "boolean":
-        return single(value)
-    return pl.when(exists(value)).then(pl.lit(True)).otherwise(pl.lit(None, pl.Boolean))
