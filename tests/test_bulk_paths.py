@@ -3,6 +3,7 @@ pandas reading a path or a column of arrays by it."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -86,3 +87,15 @@ def test_validate_column_walks_a_path_and_a_column_of_arrays(default_wb: Workben
     assert as_series["result"].tolist()[:3] == [True, True, False]
     with pytest.raises(ColumnNotFoundError, match=r"'sex\.coding' is not in the data"):
         default_wb.validate_column(frame, GENDER, code="sex.coding")
+
+
+@pytest.mark.parametrize(
+    ("values", "held"),
+    [(["male", MALE], "a dict"), ([MALE, "male"], "a str ('male') among its Codings")],
+)
+def test_a_column_of_codes_and_codings_is_refused(
+    default_wb: Workbench, values: list[Any], held: str
+) -> None:
+    """Whichever comes first: a column holds codes, or Codings, not both."""
+    with pytest.raises(InvalidRequestError, match=rf"holds {re.escape(held)}.* not both"):
+        default_wb.validate_column(pd.DataFrame({"g": values}), GENDER, code="g")

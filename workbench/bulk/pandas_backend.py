@@ -237,6 +237,12 @@ def _validate_structured(checker: Checker, values: pd.Series) -> pd.DataFrame:
         codings = None
         if isinstance(value, Mapping):
             codings = value.get("coding") if "coding" in value else [value]
+        elif not is_missing(value):
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            raise InvalidRequestError(
+                f"The code column holds a {type(value).__name__} ({shown}) among its Codings: "
+                "a column holds codes, or Codings and CodeableConcepts (dicts), not both"
+            )
         if not codings:
             rows.append(VALIDATION.missing_row())
             continue

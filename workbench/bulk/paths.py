@@ -74,10 +74,10 @@ def split(columns: Sequence[Any], name: str) -> Path | None:
 
 
 def needs_walking(values: Iterable[Any]) -> bool:
-    """Whether a column holds arrays (decided by its first value that is not missing, as
-    ``encoding.is_structured`` decides for objects): such a column is read row by row."""
+    """Whether a column holds objects or arrays (decided by its first value that is not
+    missing, as ``encoding.is_structured`` decides): such a column is read row by row."""
     for value in values:
-        if isinstance(value, ARRAYS):
+        if isinstance(value, (*ARRAYS, Mapping)):
             return True
         if value is not None and not (isinstance(value, float) and value != value):
             return False
