@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from workbench.bulk import counting
+from workbench.bulk import counting, paths
 from workbench.bulk.columns import require_column
 from workbench.bulk.encoding import (
     Objects,
@@ -60,6 +60,7 @@ def counts(data: Any, column: str | None) -> pd.DataFrame:
 def validate(job: ValidateColumn, data: Any) -> ValidationFrame:
     """``validate_column`` of a pandas Series or DataFrame: a ``ValidationFrame``."""
     checker = job.checker()
+    data = paths.walked_frame(data, job.code)  # a dotted path: its column of values
     if isinstance(data, pd.DataFrame):  # a missing column is a KeyError naming the others
         check_columns(list(data.columns), code=job.code, system=job.system, display=job.display)
     codes = data[job.code] if isinstance(data, pd.DataFrame) and job.code is not None else data
@@ -236,6 +237,12 @@ def _validate_structured(checker: Checker, values: pd.Series) -> pd.DataFrame:
         codings = None
         if isinstance(value, Mapping):
             codings = value.get("coding") if "coding" in value else [value]
+        elif not is_missing(value):
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            raise InvalidRequestError(
+                f"The code column holds a {type(value).__name__} ({shown}) among its Codings: "
+                "a column holds codes, or Codings and CodeableConcepts (dicts), not both"
+            )
         if not codings:
             rows.append(VALIDATION.missing_row())
             continue

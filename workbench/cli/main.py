@@ -91,7 +91,8 @@ def validate_command(**kwargs: Any) -> None:
     if report is not None and report.suffix.lower() not in validate.REPORTS:
         raise click.UsageError(f"--report {report}: write one of " + ", ".join(validate.REPORTS))
     table = reading.open_table(kwargs.pop("file"))
-    table.require(kwargs["column"], kwargs["system_column"], kwargs["display_column"])
+    table.require(kwargs["column"])  # a column, or a dotted path into a column of objects
+    table.require(kwargs["system_column"], kwargs["display_column"], dotted=False)
     wb = _workbench(kwargs)
     valueset = url or {"resourceType": "ValueSet", "compose": {"include": [{"system": system}]}}
     # an unknown value set or code system: exit 2 naming it, before any batch
@@ -163,7 +164,7 @@ def lookup(system: str, code: str, **kwargs: Any) -> None:
 def translate(file: Path, column: str, map_url: str, **kwargs: Any) -> None:
     """Translate a column through a ConceptMap: CSV of code and targets on stdout."""
     table = reading.open_table(file)
-    table.require(column)
+    table.require(column, dotted=False)
     wb = _workbench(kwargs)
     header = True
     for frame in reading.batches(table, [column]):

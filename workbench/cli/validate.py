@@ -220,8 +220,11 @@ def _decide(wb: Workbench, job: Job, distinct: Distinct, tally: Tally) -> None:
     values, counts = distinct.take()
     if not len(values):
         return
+    frame = reading.frame(values)
+    if reading.marks_objects(job.table, values.column(job.column)):  # Codings and the like
+        frame[job.column] = pd.Series(reading.objects(values.column(job.column)), dtype=object)
     result = wb.validate_column(
-        reading.frame(values),
+        frame,
         job.valueset,
         code=job.column,
         system=job.system,
