@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -109,15 +108,20 @@ def line(name: str, times: list[float], base: list[float], target: float) -> Non
 
 
 def peak_memory(path: Path) -> float:
-    """The peak resident set (GB) of a process that runs the view alone."""
+    """The peak resident set (GB) of a process that runs the view alone, as its own memory
+    map counts it (``VmHWM``: ``ru_maxrss`` would count the parent's pages the child had
+    between fork and exec)."""
     code = (
         "import sys; sys.path.insert(0, sys.argv[2]); sys.path.insert(0, sys.argv[3]);"
         "from bench_views import definition; from workbench import Workbench;"
-        "Workbench().view(definition(), sys.argv[1], engine='polars')"
+        "Workbench().view(definition(), sys.argv[1], engine='polars');"
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
     )
-    subprocess.run([sys.executable, "-c", code, str(path), str(ROOT), str(ROOT / "benchmarks")],
-                   check=True)  # fmt: skip
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 / 1024
+    found = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(ROOT), str(ROOT / "benchmarks")],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return int(found.stdout.split()[-1]) / 1024 / 1024
 
 
 def local_figures(path: Path, repeat: int) -> None:
@@ -148,6 +152,7 @@ def spark_figures(path: Path, count: int, repeat: int) -> None:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())  # fmt: skip
     spark.sparkContext.setLogLevel("ERROR")
     small = path.with_name("spark.ndjson")
