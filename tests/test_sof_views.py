@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from workbench.views import ViewDefinitionError, view
@@ -329,3 +330,24 @@ def test_a_resource_with_a_wrong_json_type_is_skipped_and_named() -> None:
         found = view(patients(columns(("id", "id"), ("g", "gender"))), bad)
     assert list(found["id"]) == ["pt1", "pt2", "pt3"]
     assert [s.index for s in found.attrs["skipped"]] == [0]
+
+
+def test_a_view_definition_loaded_from_a_file_runs_by_its_url(tmp_path: Any) -> None:
+    from workbench import Workbench
+
+    definition = {
+        **patients(columns(("id", "id"), ("gender", "gender"))),
+        "url": "http://example.org/ViewDefinition/genders",
+        "name": "genders",
+    }
+    folder = tmp_path / "views"
+    folder.mkdir()
+    (folder / "ViewDefinition-genders.json").write_bytes(orjson.dumps(definition))
+    wb = Workbench()
+    summary = wb.load(folder)
+    assert "1 ViewDefinition" in summary.counts() and not summary.skipped
+    found = wb.view("http://example.org/ViewDefinition/genders", PATIENTS)
+    assert _rows(found) == [("pt1", "female"), ("pt2", "male"), ("pt3", None)]
+    assert _rows(wb.view(str(folder / "ViewDefinition-genders.json"), PATIENTS)) == _rows(found)
+    with pytest.raises(ViewDefinitionError, match="neither a ViewDefinition loaded"):
+        wb.view("http://example.org/ViewDefinition/none", PATIENTS)

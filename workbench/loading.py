@@ -2,8 +2,8 @@
 
 ``read_source`` parses everything first and returns the resources; nothing reaches the
 registry until the whole source has been read and checked, so a bad file leaves nothing
-half-loaded. Only ValueSets, CodeSystems and ConceptMaps are kept; other resource types are
-counted.
+half-loaded. Only ValueSets, CodeSystems and ConceptMaps are kept as terminology, and SQL on
+FHIR ViewDefinitions as definitions; other resource types are counted.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from workbench.resources import Resource, canonical_of
 from workbench.terminology.conceptmap import check_conceptmap
 
 PROGRESS_THRESHOLD = 500
+#: Resource types kept whole beside the terminology (``Workbench.definitions``).
+DEFINITION_TYPES = frozenset({"ViewDefinition"})
 _SKIP_NAMES = {"package.json", ".index.json", "package-lock.json"}
 
 
@@ -62,16 +64,24 @@ class LoadSummary(OneLine):
     #: What was kept although R4 requires it (issue 22, e2): a CodeSystem or ValueSet
     #: without ``status``, a filter without a value; each ``"<canonical>: <text>"``.
     warnings: tuple[str, ...] = ()
+    #: The definitions kept beside the terminology (``DEFINITION_TYPES``: SQL on FHIR
+    #: ViewDefinitions), whole.
+    definitions: tuple[Resource, ...] = field(default=(), compare=False)
 
     def counts(self) -> str:
-        """``1,327 ValueSets, 1,063 CodeSystems, 42 ConceptMaps``."""
+        """``1,327 ValueSets, 1,063 CodeSystems, 42 ConceptMaps`` (and the definitions kept,
+        when there are some: ``, 2 ViewDefinitions``)."""
+        kinds = Counter(str(r["resourceType"]) for r in self.definitions)
         return ", ".join(
-            counted(len(found), kind)
-            for found, kind in (
-                (self.valuesets, "ValueSet"),
-                (self.codesystems, "CodeSystem"),
-                (self.conceptmaps, "ConceptMap"),
-            )
+            [
+                counted(len(found), kind)
+                for found, kind in (
+                    (self.valuesets, "ValueSet"),
+                    (self.codesystems, "CodeSystem"),
+                    (self.conceptmaps, "ConceptMap"),
+                )
+            ]
+            + [counted(n, kind) for kind, n in sorted(kinds.items())]
         )
 
     def rest(self) -> str:
@@ -197,6 +207,7 @@ class _Reader:
     def __init__(self, exact_decimals: bool = False) -> None:
         self.exact_decimals = exact_decimals
         self.kept: list[Resource] = []
+        self.definitions: list[Resource] = []
         self.skipped: Counter[str] = Counter()
         self.files = 0
 
@@ -205,6 +216,8 @@ class _Reader:
         for resource, _where in _unbundle(check_resource(data, origin), origin):
             if resource["resourceType"] in TERMINOLOGY_TYPES:
                 self.kept.append(resource)
+            elif resource["resourceType"] in DEFINITION_TYPES:
+                self.definitions.append(resource)
             else:
                 self.skipped[resource["resourceType"]] += 1
 
@@ -301,6 +314,7 @@ def read_source(
             for r in reader.kept
             for _where, text in structure.tolerated_gaps(r)
         ),
+        definitions=tuple(reader.definitions),
     )
     return reader.kept, summary
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from workbench import bulk, collector, frames, loading, packages
 from workbench.calls import TerminologyCalls, hinting
+from workbench.definitions import Definitions
 from workbench.errors import WorkbenchError
 from workbench.registry import Registry
 from workbench.releases import kinds
@@ -71,6 +72,8 @@ class Workbench(TerminologyCalls):
         for kind in kinds.builtin_kinds():  # UCUM: always there
             self.terminology.add_provider(kind.provider())
         self.service = EngineService(self.registry, self.terminology)
+        #: Definitions kept beside the terminology: ViewDefinitions, for ``view`` by url.
+        self.definitions = Definitions()
         self.package_cache = Path(package_cache) if package_cache is not None else None
         #: The FHIR packages loaded (``name#version``), in the order they were loaded.
         self.loaded_packages: list[str] = []
@@ -135,6 +138,7 @@ class Workbench(TerminologyCalls):
                 source, cache_dir=self.package_cache, progress=progress
             )
             self.registry.add_many(resources)
+            self.definitions.add(summary.definitions)
         if summary.package is not None and summary.package not in self.loaded_packages:
             self.loaded_packages.append(summary.package)
         return summary
@@ -491,11 +495,14 @@ class Workbench(TerminologyCalls):
     # --- FHIR data ----------------------------------------------------------------------
 
     def view(self, definition: Any, data: Any, *, engine: str | None = None) -> Any:
-        """Run a SQL on FHIR ViewDefinition (a dict or a JSON file) over FHIR ``data`` (see
-        ``workbench.views.view``), its terminology functions (``memberOf``, ``display``,
-        ``translate``, ``subsumes`` ...) answered by this workbench."""
+        """Run a SQL on FHIR ViewDefinition over FHIR ``data`` (see ``workbench.views.view``),
+        its terminology functions (``memberOf``, ``display``, ``translate``, ``subsumes``
+        ...) answered by this workbench. ``definition``: a dict, a JSON file, or the url of a
+        ViewDefinition loaded with ``load`` or ``install_package``."""
         from workbench.views import view
 
+        if isinstance(definition, str):
+            definition = self.definitions.get("ViewDefinition", definition) or definition
         return view(definition, data, engine=engine, terminology=self)
 
     # --- serving ----------------------------------------------------------------------

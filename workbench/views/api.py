@@ -83,7 +83,8 @@ def _definition(definition: Any) -> Any:
         path = Path(definition)
         if not path.is_file():
             raise ViewDefinitionError(
-                f"{definition}: no such file (a ViewDefinition is a dict or a JSON file)"
+                f"{definition}: neither a ViewDefinition loaded (wb.load or "
+                "wb.install_package keeps them by url) nor a JSON file"
             )
         try:
             return orjson.loads(path.read_bytes())
