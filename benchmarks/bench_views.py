@@ -69,11 +69,30 @@ def definition(member: bool = False) -> dict[str, Any]:
 def workbench() -> Workbench:
     """A workbench with a LOINC fragment and a value set of two of its codes."""
     wb = Workbench()
-    wb.load({"resourceType": "CodeSystem", "url": "http://loinc.org", "status": "active",
-             "content": "fragment", "concept": [{"code": c} for c in
-                                                ("8867-4", "8310-5", "29463-7")]})
-    wb.load({"resourceType": "ValueSet", "url": VS, "status": "active", "compose": {"include": [
-        {"system": "http://loinc.org", "concept": [{"code": "8867-4"}, {"code": "8310-5"}]}]}})
+    wb.load(
+        {
+            "resourceType": "CodeSystem",
+            "url": "http://loinc.org",
+            "status": "active",
+            "content": "fragment",
+            "concept": [{"code": c} for c in ("8867-4", "8310-5", "29463-7")],
+        }
+    )
+    wb.load(
+        {
+            "resourceType": "ValueSet",
+            "url": VS,
+            "status": "active",
+            "compose": {
+                "include": [
+                    {
+                        "system": "http://loinc.org",
+                        "concept": [{"code": "8867-4"}, {"code": "8310-5"}],
+                    }
+                ]
+            },
+        }
+    )
     return wb  # fmt: skip
 
 
@@ -126,8 +145,9 @@ def peak_memory(path: Path) -> float:
 
 def local_figures(path: Path, repeat: int) -> None:
     wb = workbench()
-    times = timed({"arrow": lambda: pajson.read_json(path),
-                   "view": lambda: wb.view(definition(), path, engine="polars")}, repeat)  # fmt: skip
+    runs = {"arrow": lambda: pajson.read_json(path),
+            "view": lambda: wb.view(definition(), path, engine="polars")}  # fmt: skip
+    times = timed(runs, repeat)
     line("1. five-column view with forEach", times["view"], times["arrow"], 2.0)
     gigabytes = peak_memory(path)
     print(f"   peak memory of the view: {gigabytes:.2f} GB, target <= 2 GB: "
@@ -139,11 +159,18 @@ def local_figures(path: Path, repeat: int) -> None:
                                                            code="code", system_column="system")},
                    repeat)  # fmt: skip
     apart = [p + v for p, v in zip(member["plain"], member["validate"], strict=True)]
-    line(f"2. memberOf over {len(rows):,} codings in the view, against the view without it "
-         "and validate_column of its codings", member["member"], apart, 1.2)
+    line(
+        f"2. memberOf over {len(rows):,} codings in the view, against the view without it "
+        "and validate_column of its codings",
+        member["member"],
+        apart,
+        1.2,
+    )
     extra = min(member["member"]) - min(member["plain"])
-    print(f"   memberOf adds {extra:.2f} s to the view; validate_column of the same codings "
-          f"takes {min(member['validate']):.2f} s")
+    print(
+        f"   memberOf adds {extra:.2f} s to the view; validate_column of the same codings "
+        f"takes {min(member['validate']):.2f} s"
+    )
 
 
 def spark_figures(path: Path, count: int, repeat: int) -> None:
@@ -169,11 +196,18 @@ def spark_figures(path: Path, count: int, repeat: int) -> None:
               "code struct<coding:array<struct<system:string,code:string>>>")  # fmt: skip
     parsed = data.select(F.from_json("value", schema).alias("r")).select("r.*")
     own = parsed.select(
-        "id", F.regexp_extract("subject.reference", r"^Patient/(.+)$", 1).alias("patient"),
-        "status", F.explode("code.coding").alias("c"),
+        "id",
+        F.regexp_extract("subject.reference", r"^Patient/(.+)$", 1).alias("patient"),
+        "status",
+        F.explode("code.coding").alias("c"),
     ).select("id", "patient", "status", "c.system", "c.code")
-    times = timed({"spark": lambda: own.write.format("noop").mode("overwrite").save(),
-                   "view": lambda: view.write.format("noop").mode("overwrite").save()}, repeat)
+    times = timed(
+        {
+            "spark": lambda: own.write.format("noop").mode("overwrite").save(),
+            "view": lambda: view.write.format("noop").mode("overwrite").save(),
+        },
+        repeat,
+    )
     line(f"3. Spark view over {count:,} resources", times["view"], times["spark"], 1.5)
     local = wb.view(definition(), small, engine="polars")
     assert sorted(map(tuple, view.collect())) == sorted(local.iter_rows()), "rows differ"

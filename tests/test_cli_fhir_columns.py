@@ -233,8 +233,8 @@ def bad_inputs(tmp_path: Path, examples: Path) -> dict[str, Path]:
             "codes, then a Coding",
             "code",
             "error: The code column holds a dict ({{'code': '39065001', 'system': "
-            "'http://snomed.info/sct'}}) among its codes: a column holds codes, or Codings and CodeableConcepts (dicts), "
-            "not both",
+            "'http://snomed.info/sct'}}) among its codes: a column holds codes, or Codings "
+            "and CodeableConcepts (dicts), not both",
         ),
         (
             "a Coding, then a number",
