@@ -351,3 +351,28 @@ def test_a_view_definition_loaded_from_a_file_runs_by_its_url(tmp_path: Any) -> 
     assert _rows(wb.view(str(folder / "ViewDefinition-genders.json"), PATIENTS)) == _rows(found)
     with pytest.raises(ViewDefinitionError, match="neither a ViewDefinition loaded"):
         wb.view("http://example.org/ViewDefinition/none", PATIENTS)
+
+
+@pytest.mark.parametrize("path", ["$this", "where(status = 'completed')"])
+def test_a_repeat_that_does_not_go_down_is_refused(path: str) -> None:
+    definition = {"resource": "QuestionnaireResponse",
+                  "select": [{"repeat": [path], **columns(("link", "id"))}]}  # fmt: skip
+    with pytest.raises(ViewDefinitionError, match="does not go down"):
+        view(definition, [QUESTIONNAIRE])
+
+
+def test_bad_data_is_named_and_the_rest_is_read(tmp_path: Any) -> None:
+    good = [orjson.dumps(p) for p in PATIENTS]
+    lines = [good[0], b'{"resourceType": "Patient", "id": ', good[1],
+             b'{"resourceType": "Nonsense", "id": "n"}', b"[" * 1000 + b"]" * 1000,
+             orjson.dumps({"resourceType": "Observation", "id": "o", "status": "final",
+                           "code": {"text": "x"}}), good[2]]  # fmt: skip
+    (tmp_path / "Patient.ndjson").write_bytes(b"\n".join(lines) + b"\n")
+    (tmp_path / "empty.ndjson").write_bytes(b"")
+    (tmp_path / "notes.json").write_bytes(b"this is not JSON")
+    with pytest.warns(UserWarning, match="problem\\(s\\) reading the data"):
+        found = view(patients(columns(("id", "id"))), tmp_path)
+    assert list(found["id"]) == ["pt1", "pt2", "pt3"]
+    named = {(e.source.rsplit("/", 1)[-1], e.line) for e in found.attrs["read_errors"]}
+    assert {("Patient.ndjson", 2), ("Patient.ndjson", 4), ("Patient.ndjson", 5)} <= named
+    assert ("notes.json", None) in named

@@ -25,8 +25,6 @@ import polars as pl
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.runner import Skipped, compile_view, run_batches
 
-#: Resources per batch when the data is a list of dicts.
-BATCH_RESOURCES = 50_000
 #: The size of the NDJSON batches a view is run over (larger chunks are joined up to it).
 VIEW_BATCH_BYTES = 32 << 20
 ENGINES = ("pandas", "polars")
@@ -39,7 +37,9 @@ def view(definition: Any, data: Any, *, engine: str | None = None, terminology: 
     workbench that answers the terminology functions (``memberOf``, ``display`` ...).
 
     Resources whose elements have the wrong JSON type for FHIR are skipped, each named in a
-    warning and in ``.attrs["skipped"]`` (pandas); the rest is read."""
+    warning and in ``.attrs["skipped"]`` (pandas); the rest is read. Data that is not
+    ``FhirData`` is read here with ``read_fhir`` (Bundles opened); its problems (a line
+    that is not JSON ...) are named in a warning and in ``.attrs["read_errors"]``."""
     if engine not in (None, *ENGINES):
         raise ViewDefinitionError(f"engine={engine!r}: the engines are {', '.join(ENGINES)}")
     compiled = compile_view(_definition(definition), terminology)
@@ -47,24 +47,61 @@ def view(definition: Any, data: Any, *, engine: str | None = None, terminology: 
 
     if is_spark(data):
         return spark_view(compiled, data, terminology)
+    owned = not hasattr(data, "ndjson_batches")  # not FhirData: read here (Bundles opened)
+    if owned:
+        data = _read(data)
+    try:
+        rows, skipped = _rows(compiled, data)
+    finally:
+        if owned:
+            data.close()
+    problems = list(data.errors) if owned else []
+    _warn(compiled.view.resource, skipped, problems)
+    if engine == "polars":
+        return rows
+    found = to_pandas(rows, skipped)
+    found.attrs["read_errors"] = problems
+    return found
+
+
+def _rows(compiled: Any, data: Any) -> tuple[pl.DataFrame, list[Skipped]]:
     frames: list[pl.DataFrame] = []
     skipped: list[Skipped] = []
-    batches = _coalesced(_batches(data, compiled.view.resource))
+    batches = _coalesced(data.ndjson_batches(compiled.view.resource))
     for frame, bad in run_batches(compiled, batches):
         frames.append(frame)
         skipped += bad
     if not frames:
         frames.append(compiled.apply(compiled.schema.empty_table()))
     rows = pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
+    return rows, skipped
+
+
+def _warn(resource: str, skipped: list[Skipped], problems: list[Any]) -> None:
+    """One warning for the resources the view skipped, one for the data's problems."""
     if skipped:
         warnings.warn(
-            f"{len(skipped)} {compiled.view.resource} resource(s) skipped: "
+            f"{len(skipped)} {resource} resource(s) skipped: "
             f"{skipped[0].reason}" + (" ..." if len(skipped) > 1 else ""),
-            stacklevel=2,
+            stacklevel=3,
         )
-    if engine == "polars":
-        return rows
-    return to_pandas(rows, skipped)
+    if problems:
+        warnings.warn(
+            f"{len(problems)} problem(s) reading the data, the rest read: {problems[0]}"
+            + (" ..." if len(problems) > 1 else ""),
+            stacklevel=3,
+        )
+
+
+def _read(data: Any) -> Any:
+    """``data`` read with ``read_fhir`` (paths, resource dicts, Bundles)."""
+    from workbench.fhirdata import read_fhir
+
+    if isinstance(data, str | Path | dict | Iterable):
+        return read_fhir(data)
+    raise ViewDefinitionError(
+        f"the data is a {type(data).__name__}: give FhirData, paths or resource dicts"
+    )
 
 
 def to_pandas(rows: pl.DataFrame, skipped: list[Skipped] | None = None) -> Any:
@@ -93,27 +130,6 @@ def _definition(definition: Any) -> Any:
     return definition
 
 
-def _batches(data: Any, resource_type: str) -> Iterator[bytes]:
-    """The NDJSON batches of ``resource_type`` in ``data``."""
-    if hasattr(data, "ndjson_batches"):
-        yield from data.ndjson_batches(resource_type)
-        return
-    if isinstance(data, str | Path) or (
-        isinstance(data, list | tuple) and data and isinstance(data[0], str | Path)
-    ):
-        from workbench.fhirdata import read_fhir
-
-        yield from read_fhir(data).ndjson_batches(resource_type)
-        return
-    if isinstance(data, dict):
-        data = [data]
-    if not isinstance(data, Iterable):
-        raise ViewDefinitionError(
-            f"the data is a {type(data).__name__}: give FhirData, a path or resource dicts"
-        )
-    yield from _dict_batches(data, resource_type)
-
-
 def _coalesced(chunks: Iterable[bytes], size: int = VIEW_BATCH_BYTES) -> Iterator[bytes]:
     """Chunks joined up to about ``size`` bytes: fewer, larger batches for the view (each
     batch is one parse and one query; a small one pays their fixed cost)."""
@@ -127,15 +143,3 @@ def _coalesced(chunks: Iterable[bytes], size: int = VIEW_BATCH_BYTES) -> Iterato
             held, total = [], 0
     if held:
         yield b"".join(held)
-
-
-def _dict_batches(resources: Iterable[Any], resource_type: str) -> Iterator[bytes]:
-    lines: list[bytes] = []
-    for resource in resources:
-        if isinstance(resource, dict) and resource.get("resourceType") == resource_type:
-            lines.append(orjson.dumps(resource) + b"\n")
-            if len(lines) >= BATCH_RESOURCES:
-                yield b"".join(lines)
-                lines = []
-    if lines:
-        yield b"".join(lines)

@@ -165,8 +165,24 @@ def _level(
             failed.setdefault(index, error)
             continue
         _no_choice(value, path, select.place)
+        if value.need is None or _above(value.need, scope.focus.need):
+            raise ViewDefinitionError(
+                f"the repeat path {path!r} does not go down into the resource: each level "
+                "would be the one before, a cycle with no end",
+                place=f"{select.place}.repeat[{index}]",
+            )
         found.append((index, value))
     return found
+
+
+def _above(need: Need, focus: Need | None) -> bool:
+    """Whether ``need`` is ``focus`` or one of the nodes above it."""
+    node: Need | None = focus
+    while node is not None:
+        if node is need:
+            return True
+        node = node.parent
+    return False
 
 
 def _refuse_unused(failed: dict[int, ViewDefinitionError], plan: Plan) -> None:
