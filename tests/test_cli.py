@@ -415,7 +415,8 @@ def test_other_commands_fail_cleanly(args: list[str], code: int, message: str) -
 
 
 @pytest.mark.parametrize(
-    "command", ["validate", "expand", "lookup", "translate", "install", "import", "serve"]
+    "command",
+    ["validate", "expand", "lookup", "translate", "install", "import", "serve", "view"],
 )
 def test_every_help_shows_an_example_and_the_content_options(command: str) -> None:
     done = run(command, "--help")

@@ -16,7 +16,7 @@ from typing import Any
 import click
 import orjson
 
-from workbench.cli import reading, validate
+from workbench.cli import reading, validate, view
 from workbench.cli.content import build_workbench, content_options
 from workbench.errors import WorkbenchError
 
@@ -53,7 +53,8 @@ def _workbench(kwargs: dict[str, Any]) -> Any:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
-    """Validate, expand, look up and translate FHIR terminology from the command line."""
+    """Validate, expand, look up and translate FHIR terminology, and run SQL on FHIR views,
+    from the command line."""
 
 
 @cli.command(
@@ -172,6 +173,42 @@ def translate(file: Path, column: str, map_url: str, **kwargs: Any) -> None:
         result.insert(0, column, frame[column])
         result.to_csv(sys.stdout, index=False, header=header)
         header = False
+
+
+@cli.command(
+    "view",
+    epilog="example: workbench view conditions-view.json export/ -o conditions.parquet "
+    "--package hl7.fhir.r4.examples#4.0.1",
+)
+@click.argument("definition", metavar="VIEW.json", type=click.Path(path_type=Path))
+@click.argument("data", metavar="DATA...", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="write the rows to a .csv, .parquet or .ndjson file (default: CSV on stdout)",
+)
+@content_options
+@_fails_cleanly
+def view_command(**kwargs: Any) -> None:
+    """Run a SQL on FHIR ViewDefinition over FHIR data (NDJSON, .ndjson.gz, JSON files,
+    Bundles, folders of them) and write its rows as the view makes them. The terminology
+    functions (memberOf, display ...) answer from the content options.
+
+    -o by extension: .csv (lists and structs as JSON text), .parquet (nested types kept),
+    .ndjson (one object per row, every column, nulls as null); without -o, CSV on stdout.
+    One line on stderr: rows written, resources read, read problems, resources skipped.
+
+    Exit 0: written, every resource read; 1: written, but lines that could not be read or
+    resources the view skipped; 2: a usage error, a missing or bad file, an invalid view.
+    """
+    output = kwargs.pop("output")
+    view.check_output(output)
+    definition = view.check_inputs(kwargs.pop("definition"), kwargs["data"])
+    outcome = view.run(_workbench(kwargs), definition, list(kwargs.pop("data")), output)
+    sys.stdout.flush()
+    click.echo(outcome.line(), err=True)
+    sys.exit(0 if outcome.clean else 1)
 
 
 @cli.command(epilog="example: workbench install hl7.fhir.r4.core#4.0.1")

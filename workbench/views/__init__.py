@@ -6,7 +6,7 @@ expressions over the resources parsed by ``pyarrow.json`` (``runner``); the resu
 or polars DataFrame.
 """
 
-from workbench.views.api import view
+from workbench.views.api import prepare_view, view
 from workbench.views.errors import ViewDefinitionError
 
-__all__ = ["ViewDefinitionError", "view"]
+__all__ = ["ViewDefinitionError", "prepare_view", "view"]

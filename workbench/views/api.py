@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import pandas as pd
 import polars as pl
 
 from workbench.views.errors import ViewDefinitionError
-from workbench.views.runner import Skipped, compile_view, run_batches
+from workbench.views.runner import CompiledView, Skipped, compile_view, run_batches
 
 #: The size of the NDJSON batches a view is run over (larger chunks are joined up to it).
 VIEW_BATCH_BYTES = 32 << 20
@@ -67,8 +68,7 @@ def view(definition: Any, data: Any, *, engine: str | None = None, terminology: 
 def _rows(compiled: Any, data: Any) -> tuple[pl.DataFrame, list[Skipped]]:
     frames: list[pl.DataFrame] = []
     skipped: list[Skipped] = []
-    batches = _coalesced(data.ndjson_batches(compiled.view.resource))
-    for frame, bad in run_batches(compiled, batches):
+    for frame, bad in _run(compiled, data):
         frames.append(frame)
         skipped += bad
     if not frames:
@@ -102,6 +102,53 @@ def _read(data: Any) -> Any:
     raise ViewDefinitionError(
         f"the data is a {type(data).__name__}: give FhirData, paths or resource dicts"
     )
+
+
+def prepare_view(definition: Any, *, terminology: Any = None) -> PreparedView:
+    """Check and compile a view (``ViewDefinitionError`` at once, before any data is read)
+    to run it later batch by batch, as ``view`` runs it: its rows come as they are made, so
+    a caller can write them out without holding them all. Not for Spark data.
+
+    >>> prepared = prepare_view(
+    ...     {"resource": "Patient", "select": [{"column": [{"name": "id", "path": "id"}]}]})
+    >>> prepared.resource, prepared.empty.schema
+    ('Patient', Schema([('id', String)]))
+    >>> [(rows["id"].to_list(), skipped) for rows, skipped in prepared.batches(
+    ...     [{"resourceType": "Patient", "id": "p1"}])]
+    [(['p1'], [])]
+    """
+    return PreparedView(compile_view(_definition(definition), terminology))
+
+
+@dataclass(frozen=True)
+class PreparedView:
+    """A compiled view, ready to run over data batch by batch (``prepare_view``)."""
+
+    compiled: CompiledView
+
+    @property
+    def resource(self) -> str:
+        """The resource type the view reads."""
+        return str(self.compiled.view.resource)
+
+    @property
+    def empty(self) -> pl.DataFrame:
+        """The view's rows over no resource: its columns, in order, with their types."""
+        return self.compiled.apply(self.compiled.schema.empty_table())
+
+    def batches(self, data: Any) -> Iterator[tuple[pl.DataFrame, list[Skipped]]]:
+        """The view's rows over ``data`` (as ``view`` takes it) batch by batch (polars),
+        each with the resources it skipped (positions counted from the first resource of
+        the view's type); data that is not ``FhirData`` is read with ``read_fhir`` first."""
+        if not hasattr(data, "ndjson_batches"):
+            data = _read(data)
+        return _run(self.compiled, data)
+
+
+def _run(compiled: CompiledView, data: Any) -> Iterator[tuple[pl.DataFrame, list[Skipped]]]:
+    """The compiled view's rows over ``data`` (FhirData), batch by batch, with the resources
+    skipped."""
+    return run_batches(compiled, _coalesced(data.ndjson_batches(compiled.view.resource)))
 
 
 def to_pandas(rows: pl.DataFrame, skipped: list[Skipped] | None = None) -> Any:
