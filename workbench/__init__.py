@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from workbench.bulk.report import ValidationFrame, ValidationSummary
 from workbench.errors import (
     ArchiveLimitError,
@@ -32,7 +34,7 @@ from workbench.notebook import accessor as _accessor  # noqa: F401  (registers .
 from workbench.selection import WorkbenchChoiceError, current, use
 from workbench.terminology.expand.expansion import Expansion
 from workbench.terminology.validate.coding import Issue, ValidationResult
-from workbench.views import ViewDefinitionError, view
+from workbench.views.errors import ViewDefinitionError
 from workbench.workbench import Workbench
 
 __all__ = [
@@ -69,3 +71,13 @@ __all__ = [
     "use",
     "view",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``workbench.view`` (SQL on FHIR views), imported when first used: polars comes with
+    it, not with ``import workbench``."""
+    if name == "view":
+        from workbench.views.api import view
+
+        return view
+    raise AttributeError(f"module 'workbench' has no attribute {name!r}")

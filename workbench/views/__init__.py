@@ -6,7 +6,18 @@ expressions over the resources parsed by ``pyarrow.json`` (``runner``); the resu
 or polars DataFrame.
 """
 
-from workbench.views.api import prepare_view, view
+from typing import Any
+
 from workbench.views.errors import ViewDefinitionError
 
 __all__ = ["ViewDefinitionError", "prepare_view", "view"]
+
+
+def __getattr__(name: str) -> Any:
+    """``view`` and ``prepare_view``, imported when first used: polars is imported with
+    them, not with ``import workbench`` (every command would pay for it)."""
+    if name in ("view", "prepare_view"):
+        from workbench.views import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'workbench.views' has no attribute {name!r}")
