@@ -376,3 +376,24 @@ def test_bad_data_is_named_and_the_rest_is_read(tmp_path: Any) -> None:
     named = {(e.source.rsplit("/", 1)[-1], e.line) for e in found.attrs["read_errors"]}
     assert {("Patient.ndjson", 2), ("Patient.ndjson", 4), ("Patient.ndjson", 5)} <= named
     assert ("notes.json", None) in named
+
+
+def test_a_file_read_in_one_parse_names_the_lines_it_cannot_read(tmp_path: Any) -> None:
+    """Clean chunks go to the view as read (one parse): a malformed line, a Patient whose
+    gender is a number, are named by file and line; an Observation whose elements clash
+    with the Patient view's schema is none of the view's business."""
+    lines = [orjson.dumps({**PATIENTS[0], "id": f"p{i}"}) for i in range(50)]
+    lines[10] = b'{"resourceType": "Patient", "id": "broken"'
+    lines[20] = orjson.dumps({"resourceType": "Patient", "id": "g", "gender": 1})
+    lines[30] = orjson.dumps({"resourceType": "Observation", "id": "o", "name": "clash"})
+    (tmp_path / "Patient.ndjson").write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.warns(UserWarning, match="2 problem"):
+        found = view(
+            patients(columns(("id", "id"), ("g", "gender"), ("family", "name.first().family"))),
+            tmp_path,
+        )
+    assert len(found) == 47 and set(found["family"]) == {"Smith"}
+    named = [(e.source.rsplit("/", 1)[-1], e.line) for e in found.attrs["read_errors"]]
+    assert named == [("Patient.ndjson", 11), ("Patient.ndjson", 21)]
+    assert "Patient/g: the element (gender)" in found.attrs["read_errors"][1].reason
+    assert found.attrs["skipped"] == []

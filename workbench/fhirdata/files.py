@@ -84,7 +84,8 @@ def files_of(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return found
 
 
-def _open(path: Path) -> BinaryIO:
+def open_file(path: Path) -> BinaryIO:
+    """A data file opened for reading, gunzipped when it is gzip (by its first bytes)."""
     with path.open("rb") as start:
         gzipped = start.read(2) == _GZIP_MAGIC
     return gzip.open(path, "rb") if gzipped else path.open("rb")  # type: ignore[return-value]
@@ -95,7 +96,7 @@ def read_file(intake: Intake, path: Path) -> None:
     read error) keeps what was read before and gives a record."""
     log = intake.log(str(path))
     try:
-        with _open(path) as stream:
+        with open_file(path) as stream:
             if kind_of(path) == "ndjson":
                 log.declared = declared_type(path)
                 read_ndjson(intake, stream, log)

@@ -8,25 +8,38 @@ is not kept itself: its entries' resources are, as a bulk-data reader expects.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import BinaryIO
 
 import numpy as np
 
 from workbench import jsonio
 from workbench.fhirdata.checks import chunk_types, parse_line, resource_type_of
-from workbench.fhirdata.intake import Intake, SourceLog
+from workbench.fhirdata.intake import Intake, Limits, SourceLog
 
 _BOM = b"\xef\xbb\xbf"
 
 
 def read_ndjson(intake: Intake, stream: BinaryIO, log: SourceLog) -> None:
     """Read every line of ``stream`` into ``intake``, problems into ``log``."""
-    limits = intake.limits
+    for chunk, number in line_chunks(stream, intake.limits.batch_bytes, intake.limits, log):
+        read_chunk(intake, chunk, log, number)
+        if log.not_json:
+            return
+
+
+def line_chunks(
+    stream: BinaryIO, size: int, limits: Limits, log: SourceLog
+) -> Iterator[tuple[bytes, int]]:
+    """``stream`` cut into chunks of whole, newline-terminated lines of about ``size`` bytes,
+    each with the number of its first line (a byte-order mark dropped, a last line without
+    a newline given one). A line longer than ``max_line_bytes`` is skipped as it streams
+    past (never held whole), with a record in ``log``."""
     number = 1  # the number of the first line in `rest`
     rest = b""
     skipping = False
     first = True
-    while block := stream.read(limits.batch_bytes):
+    while block := stream.read(size):
         if first:
             block = block.removeprefix(_BOM)
             first = False
@@ -39,21 +52,21 @@ def read_ndjson(intake: Intake, stream: BinaryIO, log: SourceLog) -> None:
         end = data.rfind(b"\n") + 1
         chunk, rest = data[:end], data[end:]
         if chunk:
-            number = read_chunk(intake, chunk, log, number)
-            if log.not_json:
-                return
+            yield chunk, number
+            number += chunk.count(b"\n")
         if len(rest) > limits.max_line_bytes:
             log.error(number, _too_long(limits.max_line_bytes))
             rest, skipping = b"", True
     if rest and not skipping:
-        read_chunk(intake, rest + b"\n", log, number)
+        yield rest + b"\n", number
 
 
 def _too_long(limit: int) -> str:
     return f"a line longer than {limit:,} bytes (max_line_bytes): skipped"
 
 
-def _longest_line(chunk: bytes) -> int:
+def longest_line(chunk: bytes) -> int:
+    """The length of the longest line of ``chunk`` (counted in C)."""
     ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == ord("\n"))
     return int(np.diff(ends, prepend=-1).max()) - 1 if len(ends) else len(chunk)
 
@@ -63,7 +76,7 @@ def read_chunk(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> int:
     return the number of the line after them."""
     lines = chunk.count(b"\n")
     limit = intake.limits.max_line_bytes
-    fits = len(chunk) <= limit or _longest_line(chunk) <= limit
+    fits = len(chunk) <= limit or longest_line(chunk) <= limit
     types = chunk_types(chunk, lines) if fits else None
     if isinstance(types, str):
         intake.store.add_chunk(types, chunk, lines)

@@ -26,8 +26,8 @@ import polars as pl
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.runner import CompiledView, Skipped, compile_view, run_batches
 
-#: The size of the NDJSON batches a view is run over (larger chunks are joined up to it).
-VIEW_BATCH_BYTES = 32 << 20
+#: The size of the NDJSON batches a view is run over: smaller chunks are joined up to it.
+VIEW_BATCH_BYTES = 12 << 20
 ENGINES = ("pandas", "polars")
 
 
@@ -50,13 +50,14 @@ def view(definition: Any, data: Any, *, engine: str | None = None, terminology: 
         return spark_view(compiled, data, terminology)
     owned = not hasattr(data, "ndjson_batches")  # not FhirData: read here (Bundles opened)
     if owned:
-        data = _read(data)
+        data = _read(data, compiled.view.resource)
     try:
         rows, skipped = _rows(compiled, data)
     finally:
         if owned:
             data.close()
     problems = list(data.errors) if owned else []
+    skipped = _placed(data, skipped, problems, compiled.view.resource)
     _warn(compiled.view.resource, skipped, problems)
     if engine == "polars":
         return rows
@@ -93,15 +94,39 @@ def _warn(resource: str, skipped: list[Skipped], problems: list[Any]) -> None:
         )
 
 
-def _read(data: Any) -> Any:
-    """``data`` read with ``read_fhir`` (paths, resource dicts, Bundles)."""
+def _read(data: Any, resource_type: str) -> Any:
+    """``data`` read for a view: files and folders in one parse (``ViewSource``), resource
+    dicts and Bundles with ``read_fhir``."""
     from workbench.fhirdata import read_fhir
+    from workbench.views.source import ViewSource
 
-    if isinstance(data, str | Path | dict | Iterable):
+    if isinstance(data, str | Path) or (
+        isinstance(data, list | tuple) and data and isinstance(data[0], str | Path)
+    ):
+        return ViewSource(list(data) if isinstance(data, list | tuple) else [data], resource_type)
+    if isinstance(data, dict | Iterable):
         return read_fhir(data)
     raise ViewDefinitionError(
         f"the data is a {type(data).__name__}: give FhirData, paths or resource dicts"
     )
+
+
+def _placed(data: Any, skipped: list[Skipped], problems: list[Any], kind: str) -> list[Skipped]:
+    """The skipped lines whose file and line are known become read problems (a line of
+    another type than the view's is none of its business); the others stay skipped."""
+    from workbench.fhirdata.records import ReadError
+    from workbench.views.source import ViewSource
+
+    if not isinstance(data, ViewSource):
+        return skipped
+    kept = []
+    for item in skipped:
+        place = data.locate(item.index)
+        if place is None:
+            kept.append(item)
+        elif item.resource_type in (None, kind):
+            problems.append(ReadError(place[0], place[1], item.reason))
+    return kept
 
 
 def prepare_view(definition: Any, *, terminology: Any = None) -> PreparedView:
@@ -141,7 +166,7 @@ class PreparedView:
         each with the resources it skipped (positions counted from the first resource of
         the view's type); data that is not ``FhirData`` is read with ``read_fhir`` first."""
         if not hasattr(data, "ndjson_batches"):
-            data = _read(data)
+            data = _read(data, self.resource)
         return _run(self.compiled, data)
 
 

@@ -10,7 +10,6 @@ until the resources at fault are found; they are reported and the rest is read.
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.json as pajson
 
+from workbench.fhirdata.ndjson import longest_line
 from workbench.views.compiler import compile_path, scope_at
 from workbench.views.definition import View, read_view
 from workbench.views.errors import ViewDefinitionError
@@ -35,6 +35,7 @@ from workbench.views.values import kind
 REPEAT_DEPTH = 4
 MAX_REPEAT_DEPTH = 64
 _SENTINEL = "changed from null"
+_BLOCK = 1 << 20
 
 
 @dataclass
@@ -43,6 +44,8 @@ class Skipped:
 
     index: int
     reason: str
+    #: The resource type the line names (None when it is not a JSON object with one).
+    resource_type: str | None = None
 
 
 @dataclass
@@ -117,36 +120,52 @@ def compile_view(
     return CompiledView(read_view(definition), depth, terminology)
 
 
-def parse_batch(data: bytes, schema: pa.Schema) -> tuple[pa.Table, list[tuple[int, str]]]:
+def parse_batch(data: bytes, schema: pa.Schema) -> tuple[pa.Table, list[Skipped]]:
     """Parse NDJSON ``data`` with ``schema``; lines the parser refuses are found (by halving)
-    and returned with the reason, the others are read."""
+    and returned (their index in ``data``, the reason, the type they name), the others are
+    read."""
     options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    read = pajson.ReadOptions(block_size=max(1 << 20, min(len(data) + 1, 1 << 26)))
-    try:
-        return pajson.read_json(io.BytesIO(data), read_options=read, parse_options=options), []
-    except pa.ArrowInvalid as error:
-        if _SENTINEL in str(error):
-            raise
-        lines = data.splitlines(keepends=True)
-        if len(lines) == 1:
-            return schema.empty_table(), [(0, _reason(lines[0], error))]
+    # blocks of 1 MiB (parsed on every core); a line longer than a block: blocks that fit it
+    block = _BLOCK
+    while True:
+        read = pajson.ReadOptions(block_size=block)
+        try:
+            table = pajson.read_json(pa.BufferReader(data), read_options=read,
+                                     parse_options=options)  # fmt: skip
+            return table, []
+        except pa.ArrowInvalid as error:
+            if "straddl" in str(error) and block == _BLOCK:
+                block = max(_BLOCK, longest_line(data) + 2)
+                continue
+            if _SENTINEL in str(error):
+                raise
+            failed = error
+            break
+    lines = data.splitlines(keepends=True)
+    if len(lines) == 1:
+        return schema.empty_table(), [_refused(lines[0], failed)]
     half = len(lines) // 2
     first, bad_first = parse_batch(b"".join(lines[:half]), schema)
     second, bad_second = parse_batch(b"".join(lines[half:]), schema)
     table = pa.concat_tables([first, second])
-    return table, bad_first + [(i + half, why) for i, why in bad_second]
+    moved = [Skipped(s.index + half, s.reason, s.resource_type) for s in bad_second]
+    return table, bad_first + moved
 
 
-def _reason(line: bytes, error: Exception) -> str:
-    """Why the parser refused one resource, naming its id."""
-    try:
-        found = orjson.loads(line)
-        name = f"{found.get('resourceType')}/{found.get('id')}"
-    except (orjson.JSONDecodeError, AttributeError):
-        name = "a resource"
+def _refused(line: bytes, error: Exception) -> Skipped:
+    """Why the parser refused one line, naming the resource (type and id) when it is one."""
     why = str(error).removeprefix("JSON parse error: ").replace("Column(/", "the element (")
     why = re.sub(r" in row \d+$", "", why)
-    return f"{name}: {why}; the resource is not valid FHIR JSON, and is skipped"
+    try:
+        found = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return Skipped(0, f"not valid JSON ({exc})")
+    if not isinstance(found, dict):
+        return Skipped(0, f"a JSON {type(found).__name__}, not a resource")
+    kind = found.get("resourceType")
+    name = f"{kind}/{found.get('id')}"
+    reason = f"{name}: {why}; the resource is not valid FHIR JSON, and is skipped"
+    return Skipped(0, reason, kind if isinstance(kind, str) else None)
 
 
 def run_batches(
@@ -166,5 +185,8 @@ def run_batches(
                         f"a repeat goes deeper than {MAX_REPEAT_DEPTH} levels"
                     ) from None
                 compiled = CompiledView(compiled.view, compiled.depth * 2, compiled.terminology)
-        yield compiled.apply(table), [Skipped(offset + i, why) for i, why in bad]
+        yield (
+            compiled.apply(table),
+            [Skipped(offset + b.index, b.reason, b.resource_type) for b in bad],
+        )
         offset += data.count(b"\n")
