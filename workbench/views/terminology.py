@@ -133,8 +133,8 @@ def _member_of(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
         wb.resource("ValueSet", url)
     except WorkbenchError:
         raise ViewDefinitionError(
-            f"memberOf({url!r}): the value set is not loaded (load it with wb.load or "
-            "wb.install_package)"
+            f"memberOf({url!r}): the value set is not loaded (load its package or file: "
+            "wb.install_package or wb.load; --package or --load on the command line)"
         ) from None
 
     def answer(keys: list[Key]) -> list[Any]:
