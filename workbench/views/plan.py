@@ -71,7 +71,7 @@ def focus_value(type_name: str, need: Need | None) -> Value:
 def compile_select(select: Select, focus: Value, scope: Scope, depth: int) -> Plan:
     """Compile ``select`` over frames whose focus is ``focus``; ``depth``: the levels a
     ``repeat`` is compiled to."""
-    inner = scope.on(focus) if not scope.at_root or focus is not scope.focus else scope
+    inner = scope if focus is scope.focus else scope.on(focus)  # the resource stays the root
     if select.repeat:
         return _repeat(select, focus, inner, depth)
     path = select.for_each or select.for_each_or_null
