@@ -397,3 +397,40 @@ def test_a_file_read_in_one_parse_names_the_lines_it_cannot_read(tmp_path: Any) 
     assert named == [("Patient.ndjson", 11), ("Patient.ndjson", 21)]
     assert "Patient/g: the element (gender)" in found.attrs["read_errors"][1].reason
     assert found.attrs["skipped"] == []
+
+
+DECIMALS = [
+    ("1.0", "1.00000000", "1.09999999"),
+    ("1.587", "1.58700000", "1.58799999"),
+    ("15.080", "15.08000000", "15.08099999"),
+    ("-353600.89123", "-353600.89123000", "-353600.89123999"),
+    ("0.1", "0.10000000", "0.19999999"),
+    ("0.007", "0.00700000", "0.00799999"),
+    ("123456789123.1234", None, None),
+]
+
+
+def test_decimals_are_read_as_written_and_their_boundaries_exact(tmp_path: Any) -> None:
+    """A decimal column is the text written (1.50 stays 1.50, as the SQL on FHIR type
+    mapping has it), compared and computed as a number; its boundaries follow the precision
+    it was written with."""
+    lines = [
+        f'{{"resourceType": "Observation", "id": "o{i}", "status": "final", "code": {{}}, '
+        f'"valueQuantity": {{"value": {text}, "unit": "mg"}}}}'
+        for i, (text, _, _) in enumerate(DECIMALS)
+    ]
+    (tmp_path / "Observation.ndjson").write_text("\n".join(lines) + "\n")
+    path = "value.ofType(Quantity).value"
+    definition = {"resource": "Observation", "select": [{"column": [
+        {"name": "value", "path": path},
+        {"name": "low", "path": f"{path}.lowBoundary()"},
+        {"name": "high", "path": f"{path}.highBoundary()"},
+        {"name": "big", "path": f"{path} > 1.5"},
+        {"name": "doubled", "path": f"{path} * 2"},
+    ]}]}  # fmt: skip
+    found = view(definition, tmp_path, engine="polars")
+    assert found["value"].to_list() == [text for text, _, _ in DECIMALS]
+    assert found["low"].to_list() == [low for _, low, _ in DECIMALS]
+    assert found["high"].to_list() == [high for _, _, high in DECIMALS]
+    assert found["big"].to_list() == [False, True, True, False, False, False, True]
+    assert found["doubled"].to_list()[:2] == [2.0, 3.174]

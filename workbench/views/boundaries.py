@@ -6,10 +6,10 @@ instants of it, to nanoseconds, as the SQL on FHIR tests write them: ``2010-10``
 dateTime with no zone spans every zone), a time ``12:34`` is ``12:34:00.000000000`` to
 ``12:34:59.999999999``, a date ``2003`` is ``2003-01-01`` to ``2003-12-31``.
 
-A decimal's boundaries follow its precision (8 decimals): ``1.587`` is ``1.587`` to
-``1.58799999``. Decimals are read from JSON as binary floats, whose shortest text stands for
-the written one (``15.080`` is read as ``15.08``); a value with more than 15 significant
-digits has no boundary (empty).
+A decimal's boundaries follow the precision it was written with (8 decimals, computed
+exactly from its text): ``1.587`` is ``1.58700000`` to ``1.58799999``, ``15.080`` is
+``15.08000000`` to ``15.08099999``; a value with more than 15 significant digits has no
+boundary (empty).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def boundary(value: Value, high: bool) -> Value:
         case "time":
             return Value(_time(value.expr, high), "time", False)
         case "decimal" | "integer":
-            return Value(_decimal(value.expr.cast(pl.Float64), high), "decimal", False)
+            return Value(_decimal(value.expr, high), "decimal", False)
         case "":
             return value
     raise ViewDefinitionError(
@@ -95,11 +95,16 @@ def _time(text: pl.Expr, high: bool) -> pl.Expr:
     return pl.when(text.str.contains(p)).then(found)
 
 
-def _decimal(number: pl.Expr, high: bool) -> pl.Expr:
-    text = number.abs().cast(pl.String)
-    digits = text.str.replace(r"\.", "").str.strip_chars_start("0").str.len_chars()
+def _decimal(text: pl.Expr, high: bool) -> pl.Expr:
+    """A decimal's boundary from its text, exactly (8 decimals): ``1.587`` is ``1.58700000``
+    to ``1.58799999`` (its last digit's range, less one in the eighth place)."""
+    text = text.cast(pl.String)
+    value = text.cast(pl.Decimal(38, _PRECISION), strict=False)
+    digits = text.str.replace_all(r"[^0-9]", "").str.strip_chars_start("0").str.len_chars()
     decimals = text.str.extract(r"\.(\d+)$", 1).str.len_chars().fill_null(0)
-    step = pl.lit(10.0).pow(-decimals.cast(pl.Float64)) - pl.lit(10.0**-_PRECISION)
-    sign = pl.when(number < 0).then(pl.lit(-1.0)).otherwise(pl.lit(1.0))
-    bound = (sign * (number.abs() + step)) if high else number
-    return pl.when(digits <= _SIGNIFICANT).then(bound.round(_PRECISION))
+    if high:
+        step = pl.lit(10.0).pow(-decimals.cast(pl.Float64)) - pl.lit(10.0**-_PRECISION)
+        step = step.cast(pl.Decimal(38, _PRECISION))
+        value = pl.when(value < 0).then(value - step).otherwise(value + step)
+    fits = (digits <= _SIGNIFICANT) & (decimals <= _PRECISION)
+    return pl.when(fits).then(value.cast(pl.String))

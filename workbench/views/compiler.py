@@ -124,7 +124,7 @@ def _literal(node: n.Literal) -> Value:
     type_name = _LITERAL_TYPES.get(node.kind)
     if type_name is None:
         raise ViewDefinitionError(f"a {node.kind} literal is not supported in a view")
-    value = float(node.value) if isinstance(node.value, Decimal) else node.value
+    value = str(node.value) if isinstance(node.value, Decimal) else node.value  # 1.50 kept
     return literal(value, type_name)
 
 
@@ -155,7 +155,7 @@ def _variable(name: str, scope: Scope) -> Value:
         return Value(scope.row_index, "integer", False)
     if name in scope.constants:
         constant = scope.constants[name]
-        value = float(constant.value) if constant.type == "decimal" else constant.value
+        value = str(constant.value) if constant.type == "decimal" else constant.value
         return literal(value, constant.type)
     if name in STANDARD:
         return literal(STANDARD[name], "string")

@@ -22,7 +22,10 @@ name: list<item: struct<family: string>>
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
+import re2
 
 from workbench.structure.types import model
 
@@ -34,7 +37,6 @@ _PRIMITIVE = {
     "positiveInt": pa.int64(),
     "unsignedInt": pa.int64(),
     "integer64": pa.int64(),
-    "decimal": pa.float64(),
 }
 _SKIPPED_IN_WHOLE = {"extension", "modifierExtension", "contained"}
 
@@ -108,6 +110,42 @@ def _whole_fields(type_name: str, depth: int) -> dict[str, Need]:
             node.whole = not model().is_primitive(option.type)
             found[option.json] = node
     return found
+
+
+def decimal_keys(root: Need) -> frozenset[str]:
+    """The JSON names of the decimal elements the view reads: their numbers are read as the
+    text that was written (``1.50`` stays ``1.50``), see ``quote_decimals``."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        need = stack.pop()
+        if id(need) in seen:
+            continue
+        seen.add(id(need))
+        for name, child in need.fields.items():
+            if child.type == "decimal":
+                found.add(name)
+            stack.append(child)
+    return frozenset(found)
+
+
+def quote_decimals(keys: frozenset[str]) -> Callable[[bytes], bytes]:
+    """A function that writes the numbers of the elements ``keys`` name as JSON strings, so
+    the parser reads a decimal as its text (pyarrow reads a number only as a number, and a
+    binary float loses ``1.50``'s precision). In FHIR JSON every number under such a name
+    is that decimal; a string value is left as it is.
+
+    >>> quote_decimals(frozenset({"value"}))(b'{"value": 1.50, "unit": "mg"}')
+    b'{"value": "1.50", "unit": "mg"}'
+    """
+    if not keys:
+        return lambda data: data
+    names = b"|".join(re2.escape(k.encode()) for k in sorted(keys))
+    pattern = re2.compile(
+        rb'("(?:' + names + rb')"\s*:\s*)(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)'
+    )
+    return lambda data: pattern.sub(rb'\1"\2"', data)
 
 
 def arrow_schema(root: Need) -> pa.Schema:

@@ -16,7 +16,7 @@ import polars as pl
 from workbench.fhirpath import nodes as n
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.navigation import truth
-from workbench.views.values import Value, as_list, kind, single
+from workbench.views.values import Value, as_list, kind, number, single
 
 if TYPE_CHECKING:
     from workbench.views.scope import Scope
@@ -85,8 +85,9 @@ def _operand(value: Value) -> pl.Expr:
 
 
 def _comparable(expr: pl.Expr, own: str, other: str) -> pl.Expr:
-    """Numbers compared as numbers (an integer with a decimal), the rest as they are."""
-    if kind(own) == "integer" and kind(other) == "decimal":
+    """Numbers compared as numbers (a decimal's text, an integer with a decimal), the rest
+    as they are."""
+    if kind(own) == "decimal" or (kind(own) == "integer" and kind(other) == "decimal"):
         return expr.cast(pl.Float64)
     return expr
 
@@ -101,7 +102,7 @@ def _equivalent(a: pl.Expr, b: pl.Expr, type_name: str) -> pl.Expr:
 
 
 def _arithmetic(op: str, left: Value, right: Value) -> Value:
-    a, b = _operand(left), _operand(right)
+    a, b = number(_operand(left), left.type), number(_operand(right), right.type)
     kinds = {kind(left.type), kind(right.type)}
     if op == "+" and kinds <= {"string"}:
         return Value(a + b, "string", False)
@@ -134,4 +135,5 @@ def unary(op: str, value: Value) -> Value:
     """``-x`` or ``+x``."""
     if kind(value.type) not in _NUMERIC:
         raise ViewDefinitionError(f"{op} needs a number, not {value.type or 'empty'}")
-    return value.with_expr(-single(value) if op == "-" else single(value), many=False)
+    found = number(single(value), value.type)
+    return value.with_expr(-found if op == "-" else found, many=False)

@@ -26,7 +26,7 @@ from workbench.views.definition import View, read_view
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.frames import KEY, PARENT, RESOURCE_KEY, ROW_INDEX, run, several_flag
 from workbench.views.navigation import truth
-from workbench.views.needs import Need, arrow_schema
+from workbench.views.needs import Need, arrow_schema, decimal_keys, quote_decimals
 from workbench.views.plan import Plan, compile_select, focus_value
 from workbench.views.scope import Scope
 from workbench.views.values import kind
@@ -68,6 +68,7 @@ class CompiledView:
         self.where = [self._where(path, place, scope) for path, place in self.view.where]
         self.plan = compile_select(self.view.select, focus, scope, self.depth)
         self.schema = arrow_schema(self.need)
+        self.quoted = quote_decimals(decimal_keys(self.need))
 
     def _where(self, path: str, place: str, scope: Scope) -> pl.Expr:
         value = compile_path(path, scope, place)
@@ -177,7 +178,7 @@ def run_batches(
     for data in batches:
         while True:
             try:
-                table, bad = parse_batch(data, compiled.schema)
+                table, bad = parse_batch(compiled.quoted(data), compiled.schema)
                 break
             except pa.ArrowInvalid:
                 if compiled.depth >= MAX_REPEAT_DEPTH:

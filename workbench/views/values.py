@@ -27,7 +27,6 @@ TEMPORAL = {"date", "dateTime", "instant", "time"}
 _DTYPES: dict[str, pl.DataType] = {
     "boolean": pl.Boolean(),
     **dict.fromkeys(INTEGERS, pl.Int64()),
-    "decimal": pl.Float64(),
 }
 
 
@@ -61,8 +60,15 @@ def kind(type_name: str) -> str:
 
 
 def dtype(type_name: str) -> pl.DataType:
-    """The polars type a value of a primitive FHIR type has (strings for the rest)."""
+    """The polars type a value of a primitive FHIR type has (strings for the rest: a
+    decimal read from the data is the text written, ``1.50``; see ``number``)."""
     return _DTYPES.get(type_name, pl.String())
+
+
+def number(expr: pl.Expr, type_name: str) -> pl.Expr:
+    """The value as a number where FHIRPath computes or compares (a decimal's text as a
+    float; an integer as it is)."""
+    return expr.cast(pl.Float64) if kind(type_name) == "decimal" else expr
 
 
 def is_complex(type_name: str) -> bool:
