@@ -22,10 +22,10 @@ name: list<item: struct<family: string>>
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pyarrow as pa
-import re2
 
 from workbench.structure.types import model
 
@@ -134,18 +134,38 @@ def quote_decimals(keys: frozenset[str]) -> Callable[[bytes], bytes]:
     """A function that writes the numbers of the elements ``keys`` name as JSON strings, so
     the parser reads a decimal as its text (pyarrow reads a number only as a number, and a
     binary float loses ``1.50``'s precision). In FHIR JSON every number under such a name
-    is that decimal; a string value is left as it is.
+    is that decimal; a string value, and the name inside a string, are left as they are.
 
-    >>> quote_decimals(frozenset({"value"}))(b'{"value": 1.50, "unit": "mg"}')
-    b'{"value": "1.50", "unit": "mg"}'
+    >>> quote_decimals(frozenset({"value"}))(b'{"value": 1.50, "unit": "mg", "code": "value"}')
+    b'{"value": "1.50", "unit": "mg", "code": "value"}'
     """
-    if not keys:
-        return lambda data: data
-    names = b"|".join(re2.escape(k.encode()) for k in sorted(keys))
-    pattern = re2.compile(
-        rb'("(?:' + names + rb')"\s*:\s*)(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)'
-    )
-    return lambda data: pattern.sub(rb'\1"\2"', data)
+    names = [f'"{key}"'.encode() for key in sorted(keys)]
+
+    def quoted(data: bytes) -> bytes:
+        for name in names:
+            if name in data:
+                data = _quoted(data, name)
+        return data
+
+    return quoted
+
+
+_NUMBER = re.compile(rb"\s*:\s*(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)")
+
+
+def _quoted(data: bytes, name: bytes) -> bytes:
+    """``data`` with the number after each ``name:`` quoted (split at the name: one match
+    per occurrence, at its start)."""
+    parts = data.split(name)
+    out = [parts[0]]
+    for part in parts[1:]:
+        found = _NUMBER.match(part)
+        if found is None:
+            out.append(part)
+        else:
+            start, end = found.span(1)
+            out.append(b"".join((part[:start], b'"', part[start:end], b'"', part[end:])))
+    return name.join(out)
 
 
 def arrow_schema(root: Need) -> pa.Schema:
