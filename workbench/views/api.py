@@ -23,6 +23,7 @@ import orjson
 import pandas as pd
 import polars as pl
 
+from workbench.fhirdata.data import FhirData
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.runner import CompiledView, Skipped, compile_view, run_batches
 
@@ -39,8 +40,9 @@ def view(definition: Any, data: Any, *, engine: str | None = None, terminology: 
 
     Resources whose elements have the wrong JSON type for FHIR are skipped, each named in a
     warning and in ``.attrs["skipped"]`` (pandas); the rest is read. Data that is not
-    ``FhirData`` is read here with ``read_fhir`` (Bundles opened); its problems (a line
-    that is not JSON ...) are named in a warning and in ``.attrs["read_errors"]``."""
+    ``FhirData`` is read here: files and folders in one parse (``views.source``), dicts
+    with ``read_fhir`` (Bundles opened); its problems (a line that is not JSON ...) are
+    named, with file and line, in a warning and in ``.attrs["read_errors"]``."""
     if engine not in (None, *ENGINES):
         raise ViewDefinitionError(f"engine={engine!r}: the engines are {', '.join(ENGINES)}")
     compiled = compile_view(_definition(definition), terminology)
@@ -48,7 +50,7 @@ def view(definition: Any, data: Any, *, engine: str | None = None, terminology: 
 
     if is_spark(data):
         return spark_view(compiled, data, terminology)
-    owned = not hasattr(data, "ndjson_batches")  # not FhirData: read here (Bundles opened)
+    owned = not isinstance(data, FhirData)  # read here: files in one parse, dicts, Bundles
     if owned:
         data = _read(data, compiled.view.resource)
     try:
@@ -165,7 +167,7 @@ class PreparedView:
         """The view's rows over ``data`` (as ``view`` takes it) batch by batch (polars),
         each with the resources it skipped (positions counted from the first resource of
         the view's type); data that is not ``FhirData`` is read with ``read_fhir`` first."""
-        if not hasattr(data, "ndjson_batches"):
+        if not isinstance(data, FhirData):
             data = _read(data, self.resource)
         return _run(self.compiled, data)
 
