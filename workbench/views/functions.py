@@ -90,7 +90,7 @@ def _has_value(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
 
 def _join(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
     arity("join", args, 0, 1)
-    separator = _text_argument("join", args[0], scope) if args else ""
+    separator = text_argument("join", args[0], scope) if args else ""
     if not value.many:
         return value.with_expr(value.expr.cast(pl.String))
     items = value.expr.list.eval(pl.element().cast(pl.String))
@@ -115,7 +115,7 @@ def _of_type(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
     return of_type(value, type_name(args[0]))
 
 
-def _text_argument(function: str, node: n.Node, scope: Scope) -> str:
+def text_argument(function: str, node: n.Node, scope: Scope) -> str:
     """A string argument that must be known before the data: a literal or a constant."""
     if isinstance(node, n.Literal) and node.kind == "string":
         return str(node.value)
@@ -128,7 +128,7 @@ def _text_argument(function: str, node: n.Node, scope: Scope) -> str:
 
 def _extension(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
     arity("extension", args, 1, 1)
-    url = _text_argument("extension", args[0], scope)
+    url = text_argument("extension", args[0], scope)
     extensions = step(value, "extension")
     item = Value(pl.element(), "Extension", False, extensions.need)
     same = step(item, "url").expr == pl.lit(url)

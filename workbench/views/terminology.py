@@ -21,6 +21,7 @@ import polars as pl
 from workbench.errors import WorkbenchError
 from workbench.fhirpath import nodes as n
 from workbench.views.errors import ViewDefinitionError
+from workbench.views.functions import arity, text_argument
 from workbench.views.navigation import step
 from workbench.views.needs import Need
 from workbench.views.values import Value
@@ -48,12 +49,6 @@ def _workbench(name: str, scope: Scope) -> Any:
             f"{name}() needs the terminology of a workbench: run the view with wb.view(...)"
         )
     return scope.terminology
-
-
-def _text(name: str, node: n.Node, scope: Scope) -> str:
-    from workbench.views.functions import _text_argument
-
-    return _text_argument(name, node, scope)
 
 
 def _boolean(name: str, node: n.Node) -> bool:
@@ -123,11 +118,9 @@ def _one(expr: pl.Expr, per_item: pl.Expr) -> pl.Expr:
 
 
 def _member_of(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
-    from workbench.views.functions import arity
-
     arity("memberOf", args, 1, 1)
     wb = _workbench("memberOf", scope)
-    url = _text("memberOf", args[0], scope)
+    url = text_argument("memberOf", args[0], scope)
     codings, concepts = _codings("memberOf", value, concepts=True)
     try:
         wb.resource("ValueSet", url)
@@ -154,8 +147,6 @@ def _member_of(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
 
 def _subsumption(wanted: tuple[str, ...], name: str) -> Any:
     def handler(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
-        from workbench.views.functions import arity
-
         arity(name, args, 1, 1)
         wb = _workbench(name, scope)
         other = args[0]
@@ -187,11 +178,9 @@ def _subsumes(wb: Any, key: Key, other: n.CodingLiteral, wanted: tuple[str, ...]
 
 
 def _display(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
-    from workbench.views.functions import arity
-
     arity("display", args, 0, 1)
     wb = _workbench("display", scope)
-    language = _text("display", args[0], scope) if args else None
+    language = text_argument("display", args[0], scope) if args else None
     codings, _ = _codings("display", value, concepts=False)
 
     def answer(keys: list[Key]) -> list[Any]:
@@ -213,13 +202,11 @@ def _lookup(
 
 
 def _property(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
-    from workbench.views.functions import arity
-
     arity("property", args, 1, 3)
     wb = _workbench("property", scope)
-    code = _text("property", args[0], scope)
-    kind = _text("property", args[1], scope) if len(args) > 1 else "string"
-    language = _text("property", args[2], scope) if len(args) > 2 else None
+    code = text_argument("property", args[0], scope)
+    kind = text_argument("property", args[1], scope) if len(args) > 1 else "string"
+    language = text_argument("property", args[2], scope) if len(args) > 2 else None
     codings, _ = _codings("property", value, concepts=False)
 
     def values(found: Any) -> list[str]:
@@ -233,14 +220,12 @@ def _property(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
 
 
 def _designation(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
-    from workbench.views.functions import arity
-
     arity("designation", args, 0, 2)
     wb = _workbench("designation", scope)
     use = args[0] if args else None
     if use is not None and not isinstance(use, n.CodingLiteral):
         raise ViewDefinitionError("the use of designation() is a Coding literal (system|code)")
-    language = _text("designation", args[1], scope) if len(args) > 1 else None
+    language = text_argument("designation", args[1], scope) if len(args) > 1 else None
     codings, _ = _codings("designation", value, concepts=False)
 
     def values(found: Any) -> list[str]:
@@ -271,17 +256,15 @@ def _flattened(codings: Value, run: Any, dtype: pl.DataType, type_name: str) -> 
 
 
 def _translate(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
-    from workbench.views.functions import arity
-
     arity("translate", args, 1, 4)
     wb = _workbench("translate", scope)
-    url = _text("translate", args[0], scope)
+    url = text_argument("translate", args[0], scope)
     if not wb.conceptmaps_for(url):
         raise ViewDefinitionError(f"translate({url!r}): the ConceptMap is not loaded")
     reverse = _boolean("translate", args[1]) if len(args) > 1 else False
-    kinds = _text("translate", args[2], scope) if len(args) > 2 else "equivalent"
+    kinds = text_argument("translate", args[2], scope) if len(args) > 2 else "equivalent"
     equivalences = {m for k in kinds.split(",") for m in NARROWER.get(k.strip(), {k.strip()})}
-    target = _text("translate", args[3], scope) if len(args) > 3 else None
+    target = text_argument("translate", args[3], scope) if len(args) > 3 else None
     codings, concepts = _codings("translate", value, concepts=True)
 
     def answer(keys: list[Key]) -> list[Any]:
