@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from workbench import jsonio, packages, structure
+from workbench.bindings.structures import StructureDef, structure_of
 from workbench.errors import InvalidResourceError, LoadError, PackageNotFoundError
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.resources import Resource, canonical_of
@@ -28,6 +29,8 @@ from workbench.terminology.conceptmap import check_conceptmap
 PROGRESS_THRESHOLD = 500
 #: Resource types kept whole beside the terminology (``Workbench.definitions``).
 DEFINITION_TYPES = frozenset({"ViewDefinition"})
+#: The kinds of StructureDefinition kept for binding checks (logical models are counted).
+STRUCTURE_KINDS = frozenset({"resource", "complex-type", "primitive-type"})
 _SKIP_NAMES = {"package.json", ".index.json", "package-lock.json"}
 
 
@@ -67,11 +70,17 @@ class LoadSummary(OneLine):
     #: The definitions kept beside the terminology (``DEFINITION_TYPES``: SQL on FHIR
     #: ViewDefinitions), whole.
     definitions: tuple[Resource, ...] = field(default=(), compare=False)
+    #: The StructureDefinitions kept for binding checks (each URL once), reduced, and the
+    #: ones that cannot be used (``"<url>: <why>"``: no snapshot).
+    structures: tuple[StructureDef, ...] = field(default=(), compare=False)
+    unusable: tuple[str, ...] = ()
 
     def counts(self) -> str:
         """``1,327 ValueSets, 1,063 CodeSystems, 42 ConceptMaps`` (and the definitions kept,
         when there are some: ``, 2 ViewDefinitions``)."""
         kinds = Counter(str(r["resourceType"]) for r in self.definitions)
+        if self.structures:
+            kinds["StructureDefinition"] = len(self.structures)
         return ", ".join(
             [
                 counted(len(found), kind)
@@ -208,6 +217,7 @@ class _Reader:
         self.exact_decimals = exact_decimals
         self.kept: list[Resource] = []
         self.definitions: list[Resource] = []
+        self.structures: dict[str, Resource] = {}
         self.skipped: Counter[str] = Counter()
         self.files = 0
 
@@ -218,11 +228,32 @@ class _Reader:
                 self.kept.append(resource)
             elif resource["resourceType"] in DEFINITION_TYPES:
                 self.definitions.append(resource)
+            elif _kept_structure(resource):
+                self.structures[str(resource.get("url"))] = resource
             else:
                 self.skipped[resource["resourceType"]] += 1
 
     def raw(self, data: bytes, origin: str) -> None:
         self.document(parse_json(data, origin, exact_decimals=self.exact_decimals), origin)
+
+    def reduced(self) -> tuple[tuple[StructureDef, ...], tuple[str, ...]]:
+        """The StructureDefinitions read, reduced, and the texts of those unusable."""
+        kept: list[StructureDef] = []
+        unusable: list[str] = []
+        for url, resource in self.structures.items():
+            try:
+                kept.append(structure_of(resource))
+            except InvalidResourceError as exc:
+                unusable.append(f"{url}: {exc}")
+        return tuple(kept), tuple(unusable)
+
+
+def _kept_structure(resource: Resource) -> bool:
+    return (
+        resource["resourceType"] == "StructureDefinition"
+        and resource.get("kind") in STRUCTURE_KINDS
+        and isinstance(resource.get("url"), str)
+    )
 
 
 def interactive() -> bool:
@@ -301,6 +332,7 @@ def read_source(
             f"Cannot load {type(source).__name__}: give a path, a package "
             "reference 'name#version', or resource dicts"
         )
+    structures, unusable = reader.reduced()
     summary = LoadSummary(
         source=label,
         files=reader.files,
@@ -315,6 +347,8 @@ def read_source(
             for _where, text in structure.tolerated_gaps(r)
         ),
         definitions=tuple(reader.definitions),
+        structures=structures,
+        unusable=unusable,
     )
     return reader.kept, summary
 

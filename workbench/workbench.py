@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pandas as pd
 
 from workbench import bulk, collector, frames, loading, packages
+from workbench.bindings.store import Structures
 from workbench.calls import TerminologyCalls, hinting
 from workbench.definitions import Definitions
 from workbench.errors import WorkbenchError
@@ -28,6 +29,7 @@ from workbench.terminology.requests import (
 from workbench.terminology.service import EngineService
 
 if TYPE_CHECKING:
+    from workbench.bindings.report import BindingReport
     from workbench.bulk.impact import Impact
     from workbench.fhirdata import FhirData
     from workbench.loading import LoadSummary
@@ -74,6 +76,8 @@ class Workbench(TerminologyCalls):
         self.service = EngineService(self.registry, self.terminology)
         #: Definitions kept beside the terminology: ViewDefinitions, for ``view`` by url.
         self.definitions = Definitions()
+        #: StructureDefinitions (reduced), for ``bindings`` and ``check_bindings``.
+        self.structures = Structures()
         self.package_cache = Path(package_cache) if package_cache is not None else None
         #: The FHIR packages loaded (``name#version``), in the order they were loaded.
         self.loaded_packages: list[str] = []
@@ -139,6 +143,7 @@ class Workbench(TerminologyCalls):
             )
             self.registry.add_many(resources)
             self.definitions.add(summary.definitions)
+            self.structures.add(summary.structures, summary.unusable)
         if summary.package is not None and summary.package not in self.loaded_packages:
             self.loaded_packages.append(summary.package)
         return summary
@@ -504,6 +509,30 @@ class Workbench(TerminologyCalls):
         if isinstance(definition, str):
             definition = self.definitions.get("ViewDefinition", definition) or definition
         return view(definition, data, engine=engine, terminology=self)
+
+    def bindings(self, profiles: Sequence[str] | None = None) -> pd.DataFrame:
+        """The bindings of the StructureDefinitions loaded (resources, data types,
+        profiles, extensions), one row per bound element: ``type``, ``profile``, ``kind``,
+        ``element``, ``path``, ``slice``, ``strength``, ``valueset``, ``max_valueset`` and
+        ``source`` (the definition that first bound it so). ``profiles``: those urls only."""
+        from workbench.bindings.catalog import bindings_frame
+
+        return bindings_frame(self.structures, profiles)
+
+    def check_bindings(
+        self,
+        data: Any,
+        *,
+        strength: str | Sequence[str] = ("required", "extensible"),
+        profiles: str | Sequence[str] | None = "declared",
+    ) -> BindingReport:
+        """Check every bound coded value of FHIR ``data`` (as ``read_fhir`` takes it)
+        against the value set its element is bound to, by the base definitions and the
+        profiles (``"declared"``: each resource's ``meta.profile``; a list of urls; None:
+        the base only); see ``workbench.bindings``. Returns a ``BindingReport``."""
+        from workbench.bindings.api import check_bindings
+
+        return check_bindings(self, data, strength=strength, profiles=profiles)
 
     # --- serving ----------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from typing import Any
 import click
 import orjson
 
-from workbench.cli import reading, validate, view
+from workbench.cli import bindings, reading, validate, view
 from workbench.cli.content import build_workbench, content_options
 from workbench.errors import WorkbenchError
 
@@ -209,6 +209,55 @@ def view_command(**kwargs: Any) -> None:
     sys.stdout.flush()
     click.echo(outcome.line(), err=True)
     sys.exit(0 if outcome.clean else 1)
+
+
+@cli.command(
+    "check-bindings",
+    epilog="example: workbench check-bindings export/ --package hl7.fhir.r4.core#4.0.1 "
+    "--package hl7.fhir.uv.ips#2.0.0 --report bindings.html",
+)
+@click.argument("data", metavar="DATA...", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--profile",
+    "profiles",
+    multiple=True,
+    metavar="URL",
+    help="check against this profile (repeatable); default: the profiles each resource "
+    "declares in meta.profile",
+)
+@click.option(
+    "--strength",
+    default="required,extensible",
+    show_default=True,
+    help="the binding strengths checked, comma-separated",
+)
+@click.option(
+    "--report",
+    type=click.Path(path_type=Path),
+    help="write the report: .html, .json (the rows), .xlsx, .csv or .parquet",
+)
+@content_options
+@_fails_cleanly
+def check_bindings_command(**kwargs: Any) -> None:
+    """Check every bound coded value of FHIR data (NDJSON, .ndjson.gz, JSON files, Bundles,
+    folders of them) against the value set its element is bound to, by the base
+    definitions and the profiles the resources declare. The StructureDefinitions and value
+    sets come from the content options (--package hl7.fhir.r4.core#4.0.1 and the IGs').
+
+    Without --report, the rows with an error or a warning are written as CSV on stdout.
+    One line on stderr: resources, bound values, errors, warnings, unchecked, problems.
+
+    Exit 0: nothing found at error severity; 1: something was; 2: a usage error, a missing
+    or bad file, no StructureDefinitions loaded.
+    """
+    report = kwargs.pop("report")
+    data = kwargs.pop("data")
+    strengths = bindings.check_arguments(data, kwargs.pop("strength"), report)
+    profiles = list(kwargs.pop("profiles"))
+    found = bindings.run(_workbench(kwargs), list(data), strengths, profiles, report)
+    sys.stdout.flush()
+    click.echo(bindings.summary_line(found, report), err=True)
+    sys.exit(1 if len(found.errors) else 0)
 
 
 @cli.command(epilog="example: workbench install hl7.fhir.r4.core#4.0.1")

@@ -5,7 +5,7 @@ The widgets import ipywidgets (the ``notebook`` extra: without it, ``MissingExtr
 says so), so they load on first use::
 
     from workbench.notebook import CodeValidator, ColumnReport, MapExplorer, ServerPanel
-    from workbench.notebook import ValueSetBrowser, VersionDiff
+    from workbench.notebook import BindingExplorer, ValueSetBrowser, VersionDiff
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from workbench.extras import require
 
 _WIDGETS = {
+    "BindingExplorer": "workbench.notebook.binding_explorer",
     "ValueSetBrowser": "workbench.notebook.valueset_browser",
     "CodeSystemTree": "workbench.notebook.valueset_browser",
     "CodeValidator": "workbench.notebook.code_validator",

@@ -1,0 +1,143 @@
+"""``check_bindings``: every bound coded value of FHIR data checked against the value set
+its element is bound to, by the base definitions and the profiles the resources declare.
+
+The data is read as ``read_fhir`` reads it; each resource is walked along its compiled
+bindings (``walk``), the rows' codes answered once per distinct key by the engine
+(``judge``), and the rows gathered into a ``BindingReport``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from workbench.bindings.judge import Answers, judge
+from workbench.bindings.plan import Plans
+from workbench.bindings.report import BindingReport, Problem, report_frame, report_table
+from workbench.bindings.store import Structures
+from workbench.bindings.walk import Walk, Walker
+from workbench.errors import InvalidRequestError, WorkbenchError
+from workbench.terminology.engine import Terminology
+
+STRENGTHS = ("required", "extensible", "preferred", "example")
+_EXTENDED = b'xtension"'  # "extension" or "modifierExtension" as a key
+
+
+class BindingsNotLoadedError(WorkbenchError):
+    """No StructureDefinitions are loaded, so there are no bindings to check."""
+
+    code = "not-found"
+    status = 400
+    msg_id = "WB-BIND-001"
+
+
+@dataclass(frozen=True)
+class BindingCheck:
+    """A binding check's request: the ``strengths`` checked and the ``profiles``
+    (``"declared"``, a tuple of profile urls, or None for the base definitions only)."""
+
+    strengths: frozenset[str]
+    profiles: str | tuple[str, ...] | None
+
+    @classmethod
+    def of(cls, strength: str | Iterable[str], profiles: Any) -> BindingCheck:
+        """The request from ``check_bindings``' keywords; InvalidRequestError names a
+        strength or a profiles value it cannot take."""
+        wanted = (strength,) if isinstance(strength, str) else tuple(strength)
+        wrong = [s for s in wanted if s not in STRENGTHS]
+        if wrong or not wanted:
+            raise InvalidRequestError(
+                f"strength {wrong or wanted!r}: give one or more of {', '.join(STRENGTHS)}"
+            )
+        if profiles is None or profiles == "declared":
+            return cls(frozenset(wanted), profiles)
+        if isinstance(profiles, str):
+            profiles = [profiles]
+        if not isinstance(profiles, Sequence) or not all(isinstance(p, str) for p in profiles):
+            raise InvalidRequestError(
+                "profiles takes 'declared', None (the base definitions only) or a list of "
+                "profile urls"
+            )
+        return cls(frozenset(wanted), tuple(profiles))
+
+
+class BindingChecker:
+    """Checks FHIR data against the bindings of ``structures``, answering codes with
+    ``engine``; compiled plans are kept per set of strengths while the definitions last."""
+
+    def __init__(self, structures: Structures, engine: Terminology) -> None:
+        self.structures = structures
+        self.engine = engine
+        self._plans: dict[frozenset[str], Plans] = {}
+
+    def plans(self, strengths: frozenset[str]) -> Plans:
+        """The compiled plans for ``strengths`` (compiled again after a load)."""
+        found = self._plans.get(strengths)
+        if found is None or found.generation != self.structures.generation:
+            found = self._plans[strengths] = Plans(self.structures, strengths)
+        return found
+
+    def require_definitions(self) -> None:
+        """Raise BindingsNotLoadedError when no StructureDefinitions are held."""
+        if not len(self.structures):
+            raise BindingsNotLoadedError(
+                "No StructureDefinitions are loaded: load the FHIR R4 definitions first "
+                "(wb.install_package('hl7.fhir.r4.core#4.0.1'), or a package that has them)"
+            )
+
+    def check(self, request: BindingCheck, data: Any) -> BindingReport:
+        """Walk every resource of ``data`` (a ``FhirData``), judge the rows, report."""
+        self.require_definitions()
+        walk, table = self.rows(request, lines_of(data))
+        problems = self.problems(request, walk, data)
+        return BindingReport(report_frame(table), problems, walk.resources)
+
+    def rows(self, request: BindingCheck, lines: Iterable[bytes]) -> tuple[Walk, Any]:
+        """Walk the resources of NDJSON ``lines`` and judge their rows: the walk and the
+        rows as an Arrow table (``report.SCHEMA``)."""
+        walker = Walker(self.plans(request.strengths), request.profiles)
+        walk = Walk()
+        for line in lines:
+            walker.resource(orjson.loads(line), walk, full=_EXTENDED in line)
+        return walk, report_table(walk.rows, judge(walk.rows, Answers(self.engine)))
+
+    def problems(self, request: BindingCheck, walk: Walk, data: Any) -> tuple[Problem, ...]:
+        """What could not be checked, and why: read errors, resource types and profiles
+        without definitions, profiles given that are not loaded, unusable definitions."""
+        found = [Problem("read", f"{e.source}:{e.line}", 1, e.reason) for e in data.errors]
+        for kind, n in sorted(walk.unknown_types.items()):
+            found.append(Problem("unknown-type", kind, n,
+                f"no StructureDefinition for {kind} is loaded: the bindings of {n:,} "
+                "resources were not checked"))  # fmt: skip
+        for url, n in sorted(walk.missing_profiles.items()):
+            why = self._why_missing(url)
+            found.append(Problem("profile-not-loaded", url, n,
+                f"profile {url} ({n:,} resources) {why}: its bindings were not checked, "
+                "the base definition's were"))  # fmt: skip
+        for text, n in sorted(walk.wrong_profiles.items()):
+            found.append(Problem("profile-of-another-type", text, n,
+                f"profile {text} was not applied ({n:,} resources)"))  # fmt: skip
+        if isinstance(request.profiles, tuple):
+            for url in request.profiles:
+                if self.structures.get(url) is None and url not in walk.missing_profiles:
+                    found.append(Problem("profile-not-loaded", url, 0,
+                        f"profile {url} {self._why_missing(url)}"))  # fmt: skip
+        for url, why in sorted(self.structures.problems.items()):
+            found.append(Problem("unusable-definition", url, 0, why))
+        return tuple(found)
+
+    def _why_missing(self, url: str) -> str:
+        why = self.structures.problems.get(url.split("|", 1)[0])
+        return f"cannot be used ({why})" if why else "is not loaded"
+
+
+def lines_of(data: Any) -> Iterator[bytes]:
+    """The NDJSON lines of every resource of a ``FhirData``, type by type."""
+    for kind in data.types:
+        for chunk in data.ndjson_batches(kind):
+            for line in chunk.split(b"\n"):
+                if line:
+                    yield line
