@@ -10,7 +10,6 @@ from workbench.bindings.check import BindingCheck, BindingChecker
 from workbench.bindings.distributed import Shipped, dask_rows, spark_rows
 from workbench.bindings.store import Structures
 from workbench.bulk.libraries import is_dask, is_spark
-from workbench.fhirdata import FhirData, read_fhir
 from workbench.terminology.engine import Terminology
 
 
@@ -44,7 +43,4 @@ def check_bindings(
         checker.require_definitions()
         shipped = Shipped.of(wb.structures, wb.terminology, request)
         return spark_rows(shipped, data) if is_spark(data) else dask_rows(shipped, data)
-    if isinstance(data, FhirData):
-        return checker.check(request, data)
-    with read_fhir(data) as read:
-        return checker.check(request, read)
+    return checker.check(request, data)

@@ -13,17 +13,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import pyarrow as pa
 
+from workbench import collector
 from workbench.bindings.judge import Answers, judge
 from workbench.bindings.plan import Plans
 from workbench.bindings.report import BindingReport, Problem, report_frame, report_table
 from workbench.bindings.store import Structures
 from workbench.bindings.walk import Walk, Walker
 from workbench.errors import InvalidRequestError, WorkbenchError
+from workbench.fhirdata import FhirData, ReadError, scan
 from workbench.terminology.engine import Terminology
 
 STRENGTHS = ("required", "extensible", "preferred", "example")
 _EXTENDED = b'xtension"'  # "extension" or "modifierExtension" as a key
+#: Rows walked before they are judged and made a table.
+BATCH_ROWS = 200_000
 
 
 class BindingsNotLoadedError(WorkbenchError):
@@ -89,25 +94,36 @@ class BindingChecker:
             )
 
     def check(self, request: BindingCheck, data: Any) -> BindingReport:
-        """Walk every resource of ``data`` (a ``FhirData``), judge the rows, report."""
+        """Walk every resource of ``data`` (a ``FhirData``, or a source as ``read_fhir``
+        takes it, read as it is walked: nothing is kept but the rows), judge, report."""
         self.require_definitions()
-        walk, table = self.rows(request, lines_of(data))
-        problems = self.problems(request, walk, data)
-        return BindingReport(report_frame(table), problems, walk.resources)
+        batches = _Batches(self, request)
+        with collector.paused():  # millions of short-lived dicts and tuples, no cycles
+            if isinstance(data, FhirData):
+                for line in lines_of(data):
+                    batches.resource(orjson.loads(line), line)
+                errors = list(data.errors)
+            else:
+                errors = scan(data, lambda _, value, line: batches.resource(value, line))
+            table = batches.table()
+        problems = self.problems(request, batches.walk, errors)
+        return BindingReport(report_frame(table), problems, batches.walk.resources)
 
-    def rows(self, request: BindingCheck, lines: Iterable[bytes]) -> tuple[Walk, Any]:
+    def rows(self, request: BindingCheck, lines: Iterable[bytes]) -> tuple[Walk, pa.Table]:
         """Walk the resources of NDJSON ``lines`` and judge their rows: the walk and the
         rows as an Arrow table (``report.SCHEMA``)."""
-        walker = Walker(self.plans(request.strengths), request.profiles)
-        walk = Walk()
-        for line in lines:
-            walker.resource(orjson.loads(line), walk, full=_EXTENDED in line)
-        return walk, report_table(walk.rows, judge(walk.rows, Answers(self.engine)))
+        batches = _Batches(self, request)
+        with collector.paused():
+            for line in lines:
+                batches.resource(orjson.loads(line), line)
+            return batches.walk, batches.table()
 
-    def problems(self, request: BindingCheck, walk: Walk, data: Any) -> tuple[Problem, ...]:
+    def problems(
+        self, request: BindingCheck, walk: Walk, errors: list[ReadError]
+    ) -> tuple[Problem, ...]:
         """What could not be checked, and why: read errors, resource types and profiles
         without definitions, profiles given that are not loaded, unusable definitions."""
-        found = [Problem("read", f"{e.source}:{e.line}", 1, e.reason) for e in data.errors]
+        found = [Problem("read", f"{e.source}:{e.line}", 1, e.reason) for e in errors]
         for kind, n in sorted(walk.unknown_types.items()):
             found.append(Problem("unknown-type", kind, n,
                 f"no StructureDefinition for {kind} is loaded: the bindings of {n:,} "
@@ -132,6 +148,48 @@ class BindingChecker:
     def _why_missing(self, url: str) -> str:
         why = self.structures.problems.get(url.split("|", 1)[0])
         return f"cannot be used ({why})" if why else "is not loaded"
+
+
+class _Batches:
+    """Rows as they are walked, judged and made an Arrow table every ``BATCH_ROWS`` rows
+    (between resources), so what is held is the compact table, not the walked tuples."""
+
+    def __init__(self, checker: BindingChecker, request: BindingCheck) -> None:
+        self.walker = Walker(checker.plans(request.strengths), request.profiles)
+        self.walk = Walk()
+        self.answers = Answers(checker.engine)
+        self.tables: list[pa.Table] = []
+
+    def resource(self, value: Any, line: bytes | None) -> None:
+        """Walk one resource (whole when its text mentions an extension, or is not known)."""
+        self.walker.resource(value, self.walk, full=line is None or _EXTENDED in line)
+        if len(self.walk.rows) >= BATCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        rows = self.walk.rows
+        self.tables.append(compact(report_table(rows, judge(rows, self.answers))))
+        self.walk.rows = []
+
+    def table(self) -> pa.Table:
+        """Every row so far, one table."""
+        if self.walk.rows or not self.tables:
+            self._flush()
+        return (
+            pa.concat_tables(self.tables).combine_chunks()
+            if len(self.tables) > 1
+            else self.tables[0]
+        )
+
+
+def compact(table: pa.Table) -> pa.Table:
+    """The table with its repeated texts dictionary-encoded (all but ids and locations):
+    millions of rows name a few hundred elements and value sets."""
+    columns = [
+        column if name in ("id", "location", "result") else column.dictionary_encode()
+        for name, column in zip(table.column_names, table.columns, strict=True)
+    ]
+    return pa.table(columns, names=table.column_names)
 
 
 def lines_of(data: Any) -> Iterator[bytes]:

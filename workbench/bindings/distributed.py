@@ -56,7 +56,7 @@ class Shipped:
         """The report's rows for resources given as JSON texts."""
         lines = [t.encode() if isinstance(t, str) else t for t in texts if t]
         _, table = self.checker().rows(self.request, lines)
-        return table
+        return table.cast(SCHEMA)  # (texts plain, as the DataFrame's schema says)
 
     def arrow(self, batches: Any) -> Any:
         """``mapInArrow``'s function: each batch's first column of JSON text checked."""

@@ -17,8 +17,7 @@ for the binding's strength.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from workbench.bulk.checker import Checker, make_checker
 from workbench.errors import WorkbenchError
@@ -28,8 +27,7 @@ from workbench.terminology.result import ValidationResult
 _LOAD = "load the package or release that defines it"
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """The decision on one row: ``result`` (None: not checked), the ``issue`` (a
     tx-issue-type code, or ``structure`` / ``required``), ``severity`` and ``message``."""
 
@@ -85,12 +83,21 @@ class Answers:
 
 
 def judge(rows: Sequence[tuple[Any, ...]], answers: Answers) -> list[Verdict]:
-    """One verdict per row of ``walk.FIELDS``, in order."""
-    members: list[Any] = [_membership(row, answers) for row in rows]
-    satisfied = {row[12] for row, m in zip(rows, members, strict=True)
-                 if row[12] >= 0 and _is_member(m)}  # fmt: skip
-    return [_verdict(row, m, answers, row[12] in satisfied)
-            for row, m in zip(rows, members, strict=True)]  # fmt: skip
+    """One verdict per row of ``walk.FIELDS``, in order. A verdict depends on the row's
+    binding, coding, kind and whether its concept is satisfied by another coding, never on
+    where it is: it is decided once per distinct such key."""
+    satisfied = {row[12] for row in rows
+                 if row[12] >= 0 and _is_member(_membership(row, answers))}  # fmt: skip
+    decided: dict[tuple[Any, ...], Verdict] = {}
+    out: list[Verdict] = []
+    for row in rows:
+        key = (*row[5:12], row[12] != -1, row[12] in satisfied, row[13], row[14])
+        verdict = decided.get(key)
+        if verdict is None:
+            verdict = decided[key] = _verdict(row, _membership(row, answers), answers,
+                                              row[12] in satisfied)  # fmt: skip
+        out.append(verdict)
+    return out
 
 
 def _is_member(answer: Any) -> bool:

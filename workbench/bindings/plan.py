@@ -98,9 +98,9 @@ class Plans:
 
     def _compiled(self, sd: StructureDef, element_id: str) -> Node:
         node = self._node(sd, element_id)
-        if self._pending:
-            _settle(list(self._nodes.values()))
-            self._pending.clear()
+        if self._pending:  # (nodes compiled before refer to none of these: they are settled)
+            _settle(self._pending)
+            self._pending = []
         return node
 
     def _node(self, sd: StructureDef, element_id: str) -> Node:

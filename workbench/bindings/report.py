@@ -49,21 +49,15 @@ SCHEMA = pa.schema(
 
 
 def report_table(rows: Sequence[tuple[Any, ...]], verdicts: Sequence[Verdict]) -> pa.Table:
-    """The report's rows (``SCHEMA``) from walked rows (``walk.FIELDS``) and verdicts."""
-    picks = {"resource_type": 0, "id": 1, "location": 2, "element": 3, "profile": 4,
-             "strength": 5, "valueset": 6, "system": 8, "code": 9, "display": 10}  # fmt: skip
-    data: dict[str, Any] = {name: [_text(row[i]) for row in rows] for name, i in picks.items()}
-    data["result"] = [v.result for v in verdicts]
-    data["issue"] = [v.issue for v in verdicts]
-    data["severity"] = [v.severity for v in verdicts]
-    data["message"] = [v.message for v in verdicts]
-    return pa.table([pa.array(data[name], f.type) for name, f in zip(COLUMNS, SCHEMA, strict=True)],
-                    schema=SCHEMA)  # fmt: skip
-
-
-def _text(value: Any) -> str | None:
-    """A row's value as text (an id may be a number in bad data)."""
-    return value if value is None or isinstance(value, str) else str(value)
+    """The report's rows (``SCHEMA``) from walked rows (``walk.FIELDS``: texts, ids made
+    text by the walk) and their verdicts."""
+    fields = list(zip(*rows, strict=True)) if rows else [()] * 15
+    judged = list(zip(*verdicts, strict=True)) if verdicts else [()] * 4
+    picks = (0, 1, 2, 3, 4, 5, 6, 8, 9, 10)
+    arrays = [pa.array(fields[i], pa.string()) for i in picks]
+    arrays.append(pa.array(judged[0], pa.bool_()))
+    arrays += [pa.array(judged[i], pa.string()) for i in (1, 2, 3)]
+    return pa.table(arrays, schema=SCHEMA)
 
 
 def report_frame(table: pa.Table) -> pd.DataFrame:
@@ -71,8 +65,11 @@ def report_frame(table: pa.Table) -> pd.DataFrame:
     result as a nullable boolean."""
     frame = table.to_pandas()
     frame["result"] = frame["result"].astype("boolean")
-    for name in _CATEGORIES:
-        frame[name] = frame[name].astype("category")
+    for name in COLUMNS:
+        if name in _CATEGORIES and str(frame[name].dtype) != "category":
+            frame[name] = frame[name].astype("category")
+        elif name not in _CATEGORIES and str(frame[name].dtype) == "category":
+            frame[name] = frame[name].astype(object)
     return frame
 
 

@@ -18,6 +18,9 @@ from workbench.bindings.plan import Node, Plans, Rule, Slice, Slot
 from workbench.bindings.structures import BASE
 
 _EXTENSIONS = ("extension", "modifierExtension")
+#: A location as it is walked: the resource's own text, or (parent, label, index) with
+#: index -1 for an element that does not repeat; made text only for a row (``location``).
+Loc = Any
 _JSON = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
          int: "a number", float: "a number", type(None): "null"}  # fmt: skip
 
@@ -52,7 +55,7 @@ class _Resource:
     id: Any
     walk: Walk
     full: bool
-    seen: set[tuple[str, str | None, str]] = field(default_factory=set)
+    seen: set[tuple[Any, str | None, str]] = field(default_factory=set)
 
 
 class Walker:
@@ -70,7 +73,9 @@ class Walker:
         """Add the rows of one resource (``full``: walk it whole, for its extensions)."""
         walk.resources += 1
         kind = resource.get("resourceType")
-        here = _Resource(str(kind), resource.get("id"), walk, full)
+        rid = resource.get("id")
+        here = _Resource(str(kind), rid if rid is None or isinstance(rid, str) else str(rid),
+                         walk, full)  # fmt: skip
         self._walk(resource, here, str(kind))
         contained = resource.get("contained")
         if isinstance(contained, list):
@@ -103,55 +108,61 @@ class Walker:
                 or sd.type == kind
             )  # fmt: skip
         meta = resource.get("meta")
-        declared = meta.get("profile") if isinstance(meta, dict) else None
-        if not isinstance(declared, list):
+        declared = meta.get("profile") if type(meta) is dict else None
+        if type(declared) is not list:
             return ()
         return tuple(p for p in declared if isinstance(p, str))
 
-    def _node(self, node: Node, value: dict[str, Any], loc: str, here: _Resource) -> None:
+    def _node(self, node: Node, value: dict[str, Any], loc: Loc, here: _Resource) -> None:
+        """Visit the keys of ``value`` that ``node`` has slots for: every key when walking
+        whole (extensions too), else the keys under which something is bound."""
         if here.full:
-            items: Any = value.items()
-        elif node.live:
-            items = [(k, value[k]) for k in node.live_keys if k in value]
-        else:
+            for key, item in value.items():
+                if key in _EXTENSIONS:
+                    if type(item) is list:
+                        self._extensions(item, (loc, key, -1), here)
+                    continue
+                slot = node.slots.get(key)
+                if slot is not None:
+                    self._item(slot, item, loc, here)
             return
-        for key, item in items:
-            if key in _EXTENSIONS:
-                if here.full and isinstance(item, list):
-                    self._extensions(item, f"{loc}.{key}", here)
-                continue
-            slot = node.slots.get(key)
-            if slot is None:
-                continue
-            if isinstance(item, list):
-                for i, one in enumerate(item):
-                    self._value(slot, one, f"{loc}.{slot.label}[{i}]", here)
-            else:
-                self._value(slot, item, f"{loc}.{slot.label}", here)
+        for key in node.live_keys:
+            item = value.get(key)
+            if item is not None:
+                self._item(node.slots[key], item, loc, here)
 
-    def _extensions(self, items: list[Any], loc: str, here: _Resource) -> None:
+    def _item(self, slot: Slot, item: Any, loc: Loc, here: _Resource) -> None:
+        if type(item) is list:
+            for i, one in enumerate(item):
+                self._value(slot, one, (loc, slot.label, i), here)
+        else:
+            self._value(slot, item, (loc, slot.label, -1), here)
+
+    def _extensions(self, items: list[Any], loc: Loc, here: _Resource) -> None:
+        parent, key, _ = loc
         for i, ext in enumerate(items):
-            if not isinstance(ext, dict):
+            if type(ext) is not dict:
                 continue
             url = ext.get("url")
             node = self.plans.root(url) if isinstance(url, str) else None
             node = node or self._generic
             if node is not None:
-                self._node(node, ext, f"{loc}[{i}]", here)
+                self._node(node, ext, (parent, key, i), here)
 
-    def _value(self, slot: Slot, value: Any, loc: str, here: _Resource) -> None:
+    def _value(self, slot: Slot, value: Any, loc: Loc, here: _Resource) -> None:
         for rule in slot.rules:
             self._emit(rule, slot.type, value, loc, here)
         for sliced in slot.slices:
             if _passes(sliced, value):
                 for rule in sliced.rules:
                     self._emit(rule, slot.type, value, loc, here)
-                if sliced.node is not None and isinstance(value, dict):
+                if sliced.node is not None and type(value) is dict:
                     self._node(sliced.node, value, loc, here)
-        if slot.node is not None and isinstance(value, dict):
-            self._node(slot.node, value, loc, here)
+        node = slot.node
+        if node is not None and type(value) is dict and (node.live or here.full):
+            self._node(node, value, loc, here)
 
-    def _emit(self, rule: Rule, kind: str, value: Any, loc: str, here: _Resource) -> None:
+    def _emit(self, rule: Rule, kind: str, value: Any, loc: Loc, here: _Resource) -> None:
         seen = (loc, rule.valueset, rule.strength)
         if seen in here.seen:
             return
@@ -159,26 +170,26 @@ class Walker:
         if kind == "CodeableConcept":
             self._concept(rule, value, loc, here)
         elif kind in ("Coding", "Quantity"):
-            if not isinstance(value, dict):
+            if type(value) is not dict:
                 return _wrong(rule, loc, value, f"a {kind} (a JSON object)", here)
             if kind == "Quantity" and value.get("code") is None and value.get("system") is None:
                 return None
             display = value.get("display") if kind == "Coding" else None
             _row(rule, loc, value.get("system"), value.get("code"), display,
                  value.get("version"), -2, False, here)  # fmt: skip
-        elif isinstance(value, str):
+        elif type(value) is str:
             _row(rule, loc, None, value, None, None, -1, False, here)
         else:
             _wrong(rule, loc, value, f"a {kind} (a JSON string)", here)
         return None
 
-    def _concept(self, rule: Rule, value: Any, loc: str, here: _Resource) -> None:
-        if not isinstance(value, dict):
+    def _concept(self, rule: Rule, value: Any, loc: Loc, here: _Resource) -> None:
+        if type(value) is not dict:
             return _wrong(rule, loc, value, "a CodeableConcept (a JSON object)", here)
         codings = value.get("coding")
         text = isinstance(value.get("text"), str) and bool(value["text"].strip())
-        if codings is not None and not isinstance(codings, list):
-            return _wrong(rule, f"{loc}.coding", codings, "an array of Codings", here)
+        if codings is not None and type(codings) is not list:
+            return _wrong(rule, (loc, "coding", -1), codings, "an array of Codings", here)
         concept = here.walk.concepts
         here.walk.concepts += 1
         if not codings:
@@ -186,8 +197,8 @@ class Walker:
                 _row(rule, loc, None, None, None, None, concept, text, here)
             return None
         for i, coding in enumerate(codings):
-            where = f"{loc}.coding[{i}]"
-            if isinstance(coding, dict):
+            where = (loc, "coding", i)
+            if type(coding) is dict:
                 _row(rule, where, coding.get("system"), coding.get("code"),
                      coding.get("display"), coding.get("version"), concept, text, here)  # fmt: skip
             else:
@@ -195,26 +206,37 @@ class Walker:
         return None
 
 
+def location(loc: Loc) -> str:
+    """The FHIRPath text of a location chain: ``Observation.component[0].code``."""
+    parts: list[str] = []
+    while type(loc) is tuple:
+        loc, label, index = loc
+        parts.append(f".{label}[{index}]" if index >= 0 else f".{label}")
+    parts.append(str(loc))
+    return "".join(reversed(parts))
+
+
 def _row(
-    rule: Rule, loc: str, system: Any, code: Any, display: Any, version: Any, concept: int,
+    rule: Rule, loc: Loc, system: Any, code: Any, display: Any, version: Any, concept: int,
     text: bool, here: _Resource,
 ) -> None:  # fmt: skip
     for name, part in (("system", system), ("code", code), ("display", display),
                        ("version", version)):  # fmt: skip
-        if part is not None and not isinstance(part, str):
-            return _wrong(rule, f"{loc}.{name}", part, "a string", here)
-    here.walk.rows.append((here.type, here.id, loc, rule.element, rule.profile, rule.strength,
-                           rule.valueset, rule.max_valueset, system, code, display, version,
-                           concept, text, None))  # fmt: skip
+        if part is not None and type(part) is not str:
+            return _wrong(rule, (loc, name, -1), part, "a string", here)
+    here.walk.rows.append((here.type, here.id, location(loc), rule.element, rule.profile,
+                           rule.strength, rule.valueset, rule.max_valueset, system, code,
+                           display, version, concept, text, None))  # fmt: skip
     return None
 
 
-def _wrong(rule: Rule, loc: str, value: Any, expected: str, here: _Resource) -> None:
+def _wrong(rule: Rule, loc: Loc, value: Any, expected: str, here: _Resource) -> None:
     found = _JSON.get(type(value), type(value).__name__)
-    problem = f"{loc} holds {found} where {expected} belongs"
-    here.walk.rows.append((here.type, here.id, loc, rule.element, rule.profile, rule.strength,
-                           rule.valueset, rule.max_valueset, None, None, None, None, -1,
-                           False, problem))  # fmt: skip
+    where = location(loc)
+    problem = f"{where} holds {found} where {expected} belongs"
+    here.walk.rows.append((here.type, here.id, where, rule.element, rule.profile,
+                           rule.strength, rule.valueset, rule.max_valueset, None, None, None,
+                           None, -1, False, problem))  # fmt: skip
 
 
 def _passes(sliced: Slice, value: Any) -> bool:

@@ -11,8 +11,8 @@ opened, problems recorded per source), ``store`` (chunks per type, in memory and
 from __future__ import annotations
 
 from workbench.fhirdata.data import FhirData
-from workbench.fhirdata.read import read_fhir
+from workbench.fhirdata.read import read_fhir, scan
 from workbench.fhirdata.records import ReadError
 from workbench.fhirdata.resource_types import R4_RESOURCE_TYPES, is_resource_type
 
-__all__ = ["R4_RESOURCE_TYPES", "FhirData", "ReadError", "is_resource_type", "read_fhir"]
+__all__ = ["R4_RESOURCE_TYPES", "FhirData", "ReadError", "is_resource_type", "read_fhir", "scan"]

@@ -11,6 +11,7 @@ counted in one last record.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,15 +116,29 @@ class SourceLog:
             self.records.append(ReadError(self.source, None, f"{more} not listed"))
 
 
-class Intake:
-    """The store and the records of one reading."""
+#: What a scan hands each resource to: its type, the parsed value, and the line it was read
+#: from (None for a resource of a JSON file, a Bundle or a dict).
+Sink = Callable[[str, Any, "bytes | None"], None]
 
-    def __init__(self, limits: Limits, spill_dir: Any = None) -> None:
+
+class Intake:
+    """The store and the records of one reading. With a ``sink`` (a scan), every line is
+    parsed here and each resource handed to the sink as it is read, nothing stored."""
+
+    def __init__(self, limits: Limits, spill_dir: Any = None, sink: Sink | None = None) -> None:
         self.limits = limits
         self.store = ChunkStore(
             batch_bytes=limits.batch_bytes, memory_bytes=limits.memory_bytes, spill_dir=spill_dir
         )
         self.records: list[ReadError] = []
+        self.sink = sink
+
+    def add_line(self, resource_type: str, line: bytes, value: Any) -> None:
+        """One resource read from a line: to the sink, else into the store as read."""
+        if self.sink is not None:
+            self.sink(resource_type, value, line)
+        else:
+            self.store.add_line(resource_type, line)
 
     def log(self, source: str) -> SourceLog:
         """A new source's log."""
@@ -140,6 +155,8 @@ class Intake:
             log.error(line, f"{where}{reason}")
         elif resource_type == "Bundle":
             self._add_bundle(value, log, line, path or "Bundle", depth + 1)
+        elif self.sink is not None:
+            self.sink(resource_type, value, None)
         else:
             try:
                 data = jsonio.dumps(value)

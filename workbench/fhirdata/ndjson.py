@@ -77,7 +77,8 @@ def read_chunk(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> int:
     lines = chunk.count(b"\n")
     limit = intake.limits.max_line_bytes
     fits = len(chunk) <= limit or longest_line(chunk) <= limit
-    types = chunk_types(chunk, lines) if fits else None
+    # (a scan parses every line itself: checking the chunk in C first would be done twice)
+    types = chunk_types(chunk, lines) if fits and intake.sink is None else None
     if isinstance(types, str):
         intake.store.add_chunk(types, chunk, lines)
         log.parsed_one()
@@ -126,4 +127,4 @@ def _read_lines(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> Non
         else:
             if log.declared is not None and resource_type != log.declared:
                 log.other_type(number, resource_type)
-            intake.store.add_line(resource_type, line)
+            intake.add_line(resource_type, line, value)

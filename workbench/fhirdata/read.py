@@ -10,7 +10,8 @@ from typing import Any
 from workbench import jsonio
 from workbench.fhirdata.data import FhirData
 from workbench.fhirdata.files import files_of, read_file
-from workbench.fhirdata.intake import Intake, Limits
+from workbench.fhirdata.intake import Intake, Limits, Sink
+from workbench.fhirdata.records import ReadError
 
 PYTHON_SOURCE = "<resources>"
 _DEFAULTS = Limits()
@@ -68,17 +69,39 @@ def read_fhir(
     """  # noqa: E501
     limits = Limits(batch_bytes, memory_bytes, max_line_bytes, max_json_bytes, max_bundle_depth)
     intake = Intake(limits, spill_dir)
+    sources = _read(source, intake)
+    intake.store.finish()
+    return FhirData(intake.store, intake.records, sources)
+
+
+def scan(source: Any, sink: Sink, *, limits: Limits = _DEFAULTS) -> list[ReadError]:
+    """Read ``source`` as :func:`read_fhir` reads it, handing each resource to ``sink``
+    (its type, the parsed value, and the NDJSON line it was read from, or None) as it is
+    read, keeping nothing: for a consumer that looks at every resource once. Every line is
+    parsed with orjson (no check in C first: it would parse twice). Returns the problems,
+    the records ``read_fhir`` would give.
+
+    >>> found = []
+    >>> scan([{"resourceType": "Patient", "id": "p"}], lambda kind, value, line: found.append(kind))
+    []
+    >>> found
+    ['Patient']
+    """
+    intake = Intake(limits, sink=sink)
+    _read(source, intake)
+    return intake.records
+
+
+def _read(source: Any, intake: Intake) -> int:
+    """Read ``source`` into ``intake``; return how many sources (files) it had."""
     paths = _paths(source)
     if paths is not None:
         files = files_of(paths)
         for path in files:
             read_file(intake, path)
-        sources = len(files)
-    else:
-        _read_values([source] if isinstance(source, Mapping) else source, intake)
-        sources = 1
-    intake.store.finish()
-    return FhirData(intake.store, intake.records, sources)
+        return len(files)
+    _read_values([source] if isinstance(source, Mapping) else source, intake)
+    return 1
 
 
 def _read_values(values: Iterable[Any], intake: Intake) -> None:
