@@ -75,6 +75,9 @@ class Node:
     slots: dict[str, Slot] = field(default_factory=dict)
     live: bool = False
     live_keys: tuple[str, ...] = ()
+    #: The live slots as the walker reads them: (key, slot, label, the node to walk into
+    #: when that is all the slot asks, else None).
+    live_slots: tuple[tuple[str, Slot, str, Node | None], ...] = ()
 
 
 class Plans:
@@ -235,3 +238,9 @@ def _settle(nodes: list[Node]) -> None:
             )
             if keys != node.live_keys:
                 node.live_keys, node.live, changed = keys, bool(keys), True
+    for node in nodes:
+        node.live_slots = tuple(
+            (key, slot, slot.label, None if slot.rules or slot.slices else slot.node)
+            for key in node.live_keys
+            for slot in (node.slots[key],)
+        )

@@ -117,21 +117,9 @@ class BindingReport:
         """Per value set and code (system, code, display): how often, the result, the
         issue and message of its first row, and in how many resources; the most
         frequent problems first."""
-        f = self.frame
         keys = ["valueset", "system", "code", "display"]
-        firsts = f.groupby(keys, observed=True, dropna=False, sort=False).agg(
-            result=("result", "first"),
-            issue=("issue", "first"),
-            severity=("severity", "first"),
-            message=("message", "first"),
-            resources=("id", "nunique"),
-        )
-        tallied = _tallied(f, keys, ["errors", "values"])
-        return (
-            tallied.join(firsts, on=keys)
-            .sort_values(["errors", "values"], ascending=False, kind="stable")
-            .reset_index(drop=True)
-        )
+        firsts = {"result": "first", "issue": "first", "severity": "first", "message": "first"}
+        return _tallied(self.frame, keys, ["errors", "values"], firsts)
 
     def outcomes(self) -> dict[str, dict[str, Any]]:
         """An OperationOutcome per resource with an issue (``"Type/id"`` keys), each issue
@@ -195,7 +183,11 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({c: object for c in frame.columns if str(frame[c].dtype) == "category"})
 
 
-def _tallied(frame: pd.DataFrame, keys: list[str], order: list[str]) -> pd.DataFrame:
+def _tallied(
+    frame: pd.DataFrame, keys: list[str], order: list[str], firsts: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """Rows counted per ``keys`` (values, valid, not valid, unchecked, errors, warnings;
+    with ``firsts``: those columns' first value, and the resources), ``order`` first."""
     f = frame.assign(
         values=1,
         valid=(frame["result"] == True).fillna(False).astype(int),  # noqa: E712
@@ -205,7 +197,13 @@ def _tallied(frame: pd.DataFrame, keys: list[str], order: list[str]) -> pd.DataF
         warnings=(frame["severity"] == "warning").astype(int),
     )
     counted = ["values", "valid", "not_valid", "unchecked", "errors", "warnings"]
-    out = f.groupby(keys, observed=True, dropna=False, sort=False)[counted].sum()
+    how: dict[str, Any] = {name: (name, "sum") for name in counted}
+    how.update({name: (name, first) for name, first in (firsts or {}).items()})
+    if firsts:
+        f = f.assign(resource=f["resource_type"].astype(str) + "/" + f["id"].astype(str))
+        how["resources"] = ("resource", "nunique")
+    grouped = f.assign(**{k: f[k].astype(object) for k in keys})
+    out = grouped.groupby(keys, dropna=False, sort=False).agg(**how)
     return (
         out.reset_index().sort_values(order, ascending=False, kind="stable").reset_index(drop=True)
     )

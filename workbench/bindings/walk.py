@@ -126,10 +126,18 @@ class Walker:
                 if slot is not None:
                     self._item(slot, item, loc, here)
             return
-        for key in node.live_keys:
+        for key, slot, label, into in node.live_slots:
             item = value.get(key)
-            if item is not None:
-                self._item(node.slots[key], item, loc, here)
+            if item is None:
+                continue
+            if into is None:
+                self._item(slot, item, loc, here)
+            elif type(item) is list:  # only walked into: no call for what it is not
+                for i, one in enumerate(item):
+                    if type(one) is dict and into.live:
+                        self._node(into, one, (loc, label, i), here)
+            elif type(item) is dict and into.live:
+                self._node(into, item, (loc, label, -1), here)
 
     def _item(self, slot: Slot, item: Any, loc: Loc, here: _Resource) -> None:
         if type(item) is list:
