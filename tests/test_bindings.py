@@ -279,6 +279,7 @@ def test_the_bindings_frame_says_where_each_binding_came_from(wb: Workbench) -> 
     assert (status["strength"], status["source"]) == ("required", BASE + "Observation")
     assert status["valueset"] == "http://hl7.org/fhir/ValueSet/observation-status|4.0.1"
     sliced = by.loc[(PROFILE + "sliced", "Observation.category:vs")]
+    assert sliced["discriminator"] == "pattern:$this"
     assert (sliced["slice"], sliced["source"], sliced["kind"]) == ("vs", PROFILE + "sliced",
                                                                    "profile")  # fmt: skip
     assert by.loc[(BASE + "Quantity", "Quantity.comparator")]["kind"] == "datatype"

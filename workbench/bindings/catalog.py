@@ -13,8 +13,8 @@ from workbench.bindings.structures import Binding, StructureDef
 from workbench.errors import InvalidRequestError
 
 #: The columns of ``Workbench.bindings()``.
-COLUMNS = ("type", "profile", "kind", "element", "path", "slice", "strength", "valueset",
-           "max_valueset", "source")  # fmt: skip
+COLUMNS = ("type", "profile", "kind", "element", "path", "slice", "discriminator", "strength",
+           "valueset", "max_valueset", "source")  # fmt: skip
 
 
 class ProfileNotFoundError(InvalidRequestError):
@@ -53,7 +53,8 @@ def _rows(structures: Structures, sd: StructureDef) -> list[tuple[object, ...]]:
             continue
         b = element.binding
         slice_name = _slice_of(element.id)
-        out.append((sd.type, sd.url, sd.role, element.id, element.path, slice_name, b.strength,
+        out.append((sd.type, sd.url, sd.role, element.id, element.path, slice_name,
+                    _discriminator(sd, element.id) if slice_name else None, b.strength,
                     b.valueset, b.max_valueset, _source(chain, element.id, b)))  # fmt: skip
     return out
 
@@ -61,6 +62,17 @@ def _rows(structures: Structures, sd: StructureDef) -> list[tuple[object, ...]]:
 def _slice_of(element_id: str) -> str | None:
     names = [part.split(":", 1)[1] for part in element_id.split(".") if ":" in part]
     return "/".join(names) if names else None
+
+
+def _discriminator(sd: StructureDef, element_id: str) -> str | None:
+    """How the innermost slice an element is in is told apart: its sliced element's
+    discriminators, ``pattern:code`` (several joined by ``, ``)."""
+    head, _, _ = element_id.rpartition(":")
+    sliced = sd.element(head) if head else None
+    found = sliced.discriminators if sliced is not None else None
+    if not found:
+        return None
+    return ", ".join(f"{kind}:{path}" for kind, path in found)
 
 
 def _source(chain: list[StructureDef], element_id: str, binding: Binding) -> str:

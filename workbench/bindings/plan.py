@@ -206,19 +206,19 @@ class Plans:
 def _test(
     sd: StructureDef, element: ElementDef, kind: str, path: str
 ) -> tuple[tuple[str, ...], Fixed] | None:
-    if kind == "profile":
-        profiles = [p for t in element.types for p in t.profiles]
-        return (("@profile",), Fixed(tuple(profiles), True)) if profiles else None
+    parts: tuple[str, ...] = () if path == "$this" else tuple(path.split("."))
+    if any("(" in p for p in parts):
+        return None
+    target = element if not parts else sd.element(element.id + "." + ".".join(parts))
+    if kind == "profile":  # what the item there claims (meta.profile, an extension's url)
+        profiles = [p for t in (target or element).types for p in t.profiles]
+        return (("@profile", *parts), Fixed(tuple(profiles), True)) if profiles else None
+    if kind == "type":  # a resource's type is in its JSON; a data type's is not
+        codes = [t.code for t in (target or element).types]
+        resource = len(codes) == 1 and codes[0][:1].isupper() and parts[-1:] == ("resource",)
+        return (("@type", *parts), Fixed(codes[0], True)) if resource else None
     if kind not in ("value", "pattern"):
         return None
-    if path == "$this":
-        target: ElementDef | None = element
-        parts: tuple[str, ...] = ()
-    else:
-        parts = tuple(path.split("."))
-        if any("(" in p for p in parts):
-            return None
-        target = sd.element(element.id + "." + ".".join(parts))
     if target is None or target.fixed is None:
         return None
     return parts, target.fixed

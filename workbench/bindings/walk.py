@@ -249,19 +249,30 @@ def _wrong(rule: Rule, loc: Loc, value: Any, expected: str, here: _Resource) -> 
 
 def _passes(sliced: Slice, value: Any) -> bool:
     for path, fixed in sliced.tests:
-        if path == ("@profile",):
-            meta = value.get("meta") if isinstance(value, dict) else None
-            claimed = set(meta.get("profile") or ()) if isinstance(meta, dict) else set()
-            if isinstance(value, dict) and isinstance(value.get("url"), str):
-                claimed.add(value["url"])
-            if not claimed & set(fixed.value):
-                return False
-            continue
-        if path == ("@never",):
+        test = path[0] if path else ""
+        if test == "@never":
             return False
-        if not any(_matches(found, fixed.value, fixed.exact) for found in _at(value, path)):
+        if test == "@profile":
+            if not any(_claims(found) & set(fixed.value) for found in _at(value, path[1:])):
+                return False
+        elif test == "@type":
+            found = _at(value, path[1:])
+            if not any(type(f) is dict and f.get("resourceType") == fixed.value for f in found):
+                return False
+        elif not any(_matches(found, fixed.value, fixed.exact) for found in _at(value, path)):
             return False
     return True
+
+
+def _claims(value: Any) -> set[str]:
+    """The profiles a value claims: a resource's ``meta.profile``, an extension's url."""
+    if type(value) is not dict:
+        return set()
+    meta = value.get("meta")
+    claimed = set(meta.get("profile") or ()) if type(meta) is dict else set()
+    if isinstance(value.get("url"), str):
+        claimed.add(value["url"])
+    return claimed
 
 
 def _at(value: Any, path: tuple[str, ...]) -> list[Any]:
