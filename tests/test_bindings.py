@@ -138,6 +138,10 @@ CASES = [
         "url": "http://hl7.org/fhir/StructureDefinition/data-absent-reason",
         "valueCode": "no-idea"}]),
      [("Observation.extension[0].value.ofType(code)", "unknown-code", "error", False)]),
+    ("extension on a primitive", obs(_status={"extension": [{
+        "url": "http://hl7.org/fhir/StructureDefinition/data-absent-reason",
+        "valueCode": "no-idea"}]}),
+     [("Observation.status.extension[0].value.ofType(code)", "unknown-code", "error", False)]),
     ("data type in a backbone", obs(component=[{"code": {"text": "x"},
         "valueQuantity": {"comparator": "~"}}]),
      [("Observation.component[0].value.ofType(Quantity).comparator", "unknown-code", "error",

@@ -125,6 +125,8 @@ class Walker:
                 slot = node.slots.get(key)
                 if slot is not None:
                     self._item(slot, item, loc, here)
+                elif key[:1] == "_":  # a primitive's own extensions (``_status``)
+                    self._primitive(item, (loc, key[1:], -1), here)
             return
         for key, slot, label, into in node.live_slots:
             item = value.get(key)
@@ -145,6 +147,16 @@ class Walker:
                 self._value(slot, one, (loc, slot.label, i), here)
         else:
             self._value(slot, item, (loc, slot.label, -1), here)
+
+    def _primitive(self, item: Any, loc: Loc, here: _Resource) -> None:
+        """The extensions of a primitive (``"_status": {"extension": [...]}``, or one per
+        item of a repeating primitive, ``null`` where an item has none)."""
+        parent, label, _ = loc
+        items = item if type(item) is list else [item]
+        for i, one in enumerate(items):
+            if type(one) is dict and type(one.get("extension")) is list:
+                at = (parent, label, i) if type(item) is list else loc
+                self._extensions(one["extension"], (at, "extension", -1), here)
 
     def _extensions(self, items: list[Any], loc: Loc, here: _Resource) -> None:
         parent, key, _ = loc
