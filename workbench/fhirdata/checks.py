@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -123,8 +124,12 @@ def chunk_types(chunk: bytes, lines: int | None = None) -> str | list[str] | Non
     return names[0] if len(names) == 1 else column.to_pylist()
 
 
-def parse_line(line: bytes, limit: int = MAX_DEPTH) -> tuple[Any, str | None]:
+def parse_line(
+    line: bytes, limit: int = MAX_DEPTH, brackets: int | None = None
+) -> tuple[Any, str | None]:
     """``(value, None)`` for a line of JSON, ``(None, reason)`` for anything else.
+    ``brackets``: the line's ``[`` and ``{`` when the caller counted them (a chunk's lines
+    are counted at once: :func:`bracket_counts`).
 
     >>> parse_line(b'{"resourceType": "Flag"}')
     ({'resourceType': 'Flag'}, None)
@@ -135,9 +140,25 @@ def parse_line(line: bytes, limit: int = MAX_DEPTH) -> tuple[Any, str | None]:
         value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc})"
-    if line.count(b"[") + line.count(b"{") > limit and too_deep(line, limit):
+    if brackets is None:
+        brackets = line.count(b"[") + line.count(b"{")
+    if brackets > limit and too_deep(line, limit):
         return None, f"arrays and objects nest more than {limit} levels deep"
     return value, None
+
+
+def bracket_counts(chunk: bytes) -> np.ndarray:
+    """How many ``[`` and ``{`` each newline-terminated line of ``chunk`` holds, counted
+    for the whole chunk in one pass (a line's own count would be two passes over it).
+
+    >>> bracket_counts(b'{"a": [1]}\\n{}\\n').tolist()
+    [2, 1]
+    """
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    ends = np.flatnonzero(data == 10)
+    opened = np.cumsum((data == 91) | (data == 123), dtype=np.int64)
+    at_ends = opened[ends]
+    return np.diff(at_ends, prepend=0)
 
 
 def resource_type_of(value: Any) -> tuple[str | None, str | None]:

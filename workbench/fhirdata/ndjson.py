@@ -14,7 +14,7 @@ from typing import BinaryIO
 import numpy as np
 
 from workbench import jsonio
-from workbench.fhirdata.checks import chunk_types, parse_line, resource_type_of
+from workbench.fhirdata.checks import bracket_counts, chunk_types, parse_line, resource_type_of
 from workbench.fhirdata.intake import Intake, Limits, SourceLog
 
 _BOM = b"\xef\xbb\xbf"
@@ -106,13 +106,16 @@ def _read_mixed(intake: Intake, chunk: bytes, types: list[str], log: SourceLog, 
 def _read_lines(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> None:
     """Each line on its own: the rule for anything the C check did not take."""
     limit = intake.limits.max_line_bytes
-    for number, line in enumerate(chunk.split(b"\n")[:-1], first):
-        if not line.strip():
+    counts = bracket_counts(chunk).tolist()
+    for number, line, brackets in zip(
+        range(first, first + len(counts)), chunk.split(b"\n"), counts, strict=False
+    ):
+        if not line or line.isspace():  # (not strip(): that copies every line)
             continue
         if len(line) > limit:
             log.error(number, _too_long(limit))
             continue
-        value, reason = parse_line(line)
+        value, reason = parse_line(line, brackets=brackets)
         if reason is not None:
             log.error(number, reason, syntax=value is None and reason.startswith("not valid"))
             if log.not_json:
