@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,9 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_views import line, timed  # noqa: E402  (the same timing and printing)
+
 from tests.binding_examples import example_resources  # noqa: E402
 from workbench import Workbench, packages  # noqa: E402
 
@@ -85,24 +86,6 @@ def parse_every_line(folder: Path) -> int:
                 orjson.loads(line)
                 n += 1
     return n
-
-
-def timed(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[float]]:
-    found: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeat):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            found[name].append(time.perf_counter() - start)
-    return found
-
-
-def line(name: str, times: list[float], base: list[float], target: float) -> None:
-    ratio = min(times) / min(base)
-    medians = statistics.median(times) / statistics.median(base)
-    met = "yes" if ratio <= target else "NO"
-    print(f"{name}: {min(times):.2f} s vs {min(base):.2f} s = {ratio:.2f}x "
-          f"(medians {medians:.2f}x), target <= {target}x: {met}")  # fmt: skip
 
 
 def peak_memory(folder: Path) -> float:

@@ -19,7 +19,7 @@ from workbench.bindings.check import BindingCheck, BindingChecker
 from workbench.bindings.report import SCHEMA
 from workbench.bindings.store import Structures
 from workbench.bulk.shipping import ShippedEngine
-from workbench.errors import InvalidRequestError
+from workbench.fhirdata.text_columns import json_column
 
 _CHECKERS: dict[tuple[str, str], BindingChecker] = {}
 _LOCK = threading.Lock()
@@ -70,27 +70,13 @@ class Shipped:
         return self.rows(texts.tolist()).to_pandas()
 
 
-def json_column(columns: list[str], strings: list[str]) -> str:
-    """The column that holds the resources' JSON text: the one string column, else one
-    called resource, json or value."""
-    if len(strings) == 1:
-        return strings[0]
-    for name in ("resource", "json", "value"):
-        if name in strings:
-            return name
-    raise InvalidRequestError(
-        "a DataFrame for a binding check holds the resources as JSON text in one string "
-        f"column (or one called resource, json or value); this one has {columns}"
-    )
-
-
 def spark_rows(shipped: Shipped, data: Any) -> Any:
     """The rows of a check over a Spark DataFrame: a lazy Spark DataFrame."""
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StringType
 
     strings = [f.name for f in data.schema.fields if isinstance(f.dataType, StringType)]
-    column = json_column(list(data.columns), strings)
+    column = json_column(list(data.columns), strings, purpose="a binding check")
     return data.select(column).mapInArrow(shipped.arrow, from_arrow_schema(SCHEMA))
 
 
@@ -99,6 +85,6 @@ def dask_rows(shipped: Shipped, data: Any) -> Any:
     series = data
     if hasattr(data, "columns"):
         strings = [c for c in data.columns if str(data[c].dtype) in ("object", "string")]
-        series = data[json_column(list(data.columns), strings)]
+        series = data[json_column(list(data.columns), strings, purpose="a binding check")]
     meta = SCHEMA.empty_table().to_pandas()
     return series.map_partitions(shipped.pandas, meta=meta)

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.bulk.shipping import ShippedEngine
+from workbench.fhirdata.text_columns import json_column as text_column
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.runner import CompiledView, compile_view, run_batches
 
@@ -37,15 +38,7 @@ def json_column(data: Any) -> str:
     from pyspark.sql.types import StringType
 
     strings = [f.name for f in data.schema.fields if isinstance(f.dataType, StringType)]
-    if len(strings) == 1:
-        return strings[0]
-    for name in ("resource", "json", "value"):
-        if name in strings:
-            return name
-    raise ViewDefinitionError(
-        "a Spark DataFrame for a view holds the resources as JSON text in one string column "
-        f"(or one called resource, json or value); this one has {data.columns}"
-    )
+    return text_column(data.columns, strings, purpose="a view", error=ViewDefinitionError)
 
 
 def spark_view(compiled: CompiledView, data: Any, wb: Any = None) -> Any:
