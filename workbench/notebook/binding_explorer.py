@@ -19,10 +19,8 @@ SHOWN = 200
 class BindingExplorer(w.VBox):
     """Explore a ``BindingReport``: ``elements`` lists the bound elements with an issue
     (errors first), ``codes`` the codes of the element chosen, ``resources`` the resources
-    holding the code chosen, and ``detail`` the rows of the resource chosen.
-
-    >>> from workbench import Workbench  # doctest: +SKIP
-    >>> BindingExplorer(wb.check_bindings("export/"))  # doctest: +SKIP
+    holding the code chosen, and ``detail`` the rows of the resource chosen. In a notebook:
+    ``BindingExplorer(wb.check_bindings("export/"))``.
     """
 
     def __init__(
