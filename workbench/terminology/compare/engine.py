@@ -3,11 +3,18 @@
 Two definitions that are the same once normalised (includes and excludes in any order,
 listed codes in any order, the same filters, displays in the compose ignored) hold the
 same codes, whatever their url or version: the answer is ``same`` without expanding
-(``performed_expansion`` false). Otherwise both are expanded (through the compiled value
-sets, cached for stored ones) and their codes compared as (system, code). A side that
-cannot be expanded (an unknown code system, a filter that cannot be evaluated, too
-costly) makes the answer ``indeterminate``, not an error; a value set that is not there
-is an error (404, as ``$expand`` answers).
+(``performed_expansion`` false).
+
+Otherwise both are expanded (through the compiled value sets, cached for stored ones) and
+their codes compared as tx.fhir.org compares them: by system and code, whatever the code
+system versions they come from (a value set over version 1 of a code system is a subset
+of one over version 2 that adds codes; one that draws on both versions, directly or by
+importing a versioned value set, holds each code once); by version too for a code system
+that says ``versionNeeded`` (its versions are different code sets), and for every code
+system when a value set says ``versionsMatch`` false. A side that cannot be expanded (an
+unknown code system, a filter that cannot be evaluated, too costly) makes the answer
+``indeterminate``, not an error; a value set that is not there is an error (404, as
+``$expand`` answers).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from workbench.terminology.requests import CompareRequest
 from workbench.terminology.versions import NO_POLICY
 
 if TYPE_CHECKING:
+    from workbench.terminology.compose import CompiledValueSet
     from workbench.terminology.resolution import Resolution
 
 #: What makes a side impossible to evaluate: the answer is then ``indeterminate``.
@@ -83,10 +91,13 @@ def compare(engine: Resolution, req: CompareRequest) -> Comparison:
         return Comparison(a.label, b.label, "same", performed_expansion=False)
     limit = max(engine.max_expansion, MAXIMUM_EXPANSION)
     try:
-        codes_a = _codes(engine, a, req, limit)
-        codes_b = _codes(engine, b, req, limit)
+        compiled_a = _compiled(engine, a, req, limit)
+        compiled_b = _compiled(engine, b, req, limit)
     except UNEVALUABLE as exc:
         return Comparison(a.label, b.label, "indeterminate", True, reason=str(exc))
+    versioned = _versioned_systems(engine, compiled_a, compiled_b)
+    codes_a = _codes(engine, compiled_a, versioned)
+    codes_b = _codes(engine, compiled_b, versioned)
     common = tuple(e for k, e in codes_a.items() if k in codes_b)
     missing = tuple(e for k, e in codes_a.items() if k not in codes_b)
     extra = tuple(e for k, e in codes_b.items() if k not in codes_a)
@@ -94,12 +105,8 @@ def compare(engine: Resolution, req: CompareRequest) -> Comparison:
     return Comparison(a.label, b.label, result, True, common, missing, extra)
 
 
-def _codes(
-    engine: Resolution, side: _Side, req: CompareRequest, limit: int
-) -> dict[tuple[str, str], Entry]:
-    """The codes of one side by (system, code), or by (system|version, code) when it holds
-    a code system in several versions; TooCostlyError past ``limit``. Kept with the
-    compiled value set for as long as it stays cached."""
+def _compiled(engine: Resolution, side: _Side, req: CompareRequest, limit: int) -> CompiledValueSet:
+    """The side's compiled value set, expanded; TooCostlyError past ``limit`` codes."""
     compiled = engine.compiled(side.target, None, req.policy)
     entries = compiled.entries()
     if len(entries) > limit:
@@ -107,18 +114,40 @@ def _codes(
             f"the value set {side.label} has {len(entries)} codes, more than the {limit} "
             "a comparison takes"
         )
+    return compiled
 
-    def index() -> dict[tuple[str, str], Entry]:
-        if compiled.versions_match is False or _several_versions(entries):
-            return {(e.system + "|" + (e.version or ""), e.code): e for e in entries}
+
+def _versioned_systems(engine: Resolution, *compiled: CompiledValueSet) -> frozenset[str]:
+    """The code systems whose codes also compare by version: those that say
+    ``versionNeeded``, and every one when a side says ``versionsMatch`` false."""
+    systems = {s for c in compiled for s in c.systems()}
+    if any(c.versions_match is False for c in compiled):
+        return frozenset(systems)
+    return frozenset(s for s in systems if _version_needed(engine, s))
+
+
+def _version_needed(engine: Resolution, system: str) -> bool:
+    """Whether the code system (its latest version loaded) says ``versionNeeded``."""
+    found = engine.codesystem(system)
+    return found is not None and found.resource.get("versionNeeded") is True
+
+
+def _codes(
+    engine: Resolution, compiled: CompiledValueSet, versioned: frozenset[str]
+) -> dict[tuple[str, str], Entry]:
+    """The codes of an expanded side by (system, code), or by (system|version, code) for
+    the ``versioned`` code systems. Kept with the compiled value set while it is cached."""
+    if not versioned:
         return compiled.member_index()
 
-    return engine.memo(compiled, "compare-codes", index)
+    def index() -> dict[tuple[str, str], Entry]:
+        found: dict[tuple[str, str], Entry] = {}
+        for e in compiled.entries():
+            system = e.system + "|" + (e.version or "") if e.system in versioned else e.system
+            found.setdefault((system, e.code), e)
+        return found
 
-
-def _several_versions(entries: list[Entry]) -> bool:
-    """Whether one code system appears in several versions (they then differ)."""
-    return len({(e.system, e.version) for e in entries}) > len({e.system for e in entries})
+    return engine.memo(compiled, ("compare-codes", versioned), index)
 
 
 def _latest_versions(engine: Resolution) -> Callable[[str], str | None]:
