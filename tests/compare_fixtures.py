@@ -30,6 +30,39 @@ def two_includes(name: str, first: str, second: str) -> dict[str, Any]:
     return vs
 
 
+def _filtered(name: str, op: str, value: str) -> dict[str, Any]:
+    """A value set ``VS + name`` of one filter on CS's codes."""
+    vs = valueset(name, "")
+    vs["compose"]["include"] = [
+        {
+            "system": CS,
+            "filter": [
+                {"property": "concept" if op != "regex" else "code", "op": op, "value": value}
+            ],
+        }
+    ]
+    return vs
+
+
+def _empty_and_whole() -> list[dict[str, Any]]:
+    """Pairs of value sets with the same definition under two urls: empty ones (a code CS
+    lacks; everything excluded) and ones that hold codes (all of CS; a filter)."""
+    found: list[dict[str, Any]] = []
+    for suffix in ("", "2"):
+        whole = valueset("whole" + suffix, "")
+        whole["compose"]["include"] = [{"system": CS}]
+        excluded = valueset("all-excluded" + suffix, "", exclude=[{"system": CS}])
+        excluded["compose"]["include"] = [{"system": CS}]
+        found += [
+            valueset("empty-listed" + suffix, "z"),
+            excluded,
+            whole,
+            _filtered("in-ab" + suffix, "in", "a,b"),
+            _filtered("regex-ab" + suffix, "regex", "[ab]"),
+        ]
+    return found
+
+
 def compare_workbench() -> Workbench:
     """A Workbench with CS, the value sets and two versions of ``abc``."""
     wb = Workbench()
@@ -83,6 +116,7 @@ def compare_workbench() -> Workbench:
                 ]
             },
         },
+        *_empty_and_whole(),
         {
             "resourceType": "ValueSet",
             "url": VS + "unknown-system",
@@ -117,6 +151,13 @@ CASES = [
     ("ab", "de", "disjoint", True, "", "a,b", "d,e"),
     ("ab", "empty", "disjoint", True, "", "a,b", ""),  # with an empty one
     ("empty", "empty2", "empty", True, "", "", ""),
+    ("empty", "empty", "empty", True, "", "", ""),  # itself: empty, not the same
+    ("empty-listed", "empty-listed2", "empty", True, "", "", ""),  # one definition
+    ("all-excluded", "all-excluded2", "empty", True, "", "", ""),
+    ("whole", "whole2", "same", False, "", "", ""),  # it holds codes: no expansion
+    ("in-ab", "in-ab2", "same", False, "", "", ""),
+    ("regex-ab", "regex-ab2", "same", True, "a,b", "", ""),  # expanded to know it is not empty
+    ("unknown-system", "unknown-system", "same", False, "", "", ""),
     ("ab-c-excluded", "ab", "same", True, "a,b", "", ""),
     ("unknown-system", "ab", "indeterminate", True, "", "", ""),
 ]

@@ -3,7 +3,10 @@
 Two definitions that are the same once normalised (includes and excludes in any order,
 listed codes in any order, the same filters, displays in the compose ignored) hold the
 same codes, whatever their url or version: the answer is ``same`` without expanding
-(``performed_expansion`` false).
+(``performed_expansion`` false) when the definition plainly holds a code (a listed code the
+code system has, a whole code system with codes, an ``is-a`` or ``in`` filter on a code it
+has); otherwise one side is expanded to tell ``same`` from ``empty``. Two value sets
+without codes are ``empty``, whatever their definitions.
 
 Otherwise both are expanded (through the compiled value sets, cached for stored ones) and
 their codes compared as tx.fhir.org compares them: by system and code, whatever the code
@@ -19,7 +22,7 @@ unknown code system, a filter that cannot be evaluated, too costly) makes the an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -35,13 +38,14 @@ from workbench.errors import (
 )
 from workbench.resources import Resource, split_canonical
 from workbench.terminology.compare.result import Comparison, relation
-from workbench.terminology.concepts import Entry
+from workbench.terminology.concepts import Concept, Entry
 from workbench.terminology.expand.expansion import MAXIMUM_EXPANSION
 from workbench.terminology.requests import CompareRequest
 from workbench.terminology.versions import NO_POLICY
 
 if TYPE_CHECKING:
     from workbench.terminology.compose import CompiledValueSet
+    from workbench.terminology.provider import CodeSystemProvider
     from workbench.terminology.resolution import Resolution
 
 #: What makes a side impossible to evaluate: the answer is then ``indeterminate``.
@@ -88,7 +92,7 @@ def compare(engine: Resolution, req: CompareRequest) -> Comparison:
     latest = _latest_versions(engine) if req.policy == NO_POLICY else None
     key_a, key_b = definition_key(a.resource, latest), definition_key(b.resource, latest)
     if key_a is not None and key_a == key_b:
-        return Comparison(a.label, b.label, "same", performed_expansion=False)
+        return _one_definition(engine, a, b, req, latest)
     limit = max(engine.max_expansion, MAXIMUM_EXPANSION)
     try:
         compiled_a = _compiled(engine, a, req, limit)
@@ -103,6 +107,27 @@ def compare(engine: Resolution, req: CompareRequest) -> Comparison:
     extra = tuple(e for k, e in codes_b.items() if k not in codes_a)
     result = relation(len(codes_a), len(codes_b), len(common))
     return Comparison(a.label, b.label, result, True, common, missing, extra)
+
+
+def _one_definition(
+    engine: Resolution,
+    a: _Side,
+    b: _Side,
+    req: CompareRequest,
+    latest: Callable[[str], str | None] | None,
+) -> Comparison:
+    """Two value sets of the same definition: ``same`` from the definition when it plainly
+    holds a code, else from *this* expanded (``empty`` when it has no codes). A definition
+    that cannot be expanded (an unknown code system) still holds what the other holds."""
+    if latest is not None and _holds_a_code(engine, a.resource):
+        return Comparison(a.label, b.label, "same", performed_expansion=False)
+    try:
+        compiled = _compiled(engine, a, req, max(engine.max_expansion, MAXIMUM_EXPANSION))
+    except UNEVALUABLE:
+        return Comparison(a.label, b.label, "same", performed_expansion=False)
+    codes = tuple(_codes(engine, compiled, frozenset()).values())
+    result = relation(len(codes), len(codes), len(codes))
+    return Comparison(a.label, b.label, result, True, codes)
 
 
 def _compiled(engine: Resolution, side: _Side, req: CompareRequest, limit: int) -> CompiledValueSet:
@@ -148,6 +173,41 @@ def _codes(
         return found
 
     return engine.memo(compiled, ("compare-codes", versioned), index)
+
+
+def _holds_a_code(engine: Resolution, resource: Mapping[str, Any]) -> bool:
+    """Whether the value set plainly holds a code, from its definition and a look at the
+    code systems: no exclude, and an include that lists a code its code system has, takes
+    a whole (complete) code system that has codes, or filters ``is-a``/``in`` on a code it
+    has. False when that takes more (imports, other filters): not that it is empty."""
+    compose = resource.get("compose")
+    if not isinstance(compose, Mapping) or compose.get("exclude"):
+        return False
+    active = compose.get("inactive", True) is False
+    for include in compose.get("include") or ():
+        system = include.get("system")
+        if not isinstance(system, str) or include.get("valueSet"):
+            continue
+        cs = engine.codesystem(system, include.get("version"))
+        if cs is None:
+            continue
+        found = _candidates(cs, include)
+        if any(c is not None and not (active and c.inactive) for c in found):
+            return True
+    return False
+
+
+def _candidates(cs: CodeSystemProvider, include: Mapping[str, Any]) -> Iterable[Concept | None]:
+    """Concepts one of which, if the code system has it, makes the include hold a code."""
+    listed, filters = include.get("concept"), include.get("filter")
+    if listed and not filters:
+        return (cs.get(str(c.get("code"))) for c in listed)
+    if filters and not listed and len(filters) == 1:
+        f = filters[0]
+        if f.get("property") == "concept" and f.get("op") in ("is-a", "in"):
+            return (cs.get(code.strip()) for code in str(f.get("value", "")).split(","))
+        return ()
+    return iter(cs) if not listed and not filters and cs.is_complete else ()
 
 
 def _latest_versions(engine: Resolution) -> Callable[[str], str | None]:
