@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from compare_fixtures import CASES, CS, VS, compare_workbench, valueset
+from compare_fixtures import (
+    CASES,
+    CS,
+    HL7,
+    VERSION_CASES,
+    VS,
+    compare_workbench,
+    valueset,
+    versions_workbench,
+)
 
 from workbench import Workbench
 from workbench.errors import ValueSetDefinitionNotFoundError, ValueSetVersionNotFoundError
@@ -33,14 +42,28 @@ def test_compare(
     extra: str,
 ) -> None:
     got = wb.compare(_canonical(this), _canonical(other))
+    _check(got, VS, this, other, result, expanded, (common, missing, extra))
+
+
+def _check(
+    got: Comparison,
+    prefix: str,
+    this: str,
+    other: str,
+    result: str,
+    expanded: bool,
+    codes: tuple[str, str, str],
+) -> None:
+    """The comparison's result, frames, message, Parameters and reprs."""
+    common, missing, extra = codes
     assert isinstance(got, Comparison)
-    assert (got.result, got.performed_expansion) == (result, expanded)
+    assert (got.result, got.performed_expansion) == (result, expanded), got.message
     assert ",".join(sorted(got.both["code"])) == common  # in the order of *this*
     assert ",".join(sorted(got.only_in_a["code"])) == missing
     assert ",".join(sorted(got.only_in_b["code"])) == extra
     assert list(got.both.columns) == ["code", "display", "system", "version"]
-    assert _canonical(this.partition("|")[0]) in got.message
-    assert _canonical(other.partition("|")[0]) in got.message
+    assert prefix + this.partition("|")[0] in got.message
+    assert prefix + other.partition("|")[0] in got.message
     outputs = {p["name"]: p for p in got.to_parameters()["parameter"]}
     assert outputs["result"] == {"name": "result", "valueCode": result}
     assert outputs["performed-expansion"]["valueBoolean"] is expanded
@@ -52,6 +75,28 @@ def test_compare(
         listed = outputs.get(name, {}).get("valueString", "")
         assert ",".join(sorted(filter(None, listed.split(",")))) == codes
     assert result in got._repr_html_() and result in repr(got)
+
+
+@pytest.fixture(scope="module")
+def versions() -> Workbench:
+    return versions_workbench()
+
+
+@pytest.mark.parametrize(
+    ("this", "other", "result", "expanded", "common", "missing", "extra"), VERSION_CASES
+)
+def test_compare_versions(
+    versions: Workbench,
+    this: str,
+    other: str,
+    result: str,
+    expanded: bool,
+    common: str,
+    missing: str,
+    extra: str,
+) -> None:
+    got = versions.compare(HL7 + this, HL7 + other)
+    _check(got, HL7, this, other, result, expanded, (common, missing, extra))
 
 
 def test_displays_travel_in_the_frames(wb: Workbench) -> None:

@@ -7,8 +7,19 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from compare_fixtures import CASES, VS, compare_workbench, valueset
+from compare_fixtures import (
+    CASES,
+    HL7,
+    VERSION_CASES,
+    VERSION_RESOURCES,
+    VS,
+    compare_workbench,
+    valueset,
+    versions_workbench,
+)
 from http_support import TOKEN, assert_outcome, client, params, values
+
+from workbench import Workbench
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +74,54 @@ def test_compare(
         extra,
     )
     assert VS + this_url in values(got, "message")[0]
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, httpx.Client]]:
+    """A server with the version cases' resources loaded, and one with nothing loaded (the
+    resources then come as tx-resource, as HL7's test runner sends its setup)."""
+    with (
+        versions_workbench().serve(port=0, token=TOKEN) as loaded,
+        Workbench().serve(port=0, token=TOKEN) as bare,
+        client(loaded.url) as stored,
+        client(bare.url) as sent,
+    ):
+        yield {"stored": stored, "tx-resource": sent}
+
+
+def _side(name: str, canonical: str) -> list[tuple[str, dict[str, str]]]:
+    """``{name}Url`` and, for ``url|version``, ``{name}Version``."""
+    url, _, version = canonical.partition("|")
+    found = [(f"{name}Url", {"valueUri": HL7 + url})]
+    return found + ([(f"{name}Version", {"valueString": version})] if version else [])
+
+
+@pytest.mark.parametrize("where", ["stored", "tx-resource"])
+@pytest.mark.parametrize(
+    ("this", "other", "result", "expanded", "common", "missing", "extra"), VERSION_CASES
+)
+def test_compare_versions(
+    servers: dict[str, httpx.Client],
+    where: str,
+    this: str,
+    other: str,
+    result: str,
+    expanded: bool,
+    common: str,
+    missing: str,
+    extra: str,
+) -> None:
+    inputs = _side("this", this) + _side("other", other)
+    if where == "tx-resource":
+        inputs += [("tx-resource", {"resource": r}) for r in VERSION_RESOURCES]
+    response = servers[where].post("/ValueSet/$compare", json=params(*inputs))
+    assert response.status_code == 200, response.text
+    got = response.json()
+    assert values(got, "result") == [result], values(got, "message")
+    assert values(got, "performed-expansion") == [expanded]
+    codes = tuple(_codes(got, n) for n in ("common-codes", "missing-codes", "extra-codes"))
+    assert codes == (common, missing, extra)
+    assert HL7 + this.partition("|")[0] in values(got, "message")[0]
 
 
 def test_inline_value_sets_and_diagnostics(http: httpx.Client) -> None:

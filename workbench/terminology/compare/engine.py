@@ -3,16 +3,26 @@
 Two definitions that are the same once normalised (includes and excludes in any order,
 listed codes in any order, the same filters, displays in the compose ignored) hold the
 same codes, whatever their url or version: the answer is ``same`` without expanding
-(``performed_expansion`` false). Otherwise both are expanded (through the compiled value
-sets, cached for stored ones) and their codes compared as (system, code). A side that
-cannot be expanded (an unknown code system, a filter that cannot be evaluated, too
-costly) makes the answer ``indeterminate``, not an error; a value set that is not there
-is an error (404, as ``$expand`` answers).
+(``performed_expansion`` false) when the definition plainly holds a code (a listed code the
+code system has, a whole code system with codes, an ``is-a`` or ``in`` filter on a code it
+has); otherwise one side is expanded to tell ``same`` from ``empty``. Two value sets
+without codes are ``empty``, whatever their definitions.
+
+Otherwise both are expanded (through the compiled value sets, cached for stored ones) and
+their codes compared as tx.fhir.org compares them: by system and code, whatever the code
+system versions they come from (a value set over version 1 of a code system is a subset
+of one over version 2 that adds codes; one that draws on both versions, directly or by
+importing a versioned value set, holds each code once); by version too for a code system
+that says ``versionNeeded`` (its versions are different code sets), and for every code
+system when a value set says ``versionsMatch`` false. A side that cannot be expanded (an
+unknown code system, a filter that cannot be evaluated, too costly) makes the answer
+``indeterminate``, not an error; a value set that is not there is an error (404, as
+``$expand`` answers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -28,12 +38,14 @@ from workbench.errors import (
 )
 from workbench.resources import Resource, split_canonical
 from workbench.terminology.compare.result import Comparison, relation
-from workbench.terminology.concepts import Entry
+from workbench.terminology.concepts import Concept, Entry
 from workbench.terminology.expand.expansion import MAXIMUM_EXPANSION
 from workbench.terminology.requests import CompareRequest
 from workbench.terminology.versions import NO_POLICY
 
 if TYPE_CHECKING:
+    from workbench.terminology.compose import CompiledValueSet
+    from workbench.terminology.provider import CodeSystemProvider
     from workbench.terminology.resolution import Resolution
 
 #: What makes a side impossible to evaluate: the answer is then ``indeterminate``.
@@ -80,13 +92,16 @@ def compare(engine: Resolution, req: CompareRequest) -> Comparison:
     latest = _latest_versions(engine) if req.policy == NO_POLICY else None
     key_a, key_b = definition_key(a.resource, latest), definition_key(b.resource, latest)
     if key_a is not None and key_a == key_b:
-        return Comparison(a.label, b.label, "same", performed_expansion=False)
+        return _one_definition(engine, a, b, req, latest)
     limit = max(engine.max_expansion, MAXIMUM_EXPANSION)
     try:
-        codes_a = _codes(engine, a, req, limit)
-        codes_b = _codes(engine, b, req, limit)
+        compiled_a = _compiled(engine, a, req, limit)
+        compiled_b = _compiled(engine, b, req, limit)
     except UNEVALUABLE as exc:
         return Comparison(a.label, b.label, "indeterminate", True, reason=str(exc))
+    versioned = _versioned_systems(engine, compiled_a, compiled_b)
+    codes_a = _codes(engine, compiled_a, versioned)
+    codes_b = _codes(engine, compiled_b, versioned)
     common = tuple(e for k, e in codes_a.items() if k in codes_b)
     missing = tuple(e for k, e in codes_a.items() if k not in codes_b)
     extra = tuple(e for k, e in codes_b.items() if k not in codes_a)
@@ -94,12 +109,29 @@ def compare(engine: Resolution, req: CompareRequest) -> Comparison:
     return Comparison(a.label, b.label, result, True, common, missing, extra)
 
 
-def _codes(
-    engine: Resolution, side: _Side, req: CompareRequest, limit: int
-) -> dict[tuple[str, str], Entry]:
-    """The codes of one side by (system, code), or by (system|version, code) when it holds
-    a code system in several versions; TooCostlyError past ``limit``. Kept with the
-    compiled value set for as long as it stays cached."""
+def _one_definition(
+    engine: Resolution,
+    a: _Side,
+    b: _Side,
+    req: CompareRequest,
+    latest: Callable[[str], str | None] | None,
+) -> Comparison:
+    """Two value sets of the same definition: ``same`` from the definition when it plainly
+    holds a code, else from *this* expanded (``empty`` when it has no codes). A definition
+    that cannot be expanded (an unknown code system) still holds what the other holds."""
+    if latest is not None and _holds_a_code(engine, a.resource):
+        return Comparison(a.label, b.label, "same", performed_expansion=False)
+    try:
+        compiled = _compiled(engine, a, req, max(engine.max_expansion, MAXIMUM_EXPANSION))
+    except UNEVALUABLE:
+        return Comparison(a.label, b.label, "same", performed_expansion=False)
+    codes = tuple(_codes(engine, compiled, frozenset()).values())
+    result = relation(len(codes), len(codes), len(codes))
+    return Comparison(a.label, b.label, result, True, codes)
+
+
+def _compiled(engine: Resolution, side: _Side, req: CompareRequest, limit: int) -> CompiledValueSet:
+    """The side's compiled value set, expanded; TooCostlyError past ``limit`` codes."""
     compiled = engine.compiled(side.target, None, req.policy)
     entries = compiled.entries()
     if len(entries) > limit:
@@ -107,18 +139,75 @@ def _codes(
             f"the value set {side.label} has {len(entries)} codes, more than the {limit} "
             "a comparison takes"
         )
+    return compiled
 
-    def index() -> dict[tuple[str, str], Entry]:
-        if compiled.versions_match is False or _several_versions(entries):
-            return {(e.system + "|" + (e.version or ""), e.code): e for e in entries}
+
+def _versioned_systems(engine: Resolution, *compiled: CompiledValueSet) -> frozenset[str]:
+    """The code systems whose codes also compare by version: those that say
+    ``versionNeeded``, and every one when a side says ``versionsMatch`` false."""
+    systems = {s for c in compiled for s in c.systems()}
+    if any(c.versions_match is False for c in compiled):
+        return frozenset(systems)
+    return frozenset(s for s in systems if _version_needed(engine, s))
+
+
+def _version_needed(engine: Resolution, system: str) -> bool:
+    """Whether the code system (its latest version loaded) says ``versionNeeded``."""
+    found = engine.codesystem(system)
+    return found is not None and found.resource.get("versionNeeded") is True
+
+
+def _codes(
+    engine: Resolution, compiled: CompiledValueSet, versioned: frozenset[str]
+) -> dict[tuple[str, str], Entry]:
+    """The codes of an expanded side by (system, code), or by (system|version, code) for
+    the ``versioned`` code systems. Kept with the compiled value set while it is cached."""
+    if not versioned:
         return compiled.member_index()
 
-    return engine.memo(compiled, "compare-codes", index)
+    def index() -> dict[tuple[str, str], Entry]:
+        found: dict[tuple[str, str], Entry] = {}
+        for e in compiled.entries():
+            system = e.system + "|" + (e.version or "") if e.system in versioned else e.system
+            found.setdefault((system, e.code), e)
+        return found
+
+    return engine.memo(compiled, ("compare-codes", versioned), index)
 
 
-def _several_versions(entries: list[Entry]) -> bool:
-    """Whether one code system appears in several versions (they then differ)."""
-    return len({(e.system, e.version) for e in entries}) > len({e.system for e in entries})
+def _holds_a_code(engine: Resolution, resource: Mapping[str, Any]) -> bool:
+    """Whether the value set plainly holds a code, from its definition and a look at the
+    code systems: no exclude, and an include that lists a code its code system has, takes
+    a whole (complete) code system that has codes, or filters ``is-a``/``in`` on a code it
+    has. False when that takes more (imports, other filters): not that it is empty."""
+    compose = resource.get("compose")
+    if not isinstance(compose, Mapping) or compose.get("exclude"):
+        return False
+    active = compose.get("inactive", True) is False
+    for include in compose.get("include") or ():
+        system = include.get("system")
+        if not isinstance(system, str) or include.get("valueSet"):
+            continue
+        cs = engine.codesystem(system, include.get("version"))
+        if cs is None:
+            continue
+        found = _candidates(cs, include)
+        if any(c is not None and not (active and c.inactive) for c in found):
+            return True
+    return False
+
+
+def _candidates(cs: CodeSystemProvider, include: Mapping[str, Any]) -> Iterable[Concept | None]:
+    """Concepts one of which, if the code system has it, makes the include hold a code."""
+    listed, filters = include.get("concept"), include.get("filter")
+    if listed and not filters:
+        return (cs.get(str(c.get("code"))) for c in listed)
+    if filters and not listed and len(filters) == 1:
+        f = filters[0]
+        if f.get("property") == "concept" and f.get("op") in ("is-a", "in"):
+            return (cs.get(code.strip()) for code in str(f.get("value", "")).split(","))
+        return ()
+    return iter(cs) if not listed and not filters and cs.is_complete else ()
 
 
 def _latest_versions(engine: Resolution) -> Callable[[str], str | None]:
