@@ -156,9 +156,8 @@ def bracket_counts(chunk: bytes) -> np.ndarray:
     """
     data = np.frombuffer(chunk, dtype=np.uint8)
     ends = np.flatnonzero(data == 10)
-    opened = np.cumsum((data == 91) | (data == 123), dtype=np.int64)
-    at_ends = opened[ends]
-    return np.diff(at_ends, prepend=0)
+    brackets = np.flatnonzero((data == 91) | (data == 123))  # (few: positions, not a sum)
+    return np.diff(np.searchsorted(brackets, ends), prepend=0)
 
 
 def resource_type_of(value: Any) -> tuple[str | None, str | None]:
