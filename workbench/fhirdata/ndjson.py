@@ -74,11 +74,12 @@ def longest_line(chunk: bytes) -> int:
 def read_chunk(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> int:
     """Read the newline-terminated lines of ``chunk``, the first of them line ``first``;
     return the number of the line after them."""
+    if intake.sink is not None:  # a scan parses every line itself
+        return _read_lines(intake, chunk, log, first)
     lines = chunk.count(b"\n")
     limit = intake.limits.max_line_bytes
     fits = len(chunk) <= limit or longest_line(chunk) <= limit
-    # (a scan parses every line itself: checking the chunk in C first would be done twice)
-    types = chunk_types(chunk, lines) if fits and intake.sink is None else None
+    types = chunk_types(chunk, lines) if fits else None
     if isinstance(types, str):
         intake.store.add_chunk(types, chunk, lines)
         log.parsed_one()
@@ -103,8 +104,9 @@ def _read_mixed(intake: Intake, chunk: bytes, types: list[str], log: SourceLog, 
         intake.store.add_chunk(name, b"\n".join(group) + b"\n", len(group))
 
 
-def _read_lines(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> None:
-    """Each line on its own: the rule for anything the C check did not take."""
+def _read_lines(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> int:
+    """Each line on its own: the rule for anything the C check did not take (and for a
+    scan); return the number of the line after the chunk's."""
     limit = intake.limits.max_line_bytes
     counts = bracket_counts(chunk).tolist()
     for number, line, brackets in zip(
@@ -119,7 +121,7 @@ def _read_lines(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> Non
         if reason is not None:
             log.error(number, reason, syntax=value is None and reason.startswith("not valid"))
             if log.not_json:
-                return
+                break
             continue
         log.parsed_one()
         resource_type, reason = resource_type_of(value)
@@ -131,3 +133,4 @@ def _read_lines(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> Non
             if log.declared is not None and resource_type != log.declared:
                 log.other_type(number, resource_type)
             intake.add_line(resource_type, line, value)
+    return first + len(counts)
