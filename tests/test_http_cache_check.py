@@ -2,10 +2,14 @@
 answers it: a cache held is ``valid`` with ``sealed``, ``resource-count``, ``idle`` (seconds
 unused before the check, which uses it) and ``timeout``; a cache that is gone is ``valid``
 false, status 200, with an ``outcome`` saying why (closed, expired, cleared, never known:
-one message id each), which any other request naming it gets as a 404. Bad ids are 400."""
+one message id each), which any other request naming it gets as a 404. Bad ids are 400.
+The idle timeout is an option (``Workbench.serve(cache_idle=...)``, ``server.py
+--cache-idle``), 4 hours by default, and ``/metadata`` documents it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,10 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import TOKEN, assert_outcome, client, params, serve_app, values
+from http_support import HOST, TOKEN, assert_outcome, client, free_port, params, serve_app, values
 from test_http_cache_control import codesystem, message_id, start, valueset
+from test_server_process import CONTENT, ROOT, STOP_SECONDS, environment, wait_ready
 
 from workbench import Workbench
+from workbench.cli.serve import parse_args
 from workbench.errors import TX_ISSUE_TYPE
 from workbench.server import create_app
 from workbench.server.offload import Limits
@@ -160,3 +166,46 @@ def test_a_cache_ended_through_the_data_folder_says_so(
             answer = check(http, cache_id)
             assert answer["valid"] is False
             assert message_id(answer["outcome"]) == "WB-CACHE-404-CLOSED"
+
+
+def test_the_timeout_is_an_option_in_metadata(default_wb: Workbench) -> None:
+    """``Workbench.serve(cache_idle=...)``; the CapabilityStatement and the
+    TerminologyCapabilities document it, and check reports it."""
+    cases = ((None, 14_400, "4 hours"), ("90m", 5_400, "1 hour 30 minutes"))
+    for given, seconds, said in cases:
+        server = default_wb.serve(port=0, token=TOKEN, cache_idle=given)
+        with server, client(server.url) as http:
+            rest = http.get("/metadata").json()["rest"][0]
+            (control,) = [op for op in rest["operation"] if op["name"] == "cache-control"]
+            assert f"unused for {said} ({seconds} seconds" in control["documentation"]
+            assert "--cache-idle" in control["documentation"]
+            terminology = http.get("/metadata", params={"mode": "terminology"}).json()
+            (param,) = [p for p in terminology["expansion"]["parameter"] if p["name"] == "cache-id"]
+            assert param["documentation"] == control["documentation"]
+            assert check(http, start(http))["timeout"] == seconds
+    with pytest.raises(ValueError, match="not a duration"):
+        default_wb.serve(port=0, cache_idle="soon")
+
+
+def test_the_server_script_takes_the_timeout(tmp_path: Path) -> None:
+    assert parse_args(["--cache-idle", "8h"]).cache_idle == 28_800
+    assert parse_args(["--cache-idle", "600"]).cache_idle == 600
+    assert parse_args([]).cache_idle is None
+    port = free_port()
+    command = [sys.executable, str(ROOT / "server.py"), "--port", str(port), "--token", TOKEN]
+    command += [*CONTENT, "--cache-idle", "2h"]
+    with (tmp_path / "server.log").open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment())
+        try:
+            url = f"http://{HOST}:{port}/fhir/R4"
+            wait_ready(process, url)
+            with client(url) as http:
+                rest = http.get("/metadata").json()["rest"][0]
+                assert "unused for 2 hours (7200 seconds" in str(rest["operation"])
+                assert check(http, start(http))["timeout"] == 7_200
+        finally:
+            process.terminate()
+            process.wait(STOP_SECONDS)
+    bad = [sys.executable, str(ROOT / "server.py"), "--cache-idle", "-5"]
+    done = subprocess.run(bad, capture_output=True, env=environment(), timeout=STOP_SECONDS)
+    assert done.returncode == 2 and b"not a duration" in done.stderr
