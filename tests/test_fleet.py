@@ -4,8 +4,9 @@ their writes (each sees the other's within 100 ms, through LISTEN/NOTIFY), race 
 ``If-Match`` with one winner and one 412, refuse to start without the database (one line,
 exit code 2), and with the database lost during a run answer writes 503 "nothing was
 stored" while still serving what they hold, writing again once it is back; and share
-their ``$cache-control`` client caches (a cache started on one is used on the other). Against a real
-PostgreSQL (``postgres_support.py``): one per test session."""
+their ``$cache-control`` client caches (a cache started on one is used on the other, and
+how it ended is told by both). Against a real PostgreSQL (``postgres_support.py``): one per
+test session."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ import pytest
 from http_support import GENDER_VS, HOST, TOKEN, assert_outcome, client, free_port
 from postgres_support import Postgres, cleanup, started
 from test_server_process import CONTENT, ROOT, STOP_SECONDS, environment, wait_ready
+
+from workbench.terminology.cache_backing import Ended
 
 VISIBLE_SECONDS = 0.1  # the issue's bound on how long another instance may lag
 GENDER = "/ValueSet/administrative-gender"
@@ -190,9 +193,33 @@ def test_a_client_cache_started_on_one_instance_works_on_the_other(
         without = a.post("/CodeSystem/$validate-code", json=cached_check(False))
         assert without.json()["parameter"][0] == {"name": "result", "valueBoolean": False}
         assert b.post("/$cache-control", params={"mode": "end"}, headers=header).status_code == 200
-        for http in (a, b):
+        for http in (a, b):  # both tell why it is gone: the end is in the database too
             gone = http.post("/CodeSystem/$validate-code", json=cached_check(False), headers=header)
-            assert_outcome(gone, 404, "not-found", "is not known")
+            assert_outcome(gone, 404, "not-found", "was closed by its client")
+            checked = http.post("/$cache-control", params={"mode": "check"}, headers=header)
+            assert checked.json()["parameter"][1] == {"name": "valid", "valueBoolean": False}
+        unknown = {"X-Cache-Id": "never-started-in-the-fleet"}
+        gone = b.post("/CodeSystem/$validate-code", json=cached_check(False), headers=unknown)
+        assert_outcome(gone, 404, "not-found", "is not known to this server")
+
+
+def test_the_database_records_how_each_cache_ended(postgres: Postgres) -> None:
+    from workbench.server.database.cache_postgresql import PostgresCaches
+
+    backing = PostgresCaches(postgres.create("cache_ends"))
+    try:
+        for cache_id, used in {"a": 100.0, "b": 200.0, "c": 300.0}.items():
+            backing.start(cache_id, False, used)
+        backing.sweep(150.0, 1, 310.0)  # a idle, b past the limit of one cache
+        assert backing.ended("a") == Ended("expired", 310.0, 100.0, "cache_idle_seconds", 150.0)
+        assert backing.ended("b") == Ended("cleared", 310.0, 200.0, "caches", 1.0)
+        assert backing.mark("c") is not None and backing.ended("c") is None
+        backing.drop("c", Ended("closed", 320.0, 310.0))
+        assert backing.ended("c") == Ended("closed", 320.0, 310.0)
+        backing.start("c", False, 330.0)  # the id lives again: its end is forgotten
+        assert backing.ended("c") is None
+    finally:
+        backing.close()
 
 
 def test_no_database_at_start_is_one_line_and_exit_code_2(tmp_path: Path) -> None:

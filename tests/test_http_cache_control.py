@@ -1,7 +1,8 @@
 """``$versions``, ``$cache-control`` and ``X-Cache-Id`` over HTTP (uvicorn on 127.0.0.1):
 caches started, used by url alone, checked and ended; isolated from each other and from
 calls without an id; the older ``cache-id`` parameter; bad ids; the bounds (a flood of
-``mode=start``, the idle timeout, the bytes held)."""
+``mode=start``, the idle timeout, the bytes held), each telling a later request why the
+cache is gone (``test_http_cache_check.py``: what ``mode=check`` answers)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,22 @@ def tx_codes(response: httpx.Response) -> list[str]:
     return [c["code"] for c in issue["details"]["coding"] if c["system"] == TX_ISSUE_TYPE]
 
 
+def message_id(outcome: dict[str, Any]) -> str:
+    """The message id (``urn:workbench:message-id``) of an OperationOutcome's first issue."""
+    (found,) = [
+        c["code"]
+        for c in outcome["issue"][0]["details"]["coding"]
+        if c["system"] == "urn:workbench:message-id"
+    ]
+    return str(found)
+
+
+def gone_reason(http: httpx.Client, cache_id: str) -> tuple[int, str]:
+    """A ``$validate-code`` in the cache: its status and message id (the reason it is gone)."""
+    found = validate(http, "a", **{"X-Cache-Id": cache_id})
+    return found.status_code, message_id(found.json()) if found.status_code == 404 else ""
+
+
 def test_versions(http: httpx.Client) -> None:
     found = http.get("/$versions")
     assert found.status_code == 200, found.text
@@ -97,7 +114,7 @@ def test_capability_lists_system_operations(http: httpx.Client) -> None:
     valueset_ops = next(r for r in rest["resource"] if r["type"] == "ValueSet")["operation"]
     assert "batch-validate-code" in {op["name"] for op in valueset_ops}
     terminology = http.get("/metadata", params={"mode": "terminology"}).json()
-    assert {"name": "cache-id"} in terminology["expansion"]["parameter"]
+    assert "cache-id" in {p["name"] for p in terminology["expansion"]["parameter"]}
 
 
 def test_resources_sent_once_are_named_by_url(http: httpx.Client) -> None:
@@ -117,8 +134,9 @@ def test_resources_sent_once_are_named_by_url(http: httpx.Client) -> None:
     ended = http.post("/$cache-control?mode=end", headers={"X-Cache-Id": cache_id})
     assert ended.status_code == 200, ended.text
     gone = validate(http, "a", **{"X-Cache-Id": cache_id})
-    assert_outcome(gone, 404, "not-found", "is not known")
+    assert_outcome(gone, 404, "not-found", "was closed by its client")
     assert tx_codes(gone) == ["cache-id-unknown"]
+    assert message_id(gone.json()) == "WB-CACHE-404-CLOSED"
 
 
 def test_start_front_loads_and_versions_are_kept_apart(http: httpx.Client) -> None:
@@ -156,18 +174,25 @@ def test_older_cache_id_parameter(http: httpx.Client) -> None:
 @pytest.mark.parametrize(
     ("headers", "status", "code", "text"),
     [
-        ({"X-Cache-Id": "never-started"}, 404, "not-found", "is not known"),
+        ({"X-Cache-Id": "never-started"}, 404, "not-found", "is not known to this server"),
         ({"X-Cache-Id": "a b/../c"}, 400, "invalid", "is not a cache id"),
         ({"X-Cache-Id": "x" * 65}, 400, "invalid", "is not a cache id"),
+        ({"X-Cache-Id": ""}, 400, "invalid", "is not a cache id"),
+        ({"X-Cache-Id": "caf\u00e9"}, 400, "invalid", "is not a cache id"),
         ({"X-Cache-Id": "one, two"}, 400, "invalid", "names 2 caches"),
     ],
 )
 def test_bad_cache_ids(
     http: httpx.Client, headers: dict[str, str], status: int, code: str, text: str
 ) -> None:
-    assert_outcome(validate(http, "a", **headers), status, code, text)
-    control = http.post("/$cache-control?mode=check", headers=headers)
-    assert_outcome(control, status, code, text)
+    """Unknown, malformed, several at once: a clear OperationOutcome on every operation
+    that names a cache (the server holds none of them), and on ``$cache-control``'s end;
+    ``mode=check`` answers an unknown id ``valid`` false (``test_http_cache_check.py``)."""
+    sent = {k: v.encode("latin-1") for k, v in headers.items()}
+    assert_outcome(validate(http, "a", **sent), status, code, text)  # type: ignore[arg-type]
+    for mode in ("end", "check") if status == 400 else ("end",):
+        control = http.post(f"/$cache-control?mode={mode}", headers=sent)
+        assert_outcome(control, status, code, text)
 
 
 def test_two_headers_are_refused(http: httpx.Client) -> None:
@@ -232,22 +257,28 @@ def test_start_with_a_large_body_keeps_its_query(http: httpx.Client) -> None:
 def test_a_flood_of_starts_keeps_the_newest(http: httpx.Client) -> None:
     ids = [start(http) for _ in range(40)]
     for old in ids[:-5]:
-        found = http.post("/$cache-control?mode=check", headers={"X-Cache-Id": old})
-        assert found.status_code == 404
+        assert gone_reason(http, old) == (404, "WB-CACHE-404-CLEARED")
     for kept in ids[-5:]:
         found = http.post("/$cache-control?mode=check", headers={"X-Cache-Id": kept})
-        assert found.status_code == 200, found.text
+        assert values(found.json(), "valid") == [True], found.text
+    found = validate(http, "a", **{"X-Cache-Id": ids[0]})
+    assert_outcome(found, 404, "not-found", r"cleared .* \(at most 5 caches .*limit caches")
 
 
 def test_an_idle_cache_expires(http: httpx.Client) -> None:
-    cache_id = start(http)
+    cache_id, other = start(http), start(http)
+    header = {"X-Cache-Id": cache_id}
     time.sleep(1.0)
-    assert http.post("/$cache-control?mode=check", headers={"X-Cache-Id": cache_id}).is_success
+    assert values(http.post("/$cache-control?mode=check", headers=header).json(), "valid")[0]
     time.sleep(1.0)  # kept alive by the check
-    assert http.post("/$cache-control?mode=check", headers={"X-Cache-Id": cache_id}).is_success
+    assert validate(http, "a", **header).status_code == 400  # a use too (the url is unknown)
+    time.sleep(1.0)  # kept alive by the use
+    assert values(http.post("/$cache-control?mode=check", headers=header).json(), "valid")[0]
     time.sleep(1.7)
-    found = http.post("/$cache-control?mode=check", headers={"X-Cache-Id": cache_id})
-    assert found.status_code == 404
+    assert gone_reason(http, cache_id) == (404, "WB-CACHE-404-EXPIRED")
+    assert gone_reason(http, other) == (404, "WB-CACHE-404-EXPIRED")
+    found = validate(http, "a", **header)
+    assert_outcome(found, 404, "not-found", r"expired .* unused for 2 seconds .*--cache-idle")
 
 
 def test_content_past_the_bytes_limit_is_refused(http: httpx.Client) -> None:
@@ -255,6 +286,6 @@ def test_content_past_the_bytes_limit_is_refused(http: httpx.Client) -> None:
     big = codesystem("big", tuple(f"code-{i}" for i in range(8000)))
     found = validate(http, "a", ("tx-resource", {"resource": big}), **{"X-Cache-Id": cache_id})
     assert_outcome(found, 400, "too-costly", "limit cache_bytes")
-    assert (
-        http.post("/$cache-control?mode=check", headers={"X-Cache-Id": cache_id}).status_code == 404
-    )
+    assert gone_reason(http, cache_id) == (404, "WB-CACHE-404-CLEARED")
+    found = validate(http, "a", **{"X-Cache-Id": cache_id})
+    assert_outcome(found, 404, "not-found", r"cleared .*2,000,000 bytes, limit cache_bytes")

@@ -252,7 +252,8 @@ def test_a_client_cache_works_through_every_worker(
     server: tuple[int, list[psutil.Process]], opened: list[Pinned]
 ) -> None:
     """A cache started through one worker, filled through the other, is used, checked and
-    ended through either (its content lives in the shared data folder)."""
+    ended through either (its content lives in the shared data folder); once ended, both
+    workers say it was closed (the end is recorded there too)."""
     port, workers = server
     a, b = one_per_worker(port, workers, opened).values()
     status, _, started = a.request("POST", "/$cache-control?mode=start")
@@ -284,4 +285,7 @@ def test_a_client_cache_works_through_every_worker(
     for conn in (a, b):
         status, _, body = conn.request("POST", "/CodeSystem/$validate-code", ask, **header)
         assert status == 404, body
-        assert "cache-id-unknown" in {c["code"] for c in body["issue"][0]["details"]["coding"]}
+        codes = {c["code"] for c in body["issue"][0]["details"]["coding"]}
+        assert {"cache-id-unknown", "WB-CACHE-404-CLOSED"} <= codes
+        status, _, body = conn.request("POST", "/$cache-control?mode=check", **header)
+        assert status == 200 and body["parameter"][1] == {"name": "valid", "valueBoolean": False}

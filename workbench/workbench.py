@@ -544,17 +544,26 @@ class Workbench(TerminologyCalls):
         *,
         base: str = "/fhir/R4",
         data_dir: str | Path | None = None,
+        cache_idle: float | str | None = None,
     ) -> ServerHandle:
         """Serve this Workbench as a FHIR R4 terminology server in a background thread.
 
         The server works on this very object: what you load here is visible over HTTP at
         once, and writes over HTTP are visible here. ``port=0`` picks a free port. Returns a
         handle with ``.url``, ``.token`` and ``.stop()``; use it as a context manager.
+        ``cache_idle``: how long a client cache (``$cache-control``) lives unused, seconds or
+        a text such as ``"90m"``, ``"8h"`` (default 4 hours; any use keeps it alive).
         """
         from workbench.server.embedded import serve
 
         handle = serve(
-            self.service, host=host, port=port, token=token, base=base, data_dir=data_dir
+            self.service,
+            host=host,
+            port=port,
+            token=token,
+            base=base,
+            data_dir=data_dir,
+            cache_idle=cache_idle,
         )
         self.__dict__.setdefault("_servers", []).append(weakref.ref(handle))
         return handle

@@ -4,6 +4,7 @@ run (one option parser, one function)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import logging
 import os
@@ -23,6 +24,7 @@ from workbench.server.auth import new_token
 from workbench.server.offload import Limits
 from workbench.server.protocol import http_protocol
 from workbench.server.workers import WorkersFailed, serve_workers, worker_count
+from workbench.terminology.cache_ends import parse_duration
 
 # How long a stop (SIGTERM, SIGINT) waits for requests in flight before cancelling them.
 GRACEFUL_SECONDS = 30
@@ -143,6 +145,24 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
         "tx_resources=200, tx_resource_bytes=1000000 "
         "(repeatable; defaults in docs/server/limits.md)",
     )
+    parser.add_argument(
+        "--cache-idle",
+        type=_duration,
+        default=None,
+        metavar="DURATION",
+        help="how long a client cache ($cache-control, X-Cache-Id) lives unused: seconds, or "
+        "a number ending in m, h or d, e.g. 90m, 8h (default 4h; any request naming the "
+        "cache, $cache-control?mode=check included, keeps it alive; the same as --limit "
+        "cache_idle_seconds=SECONDS)",
+    )
+
+
+def _duration(text: str) -> float:
+    """``--cache-idle``'s seconds."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_workers_option(parser: argparse.ArgumentParser) -> None:
@@ -158,6 +178,14 @@ def add_workers_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def operation_limits(args: argparse.Namespace) -> Limits:
+    """The limits of ``--limit`` and ``--cache-idle`` (ValueError naming a bad one)."""
+    limits = Limits.from_options(args.limit)
+    if args.cache_idle is not None:
+        limits = dataclasses.replace(limits, cache_idle_seconds=args.cache_idle)
+    return limits
+
+
 def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
     """Load the content, print how to call the server, and serve until interrupted (a
     temporary data folder it makes is added to ``temporary``)."""
@@ -167,7 +195,7 @@ def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
     try:
         grammar.configure(grammar.GrammarLimits.from_options(args.grammar_limit))
         unpacking.configure(unpacking.UnpackLimits.from_options(args.unpack_limit))
-        limits = Limits.from_options(args.limit)
+        limits = operation_limits(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

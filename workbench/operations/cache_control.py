@@ -2,9 +2,14 @@
 
 ``mode=start`` makes a cache (holding the ``tx-resource``s sent with it; ``sealed=true``:
 only those) and answers its ``cache-id``; later calls send it as the ``X-Cache-Id``
-header. ``mode=check`` keeps a cache alive and lists what it holds; ``mode=end`` drops it.
-An id the server does not hold is 404 ``cache-id-unknown``. GET is taken too, as
-tx.fhir.org takes it.
+header. ``mode=end`` drops it. ``mode=check`` keeps a cache alive and answers its state, as
+FHIRsmith (tx.fhir.org) answers it: ``valid`` true with ``sealed``, ``resource-count``,
+``idle`` (seconds unused before this check), the server's idle ``timeout`` (seconds) and
+what it holds (``resource``); or, for a cache the server does not hold, ``valid`` false
+with an ``outcome`` that says why (closed, expired, cleared, never known:
+``cache_ends``), with status 200, so that a client tells "my cache is gone" from "the
+server could not be reached". Any other call naming a cache that is gone is 404
+``cache-id-unknown`` with that same outcome. GET is taken too, as tx.fhir.org takes it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from workbench.errors import InvalidRequestError, NotSupportedError, RequiredErr
 from workbench.operations.base import CACHE_HEADER, CACHES, Inputs, Operation
 from workbench.operations.definitions import load_definition
 from workbench.resources import Resource
-from workbench.terminology.client_caches import ClientCaches
+from workbench.terminology.client_caches import CacheState, ClientCaches
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
@@ -49,8 +54,9 @@ def run(
         )
         return {"cache-id": cache.id}
     if header is not None and given is not None and header != given:
-        raise RequiredError(
-            f"The X-Cache-Id header ({header}) and the cache-id parameter ({given}) differ"
+        raise InvalidRequestError(
+            f"The X-Cache-Id header ({header}) and the cache-id parameter ({given}) name "
+            "two caches; a request works in one cache at most"
         )
     cache_id = header or given
     if cache_id is None:
@@ -60,8 +66,24 @@ def run(
     if mode == "end":
         caches.end(str(cache_id))
         return {"cache-id": str(cache_id)}
-    cache = caches.get(str(cache_id))
-    return {"cache-id": cache.id, "resource": cache.names()}
+    return checked(caches.check(str(cache_id)))
+
+
+def checked(state: CacheState) -> dict[str, Any]:
+    """The outputs of ``mode=check``: the state of a cache held, or why it is gone."""
+    timeout = int(state.timeout)
+    if state.gone is not None:
+        outcome = state.gone.to_outcome()
+        return {"cache-id": state.id, "valid": False, "timeout": timeout, "outcome": outcome}
+    return {
+        "cache-id": state.id,
+        "valid": True,
+        "sealed": state.sealed,
+        "resource-count": len(state.names),
+        "idle": int(state.idle),
+        "timeout": timeout,
+        "resource": list(state.names),
+    }
 
 
 OPERATION = Operation(

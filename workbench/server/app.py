@@ -47,7 +47,7 @@ from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
 from workbench.server.sync import WriteSync
-from workbench.terminology.client_caches import ClientCaches
+from workbench.terminology.client_caches import CacheLimits, ClientCaches
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
@@ -76,9 +76,12 @@ def read_only(request: Request) -> None:
         )
 
 
-def conformance_routes(workbench: TerminologyService, base: str) -> list[Route]:
-    """``{base}/metadata`` (CapabilityStatement, TerminologyCapabilities) and the
-    OperationDefinitions (search and read)."""
+def conformance_routes(
+    workbench: TerminologyService, base: str, cache_idle: float = CacheLimits.idle_seconds
+) -> list[Route]:
+    """``{base}/metadata`` (CapabilityStatement, TerminologyCapabilities, which document the
+    client caches' idle timeout ``cache_idle``) and the OperationDefinitions (search and
+    read)."""
     definitions = {op.definition.id: op.definition.resource for op in OPERATIONS}
 
     async def metadata(request: Request) -> Response:
@@ -86,12 +89,12 @@ def conformance_routes(workbench: TerminologyService, base: str) -> list[Route]:
         root = public_base(request, base)
         mode = request.query_params.get("mode", "full")
         if mode == "terminology":
-            return fhir(terminology_capabilities(workbench, OPERATIONS, root))
+            return fhir(terminology_capabilities(workbench, OPERATIONS, root, cache_idle))
         if mode not in ("full", "normative"):
             raise InvalidRequestError(
                 f"Parameter 'mode' must be full, normative or terminology, not '{mode}'"
             )
-        return fhir(capability_statement(OPERATIONS, root))
+        return fhir(capability_statement(OPERATIONS, root, cache_idle))
 
     async def operation_definitions(request: Request) -> Response:
         read_only(request)
@@ -208,7 +211,7 @@ def create_app(
     allowed_methods = AllowedMethods(document, base)
     routes = [
         *docs_routes(base, document, TITLE),
-        *conformance_routes(workbench, base),
+        *conformance_routes(workbench, base, caches.limits.idle_seconds),
         *operation_routes.routes(base),
         *resource_routes(base, store, max_body),
     ]

@@ -10,6 +10,8 @@ from typing import Any
 from workbench.operations import Operation
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server.search import COMMON_PARAMETERS, MODIFIERS, SEARCH_PARAMETERS
+from workbench.terminology.cache_ends import IDLE_OPTION, duration_text
+from workbench.terminology.client_caches import CacheLimits
 
 TERMINOLOGY_SERVER = "http://hl7.org/fhir/CapabilityStatement/terminology-server"
 SECURITY = {
@@ -25,6 +27,19 @@ TX_TEST_FEATURE = "http://hl7.org/fhir/uv/tx-tests/FeatureDefinition/test-versio
 CODE_SYSTEM_AS_PARAMETER = (
     "http://hl7.org/fhir/uv/tx-ecosystem/FeatureDefinition/CodeSystemAsParameter"
 )
+
+
+def cache_documentation(idle_seconds: float) -> str:
+    """What ``/metadata`` says of the client caches: the idle timeout, what keeps a cache
+    alive, what ``$cache-control?mode=check`` answers."""
+    return (
+        f"Client caches (X-Cache-Id): a cache unused for {duration_text(idle_seconds)} "
+        f"({int(idle_seconds)} seconds: the idle timeout, {IDLE_OPTION}) is dropped; any "
+        "request naming it, $cache-control?mode=check included, keeps it alive. mode=check "
+        "answers valid, sealed, resource-count, idle and timeout (seconds); a cache that is "
+        "gone answers valid=false with an outcome that says why (closed, expired, cleared, "
+        "never known), and any other request naming it 404 cache-id-unknown with that outcome."
+    )
 
 
 def software_version() -> str:
@@ -120,8 +135,13 @@ def search_definitions(
     return found
 
 
-def capability_statement(operations: tuple[Operation, ...], base_url: str) -> dict[str, Any]:
-    """Describe the resources, interactions and operations this server offers."""
+def capability_statement(
+    operations: tuple[Operation, ...],
+    base_url: str,
+    cache_idle: float = CacheLimits.idle_seconds,
+) -> dict[str, Any]:
+    """Describe the resources, interactions and operations this server offers
+    (``cache_idle``: the client caches' idle timeout, in seconds)."""
     resources = []
     for rtype in TERMINOLOGY_TYPES:
         ops = [
@@ -155,6 +175,9 @@ def capability_statement(operations: tuple[Operation, ...], base_url: str) -> di
         for op in operations
         if op.definition.system
     ]
+    for op in system_ops:
+        if op["name"] == "cache-control":
+            op["documentation"] = cache_documentation(cache_idle)
     rest: dict[str, Any] = {
         "mode": "server",
         "documentation": f"OpenAPI description: {base_url}/openapi.json; interactive "
@@ -182,10 +205,14 @@ def capability_statement(operations: tuple[Operation, ...], base_url: str) -> di
 
 
 def terminology_capabilities(
-    workbench: Any, operations: tuple[Operation, ...], base_url: str
+    workbench: Any,
+    operations: tuple[Operation, ...],
+    base_url: str,
+    cache_idle: float = CacheLimits.idle_seconds,
 ) -> dict[str, Any]:
     """Every code system the server supports, with all its versions (resources and
-    terminologies loaded from release files), and the expansion parameters it honours."""
+    terminologies loaded from release files), and the expansion parameters it honours
+    (``cache-id`` documented with the client caches' idle timeout, ``cache_idle``)."""
     versions: dict[str, list[str]] = {}
     defaults: dict[str, str] = {}
     for resource in workbench.registry.all("CodeSystem"):
@@ -221,7 +248,12 @@ def terminology_capabilities(
             "hierarchical": False,
             "paging": True,
             "incomplete": False,
-            "parameter": [{"name": name} for name in sorted(expand.supported)],
+            "parameter": [
+                {"name": name, "documentation": cache_documentation(cache_idle)}
+                if name == "cache-id"
+                else {"name": name}
+                for name in sorted(expand.supported)
+            ],
         },
         "codeSearch": "all",
         "validateCode": {"translations": False},

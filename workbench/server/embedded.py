@@ -13,7 +13,9 @@ import uvicorn
 from workbench.errors import WorkbenchError
 from workbench.server.app import DEFAULT_BASE, create_app
 from workbench.server.auth import new_token
+from workbench.server.offload import Limits
 from workbench.server.protocol import http_protocol
+from workbench.terminology.cache_ends import parse_duration
 
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
@@ -94,10 +96,14 @@ def serve(
     base: str = DEFAULT_BASE,
     data_dir: str | Path | None = None,
     log_level: str = "warning",
+    cache_idle: float | str | None = None,
 ) -> ServerHandle:
-    """Start serving ``workbench`` on ``host:port`` (0 picks a free port) in a thread."""
+    """Start serving ``workbench`` on ``host:port`` (0 picks a free port) in a thread;
+    ``cache_idle`` (seconds, or a text such as ``"8h"``) is how long a client cache lives
+    unused (ValueError when it is no duration)."""
     token = token or new_token()
-    app = create_app(workbench, token=token, base=base, data_dir=data_dir)
+    limits = None if cache_idle is None else Limits(cache_idle_seconds=parse_duration(cache_idle))
+    app = create_app(workbench, token=token, base=base, data_dir=data_dir, limits=limits)
     config = uvicorn.Config(
         app,
         host=host,

@@ -74,7 +74,7 @@ class Limits:
     tx_resources: int = 1_000
     tx_resource_bytes: int = 5_000_000
     loop_body_bytes: int = 65_536
-    cache_idle_seconds: float = 1800.0
+    cache_idle_seconds: float = CacheLimits.idle_seconds  # 4 hours
     caches: int = 1000
     cache_bytes: int = 512_000_000
 

@@ -10,12 +10,24 @@ A cache in the backing has a *stamp*, an opaque text that changes at every chang
 cache (a start, a resource put), and is never the same for two caches started under one
 id; a process whose copy has another stamp reads the cache again. ``used`` is wall-clock
 time (seconds since the epoch), set at the start and by ``touch``.
+
+A cache that is gone leaves a record of how it ended (``Ended``: closed by its client,
+expired, or cleared to keep within the limits), written by ``drop`` and ``sweep`` and read
+by ``ended``, so that every process can tell a request naming it why it is gone. The
+backing keeps the last ``ENDS_KEPT`` of them.
 """
 
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
+
+#: How a cache ends: ``closed`` by its client (``$cache-control?mode=end``), ``expired``
+#: (unused for longer than the idle timeout), ``cleared`` (dropped by the server to keep
+#: within its limits: the number of caches, or the bytes they take).
+REASONS = ("closed", "expired", "cleared")
+#: How many ends are remembered (in each process, and in a backing).
+ENDS_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,20 @@ class Stored:
     sealed: bool
     mark: Mark
     resources: list[bytes]
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a cache ended: ``reason`` (one of ``REASONS``), ``at`` when and ``used`` when it
+    was last used (wall-clock seconds); and the limit it ended by: ``limit_name``
+    ``cache_idle_seconds`` (expired), ``caches`` or ``cache_bytes`` (cleared), ``limit`` its
+    value."""
+
+    reason: str
+    at: float
+    used: float
+    limit_name: str = ""
+    limit: float = 0.0
 
 
 class SharedCaches(abc.ABC):
@@ -67,13 +93,19 @@ class SharedCaches(abc.ABC):
         """Mark the cache as used at ``now``."""
 
     @abc.abstractmethod
-    def drop(self, cache_id: str) -> None:
-        """Remove the cache and its resources (nothing when there is none)."""
+    def drop(self, cache_id: str, ended: Ended) -> None:
+        """Remove the cache and its resources (nothing when there is none), and record how
+        it ended."""
+
+    @abc.abstractmethod
+    def ended(self, cache_id: str) -> Ended | None:
+        """How the cache ended, or None when there is no record of it (never started, or
+        ended before the last ``ENDS_KEPT``)."""
 
     @abc.abstractmethod
     def sweep(self, idle_seconds: float, caches: int, now: float) -> None:
-        """Remove the caches unused for more than ``idle_seconds``, and the least recently
-        used past ``caches`` of them."""
+        """Remove the caches unused for more than ``idle_seconds`` (recorded ``expired``),
+        and the least recently used past ``caches`` of them (recorded ``cleared``)."""
 
     @abc.abstractmethod
     def close(self) -> None:

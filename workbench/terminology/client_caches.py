@@ -10,7 +10,12 @@ so that a call naming a cached code system costs about what a call on stored con
 
 Bounded (``CacheLimits``): a cache unused for ``idle_seconds`` is gone, at most ``caches``
 of them and ``bytes`` of content (the resources' JSON, times ``MEMORY_FACTOR`` for what
-their parsed form and index take) are held, the least recently used going first.
+their parsed form and index take) are held, the least recently used going first. Any use of
+a cache (``get``, ``check``) keeps it alive.
+
+A cache that is gone leaves a record of how it ended (``Ended``: closed, expired, cleared),
+so that a request naming it is told why (``cache_ends.gone_error``, a message id for each);
+``check`` answers what ``$cache-control?mode=check`` reports (``CacheState``).
 
 With a ``backing`` (``SharedCaches``: the server's database, shared by its worker
 processes and by the instances of a fleet), every cache is also kept there, so that a cache
@@ -33,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from workbench.errors import CacheIdUnknownError, InvalidRequestError
-from workbench.terminology.cache_backing import SharedCaches
+from workbench.terminology.cache_backing import ENDS_KEPT, Ended, SharedCaches
+from workbench.terminology.cache_ends import gone_error
 
 if TYPE_CHECKING:
     from workbench.terminology.engine import Terminology
@@ -53,7 +59,7 @@ Key = tuple[str, str | None]
 class CacheLimits:
     """How long an unused cache lives, how many are held and how much content."""
 
-    idle_seconds: float = 1800.0
+    idle_seconds: float = 14_400.0  # 4 hours: an IG build may leave its cache unused for long
     caches: int = 1000
     bytes: int = 512_000_000
 
@@ -75,6 +81,22 @@ class ClientCache:
     def names(self) -> list[str]:
         """``url|version`` of every resource held, sorted."""
         return sorted(url if v is None else f"{url}|{v}" for url, v in self.resources)
+
+
+@dataclass(frozen=True)
+class CacheState:
+    """What ``$cache-control?mode=check`` reports of a cache: ``valid`` (held), with its
+    ``sealed`` flag, ``names`` (``url|version`` of its resources), ``idle`` (seconds
+    unused before this check) and the server's ``timeout``; or, not valid, ``gone`` (why,
+    the error a request naming it gets)."""
+
+    id: str
+    valid: bool
+    timeout: float
+    sealed: bool = False
+    names: tuple[str, ...] = ()
+    idle: float = 0.0
+    gone: CacheIdUnknownError | None = None
 
 
 def check_id(cache_id: str) -> str:
@@ -116,6 +138,7 @@ class ClientCaches:
         self.backing = backing
         self._lock = threading.RLock()
         self._caches: OrderedDict[str, ClientCache] = OrderedDict()
+        self._ends: OrderedDict[str, Ended] = OrderedDict()
         self._swept = 0.0
 
     def __len__(self) -> int:
@@ -142,6 +165,7 @@ class ClientCaches:
         CodeSystems and ValueSets of ``resources``; a ``sealed`` one takes no more."""
         cache = ClientCache(check_id(cache_id) if cache_id else uuid.uuid4().hex)
         with self._lock:
+            self._ends.pop(cache.id, None)
             self._store(cache)
             if self.backing is not None:
                 cache.touched = time.time()
@@ -152,8 +176,29 @@ class ClientCaches:
         return cache
 
     def get(self, cache_id: str, *, create: bool = False) -> ClientCache:
-        """The cache ``cache_id``, marked as used; CacheIdUnknownError when there is none
-        (unless ``create``: the older ``cache-id`` parameter makes it on first sight)."""
+        """The cache ``cache_id``, marked as used; CacheIdUnknownError, saying why, when
+        there is none (unless ``create``: the older ``cache-id`` parameter makes it on first
+        sight)."""
+        return self._use(cache_id, create)[0]
+
+    def check(self, cache_id: str) -> CacheState:
+        """What ``$cache-control?mode=check`` reports of the cache (a check is a use: it
+        keeps the cache alive); InvalidRequestError when ``cache_id`` is no cache id."""
+        timeout = self.limits.idle_seconds
+        try:
+            cache, idle = self._use(cache_id, False)
+        except CacheIdUnknownError as gone:
+            return CacheState(cache_id, False, timeout, gone=gone)
+        return CacheState(cache_id, True, timeout, cache.sealed, tuple(cache.names()), idle)
+
+    def end(self, cache_id: str) -> None:
+        """Drop the cache, recorded as closed (CacheIdUnknownError when there is none)."""
+        self.get(cache_id)
+        with self._lock:
+            self._drop(cache_id, "closed")
+
+    def _use(self, cache_id: str, create: bool) -> tuple[ClientCache, float]:
+        """The cache, marked as used, and the seconds it was unused before."""
         check_id(cache_id)
         with self._lock:
             now = time.monotonic()
@@ -163,21 +208,18 @@ class ClientCaches:
                 cache = self._shared(cache_id, cache)
             if cache is None:
                 if create:
-                    return self.start(cache_id)
-                raise CacheIdUnknownError(
-                    f"Cache {cache_id!r} is not known: it was never started, was ended, or "
-                    "was dropped after being unused (start one with $cache-control?mode=start)"
-                )
+                    return self.start(cache_id), 0.0
+                raise self._gone(cache_id)
+            idle = max(0.0, now - cache.used)
             cache.used = now
             self._caches.move_to_end(cache_id)
             self._touch(cache)
-            return cache
+            return cache, idle
 
-    def end(self, cache_id: str) -> None:
-        """Drop the cache (CacheIdUnknownError when there is none)."""
-        self.get(cache_id)
-        with self._lock:
-            self._drop(cache_id)
+    def _gone(self, cache_id: str) -> CacheIdUnknownError:
+        """The error of a request naming a cache that is not held: why it is gone."""
+        ended = self.backing.ended(cache_id) if self.backing is not None else None
+        return gone_error(cache_id, ended or self._ends.get(cache_id), self.limits)
 
     # --- content -----------------------------------------------------------------------
 
@@ -229,11 +271,15 @@ class ClientCaches:
             oldest = next(iter(self._caches.values()))
             if now - oldest.used <= idle:
                 break
-            self._drop(oldest.id)
+            if self.backing is not None:  # unused here, maybe not elsewhere: see _shared
+                self._caches.pop(oldest.id)
+            else:
+                self._drop(oldest.id, "expired", ("cache_idle_seconds", idle))
 
     def _bound(self, keep: str) -> None:
         """Drop the least recently used caches (never ``keep``) past the limits."""
         limits = self.limits
+        by_bytes = ("cache_bytes", float(limits.bytes))
         total = sum(c.size for c in self._caches.values())
         for cache_id in list(self._caches):
             if len(self._caches) <= limits.caches and total <= limits.bytes:
@@ -241,20 +287,37 @@ class ClientCaches:
             if cache_id == keep:
                 continue
             total -= self._caches[cache_id].size
-            self._drop(cache_id)
+            over = len(self._caches) > limits.caches
+            self._drop(cache_id, "cleared", ("caches", limits.caches) if over else by_bytes)
         mine = self._caches.get(keep)
         if mine is not None and mine.size > limits.bytes:
-            self._drop(keep)
+            self._drop(keep, "cleared", by_bytes)
             raise InvalidRequestError(
                 f"The resources sent to cache {keep!r} take more than the {limits.bytes:,} "
                 "bytes the server holds for caches (limit cache_bytes)",
                 code="too-costly",
             )
 
-    def _drop(self, cache_id: str) -> None:
-        self._caches.pop(cache_id, None)
+    def _drop(
+        self,
+        cache_id: str,
+        reason: str,
+        limit: tuple[str, float] = ("", 0.0),
+        unused: float | None = None,
+    ) -> None:
+        """Drop a cache, recording how it ended: ``reason``, the ``limit`` it ended by (its
+        name and value), and for how long it was ``unused`` (by default, here)."""
+        cache = self._caches.pop(cache_id, None)
+        now = time.time()
+        if unused is None:
+            unused = time.monotonic() - cache.used if cache is not None else 0.0
+        ended = Ended(reason, now, now - unused, *limit)
+        self._ends[cache_id] = ended
+        self._ends.move_to_end(cache_id)
+        while len(self._ends) > ENDS_KEPT:
+            self._ends.popitem(last=False)
         if self.backing is not None:
-            self.backing.drop(cache_id)
+            self.backing.drop(cache_id, ended)
 
     # --- the backing -----------------------------------------------------------------
 
@@ -267,12 +330,13 @@ class ClientCaches:
             if cache is not None:
                 self._caches.pop(cache_id, None)
             return None
-        if time.time() - mark.used > self.limits.idle_seconds and (
-            cache is None or time.monotonic() - cache.used > TOUCH_EVERY
-        ):
-            self._drop(cache_id)  # unused through every process for too long
+        idle = self.limits.idle_seconds
+        unused = time.time() - mark.used  # through every process
+        if unused > idle and (cache is None or time.monotonic() - cache.used > TOUCH_EVERY):
+            self._drop(cache_id, "expired", ("cache_idle_seconds", idle), unused)
             return None
         if cache is not None and cache.stamp == mark.stamp:
+            cache.used = max(cache.used, time.monotonic() - unused)  # used elsewhere since
             return cache
         return self._read(cache_id)
 
@@ -282,7 +346,9 @@ class ClientCaches:
         if stored is None:
             self._caches.pop(cache_id, None)
             return None
-        cache = ClientCache(cache_id, stamp=stored.mark.stamp, touched=time.time())
+        # touched when the backing says: a use now marks it there unless that was recent
+        cache = ClientCache(cache_id, stamp=stored.mark.stamp, touched=stored.mark.used)
+        cache.used = time.monotonic() - max(0.0, time.time() - stored.mark.used)
         cache.sealed = stored.sealed
         for raw in stored.resources:
             for key, kept in cacheable([orjson.loads(raw)]):

@@ -1,6 +1,6 @@
 """The client caches in the PostgreSQL database of a fleet (``--database postgresql://...``).
 
-Every instance reads and writes the same two tables (``caches.py``), so a cache started on
+Every instance reads and writes the same three tables (``caches.py``), so a cache started on
 one instance works on every other: a load balancer may send the requests of one
 ``X-Cache-Id`` to any instance. Each process opens its own connection (autocommit, one
 transaction per call, with ``%s`` for ``?``); a connection found broken is opened again
@@ -36,6 +36,15 @@ CREATE TABLE IF NOT EXISTS workbench_cache_resources (
     name TEXT NOT NULL,
     body BYTEA NOT NULL,
     PRIMARY KEY (cache, name)
+)""",
+    """
+CREATE TABLE IF NOT EXISTS workbench_cache_ends (
+    id TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    used DOUBLE PRECISION NOT NULL,
+    limit_name TEXT NOT NULL,
+    limit_value DOUBLE PRECISION NOT NULL
 )""",
 )
 SCHEMA_LOCK = 0x77626E64  # the advisory lock of making the tables ("wbnd")

@@ -36,6 +36,14 @@ CREATE TABLE IF NOT EXISTS workbench_cache_resources (
     body BLOB NOT NULL,
     PRIMARY KEY (cache, name)
 );
+CREATE TABLE IF NOT EXISTS workbench_cache_ends (
+    id TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    at REAL NOT NULL,
+    used REAL NOT NULL,
+    limit_name TEXT NOT NULL,
+    limit_value REAL NOT NULL
+);
 """
 
 
