@@ -20,7 +20,11 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from workbench.bulk.checker import Checker, make_checker
-from workbench.errors import WorkbenchError
+from workbench.errors import (
+    ImportedValueSetNotFoundError,
+    ValueSetNotFoundError,
+    WorkbenchError,
+)
 from workbench.terminology.engine import Terminology
 from workbench.terminology.result import ValidationResult
 
@@ -52,8 +56,10 @@ class Answers:
         if found is None:
             try:
                 found = make_checker(self.engine, valueset, None)
-            except WorkbenchError as exc:
-                found = f"{exc}: {_LOAD}" if "not found" in str(exc) else str(exc)
+            except (ValueSetNotFoundError, ImportedValueSetNotFoundError) as exc:
+                found = f"{exc}: {_LOAD}"
+            except WorkbenchError as exc:  # (a value set that cannot be used: its reason)
+                found = str(exc)
             self._checkers[valueset] = found
         return found
 
