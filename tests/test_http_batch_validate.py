@@ -283,3 +283,65 @@ def test_validate_codes_answers_a_wrong_item_and_never_hides_a_bug(
     monkeypatch.setattr(type(default_wb.terminology), "validate_code", broken)
     with pytest.raises(TypeError, match="a bug"):
         default_wb.validate_codes(GENDER_VS, items[1:])
+
+
+# --- CodeSystem/$batch-validate-code (issue 49, point 3) ------------------------------
+
+CS_ENTRIES: list[tuple[str, list[tuple[str, dict[str, Any]]], bool]] = [
+    # (id, the entry's inputs, its result): systems and versions mixed in one batch
+    ("coding", [coding("male")], True),
+    ("coding-version", [coding("male", version="4.0.1")], True),
+    ("coding-bad-version", [coding("male", version="9.9")], False),
+    ("other-system", [coding("TAB", ORDERABLE_CS)], True),
+    ("other-system-bad-code", [coding("nope", ORDERABLE_CS)], False),
+    ("unknown-system", [coding("x", "http://example.org/none", version="2")], False),
+    ("code-system", [("code", {"valueCode": "female"}), ("system", {"valueUri": GENDER_CS})], True),
+    ("url-code", [("url", {"valueUri": GENDER_CS}), ("code", {"valueCode": "nope"})], False),
+]
+
+
+def test_codesystem_batch_answers_each_entry_as_validate_code(http: httpx.Client) -> None:
+    body = params(*[entry(*inputs) for _, inputs, _ in CS_ENTRIES])
+    got = answers(http.post("/CodeSystem/$batch-validate-code", json=body))
+    for (case, inputs, result), answer in zip(CS_ENTRIES, got, strict=True):
+        found = http.post("/CodeSystem/$validate-code", json=params(*inputs))
+        assert answer == found.json(), case
+        assert values(answer, "result") == [result], case
+        sent = dict(inputs)
+        code = sent.get("coding", {}).get("valueCoding") or {
+            "code": sent["code"]["valueCode"],
+            "system": (sent.get("system") or sent["url"])["valueUri"],
+        }
+        assert values(answer, "code") == [code["code"]], case
+        assert values(answer, "system") == [code["system"]], case
+        if "version" in code:  # a version given is answered (the one validated against)
+            assert len(values(answer, "version")) == 1, case
+
+
+def test_codesystem_batch_top_url_and_bad_entries(http: httpx.Client) -> None:
+    body = params(
+        ("url", {"valueUri": GENDER_CS}),
+        entry(("code", {"valueCode": "male"})),
+        entry(("display", {"valueString": "no code"})),
+        ("validation", {"resource": {"resourceType": "CodeSystem"}}),
+        entry(("code", {"valueCode": "nope"})),
+    )
+    got = answers(http.post("/CodeSystem/$batch-validate-code", json=body))
+    assert values(got[0], "result") == [True] and values(got[0], "system") == [GENDER_CS]
+    assert "Nothing to validate" in outcome_text(got[1])
+    assert "must be a Parameters resource" in outcome_text(got[2])
+    assert values(got[3], "result") == [False] and values(got[3], "code") == ["nope"]
+
+
+@pytest.mark.parametrize("rtype", ["ValueSet", "CodeSystem"])
+def test_batch_sizes_and_methods(http: httpx.Client, rtype: str) -> None:
+    path = f"/{rtype}/$batch-validate-code"
+    empty = http.post(path, json=params())
+    assert_outcome(empty, 400, "required", "'validation' is required")
+    limit = params(*[entry(coding("male")) for _ in range(batch.MAX_ENTRIES)])
+    if rtype == "ValueSet":
+        limit["parameter"].insert(0, {"name": "url", "valueUri": GENDER_VS})
+    assert len(answers(http.post(path, json=limit))) == batch.MAX_ENTRIES
+    limit["parameter"].append({"name": "validation", "resource": params(coding("male"))})
+    assert_outcome(http.post(path, json=limit), 422, "too-costly", "at most 10,000 validations")
+    assert http.get(path).status_code == 405
