@@ -22,7 +22,7 @@ from http_support import (
 )
 
 from workbench import Workbench
-from workbench.operations import valueset_batch_validate_code as batch
+from workbench.operations import batch
 
 OTHER_CS = "http://example.org/fhir/CodeSystem/batch"
 
@@ -135,57 +135,77 @@ def test_repeated_entries_answer_as_their_first(http: httpx.Client, pretty: bool
         expected[1],
         expected[0],
     ]
-    assert got[3] == got[8] and values(got[3], "result") == [False]
+    assert got[3] == got[8] and "Nothing to validate" in outcome_text(got[3])
     for i in (5, 6):  # the diagnostics are each entry's own
         assert values(got[i], "result") == [True]
         assert [p["name"] for p in got[i]["parameter"]].count("diagnostics") == 1
 
 
-def test_bad_entries_answer_in_their_place(http: httpx.Client) -> None:
+def outcome_text(answer: dict[str, Any]) -> str:
+    """The text of an OperationOutcome answered in an entry's place (one issue, invalid)."""
+    assert answer["resourceType"] == "OperationOutcome", answer
+    (issue,) = answer["issue"]
+    assert issue["severity"] == "error" and issue["code"] == "invalid", issue
+    return str(issue["details"]["text"])
+
+
+BAD_ENTRIES: list[tuple[str, tuple[str, dict[str, Any]], str]] = [
+    # (id, the entry, what its answer says): an OperationOutcome in its place ("OO: ...")
+    # or result=false with the error's message ("false: ...")
+    ("not-parameters", ("validation", {"resource": {"resourceType": "ValueSet"}}), "OO: not a"),
+    ("no-code", entry(("display", {"valueString": "no code"})), "OO: Nothing to validate"),
+    # HL7's tests/batch: an unknown name is ignored, so the entry names no code
+    ("codingX", entry(("codingX", {"valueCoding": {"code": "male"}})), "OO: Nothing to"),
+    ("value", ("validation", {"valueString": "male"}), "OO: not a value (valueString)"),
+    ("parts", ("validation", {"part": [{"name": "code", "valueCode": "m"}]}), "OO: not parts"),
+    (
+        "resource-and-value",
+        ("validation", {"resource": params(coding("male")), "valueString": "x"}),
+        "OO: not resource and valueString",
+    ),
+    ("empty-cc", entry(("codeableConcept", {"valueCodeableConcept": {}})), "false: "),
+    (
+        "unknown-vs",
+        entry(("url", {"valueUri": "http://example.org/no-such-vs"}), coding("male")),
+        "false: not found",
+    ),
+    (
+        "bad-extension",
+        ("validation", {"resource": params(coding("male")), "extension": [{"url": 5}]}),
+        "false: validation.extension[0].url",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "bad", "says"), BAD_ENTRIES, ids=[c[0] for c in BAD_ENTRIES])
+def test_a_bad_entry_answers_in_its_place(
+    http: httpx.Client, case: str, bad: tuple[str, dict[str, Any]], says: str
+) -> None:
+    # the entries around it are validated all the same, each answer in its place
+    body = params(("url", {"valueUri": GENDER_VS}), entry(coding("male")), bad, entry(coding("x")))
+    got = answers(http.post("/ValueSet/$batch-validate-code", json=body))
+    assert len(got) == 3
+    assert [values(got[i], "result") for i in (0, 2)] == [[True], [False]]
+    kind, _, text = says.partition(": ")
+    if kind == "OO":
+        assert text in outcome_text(got[1])
+    else:
+        assert values(got[1], "result") == [False]
+        assert text in values(got[1], "message")[0], got[1]
+        (issues,) = [p["resource"] for p in got[1]["parameter"] if p["name"] == "issues"]
+        assert issues["resourceType"] == "OperationOutcome"
+
+
+def test_an_unknown_input_of_an_entry_is_ignored_and_named(http: httpx.Client) -> None:
     body = params(
         ("url", {"valueUri": GENDER_VS}),
-        entry(coding("male")),
-        ("validation", {"resource": {"resourceType": "ValueSet", "status": "active"}}),
-        entry(("display", {"valueString": "no code"})),
         entry(("unheard-of", {"valueString": "x"}), coding("male")),
-        entry(("url", {"valueUri": "http://example.org/no-such-vs"}), coding("male")),
-        entry(coding("female")),
-        ("validation", {"valueString": "male"}),
-        ("validation", {"part": [{"name": "code", "valueCode": "male"}]}),
-        ("validation", {"resource": params(coding("male")), "valueString": "x"}),
-        ("validation", {"resource": params(coding("male")), "extension": [{"url": 5}]}),
         ("validation", {"resource": params(coding("male")), "id": "e1"}),
     )
     got = answers(http.post("/ValueSet/$batch-validate-code", json=body))
-    assert [values(a, "result")[0] for a in got] == [
-        *(True, False, False, False, False, True),
-        *(False, False, False, False, True),
-    ]
-    for failed, text in zip(
-        got[6:10],
-        [
-            "not a value (valueString)",
-            "not parts",
-            "not resource and valueString",
-            "validation.extension[0].url",
-        ],
-        strict=True,
-    ):
-        assert text in values(failed, "message")[0], values(failed, "message")
-    for failed, text in zip(
-        got[1:5],
-        [
-            "must be a Parameters",
-            "Nothing to validate",
-            "Unknown parameter 'unheard-of'",
-            "not found",
-        ],
-        strict=True,
-    ):
-        (outcome,) = [p["resource"] for p in failed["parameter"] if p["name"] == "issues"]
-        assert outcome["resourceType"] == "OperationOutcome"
-        assert text in values(failed, "message")[0], values(failed, "message")
-    assert values(got[3], "code") == ["male"]
+    assert [values(a, "result") for a in got] == [[True], [True]]
+    (issues,) = [p["resource"] for p in got[0]["parameter"] if p["name"] == "issues"]
+    assert any("'unheard-of'" in i["details"]["text"] for i in issues["issue"])
 
 
 def test_empty_batch_and_too_many(http: httpx.Client, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -263,3 +283,65 @@ def test_validate_codes_answers_a_wrong_item_and_never_hides_a_bug(
     monkeypatch.setattr(type(default_wb.terminology), "validate_code", broken)
     with pytest.raises(TypeError, match="a bug"):
         default_wb.validate_codes(GENDER_VS, items[1:])
+
+
+# --- CodeSystem/$batch-validate-code (issue 49, point 3) ------------------------------
+
+CS_ENTRIES: list[tuple[str, list[tuple[str, dict[str, Any]]], bool]] = [
+    # (id, the entry's inputs, its result): systems and versions mixed in one batch
+    ("coding", [coding("male")], True),
+    ("coding-version", [coding("male", version="4.0.1")], True),
+    ("coding-bad-version", [coding("male", version="9.9")], False),
+    ("other-system", [coding("TAB", ORDERABLE_CS)], True),
+    ("other-system-bad-code", [coding("nope", ORDERABLE_CS)], False),
+    ("unknown-system", [coding("x", "http://example.org/none", version="2")], False),
+    ("code-system", [("code", {"valueCode": "female"}), ("system", {"valueUri": GENDER_CS})], True),
+    ("url-code", [("url", {"valueUri": GENDER_CS}), ("code", {"valueCode": "nope"})], False),
+]
+
+
+def test_codesystem_batch_answers_each_entry_as_validate_code(http: httpx.Client) -> None:
+    body = params(*[entry(*inputs) for _, inputs, _ in CS_ENTRIES])
+    got = answers(http.post("/CodeSystem/$batch-validate-code", json=body))
+    for (case, inputs, result), answer in zip(CS_ENTRIES, got, strict=True):
+        found = http.post("/CodeSystem/$validate-code", json=params(*inputs))
+        assert answer == found.json(), case
+        assert values(answer, "result") == [result], case
+        sent = dict(inputs)
+        code = sent.get("coding", {}).get("valueCoding") or {
+            "code": sent["code"]["valueCode"],
+            "system": (sent.get("system") or sent["url"])["valueUri"],
+        }
+        assert values(answer, "code") == [code["code"]], case
+        assert values(answer, "system") == [code["system"]], case
+        if "version" in code:  # a version given is answered (the one validated against)
+            assert len(values(answer, "version")) == 1, case
+
+
+def test_codesystem_batch_top_url_and_bad_entries(http: httpx.Client) -> None:
+    body = params(
+        ("url", {"valueUri": GENDER_CS}),
+        entry(("code", {"valueCode": "male"})),
+        entry(("display", {"valueString": "no code"})),
+        ("validation", {"resource": {"resourceType": "CodeSystem"}}),
+        entry(("code", {"valueCode": "nope"})),
+    )
+    got = answers(http.post("/CodeSystem/$batch-validate-code", json=body))
+    assert values(got[0], "result") == [True] and values(got[0], "system") == [GENDER_CS]
+    assert "Nothing to validate" in outcome_text(got[1])
+    assert "must be a Parameters resource" in outcome_text(got[2])
+    assert values(got[3], "result") == [False] and values(got[3], "code") == ["nope"]
+
+
+@pytest.mark.parametrize("rtype", ["ValueSet", "CodeSystem"])
+def test_batch_sizes_and_methods(http: httpx.Client, rtype: str) -> None:
+    path = f"/{rtype}/$batch-validate-code"
+    empty = http.post(path, json=params())
+    assert_outcome(empty, 400, "required", "'validation' is required")
+    limit = params(*[entry(coding("male")) for _ in range(batch.MAX_ENTRIES)])
+    if rtype == "ValueSet":
+        limit["parameter"].insert(0, {"name": "url", "valueUri": GENDER_VS})
+    assert len(answers(http.post(path, json=limit))) == batch.MAX_ENTRIES
+    limit["parameter"].append({"name": "validation", "resource": params(coding("male"))})
+    assert_outcome(http.post(path, json=limit), 422, "too-costly", "at most 10,000 validations")
+    assert http.get(path).status_code == 405

@@ -1667,6 +1667,9 @@ EXPECTED_OPERATIONS = {
         "lookup": "http://hl7.org/fhir/OperationDefinition/CodeSystem-lookup",
         "validate-code": "http://hl7.org/fhir/OperationDefinition/CodeSystem-validate-code",
         "subsumes": "http://hl7.org/fhir/OperationDefinition/CodeSystem-subsumes",
+        "batch-validate-code": (
+            "http://hl7.org/fhir/uv/tx-ecosystem/OperationDefinition/CodeSystem-batch-validate-code"
+        ),
     },
 }
 

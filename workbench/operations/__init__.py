@@ -9,6 +9,7 @@ from __future__ import annotations
 from workbench.operations import (
     cache_control,
     capability_versions,
+    codesystem_batch_validate_code,
     codesystem_lookup,
     codesystem_subsumes,
     codesystem_validate_code,
@@ -28,6 +29,7 @@ OPERATIONS: tuple[Operation, ...] = (
     codesystem_subsumes.OPERATION,
     conceptmap_translate.OPERATION,
     valueset_batch_validate_code.OPERATION,
+    codesystem_batch_validate_code.OPERATION,
     capability_versions.OPERATION,
     cache_control.OPERATION,
     valueset_compare.OPERATION,

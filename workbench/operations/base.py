@@ -18,7 +18,15 @@ if TYPE_CHECKING:
     from workbench.service import TerminologyService
     from workbench.terminology.client_caches import ClientCaches
 
-__all__ = ["ACCEPT_LANGUAGE", "Inputs", "Operation", "honoured", "one_of", "target_valueset"]
+__all__ = [
+    "ACCEPT_LANGUAGE",
+    "Inputs",
+    "NothingGivenError",
+    "Operation",
+    "honoured",
+    "one_of",
+    "target_valueset",
+]
 
 Inputs = dict[str, Any]
 Runner = Callable[["TerminologyService", Inputs, "Resource | None"], dict[str, Any]]
@@ -161,11 +169,17 @@ def target_valueset(inputs: Mapping[str, Any], resource: Resource | None) -> Any
     return url
 
 
+class NothingGivenError(RequiredError):
+    """A call names none of the inputs it works on (no code, Coding or CodeableConcept):
+    a ``$batch-validate-code`` entry of that kind answers an OperationOutcome in its place."""
+
+
 def one_of(inputs: Mapping[str, Any], names: tuple[str, ...], what: str) -> str:
-    """Return the single name of ``names`` present in inputs; raise when none or several."""
+    """Return the single name of ``names`` present in inputs; NothingGivenError when none,
+    RequiredError when several."""
     given = [n for n in names if inputs.get(n) is not None]
     if not given:
-        raise RequiredError(f"Nothing to {what}: give {', '.join(names[:-1])} or {names[-1]}")
+        raise NothingGivenError(f"Nothing to {what}: give {', '.join(names[:-1])} or {names[-1]}")
     if len(given) > 1:  # (a rule between inputs: the document states it)
         raise RequiredError(f"Give only one of {', '.join(given)}")
     return given[0]

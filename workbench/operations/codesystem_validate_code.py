@@ -6,7 +6,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RequiredError
-from workbench.operations.base import ACCEPT_LANGUAGE, Inputs, Operation, honoured, one_of
+from workbench.operations.base import (
+    ACCEPT_LANGUAGE,
+    Inputs,
+    NothingGivenError,
+    Operation,
+    honoured,
+    one_of,
+)
 from workbench.operations.caching import CACHE_ID
 from workbench.operations.client_inputs import (
     CLIENT_STATE,
@@ -63,26 +70,24 @@ def run(
         )
     base = CodeSystemValidateRequest.from_inputs(inputs, own=OWN, system=str(url))
 
-    def check(code: Any, display: Any, system: Any = None) -> ValidationResult:
+    def check(code: Any, display: Any, system: Any = None, version: Any = None) -> ValidationResult:
+        """One code; a Coding's own ``version`` (when it has one) is the version it names."""
         if system is not None and system != url:
-            other = replace(base, system=str(system), code=str(code), version=None)
+            other = replace(base, system=str(system), code=str(code), version=version)
             return svc.validate_in_codesystem(replace(other, display=display))
-        return svc.validate_in_codesystem(replace(base, code=code, display=display))
+        named = base if version is None else replace(base, version=str(version))
+        return svc.validate_in_codesystem(replace(named, code=code, display=display))
 
     if given == "code":
         result = check(inputs["code"], inputs.get("display"))
     elif given == "coding":
         coding = inputs["coding"]
-        result = located(
-            check(coding.get("code"), coding.get("display"), coding.get("system")), "Coding"
-        )
+        result = located(check(*_parts(coding)), "Coding")
     else:
         codings = inputs["codeableConcept"].get("coding") or []
         if not codings:
-            raise RequiredError("The codeableConcept has no coding to validate")
-        result = combine_codings(
-            [check(c.get("code"), c.get("display"), c.get("system")) for c in codings]
-        )
+            raise NothingGivenError("The codeableConcept has no coding to validate")
+        result = combine_codings([check(*_parts(c)) for c in codings])
     outputs = result.outputs()
     if inputs.get("diagnostics") is True:
         outputs["diagnostics"] = codesystem_diagnostics(svc, base, result, clock=clock)
@@ -105,6 +110,11 @@ def without_system(inputs: Inputs, given: str) -> ValidationResult:
     return ValidationResult(
         False, NO_SYSTEM, None, str(code) if code else None, None, None, "unknown-system", (issue,)
     )
+
+
+def _parts(coding: Any) -> tuple[Any, Any, Any, Any]:
+    """A Coding's code, display, system and version."""
+    return coding.get("code"), coding.get("display"), coding.get("system"), coding.get("version")
 
 
 def _system_given(inputs: Inputs, given: str) -> str | None:
