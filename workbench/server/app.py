@@ -249,5 +249,6 @@ def create_app(
     app.state.store = store
     app.state.base = base
     app.state.caches = caches
+    app.state.closures = closures
     app.state.allowed_methods = allowed_methods
     return app
