@@ -49,8 +49,40 @@ class Entry(NamedTuple):
     target: str
 
 
-#: The members of a closure table: the codes of each code system.
-Members = Mapping[str, frozenset[str] | set[str]]
+class Members:
+    """The members of a closure table (the codes of each code system), and, once a planner
+    has asked, which members lie below each code (``below``: built from the members'
+    ancestors, then kept up as members are added), so that a new concept's descendants
+    among the members are a look-up, not a walk down the hierarchy. A store keeps it
+    between calls while the table is unchanged by others."""
+
+    def __init__(self, rows: Iterable[tuple[str, str]] = ()) -> None:
+        self.codes: dict[str, set[str]] = {}
+        self._below: dict[str, dict[str, list[str]]] = {}
+        for system, code in rows:
+            self.codes.setdefault(system, set()).add(code)
+
+    def __len__(self) -> int:
+        return sum(len(codes) for codes in self.codes.values())
+
+    def below(self, cs: CodeSystemProvider) -> dict[str, list[str]]:
+        """For each code, the members of ``cs``'s system below it (built on first use)."""
+        index = self._below.get(cs.url)
+        if index is None:
+            index = {}
+            for code in self.codes.get(cs.url, ()):
+                for up in cs.ancestors(code):
+                    index.setdefault(up, []).append(code)
+            self._below[cs.url] = index
+        return index
+
+    def add(self, system: str, code: str, ancestors: Iterable[str]) -> None:
+        """Add a member and its ancestors."""
+        self.codes.setdefault(system, set()).add(code)
+        index = self._below.get(system)
+        if index is not None:
+            for up in ancestors:
+                index.setdefault(up, []).append(code)
 
 
 @dataclass(frozen=True)
@@ -105,7 +137,7 @@ class ClosureTables(abc.ABC):
 @dataclass
 class _Table:
     version: int = 0
-    members: dict[str, set[str]] = field(default_factory=dict)
+    members: Members = field(default_factory=Members)
     entries: list[tuple[int, Entry]] = field(default_factory=list)
 
 
@@ -131,8 +163,6 @@ class MemoryClosures(ClosureTables):
             added = planner(table.members)
             if added.concepts:
                 table.version += 1
-                for system, code in added.concepts:
-                    table.members.setdefault(system, set()).add(code)
                 table.entries += [(table.version, e) for e in added.entries]
             return table.version, list(added.entries)
 
@@ -210,23 +240,21 @@ def resolve(
 
 def planner(concepts: list[tuple[CodeSystemProvider, str]]) -> Planner:
     """What adding ``concepts`` does to a table: each concept not yet a member, with its
-    ancestors and descendants among the members (and those added before it)."""
+    ancestors and descendants among the members (and those added before it). The planner
+    adds them to ``members`` as it goes (a store drops its copy when the call fails)."""
 
     def plan(members: Members) -> Added:
         added = Added()
-        mine: dict[str, set[str]] = {}
         for cs, code in concepts:
             system = cs.url
-            have, new = members.get(system, frozenset()), mine.setdefault(system, set())
-            if code in have or code in new:
+            have = members.codes.get(system, set())
+            if code in have:
                 continue
-            for up in cs.ancestors(code):
-                if up in have or up in new:
-                    added.entries.append(Entry(system, code, up))
-            for down in cs.descendants(code):
-                if down in have or down in new:
-                    added.entries.append(Entry(system, down, code))
-            new.add(code)
+            below = members.below(cs)
+            ancestors = cs.ancestors(code)
+            added.entries.extend(Entry(system, code, up) for up in ancestors if up in have)
+            added.entries.extend(Entry(system, down, code) for down in below.get(code, ()))
+            members.add(system, code, ancestors)
             added.concepts.append((system, code))
         return added
 

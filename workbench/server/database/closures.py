@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from workbench import forksafe
-from workbench.terminology.closure import ClosureTables, Entry, Planner
+from workbench.terminology.closure import ClosureTables, Entry, Members, Planner
 
 T = TypeVar("T")
 #: Runs one statement in the current transaction: its rows (none for a write).
@@ -44,7 +44,7 @@ class SQLClosures(ClosureTables):
     _LOCK = ""
 
     def __init__(self) -> None:
-        self._held: dict[str, tuple[str, int, dict[str, set[str]]]] = {}
+        self._held: dict[str, tuple[str, int, Members]] = {}
         self._held_lock = forksafe.lock()
 
     @abc.abstractmethod
@@ -96,8 +96,6 @@ class SQLClosures(ClosureTables):
                 "UPDATE workbench_closures SET version = ?, used = ? WHERE name = ?",
                 (version, now, name),
             )
-            for system, code in added.concepts:
-                members.setdefault(system, set()).add(code)
             with self._held_lock:
                 self._held[name] = (token, version, members)
             return version, list(added.entries)
@@ -109,19 +107,14 @@ class SQLClosures(ClosureTables):
                 self._held.pop(name, None)  # (it may hold what was not committed)
             raise
 
-    def _members(
-        self, execute: Execute, name: str, token: str, version: int
-    ) -> dict[str, set[str]]:
+    def _members(self, execute: Execute, name: str, token: str, version: int) -> Members:
         """The closure's members: this process's copy when it is current, else read."""
         with self._held_lock:
             held = self._held.pop(name, None)
         if held is not None and held[:2] == (token, version):
             return held[2]
-        members: dict[str, set[str]] = {}
         sql = "SELECT system, code FROM workbench_closure_concepts WHERE name = ?"
-        for system, code in execute(sql, (name,)):
-            members.setdefault(str(system), set()).add(str(code))
-        return members
+        return Members((str(system), str(code)) for system, code in execute(sql, (name,)))
 
     def since(self, name: str, version: int, now: float) -> tuple[int, list[Entry]] | None:
         """The closure's version and the entries added after ``version``."""
