@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -79,7 +80,7 @@ def serve(release: Path, cache: Path, data: Path) -> tuple[str, float]:
     return f"http://127.0.0.1:{port}/fhir/R4", loaded
 
 
-def call(http: httpx.Client, name: str, codes: list[str] = (), **more: str) -> dict:  # type: ignore[assignment]
+def call(http: httpx.Client, name: str, codes: Sequence[str] = (), **more: str) -> dict:
     """One ``$closure`` call; its ConceptMap."""
     entries = [{"name": "name", "valueString": name}]
     entries += [{"name": "concept", "valueCoding": {"system": SCT, "code": c}} for c in codes]
