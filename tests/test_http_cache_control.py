@@ -110,7 +110,7 @@ def test_versions(http: httpx.Client) -> None:
 
 def test_capability_lists_system_operations(http: httpx.Client) -> None:
     rest = http.get("/metadata").json()["rest"][0]
-    assert {op["name"] for op in rest["operation"]} == {"versions", "cache-control"}
+    assert {op["name"] for op in rest["operation"]} == {"versions", "cache-control", "closure"}
     valueset_ops = next(r for r in rest["resource"] if r["type"] == "ValueSet")["operation"]
     assert "batch-validate-code" in {op["name"] for op in valueset_ops}
     terminology = http.get("/metadata", params={"mode": "terminology"}).json()

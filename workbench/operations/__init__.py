@@ -13,6 +13,7 @@ from workbench.operations import (
     codesystem_lookup,
     codesystem_subsumes,
     codesystem_validate_code,
+    conceptmap_closure,
     conceptmap_translate,
     valueset_batch_validate_code,
     valueset_compare,
@@ -33,6 +34,7 @@ OPERATIONS: tuple[Operation, ...] = (
     capability_versions.OPERATION,
     cache_control.OPERATION,
     valueset_compare.OPERATION,
+    conceptmap_closure.OPERATION,
 )
 
 __all__ = ["OPERATIONS", "Operation"]

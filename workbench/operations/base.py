@@ -17,6 +17,7 @@ from workbench.terminology.requests import ACCEPT_LANGUAGE, Request
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
     from workbench.terminology.client_caches import ClientCaches
+    from workbench.terminology.closure import ClosureTables
 
 __all__ = [
     "ACCEPT_LANGUAGE",
@@ -33,6 +34,8 @@ Runner = Callable[["TerminologyService", Inputs, "Resource | None"], dict[str, A
 #: Where the client caches and the ``X-Cache-Id`` header reach a ``with_caches`` operation.
 CACHES = "#caches"
 CACHE_HEADER = "X-Cache-Id"
+#: Where the server's closure tables reach a ``with_closures`` operation (``$closure``).
+CLOSURES = "#closures"
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,9 @@ class Operation:
     as ``$cache-control``) is given the caches and the header id as ``inputs[CACHES]``
     and ``inputs[CACHE_HEADER]``. A ``many`` operation (``$batch-validate-code``) is many
     cheap calls whose engine caches later calls use: the server runs it in its own process
-    (a worker thread), never in a forked child, even when its body is large.
+    (a worker thread), never in a forked child, even when its body is large. A
+    ``with_closures`` one (``$closure``) is given the server's closure tables as
+    ``inputs[CLOSURES]``; it changes them, so it too runs in the server's process.
     """
 
     definition: OperationDef
@@ -57,6 +62,7 @@ class Operation:
     cached: bool = False
     with_caches: bool = False
     many: bool = False
+    with_closures: bool = False
 
     def run(
         self,
@@ -67,10 +73,12 @@ class Operation:
         accept_language: str | None = None,
         caches: ClientCaches | None = None,
         cache_id: str | None = None,
+        closures: ClosureTables | None = None,
     ) -> dict[str, Any]:
         """Check the inputs against what is supported, then run. ``accept_language`` is the
         HTTP Accept-Language header, which the runner reads as ``inputs[ACCEPT_LANGUAGE]``;
-        ``caches`` the server's client caches, ``cache_id`` the ``X-Cache-Id`` header.
+        ``caches`` the server's client caches, ``cache_id`` the ``X-Cache-Id`` header,
+        ``closures`` its closure tables.
         Unknown inputs a lenient read ignored (``codec.IGNORED``) are named in an
         information issue of the answer (``note_ignored``)."""
         ignored: tuple[str, ...] = ()
@@ -89,6 +97,8 @@ class Operation:
             inputs = {**inputs, ACCEPT_LANGUAGE: accept_language}
         if self.with_caches:
             inputs = {**inputs, CACHES: caches, CACHE_HEADER: cache_id}
+        if self.with_closures:
+            inputs = {**inputs, CLOSURES: closures}
         outputs = self.runner(workbench, inputs, resource)
         return note_ignored(self.definition, outputs, ignored) if ignored else outputs
 

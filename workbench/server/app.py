@@ -33,7 +33,7 @@ from workbench.server.capability import (
     search_definitions,
     terminology_capabilities,
 )
-from workbench.server.database import open_caches
+from workbench.server.database import open_caches, open_closures
 from workbench.server.dispatch import FastLane, OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import HANDLERS
@@ -206,7 +206,8 @@ def create_app(
     offloader = Offloader(limits)
     shared = open_caches(store.data_dir, database)
     caches = ClientCaches(offloader.limits.cache_limits(), shared)
-    operation_routes = OperationRoutes(OPERATIONS, store, max_body, offloader, caches)
+    closures = open_closures(store.data_dir, database)
+    operation_routes = OperationRoutes(OPERATIONS, store, max_body, offloader, caches, closures)
     document = openapi_document(OPERATIONS, title=TITLE, version=VERSION)
     allowed_methods = AllowedMethods(document, base)
     routes = [
@@ -248,5 +249,6 @@ def create_app(
     app.state.store = store
     app.state.base = base
     app.state.caches = caches
+    app.state.closures = closures
     app.state.allowed_methods = allowed_methods
     return app

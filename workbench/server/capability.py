@@ -148,6 +148,7 @@ def capability_statement(
             {"name": op.definition.code, "definition": op.definition.url}
             for op in operations
             if rtype in op.definition.resource_types
+            and (op.definition.type or op.definition.instance)  # ($closure: system level)
         ]
         resources.append(
             {

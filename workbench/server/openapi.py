@@ -51,7 +51,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "codeB": "female",
     },
     "ConceptMap": {"system": GENDER_CS, "code": "female"},
-    "": {"mode": "start"},  # system level: $cache-control
+    "": {"mode": "start", "name": "example-closure"},  # system level: $cache-control, $closure
 }
 # The resource-typed samples: one entry of $batch-validate-code.
 SAMPLE_RESOURCES: dict[str, dict[str, Any]] = {

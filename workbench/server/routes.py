@@ -43,6 +43,7 @@ from workbench.server.responses import FHIR_JSON, fhir, outcome, parse_json, rea
 from workbench.server.store import ResourceStore, etag, etag_version, version_of
 from workbench.terminology.budget import WouldBlock
 from workbench.terminology.client_caches import ClientCaches, check_id
+from workbench.terminology.closure import ClosureTables
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 # A write body from this size on is parsed and checked in a forked child (``resource_body``).
@@ -147,6 +148,7 @@ class OperationRoutes:
         max_body: int,
         offloader: Offloader | None = None,
         caches: ClientCaches | None = None,
+        closures: ClosureTables | None = None,
     ) -> None:
         self.operations = operations
         self.store = store
@@ -155,6 +157,7 @@ class OperationRoutes:
         # calls in a client cache change it: they run in this process, never in a child
         self.in_process = Offloader(replace(self.offloader.limits, processes=False))
         self.caches = caches
+        self.closures = closures
 
     def routes(self, base: str) -> list[Route]:
         """One route per (operation, resource type, level), then the catch-alls."""
@@ -244,7 +247,7 @@ class OperationRoutes:
         wb = self.store.workbench
         threshold = too_costly_threshold(costly)
         cache_id = cache_header(scope) if op.cached or op.with_caches else None
-        caches = self.caches
+        caches, closures = self.caches, self.closures
         pretty = ("_pretty", "true") in query
 
         def respond() -> bytes:
@@ -254,14 +257,26 @@ class OperationRoutes:
                 given = post_inputs(definition, large, limits, strict=strict)
                 given = given if queried is None else with_query(queried, given)
             outputs = op.run(
-                wb, given, resource, accept_language=language, caches=caches, cache_id=cache_id
+                wb,
+                given,
+                resource,
+                accept_language=language,
+                caches=caches,
+                cache_id=cache_id,
+                closures=closures,
             )
             if threshold is not None and definition.code == "expand":
                 check_cost(outputs, given, threshold)
             return jsonio.dumps(build_output(definition, outputs), pretty=pretty)
 
         offloader = self.offloader
-        if op.with_caches or op.many or cache_id is not None or (op.cached and _names_cache(large)):
+        if (
+            op.with_caches
+            or op.with_closures
+            or op.many
+            or cache_id is not None
+            or (op.cached and _names_cache(large))
+        ):
             offloader = self.in_process
         if op.blocking or large is not None:
             return await offloader.run(

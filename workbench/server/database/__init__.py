@@ -1,8 +1,9 @@
 """Where authored resources are kept: one ``VersionStore`` (``base.py``), in memory
 (``memory.py``), in a SQLite database in the data folder (``sqlite.py``, with the import
 of an older data folder, ``migration.py``), or in a PostgreSQL database that several
-servers share (``postgresql.py``); and the ``$cache-control`` client caches beside them
-(``caches.py``: ``open_caches``)."""
+servers share (``postgresql.py``); and beside them the ``$cache-control`` client caches
+(``caches.py``: ``open_caches``) and the ``$closure`` tables (``closures.py``:
+``open_closures``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from workbench.extras import require
 from workbench.server.database.base import Change, Version, VersionStore, now_instant, tombstone
 from workbench.server.database.memory import MemoryVersions
 from workbench.terminology.cache_backing import SharedCaches
+from workbench.terminology.closure import ClosureTables, MemoryClosures
 
 __all__ = [
     "Change",
@@ -21,6 +23,7 @@ __all__ = [
     "VersionStore",
     "now_instant",
     "open_caches",
+    "open_closures",
     "open_database",
     "tombstone",
 ]
@@ -65,3 +68,19 @@ def open_caches(data_dir: Path | None, database: str | None = None) -> SharedCac
     from workbench.server.database.cache_sqlite import SQLiteCaches
 
     return SQLiteCaches(data_dir)
+
+
+def open_closures(data_dir: Path | None, database: str | None = None) -> ClosureTables:
+    """Where the ``$closure`` tables of a server are kept: the PostgreSQL database at
+    ``database`` (every instance of a fleet), else the data folder's SQLite database (every
+    worker), else this process's memory. Call it after ``open_database``."""
+    if database is not None:
+        require("psycopg", "fleet", "a PostgreSQL --database")
+        from workbench.server.database.closure_postgresql import PostgresClosures
+
+        return PostgresClosures(database)
+    if data_dir is None:
+        return MemoryClosures()
+    from workbench.server.database.closure_sqlite import SQLiteClosures
+
+    return SQLiteClosures(data_dir)
