@@ -152,7 +152,9 @@ GROWTH = [
 ]
 
 
-@pytest.mark.parametrize(("system", "calls", "expected"), GROWTH, ids=lambda v: str(v)[:30])
+@pytest.mark.parametrize(
+    ("system", "calls", "expected"), GROWTH, ids=["snomed", "loinc", "icd-10-cm", "put"]
+)
 def test_each_call_answers_the_new_relationships(
     http: httpx.Client, system: str, calls: list[list[str]], expected: list[set[tuple[str, str]]]
 ) -> None:
