@@ -54,7 +54,7 @@ def run(
         )
         return {"cache-id": cache.id}
     if header is not None and given is not None and header != given:
-        raise InvalidRequestError(
+        raise RequiredError(
             f"The X-Cache-Id header ({header}) and the cache-id parameter ({given}) name "
             "two caches; a request works in one cache at most"
         )

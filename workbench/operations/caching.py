@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InvalidRequestError
+from workbench.errors import RequiredError
 from workbench.terminology.client_caches import ClientCaches, cacheable
 from workbench.terminology.service import EngineService
 
@@ -33,14 +33,15 @@ def within_cache(
     """The service and inputs of a call in its cache; ``svc`` and ``inputs`` (without
     ``cache-id``) as they are when the call names none, or when there are no caches (a
     call from Python). Raises CacheIdUnknownError (saying why) for a header id the server
-    does not hold, InvalidRequestError when the header and the parameter name two caches."""
+    does not hold, RequiredError when the header and the parameter name two caches (a rule
+    between two inputs, as the inputs' documentation states)."""
     param_id = inputs.get(CACHE_ID)
     if CACHE_ID in inputs:
         inputs = {k: v for k, v in inputs.items() if k != CACHE_ID}
     if caches is None or (header_id is None and param_id is None):
         return svc, inputs
     if header_id is not None and param_id is not None and str(param_id) != header_id:
-        raise InvalidRequestError(
+        raise RequiredError(
             f"The X-Cache-Id header ({header_id}) and the cache-id parameter "
             f"({str(param_id)[:80]}) name two caches; a request works in one cache at most"
         )
