@@ -9,17 +9,11 @@ once. The database unreachable (or refusing): ``StorageError``, 503.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Callable
-from typing import Any
 
-import psycopg
-
-from workbench import forksafe
-from workbench.errors import StorageError
 from workbench.server.database.caches import Execute, SQLCaches, T
 from workbench.server.database.postgresql import CONNECT_SECONDS, make_tables
+from workbench.server.database.sessions import PostgresSession
 
 SCHEMA = (
     """
@@ -55,55 +49,14 @@ class PostgresCaches(SQLCaches):
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._mutex = forksafe.lock()
-        self._pid = 0
-        self._db: psycopg.Connection[Any] | None = None
-        self._inherited: list[object] = []  # from before a fork: never touched
+        self._session = PostgresSession(url, "The client caches", connect_seconds=CONNECT_SECONDS)
         make_tables(url, SCHEMA_LOCK, SCHEMA)
-
-    def _connection(self) -> psycopg.Connection[Any]:
-        if self._pid != os.getpid():
-            self._inherited.append(self._db)
-            self._db, self._pid = None, os.getpid()
-        if self._db is None or self._db.closed or self._db.broken:
-            self._db = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_SECONDS)
-        return self._db
 
     def _run(self, work: Callable[[Execute], T], *, write: bool) -> T:
         """``work`` in one transaction; once more on a new connection when the first was
         found broken (the database restarted since it was last used)."""
-        with self._mutex:
-            for attempt in (1, 2):
-                try:
-                    return self._once(work)
-                except psycopg.OperationalError as exc:
-                    if self._db is not None:
-                        with contextlib.suppress(psycopg.Error):
-                            self._db.close()
-                    if attempt == 2:
-                        raise _failed("the database cannot be reached") from exc
-                except psycopg.Error as exc:
-                    name = type(exc).__name__
-                    raise _failed(f"the database refused it ({name})") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _once(self, work: Callable[[Execute], T]) -> T:
-        db = self._connection()
-
-        def execute(sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-            cursor = db.execute(sql.replace("?", "%s"), args)
-            return cursor.fetchall() if cursor.description else []
-
-        with db.transaction():
-            return work(execute)
+        return self._session.run(lambda execute, _: work(execute), write=write)
 
     def close(self) -> None:
         """Close this process's connection."""
-        with self._mutex:
-            if self._db is not None and self._pid == os.getpid():
-                self._db.close()
-            self._db, self._pid = None, 0
-
-
-def _failed(reason: str) -> StorageError:
-    return StorageError(f"The client caches could not be read or kept: {reason}", status=503)
+        self._session.close()

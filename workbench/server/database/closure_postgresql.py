@@ -9,17 +9,11 @@ broken is opened again once. The database unreachable (or refusing): ``StorageEr
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Callable
-from typing import Any
 
-import psycopg
-
-from workbench import forksafe
-from workbench.errors import StorageError
 from workbench.server.database.closures import Execute, Many, SQLClosures, T
 from workbench.server.database.postgresql import CONNECT_SECONDS, make_tables
+from workbench.server.database.sessions import PostgresSession
 
 SCHEMA = (
     """
@@ -61,59 +55,14 @@ class PostgresClosures(SQLClosures):
     def __init__(self, url: str) -> None:
         super().__init__()
         self.url = url
-        self._mutex = forksafe.lock()
-        self._pid = 0
-        self._db: psycopg.Connection[Any] | None = None
-        self._inherited: list[object] = []  # from before a fork: never touched
+        self._session = PostgresSession(url, "The closure tables", connect_seconds=CONNECT_SECONDS)
         make_tables(url, SCHEMA_LOCK, SCHEMA)
-
-    def _connection(self) -> psycopg.Connection[Any]:
-        if self._pid != os.getpid():
-            self._inherited.append(self._db)
-            self._db, self._pid = None, os.getpid()
-        if self._db is None or self._db.closed or self._db.broken:
-            self._db = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_SECONDS)
-        return self._db
 
     def _run(self, work: Callable[[Execute, Many], T], *, write: bool) -> T:
         """``work`` in one transaction; once more on a new connection when the first was
         found broken (the database restarted since it was last used)."""
-        with self._mutex:
-            for attempt in (1, 2):
-                try:
-                    return self._once(work)
-                except psycopg.OperationalError as exc:
-                    if self._db is not None:
-                        with contextlib.suppress(psycopg.Error):
-                            self._db.close()
-                    if attempt == 2:
-                        raise _failed("the database cannot be reached") from exc
-                except psycopg.Error as exc:
-                    raise _failed(f"the database refused it ({type(exc).__name__})") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _once(self, work: Callable[[Execute, Many], T]) -> T:
-        db = self._connection()
-
-        def execute(sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-            cursor = db.execute(sql.replace("?", "%s"), args)
-            return cursor.fetchall() if cursor.description else []
-
-        def many(sql: str, rows: list[tuple[Any, ...]]) -> None:
-            if rows:
-                with db.cursor() as cursor:
-                    cursor.executemany(sql.replace("?", "%s"), rows)
-
-        with db.transaction():
-            return work(execute, many)
+        return self._session.run(work, write=write)
 
     def close(self) -> None:
         """Close this process's connection."""
-        with self._mutex:
-            if self._db is not None and self._pid == os.getpid():
-                self._db.close()
-            self._db, self._pid = None, 0
-
-
-def _failed(reason: str) -> StorageError:
-    return StorageError(f"The closure tables could not be read or kept: {reason}", status=503)
+        self._session.close()
