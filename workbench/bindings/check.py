@@ -123,7 +123,11 @@ class BindingChecker:
     ) -> tuple[Problem, ...]:
         """What could not be checked, and why: read errors, resource types and profiles
         without definitions, profiles given that are not loaded, unusable definitions."""
-        found = [Problem("read", f"{e.source}:{e.line}", 1, e.reason) for e in errors]
+        found = [
+            Problem("read", e.source if e.line is None else f"{e.source}:{e.line}", 1, e.reason)
+            for e in errors
+            if e.severity != "warning"  # (a line of another type than its file's: it is read)
+        ]
         for kind, n in sorted(walk.unknown_types.items()):
             found.append(Problem("unknown-type", kind, n,
                 f"no StructureDefinition for {kind} is loaded: the bindings of {n:,} "
