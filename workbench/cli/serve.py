@@ -23,6 +23,7 @@ from workbench.server import create_app
 from workbench.server.auth import new_token
 from workbench.server.offload import Limits
 from workbench.server.protocol import http_protocol
+from workbench.server.request_ids import RequestIdFilter
 from workbench.server.workers import WorkersFailed, serve_workers, worker_count
 from workbench.terminology.cache_ends import parse_duration
 
@@ -186,10 +187,20 @@ def operation_limits(args: argparse.Namespace) -> Limits:
     return limits
 
 
+def configure_logging() -> None:
+    """Log at INFO to stderr, each line naming its request's ``X-Request-Id`` (``-`` for a
+    line written outside a request)."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(levelname)s %(name)s [%(request_id)s]: %(message)s"
+    )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RequestIdFilter())
+
+
 def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
     """Load the content, print how to call the server, and serve until interrupted (a
     temporary data folder it makes is added to ``temporary``)."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging()
     token = args.token or os.environ.get("WORKBENCH_TOKEN") or new_token()
     wb = Workbench()
     try:

@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench.errors import InvalidRequestError, MethodNotAllowedError, ResourceNotFoundError
 from workbench.operations import OPERATIONS
+from workbench.server import request_ids
 from workbench.server.auth import BearerAuth
 from workbench.server.capability import (
     OPERATION_DEFINITION_SEARCH as DEFINITION_SEARCH,
@@ -43,6 +44,7 @@ from workbench.server.openapi import openapi_document, with_server
 from workbench.server.openapi_links import AllowedMethods
 from workbench.server.prefix import public_base
 from workbench.server.protocol import Guard
+from workbench.server.request_ids import request_id
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
 from workbench.server.store import ResourceStore
@@ -153,17 +155,22 @@ class TerminologyApp(FastAPI):
     fast_layers = 0  # len(user_middleware) when the fast lane was built
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        lane = self.fast_lane
-        if (
-            lane is not None
-            and scope["type"] == "http"
-            and len(self.user_middleware) == self.fast_layers
-        ):
-            answer = lane.answer_for(scope)
-            if answer is not None:
-                await lane.serve(answer, scope, receive, send)
-                return
-        await super().__call__(scope, receive, send)
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        rid = request_id(scope)  # (every response, errors too, carries it: request_ids)
+        token = request_ids.CURRENT.set(rid.decode("ascii"))
+        try:
+            send = request_ids.stamped(send, rid)
+            lane = self.fast_lane
+            if lane is not None and len(self.user_middleware) == self.fast_layers:
+                answer = lane.answer_for(scope)
+                if answer is not None:
+                    await lane.serve(answer, scope, receive, send)
+                    return
+            await super().__call__(scope, receive, send)
+        finally:
+            request_ids.CURRENT.reset(token)
 
     def openapi(self) -> dict[str, Any]:
         """The generated document (servers: the FHIR base), else FastAPI's own."""

@@ -21,6 +21,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workbench.errors import MalformedError, WorkbenchError
+from workbench.server.request_ids import new_id
 
 log = logging.getLogger("workbench.server")
 
@@ -41,6 +42,7 @@ def _raw_400(message: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:
             *(name + b": " + value + b"\r\n" for name, value in default_headers),
             b"content-type: " + FHIR_JSON + b"\r\n",
             b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
+            b"x-request-id: " + new_id() + b"\r\n",  # (the request's own was not read)
             b"connection: close\r\n\r\n",
             body,
         ]
