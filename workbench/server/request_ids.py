@@ -12,9 +12,10 @@ b'abc-1'
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import re
-import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -29,9 +30,19 @@ _VALID = re.compile(rb"[\x21-\x7e]{1,%d}" % MAX_LENGTH)
 CURRENT: ContextVar[str] = ContextVar("request_id", default="-")
 
 
+_COUNTER = itertools.count()
+_PREFIX: dict[int, bytes] = {}  # 16 random hex digits, by the process they were made in
+
+
 def new_id() -> bytes:
-    """A new request id: 32 hex digits."""
-    return uuid.uuid4().hex.encode("ascii")
+    """A new request id: 32 hex digits, 16 random per process (made again in a forked
+    worker) then a counter: unique without the cost of a random UUID per request."""
+    pid = os.getpid()
+    prefix = _PREFIX.get(pid)
+    if prefix is None:
+        _PREFIX.clear()
+        prefix = _PREFIX[pid] = os.urandom(8).hex().encode("ascii")
+    return prefix + b"%016x" % next(_COUNTER)
 
 
 def request_id(scope: Mapping[str, Any]) -> bytes:
