@@ -435,12 +435,11 @@ class RowMembers(HierarchyMembers):
         row = self.sct.row(code)
         if row < 0:
             return [], []
-        closure, codes = self.sct.store.closure, self.sct.store.codes
+        closure, ids = self.sct.store.closure, self.sct.store.ids
         found = []
-        for related in (closure.ancestors(row), closure.descendants(row)):
-            rows = np.asarray(related)
-            rows = rows[self._mask[rows]]
-            found.append(codes.take(rows).to_pylist() if len(rows) else [])
+        for rows in (closure.ancestors(row), closure.descendants(row)):
+            rows = rows[self._mask[rows]] if len(rows) else rows
+            found.append([str(sctid) for sctid in ids[rows].tolist()] if len(rows) else [])
         self._mask[row] = True
         return found[0], found[1]
 
