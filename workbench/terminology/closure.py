@@ -211,12 +211,12 @@ def resolve(
     a hierarchy, an unknown code: the first coding's in the order sent. The codes of each
     code system are checked at once (``known_codes``)."""
     found: list[tuple[CodeSystemProvider, str, str]] = []
-    failed: WorkbenchError | None = None
+    failed: Exception | None = None
     for coding in codings:
         try:
             found.append(_provider_of(coding, find))
-        except WorkbenchError as error:
-            failed = error  # (raised once the codings before it are checked)
+        except Exception as error:  # (raised once the codings before it are checked)
+            failed = error
             break
     providers = {id(cs): cs for cs, _, _ in found}
     known = {
