@@ -32,7 +32,7 @@ from workbench.errors import (
     UnknownCodeError,
     WorkbenchError,
 )
-from workbench.terminology.provider import CodeSystemProvider
+from workbench.terminology.provider import CodeSystemProvider, HierarchyMembers
 
 #: The R4 ConceptMap equivalence of every entry: the target subsumes the source.
 SUBSUMES = "subsumes"
@@ -51,38 +51,29 @@ class Entry(NamedTuple):
 
 class Members:
     """The members of a closure table (the codes of each code system), and, once a planner
-    has asked, which members lie below each code (``below``: built from the members'
-    ancestors, then kept up as members are added), so that a new concept's descendants
-    among the members are a look-up, not a walk down the hierarchy. A store keeps it
-    between calls while the table is unchanged by others."""
+    has asked, each code system's ``HierarchyMembers`` (``related``: the provider's index
+    of them, built from the members, then kept up as members are added), so that a new
+    concept's ancestors and descendants among the members are a look-up, not a walk of
+    the hierarchy. A store keeps it between calls while the table is unchanged by others."""
 
     def __init__(self, rows: Iterable[tuple[str, str]] = ()) -> None:
         self.codes: dict[str, set[str]] = {}
-        self._below: dict[str, dict[str, list[str]]] = {}
+        self._related: dict[str, HierarchyMembers] = {}
         for system, code in rows:
             self.codes.setdefault(system, set()).add(code)
 
     def __len__(self) -> int:
         return sum(len(codes) for codes in self.codes.values())
 
-    def below(self, cs: CodeSystemProvider) -> dict[str, list[str]]:
-        """For each code, the members of ``cs``'s system below it (built on first use)."""
-        index = self._below.get(cs.url)
+    def add(self, cs: CodeSystemProvider, code: str) -> tuple[list[str], list[str]]:
+        """Add a member of ``cs``'s system (not one yet): its ancestors and its descendants
+        among the members before it."""
+        index = self._related.get(cs.url)
         if index is None:
-            index = {}
-            for code in self.codes.get(cs.url, ()):
-                for up in cs.ancestors(code):
-                    index.setdefault(up, []).append(code)
-            self._below[cs.url] = index
-        return index
-
-    def add(self, system: str, code: str, ancestors: Iterable[str]) -> None:
-        """Add a member and its ancestors."""
-        self.codes.setdefault(system, set()).add(code)
-        index = self._below.get(system)
-        if index is not None:
-            for up in ancestors:
-                index.setdefault(up, []).append(code)
+            index = cs.hierarchy_members(self.codes.get(cs.url, ()))
+            self._related[cs.url] = index
+        self.codes.setdefault(cs.url, set()).add(code)
+        return index.add(code)
 
 
 @dataclass(frozen=True)
@@ -217,25 +208,48 @@ def resolve(
 ) -> list[tuple[CodeSystemProvider, str]]:
     """The provider and the code system's own spelling of each coding; an error for a
     coding without system or code, a system not loaded (``find`` raises), a system without
-    a hierarchy, an unknown code."""
-    out = []
+    a hierarchy, an unknown code: the first coding's in the order sent. The codes of each
+    code system are checked at once (``known_codes``)."""
+    found: list[tuple[CodeSystemProvider, str, str]] = []
+    failed: Exception | None = None
     for coding in codings:
-        system, code = coding.get("system"), coding.get("code")
-        if not isinstance(system, str) or not system or not isinstance(code, str) or not code:
-            raise InvalidRequestError("Each $closure 'concept' needs a system and a code")
-        version = coding.get("version")
-        cs = find(system, version if isinstance(version, str) else None)
-        if not cs.hierarchical:
-            raise NotSupportedError(
-                f"The code system {system} has no hierarchy (no subsumption), so its "
-                f"concepts cannot be in a closure table (concept '{code}')",
-                msg_id="WB-CLOSURE-HIERARCHY",
-            )
-        concept = cs.get(code)
-        if concept is None:
+        try:
+            found.append(_provider_of(coding, find))
+        except Exception as error:  # (raised once the codings before it are checked)
+            failed = error
+            break
+    providers = {id(cs): cs for cs, _, _ in found}
+    known = {
+        key: iter(cs.known_codes([code for other, code, _ in found if other is cs]))
+        for key, cs in providers.items()
+    }
+    out = []
+    for cs, code, system in found:
+        spelt = next(known[id(cs)])
+        if spelt is None:
             raise UnknownCodeError(f"Unknown code '{code}' in the CodeSystem '{system}'")
-        out.append((cs, concept.code))
+        out.append((cs, spelt))
+    if failed is not None:
+        raise failed
     return out
+
+
+def _provider_of(
+    coding: Mapping[str, Any], find: Callable[[str, str | None], CodeSystemProvider]
+) -> tuple[CodeSystemProvider, str, str]:
+    """The provider of a coding, its code and its system as sent (errors as ``resolve``)."""
+    system, code = coding.get("system"), coding.get("code")
+    if not isinstance(system, str) or not system or not isinstance(code, str) or not code:
+        raise InvalidRequestError("Each $closure 'concept' needs a system and a code")
+    version = coding.get("version")
+    cs = find(system, version if isinstance(version, str) else None)
+    if not cs.hierarchical:
+        raise NotSupportedError(
+            f"The code system {system} has no hierarchy (no subsumption), so its "
+            f"concepts cannot be in a closure table (concept '{code}')",
+            msg_id="WB-CLOSURE-HIERARCHY",
+        )
+    return cs, code, system
 
 
 def planner(concepts: list[tuple[CodeSystemProvider, str]]) -> Planner:
@@ -247,14 +261,11 @@ def planner(concepts: list[tuple[CodeSystemProvider, str]]) -> Planner:
         added = Added()
         for cs, code in concepts:
             system = cs.url
-            have = members.codes.get(system, set())
-            if code in have:
+            if code in members.codes.get(system, ()):
                 continue
-            below = members.below(cs)
-            ancestors = cs.ancestors(code)
-            added.entries.extend(Entry(system, code, up) for up in ancestors if up in have)
-            added.entries.extend(Entry(system, down, code) for down in below.get(code, ()))
-            members.add(system, code, ancestors)
+            ups, downs = members.add(cs, code)
+            added.entries.extend(Entry(system, code, up) for up in ups)
+            added.entries.extend(Entry(system, down, code) for down in downs)
             added.concepts.append((system, code))
         return added
 

@@ -334,6 +334,57 @@ class CodeSystemProvider(ABC):
         historical associations, LOINC's MAP_TO), strongest first; none by default."""
         return []
 
+    def known_codes(self, codes: Sequence[str]) -> list[str | None]:
+        """The code system's own spelling of each code (``get(code).code``), None for a code
+        it does not know: many codes at once (a store answers without making concepts)."""
+        found = []
+        for code in codes:
+            concept = self.get(code)
+            found.append(None if concept is None else concept.code)
+        return found
+
+    def hierarchy_members(self, codes: Iterable[str]) -> HierarchyMembers:
+        """A set of this code system's codes (``codes`` first) that answers, as each code is
+        added, its ancestors and descendants among the codes before it (``$closure``'s
+        tables). By default over ``ancestors``; a store overrides it to work on its rows."""
+        return HierarchyMembers(self, codes)
+
+
+class HierarchyMembers:
+    """Codes of one code system that know how they are related (``hierarchy_members``):
+    ``add`` a code, get its ancestors and descendants among the codes added before it. This
+    one keeps, for each code, the members below it (built from the members' ancestors);
+    a provider may keep something cheaper.
+
+    >>> from workbench.terminology.codesystem import CodeSystemIndex
+    >>> cs = CodeSystemIndex({"resourceType": "CodeSystem", "url": "http://x", "content":
+    ...     "complete", "concept": [{"code": "a", "concept": [{"code": "b"}, {"code": "c"}]}]})
+    >>> members = cs.hierarchy_members(["b"])
+    >>> members.add("a"), members.add("c")
+    (([], ['b']), (['a'], []))
+    """
+
+    def __init__(self, provider: CodeSystemProvider, codes: Iterable[str] = ()) -> None:
+        self.provider = provider
+        self.codes: set[str] = set()
+        self._below: dict[str, list[str]] = {}
+        for code in codes:
+            self._keep(code, provider.ancestors(code))
+
+    def _keep(self, code: str, ancestors: Iterable[str]) -> None:
+        self.codes.add(code)
+        for up in ancestors:
+            self._below.setdefault(up, []).append(code)
+
+    def add(self, code: str) -> tuple[list[str], list[str]]:
+        """Add ``code`` (not a member yet): its ancestors and its descendants among the
+        members before it."""
+        ancestors = self.provider.ancestors(code)
+        ups = [up for up in ancestors if up in self.codes]
+        downs = list(self._below.get(code, ()))
+        self._keep(code, ancestors)
+        return ups, downs
+
 
 @dataclasses.dataclass(frozen=True)
 class Successor:

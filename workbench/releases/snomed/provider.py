@@ -9,7 +9,7 @@ Python objects only when a call needs them. Post-coordinated expressions are val
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -37,7 +37,12 @@ from workbench.terminology.compose import Entry
 from workbench.terminology.filters import CodeFilter
 from workbench.terminology.languages import Languages
 from workbench.terminology.lookup import LookupResult
-from workbench.terminology.provider import CodeSystemProvider, Successor, dialect_display_for
+from workbench.terminology.provider import (
+    CodeSystemProvider,
+    HierarchyMembers,
+    Successor,
+    dialect_display_for,
+)
 
 PROPERTIES = {
     "inactive": "boolean",
@@ -182,6 +187,16 @@ class SnomedProvider(CodeSystemProvider):
             return frozenset()
         rows = self.sct.store.closure.descendants(row)
         return frozenset(self.sct.store.codes.take(np.asarray(rows)).to_pylist())
+
+    def known_codes(self, codes: Sequence[str]) -> list[str | None]:
+        """The SCTID of each code's concept (None for anything else), made from the rows."""
+        ids = self.sct.store.ids
+        rows = [self.sct.row(c) if isinstance(c, str) else -1 for c in codes]
+        return [str(int(ids[r])) if r >= 0 else None for r in rows]
+
+    def hierarchy_members(self, codes: Iterable[str]) -> HierarchyMembers:
+        """Members as a mask over the release's rows (``RowMembers``)."""
+        return RowMembers(self, codes)
 
     def subsumes(self, code_a: str, code_b: str) -> str:
         """The $subsumes outcome of A against B."""
@@ -401,6 +416,32 @@ class SnomedProvider(CodeSystemProvider):
         """What replaces an inactive concept (empty when nothing does)."""
         row = self.sct.row(code)
         return self.sct.replacements(row) if row >= 0 else ""
+
+
+class RowMembers(HierarchyMembers):
+    """Members of a SNOMED CT closure table as a mask over the release's rows: a new
+    member's ancestors and descendants among them are the rows of its closure that the mask
+    holds, and only those become codes (not every ancestor of every member)."""
+
+    def __init__(self, provider: SnomedProvider, codes: Iterable[str] = ()) -> None:
+        self.provider = provider
+        self.sct = provider.sct
+        self._mask = np.zeros(len(provider.sct), dtype=np.bool_)
+        rows = provider.rows_of(list(codes))
+        self._mask[rows[rows >= 0]] = True
+
+    def add(self, code: str) -> tuple[list[str], list[str]]:
+        """Add ``code``: the members among its ancestors and among its descendants."""
+        row = self.sct.row(code)
+        if row < 0:
+            return [], []
+        closure, ids = self.sct.store.closure, self.sct.store.ids
+        found = []
+        for rows in (closure.ancestors(row), closure.descendants(row)):
+            rows = rows[self._mask[rows]] if len(rows) else rows
+            found.append([str(sctid) for sctid in ids[rows].tolist()] if len(rows) else [])
+        self._mask[row] = True
+        return found[0], found[1]
 
 
 def _same_expression(listed: str, expression: scg.Expression) -> bool:
