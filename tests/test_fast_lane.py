@@ -93,6 +93,13 @@ GENDER_Q = {"url": GENDER_VS, "system": GENDER_CS, "code": "female"}
 JSON_BODY = [AUTH, (b"content-type", b"application/fhir+json")]
 
 
+def without_request_id(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with the response start's ``x-request-id`` header left out."""
+    start = dict(messages[0])
+    start["headers"] = [h for h in start["headers"] if h[0] != b"x-request-id"]
+    return [start, *messages[1:]]
+
+
 @pytest.mark.parametrize(
     ("scope", "body", "status"),
     [
@@ -160,7 +167,10 @@ def test_the_lane_answers_as_the_stack(
     assert isinstance(lane, FastLane)
     through_lane = run(lane, scope, body)
     assert through_lane == run(lane.stack, scope, body)
-    assert run(app, scope, body) == through_lane  # the app takes the lane
+    from_app = run(app, scope, body)
+    stamped = [v for n, v in from_app[0]["headers"] if n == b"x-request-id"]
+    assert len(stamped) == 1  # the app, outermost, gives every response its X-Request-Id
+    assert without_request_id(from_app) == through_lane  # and takes the lane
     assert through_lane[0]["status"] == status
     assert len(through_lane) == 2 and through_lane[1]["body"]
 
