@@ -12,6 +12,7 @@ walker finds an extension's definition by its ``url``.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ CODED = frozenset({"code", "Coding", "CodeableConcept", "Quantity", "string", "u
 #: walked with its own type's definition).
 _OPAQUE = frozenset({"Resource", "DomainResource", "Extension", "Element", "xhtml"})
 _EXTENSIONS = frozenset({"extension", "modifierExtension"})
+_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -91,13 +93,24 @@ class Plans:
         self._nodes: dict[tuple[str, str], Node] = {}
         self._children: dict[str, dict[str, list[ElementDef]]] = {}
         self._pending: list[Node] = []
+        self._roots: dict[str, Node | None] = {}
+        self._lock = threading.Lock()
 
     def root(self, url: str) -> Node | None:
-        """The node of a StructureDefinition's root element, or None when not loaded."""
-        sd = self.structures.usable(url)
-        if sd is None or not sd.elements:
-            return None
-        return self._compiled(sd, sd.elements[0].id)
+        """The node of a StructureDefinition's root element, or None when not loaded. A
+        root is compiled under a lock and handed out settled: walkers in several threads
+        (Dask's) share the plans; a compiled node is never changed after."""
+        found = self._roots.get(url, _MISSING)
+        if found is not _MISSING:
+            return found  # type: ignore[return-value]
+        with self._lock:
+            if url not in self._roots:
+                sd = self.structures.usable(url)
+                fresh = None if sd is None or not sd.elements else self._compiled(
+                    sd, sd.elements[0].id
+                )  # fmt: skip
+                self._roots[url] = fresh
+            return self._roots[url]
 
     def _compiled(self, sd: StructureDef, element_id: str) -> Node:
         node = self._node(sd, element_id)
