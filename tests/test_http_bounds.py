@@ -32,8 +32,10 @@ from workbench.errors import InvalidRequestError, TooManyResourcesError
 from workbench.operations import OPERATIONS
 from workbench.operations.codec import parse_parameters
 from workbench.server import create_app
-from workbench.server.auth import POLICY_VIOLATION, BearerAuth
+from workbench.server.auth import POLICY_VIOLATION, TokenRule
 from workbench.server.bounds import post_inputs
+from workbench.server.chain import RequestChain
+from workbench.server.negotiation import FormatRule
 from workbench.server.offload import Limits
 
 BIG = "http://example.org/fhir/CodeSystem/bounds-long"
@@ -456,11 +458,12 @@ def test_limits_from_options(options: list[str], expected: dict[str, Any] | str)
     assert {k: getattr(limits, k) for k in expected} == expected
 
 
-# --- the auth middleware's scopes --------------------------------------------------------------
+# --- the request chain's scopes --------------------------------------------------------------
 
 
 def run_scope(scope: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[list[Any], bool]:
-    """Run BearerAuth over a recording app; return what was sent and whether the app ran."""
+    """Run the request chain over a recording router; return what was sent and whether the
+    router ran."""
     sent: list[Any] = []
     reached: list[bool] = []
     queue = list(messages)
@@ -480,8 +483,11 @@ def run_scope(scope: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[li
     async def send(message: Any) -> None:
         sent.append(message)
 
-    auth = BearerAuth(inner, token=TOKEN, open_paths=frozenset(), open_prefix="/docs")
-    asyncio.run(auth(scope, receive, send))
+    token = TokenRule(token=TOKEN, open_paths=frozenset(), open_prefix="/docs")
+    chain = RequestChain(
+        inner, token=token, formats=FormatRule(), writes=None, answers={}, allowed=lambda p: None
+    )
+    asyncio.run(chain(scope, receive, send))
     return sent, bool(reached)
 
 

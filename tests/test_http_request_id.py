@@ -1,5 +1,5 @@
 """``X-Request-Id`` over HTTP (uvicorn on 127.0.0.1): a client's id is echoed on every kind
-of response (an operation on the fast lane, REST, /metadata, the OpenAPI page, errors of
+of response (an operation on an exact path, REST, /metadata, the OpenAPI page, errors of
 each layer: token, format, method, size, not found, the HTTP parser's own 400); one is made
 when none is sent or the one sent is too long or holds spaces or control characters; and
 the server's log lines name the request they were written for."""
@@ -31,7 +31,7 @@ def wb(default_wb: Workbench) -> Workbench:
 server, http = served_fixtures()
 
 REQUESTS: list[tuple[str, str, str, dict[str, Any], int]] = [
-    ("operation (fast lane)", "GET", "/ValueSet/$validate-code",
+    ("operation (exact path)", "GET", "/ValueSet/$validate-code",
      {"params": {"url": GENDER_VS, "system": GENDER_CS, "code": "male"}}, 200),
     ("read", "GET", "/ValueSet?url=" + GENDER_VS, {}, 200),
     ("metadata", "GET", "/metadata", {}, 200),

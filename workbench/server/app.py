@@ -1,11 +1,12 @@
 """The app factory: a FHIR R4 terminology server over one Workbench's in-memory data.
 
 ``create_app`` returns a FastAPI application: mount it in your own
-(``outer.mount("/tx", create_app(...))``) or serve it alone. Its routes are plain Starlette
-routes generated from the OperationDefinitions; FastAPI's routing and pydantic are not on
-the way of a request, and the operation calls at system and type level are answered by the
-pure ASGI ``OperationDispatch`` before any router. Errors are OperationOutcomes, never
-``{"detail": …}``.
+(``outer.mount("/tx", create_app(...))``) or serve it alone. Every request takes one way
+through it (``chain.RequestChain``): one chain of rules (token, format, other processes'
+writes), then one handler, the operation of an exact system- or type-level path or else the
+router, whose routes are plain Starlette routes generated from the OperationDefinitions
+(FastAPI's routing and pydantic are not on the way of a request). Errors are
+OperationOutcomes, never ``{"detail": …}``.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from fastapi import FastAPI
+from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
 from fastapi.telemetry import TelemetryConfig
-from starlette.middleware import Middleware
+from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -25,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from workbench.errors import InvalidRequestError, MethodNotAllowedError, ResourceNotFoundError
 from workbench.operations import OPERATIONS
 from workbench.server import request_ids
-from workbench.server.auth import BearerAuth
+from workbench.server.auth import TokenRule
 from workbench.server.capability import (
     OPERATION_DEFINITION_SEARCH as DEFINITION_SEARCH,
 )
@@ -34,16 +36,15 @@ from workbench.server.capability import (
     search_definitions,
     terminology_capabilities,
 )
+from workbench.server.chain import RequestChain
 from workbench.server.database import open_caches, open_closures
-from workbench.server.dispatch import FastLane, OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
-from workbench.server.errors import HANDLERS
-from workbench.server.negotiation import FormatNegotiation
+from workbench.server.errors import unexpected_error
+from workbench.server.negotiation import FormatRule
 from workbench.server.offload import Limits, Offloader
 from workbench.server.openapi import openapi_document, with_server
 from workbench.server.openapi_links import AllowedMethods
 from workbench.server.prefix import public_base
-from workbench.server.protocol import Guard
 from workbench.server.request_ids import request_id
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
@@ -138,21 +139,16 @@ def conformance_routes(
 
 
 class TerminologyApp(FastAPI):
-    """A FastAPI app whose OpenAPI document is the one generated from the
-    OperationDefinitions (``openapi.py``): its routes are plain Starlette routes, which
-    FastAPI's own generator leaves out.
+    """A FastAPI app whose requests all take one way (``chain.RequestChain``) and whose
+    OpenAPI document is the one generated from the OperationDefinitions (``openapi.py``):
+    its routes are plain Starlette routes, which FastAPI's own generator leaves out.
 
-    GET and POST on the exact operation paths take the fast lane: the app's own layers
-    (Guard, token, format, other processes' writes, the operation dispatch) without
-    FastAPI's and Starlette's outer middleware (error page, telemetry, body limit), which
-    these requests never need: their errors are OperationOutcomes from the Guard and the
-    dispatch, and their bodies are limited by the operation's reader. Middleware added to
-    the app later (``app.add_middleware``) closes the fast lane, so that it sees every
-    request."""
+    Every response carries an ``X-Request-Id`` (``request_ids``). The chain is the whole
+    stack; middleware added with ``app.add_middleware`` wraps it (under FastAPI's outermost
+    layer, whose 500 is an OperationOutcome too) and so sees every request."""
 
     generated: dict[str, Any] | None = None
-    fast_lane: FastLane | None = None
-    fast_layers = 0  # len(user_middleware) when the fast lane was built
+    chain: RequestChain | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -161,31 +157,24 @@ class TerminologyApp(FastAPI):
         rid = request_id(scope)  # (every response, errors too, carries it: request_ids)
         token = request_ids.CURRENT.set(rid.decode("ascii"))
         try:
-            send = request_ids.stamped(send, rid)
-            lane = self.fast_lane
-            if lane is not None and len(self.user_middleware) == self.fast_layers:
-                answer = lane.answer_for(scope)
-                if answer is not None:
-                    await lane.serve(answer, scope, receive, send)
-                    return
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, request_ids.stamped(send, rid))
         finally:
             request_ids.CURRENT.reset(token)
+
+    def build_middleware_stack(self) -> ASGIApp:
+        """The request chain, wrapped in the middleware a user added (if any)."""
+        if self.chain is None:
+            return super().build_middleware_stack()
+        app: ASGIApp = self.chain
+        if not self.user_middleware:
+            return app
+        for factory, args, kwargs in reversed(self.user_middleware):
+            app = factory(app, *args, **kwargs)
+        return ServerErrorMiddleware(app, handler=unexpected_error)
 
     def openapi(self) -> dict[str, Any]:
         """The generated document (servers: the FHIR base), else FastAPI's own."""
         return self.generated if self.generated is not None else super().openapi()
-
-
-def fast_lane(middleware: list[Middleware], inner: ASGIApp) -> FastLane | None:
-    """The app's own middleware around ``inner``, without FastAPI's outer layers, as one
-    ``FastLane`` (None if they are not the app's usual ones)."""
-    lane = inner
-    for layer in reversed(middleware):
-        factory, args, kwargs = layer
-        lane = factory(lane, *args, **kwargs)
-    fused = FastLane.over(lane)
-    return fused if isinstance(fused, FastLane) else None
 
 
 def create_app(
@@ -224,25 +213,10 @@ def create_app(
         *resource_routes(base, store, max_body),
     ]
     free, free_prefix = open_paths(base)
-    answers = operation_routes.exact_paths(base)
-    # Middleware, outermost first: whatever escapes becomes a 500 OperationOutcome (Guard),
-    # then the token, then the format negotiation, then (with a data folder, which other
-    # processes may write) the writes of other processes, then the operation calls on exact
-    # paths.
-    synced = [Middleware(WriteSync, store=store)] if store.db.shared else []
-    middleware = [
-        Middleware(Guard),
-        Middleware(BearerAuth, token=token, open_paths=free, open_prefix=free_prefix),
-        Middleware(FormatNegotiation),
-        *synced,
-        Middleware(OperationDispatch, answers=answers, allowed=allowed_methods),
-    ]
     app = TerminologyApp(
         title=TITLE,
         version=VERSION,
         routes=routes,
-        middleware=middleware,
-        exception_handlers=HANDLERS,
         openapi_url=None,  # served under the FHIR base by docs_routes, with the prefix
         docs_url=None,
         redoc_url=None,
@@ -250,8 +224,15 @@ def create_app(
         telemetry=NO_TELEMETRY if telemetry is None else telemetry,
     )
     app.generated = with_server(document, base)
-    app.fast_lane = fast_lane(middleware, app.router)
-    app.fast_layers = len(app.user_middleware)
+    # the router's FastAPI routes (a user may add some) need FastAPI's exit stack
+    app.chain = RequestChain(
+        AsyncExitStackMiddleware(app.router),
+        token=TokenRule(token=token, open_paths=free, open_prefix=free_prefix),
+        formats=FormatRule(),
+        writes=WriteSync(store) if store.db.shared else None,
+        answers=operation_routes.exact_paths(base),
+        allowed=allowed_methods,
+    )
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base

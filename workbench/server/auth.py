@@ -1,4 +1,4 @@
-"""Bearer-token authentication as a plain ASGI middleware (no per-request thread hop)."""
+"""Bearer-token authentication: the first rule of the request chain (``chain.RequestChain``)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import hmac
 import secrets
 
 import orjson
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
 from workbench.errors import LoginError
 from workbench.server.prefix import route_path
-from workbench.server.protocol import Reply, send_reply
+from workbench.server.protocol import Reply
 
 # WebSocket close code 1008 (RFC 6455): the request breaks the server's policy
 POLICY_VIOLATION = 1008
@@ -21,41 +21,19 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-class BearerAuth:
+class TokenRule:
     """Require ``Authorization: Bearer <token>`` on everything but GET (and HEAD) of
     ``open_paths`` and of the paths under ``open_prefix`` (compared after the prefix the
-    app is mounted or proxied under).
+    app is mounted or proxied under). A WebSocket handshake needs the token too."""
 
-    Only HTTP requests and the ``lifespan`` events reach the app: a WebSocket handshake
-    without the token is refused (closed before it is accepted, which the server answers
-    with 403), and any other kind of ASGI scope is refused too."""
-
-    def __init__(
-        self, app: ASGIApp, *, token: str, open_paths: frozenset[str], open_prefix: str
-    ) -> None:
-        self.app = app
+    def __init__(self, *, token: str, open_paths: frozenset[str], open_prefix: str) -> None:
         self.expected = token.encode()
         self.open_paths = open_paths
         self.open_prefix = open_prefix
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "lifespan":
-            await self.app(scope, receive, send)
-            return
-        if kind == "websocket":
-            if self._authorized(_authorization(scope)):
-                await self.app(scope, receive, send)
-            else:
-                await send({"type": "websocket.close", "code": POLICY_VIOLATION})
-            return
-        if kind != "http":
-            raise RuntimeError(f"BearerAuth refuses ASGI scopes of type {kind!r}")
-        refused = self.refused(scope)
-        if refused is None:
-            await self.app(scope, receive, send)
-            return
-        await send_reply(send, refused)
+    def admits(self, scope: Scope) -> bool:
+        """Whether a WebSocket handshake carries the token."""
+        return self._authorized(_authorization(scope))
 
     def refused(self, scope: Scope) -> Reply | None:
         """The 401 an HTTP request gets, or None when it may go on."""

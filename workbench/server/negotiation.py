@@ -1,15 +1,16 @@
 """Content negotiation: the server speaks FHIR JSON only, so ``_format`` or ``Accept`` asking
-for anything else (XML, Turtle, HTML) is a 406 OperationOutcome, before any work is done."""
+for anything else (XML, Turtle, HTML) is a 406 OperationOutcome, before any work is done: the
+second rule of the request chain (``chain.RequestChain``)."""
 
 from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
 import orjson
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
 from workbench.errors import NotAcceptableError
-from workbench.server.protocol import Reply, fhir_reply, send_reply
+from workbench.server.protocol import Reply, fhir_reply
 
 JSON_FORMATS = frozenset(
     {"json", "application/json", "application/fhir+json", "application/json+fhir"}
@@ -47,21 +48,8 @@ def refusal(format_param: str | None, accept: str | None) -> str | None:
     return f"Accept: {accept} cannot be served: this server answers in application/fhir+json only"
 
 
-class FormatNegotiation:
+class FormatRule:
     """Answer 406 when ``_format`` or ``Accept`` asks for a format other than JSON."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        refused = self.refused(scope)
-        if refused is None:
-            await self.app(scope, receive, send)
-            return
-        await send_reply(send, refused)
 
     def refused(self, scope: Scope) -> Reply | None:
         """The 406 an HTTP request gets, or None when it can be answered in JSON."""

@@ -7,8 +7,7 @@ parser uvicorn would use (httptools when installed, else h11). Pass it as ``http
 ``uvicorn.Config`` or ``uvicorn.run``, with ``ws="none"``: otherwise a request asking for a
 WebSocket upgrade is answered by the WebSocket library in plain text (403 or 400).
 
-``Guard`` is the outermost app layer: an exception nobody handled becomes a 500
-OperationOutcome (the traceback goes to the log only) without closing the connection.
+``Reply`` (status, headers, body) is how the app's own layers hand a whole response over.
 """
 
 from __future__ import annotations
@@ -17,10 +16,9 @@ import asyncio
 import logging
 
 import orjson
-from starlette.requests import ClientDisconnect
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Send
 
-from workbench.errors import MalformedError, WorkbenchError
+from workbench.errors import MalformedError
 from workbench.server.request_ids import new_id
 
 log = logging.getLogger("workbench.server")
@@ -89,44 +87,3 @@ async def send_reply(send: Send, reply: Reply) -> None:
     status, headers, body = reply
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-def internal_error(scope: Scope) -> Reply:
-    """Log the exception being handled; the 500 OperationOutcome that answers it."""
-    log.exception("Unexpected error on %s %s", scope.get("method"), scope.get("path"))
-    error = WorkbenchError(
-        "Internal server error; the server log has the details",
-        code="exception",
-        status=500,
-        msg_id="WB-HTTP-500",
-    )
-    return fhir_reply(500, orjson.dumps(error.to_outcome()))
-
-
-class Guard:
-    """Turn an exception that escaped every handler into a 500 OperationOutcome."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracked)
-        except ClientDisconnect:
-            return  # the client is gone (or sent a body the parser refused): nobody to answer
-        except Exception:
-            reply = internal_error(scope)
-            if started:
-                raise
-            await send_reply(send, reply)

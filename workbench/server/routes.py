@@ -35,7 +35,7 @@ from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server import forked
 from workbench.server import search as fhir_search
 from workbench.server.bounds import post_inputs
-from workbench.server.dispatch import Answer
+from workbench.server.chain import Answer
 from workbench.server.history_pages import instant, many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
 from workbench.server.prefix import public_base
@@ -160,31 +160,22 @@ class OperationRoutes:
         self.closures = closures
 
     def routes(self, base: str) -> list[Route]:
-        """One route per (operation, resource type, level), then the catch-alls."""
+        """The router's operation routes: one per (operation, resource type) at instance
+        level, then the catch-alls (404 for an unknown operation, 405 for one at another
+        level). The system- and type-level paths are not routes: the request chain answers
+        them (``exact_paths``), so that no path has two handlers."""
         out: list[Route] = []
         for op in self.operations:
             d = op.definition
-            if d.system:
-                out.append(
-                    Route(f"{base}/${d.code}", self._endpoint(op, None), methods=["GET", "POST"])
-                )
-            for rtype in d.resource_types:
-                if d.type:
-                    out.append(
-                        Route(
-                            f"{base}/{rtype}/${d.code}",
-                            self._endpoint(op, rtype),
-                            methods=["GET", "POST"],
-                        )
+            if d.instance:
+                out += [
+                    Route(
+                        f"{base}/{rtype}/{{rid}}/${d.code}",
+                        self._endpoint(op, rtype),
+                        methods=["GET", "POST"],
                     )
-                if d.instance:
-                    out.append(
-                        Route(
-                            f"{base}/{rtype}/{{rid}}/${d.code}",
-                            self._endpoint(op, rtype),
-                            methods=["GET", "POST"],
-                        )
-                    )
+                    for rtype in d.resource_types
+                ]
         out += [
             Route(f"{base}/${{name}}", self._fallback("system"), methods=["GET", "POST"]),
             Route(f"{base}/{{rtype}}/${{name}}", self._fallback("type"), methods=["GET", "POST"]),
@@ -197,9 +188,9 @@ class OperationRoutes:
         return out
 
     def exact_paths(self, base: str) -> dict[str, Answer]:
-        """The system- and type-level operation paths, each with its answer: what
-        ``dispatch.OperationDispatch`` serves without the router (instance-level paths,
-        which carry an id, go through the router)."""
+        """The system- and type-level operation paths, each with its answer: what the
+        request chain serves without the router (instance-level paths, which carry an id,
+        go through the router)."""
         out: dict[str, Answer] = {}
         for op in self.operations:
             d = op.definition

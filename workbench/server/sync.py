@@ -6,7 +6,7 @@ acknowledges must reach the others before any of them answers again. ``WriteSync
 store before every request whether another process committed (``ResourceStore.behind``:
 SQLite's ``PRAGMA data_version``, a microsecond or two) and, when one did, applies the
 versions committed since (``ResourceStore.catch_up``) in a worker thread, before the request
-goes on.
+goes on: the third rule of the request chain (``chain.RequestChain``).
 """
 
 from __future__ import annotations
@@ -14,22 +14,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from workbench.server.store import ResourceStore
 
 
 class WriteSync:
-    """ASGI middleware: bring this process up to date with the database before a request."""
+    """Bring this process up to date with the database before a request."""
 
-    def __init__(self, app: ASGIApp, *, store: ResourceStore) -> None:
-        self.app = app
+    def __init__(self, store: ResourceStore) -> None:
         self.store = store
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.sync()
-        await self.app(scope, receive, send)
 
     async def sync(self) -> None:
         """Apply the writes of other processes that this one has not seen yet."""
