@@ -44,6 +44,7 @@ from workbench.server.openapi import openapi_document, with_server
 from workbench.server.openapi_links import AllowedMethods
 from workbench.server.prefix import public_base
 from workbench.server.protocol import Guard
+from workbench.server.r5 import VersionAdapter
 from workbench.server.request_ids import request_id
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
@@ -151,6 +152,7 @@ class TerminologyApp(FastAPI):
     request."""
 
     generated: dict[str, Any] | None = None
+    versions: VersionAdapter | None = None  # R5 (issue 49, point 5): server/r5.py
     fast_lane: FastLane | None = None
     fast_layers = 0  # len(user_middleware) when the fast lane was built
 
@@ -162,15 +164,27 @@ class TerminologyApp(FastAPI):
         token = request_ids.CURRENT.set(rid.decode("ascii"))
         try:
             send = request_ids.stamped(send, rid)
-            lane = self.fast_lane
-            if lane is not None and len(self.user_middleware) == self.fast_layers:
-                answer = lane.answer_for(scope)
-                if answer is not None:
-                    await lane.serve(answer, scope, receive, send)
-                    return
-            await super().__call__(scope, receive, send)
+            # --- R5 hook (issue 49, point 5): a request on the R5 base or naming a
+            # fhirVersion is converted to R4, served below as any request, and its answer
+            # converted back (server/r5.py). Keep it outside every rule of the R4 app.
+            versions = self.versions
+            if versions is not None and versions.claims(scope):
+                await versions.serve(scope, receive, send, self.serve_r4)
+                return
+            # --- end of the R5 hook
+            await self.serve_r4(scope, receive, send)
         finally:
             request_ids.CURRENT.reset(token)
+
+    async def serve_r4(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve an HTTP request of the R4 app: the fast lane, else the whole stack."""
+        lane = self.fast_lane
+        if lane is not None and len(self.user_middleware) == self.fast_layers:
+            answer = lane.answer_for(scope)
+            if answer is not None:
+                await lane.serve(answer, scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
 
     def openapi(self) -> dict[str, Any]:
         """The generated document (servers: the FHIR base), else FastAPI's own."""
@@ -198,6 +212,7 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     limits: Limits | None = None,
     telemetry: TelemetryConfig | None = None,
+    r5_base: str | bool = True,
 ) -> FastAPI:
     """Build the server app. It serves ``workbench`` itself, so changes show both ways.
 
@@ -206,6 +221,10 @@ def create_app(
     request bodies;
     ``limits`` bounds the work of one operation (steps, seconds; see ``offload.Limits``);
     ``telemetry`` is FastAPI's OpenTelemetry configuration (off by default).
+    ``r5_base`` is where the same data is served in R5 (``server/r5.py``): True (the
+    default) puts it beside ``base`` (``/fhir/R4`` -> ``/fhir/R5``; any other base ->
+    ``{base}/R5``, see ``r5.r5_base_for``), a path puts it there, False serves no R5 base
+    (requests naming ``fhirVersion=5.0`` on ``base`` are still answered in R5).
     The app serves ``{base}/openapi.json`` and ``{base}/docs`` without a token.
     """
     base = "/" + base.strip("/") if base.strip("/") else ""
@@ -250,11 +269,13 @@ def create_app(
         telemetry=NO_TELEMETRY if telemetry is None else telemetry,
     )
     app.generated = with_server(document, base)
+    app.versions = VersionAdapter.beside(base, r5_base, max_body)  # R5 (issue 49, point 5)
     app.fast_lane = fast_lane(middleware, app.router)
     app.fast_layers = len(app.user_middleware)
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base
+    app.state.r5_base = app.versions.r5_base
     app.state.caches = caches
     app.state.closures = closures
     app.state.allowed_methods = allowed_methods
