@@ -98,11 +98,8 @@ class VersionAdapter:
     def claims(self, scope: Scope) -> bool:
         """Whether a request needs the adapter: on the R5 base, or naming a fhirVersion
         (a cheap test: the hot path pays a scan of the headers)."""
-        r5 = self.r5_base
-        if r5 is not None:
-            path = route_path(scope)
-            if path.startswith(r5) and (len(path) == len(r5) or path[len(r5)] == "/"):
-                return True
+        if self.r5_base is not None and self.on_r5_base(scope):
+            return True
         for key, value in scope["headers"]:
             if (
                 (key == b"accept" or key == b"content-type")
@@ -112,12 +109,15 @@ class VersionAdapter:
                 return True
         return False
 
+    def on_r5_base(self, scope: Scope) -> bool:
+        """Whether a request's path is under the R5 base."""
+        r5, path = self.r5_base, route_path(scope)
+        return r5 is not None and (path == r5 or path.startswith(r5 + "/"))
+
     def plan(self, scope: Scope) -> Plan:
         """The releases of a request; a WorkbenchError (406, 415) for one not served."""
         path = route_path(scope)
-        on_r5 = self.r5_base is not None and (
-            path == self.r5_base or path.startswith(self.r5_base + "/")
-        )
+        on_r5 = self.on_r5_base(scope)
         home = R5 if on_r5 else R4
         sent = fhir_version(_header(scope, b"content-type"))
         wanted = fhir_version(_header(scope, b"accept"))
@@ -149,7 +149,10 @@ class VersionAdapter:
                 receive = self.r4_receive(receive, plan)
             await inner(inner_scope, receive, self.r5_send(send, scope, plan))
         except WorkbenchError as exc:
-            media = _MEDIA[plan.answers] if plan is not None else None
+            if plan is not None:
+                media: bytes | None = _MEDIA[plan.answers]
+            else:
+                media = _MEDIA[R5] if self.on_r5_base(scope) else None
             await send_reply(
                 send, _typed(fhir_reply(exc.status, jsonio.dumps(exc.to_outcome())), media)
             )
