@@ -607,6 +607,20 @@ def test_bad_input(
 
 def test_r5_base_beside_other_bases(wb: Workbench) -> None:
     with wb.serve(port=0, token=TOKEN, base="/tx") as handle, client(handle.url + "/R5") as c:
+        assert handle.r5_url == handle.url + "/R5"
         got = c.get("/metadata")
         assert got.status_code == 200 and got.json()["fhirVersion"] == "5.0.0"
         assert got.json()["implementation"]["url"].endswith("/tx/R5")
+
+
+def test_r5_behind_a_proxy_prefix(wb: Workbench) -> None:
+    """Behind a proxy that strips ``/proxy`` (uvicorn's root path), R5 links carry it."""
+    from tests.http_support import serve_app
+    from workbench.server.app import create_app
+
+    app = create_app(wb.service, token=TOKEN)
+    with serve_app(app, base="/fhir/R5", root_path="/proxy") as running, client(running.url) as c:
+        body = _r5_answer(c.get("/CodeSystem", params={"url": GENDER_CS}))
+        public = f"http://127.0.0.1:{running.port}/proxy/fhir/R5/CodeSystem"
+        assert body["link"][0]["url"].startswith(public)
+        assert body["entry"][0]["fullUrl"].startswith(public + "/")

@@ -97,13 +97,14 @@ class VersionAdapter:
 
     def claims(self, scope: Scope) -> bool:
         """Whether a request needs the adapter: on the R5 base, or naming a fhirVersion
-        (a cheap test: the hot path pays a scan of the headers)."""
-        if self.r5_base is not None and self.on_r5_base(scope):
+        (cheap: the hot path pays a substring test of its path and of each header)."""
+        r5 = self.r5_base
+        if r5 is not None and r5 in scope["path"] and self.on_r5_base(scope):
             return True
         for key, value in scope["headers"]:
             if (
-                (key == b"accept" or key == b"content-type")
-                and b"ersion" in value
+                b"ersion" in value
+                and (key == b"accept" or key == b"content-type")
                 and b"fhirversion" in value.lower()
             ):
                 return True
