@@ -550,7 +550,9 @@ class Workbench(TerminologyCalls):
 
         The server works on this very object: what you load here is visible over HTTP at
         once, and writes over HTTP are visible here. ``port=0`` picks a free port. Returns a
-        handle with ``.url``, ``.token`` and ``.stop()``; use it as a context manager.
+        handle with ``.url``, ``.token`` and ``.stop()``; use it as a context manager. The
+        same data is served in FHIR R5 at ``.r5_url`` (``/fhir/R5`` beside ``/fhir/R4``; for
+        another ``base``, ``{base}/R5``).
         ``cache_idle``: how long a client cache (``$cache-control``) lives unused, seconds or
         a text such as ``"90m"``, ``"8h"`` (default 4 hours; any use keeps it alive).
         """

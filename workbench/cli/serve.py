@@ -197,6 +197,30 @@ def configure_logging() -> None:
         handler.addFilter(RequestIdFilter())
 
 
+def print_banner(args: argparse.Namespace, base: str, r5_base: str | None, token: str) -> None:
+    """Print where the server answers (R4, and R5 beside it), its token and a curl example."""
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{args.port}{base}"
+    print(f"\nFHIR R4 terminology server: {url}")
+    if r5_base is not None:  # the same data in R5 (workbench/server/r5.py)
+        print(f"The same in FHIR R5: http://{host}:{args.port}{r5_base}")
+    if args.root_path.strip("/"):
+        print(f"Behind the proxy its base path is {args.root_path.rstrip('/')}{base}")
+    print(f"API documentation (OpenAPI, no token needed): {url}/docs")
+    print(f"Access token: {token}")
+    if args.workers > 1:
+        print(f"Workers: {args.workers} processes")
+    print(
+        "Try it:\n  curl -H 'Authorization: Bearer "
+        + token
+        + "' '"
+        + url
+        + "/ValueSet/$validate-code?url=http://hl7.org/fhir/ValueSet/administrative-gender"
+        "&system=http://hl7.org/fhir/administrative-gender&code=female'\n",
+        flush=True,
+    )
+
+
 def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
     """Load the content, print how to call the server, and serve until interrupted (a
     temporary data folder it makes is added to ``temporary``)."""
@@ -239,24 +263,7 @@ def serve(args: argparse.Namespace, temporary: list[Path]) -> int:
     # What is loaded lives as long as the server: keep it out of the collector's full passes
     # (on a large terminology one pass takes long enough to show in request latency).
     gc.freeze()
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{host}:{args.port}{app.state.base}"
-    print(f"\nFHIR R4 terminology server: {url}")
-    if args.root_path.strip("/"):
-        print(f"Behind the proxy its base path is {args.root_path.rstrip('/')}{app.state.base}")
-    print(f"API documentation (OpenAPI, no token needed): {url}/docs")
-    print(f"Access token: {token}")
-    if args.workers > 1:
-        print(f"Workers: {args.workers} processes")
-    print(
-        "Try it:\n  curl -H 'Authorization: Bearer "
-        + token
-        + "' '"
-        + url
-        + "/ValueSet/$validate-code?url=http://hl7.org/fhir/ValueSet/administrative-gender"
-        "&system=http://hl7.org/fhir/administrative-gender&code=female'\n",
-        flush=True,
-    )
+    print_banner(args, app.state.base, app.state.r5_base, token)
     config = uvicorn.Config(
         app,
         host=args.host,

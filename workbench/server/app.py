@@ -45,6 +45,7 @@ from workbench.server.offload import Limits, Offloader
 from workbench.server.openapi import openapi_document, with_server
 from workbench.server.openapi_links import AllowedMethods
 from workbench.server.prefix import public_base
+from workbench.server.r5 import VersionAdapter
 from workbench.server.request_ids import request_id
 from workbench.server.responses import fhir
 from workbench.server.routes import OperationRoutes, resource_routes
@@ -149,6 +150,7 @@ class TerminologyApp(FastAPI):
 
     generated: dict[str, Any] | None = None
     chain: RequestChain | None = None
+    versions: VersionAdapter | None = None  # R5 (issue 49, point 5): server/r5.py
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -157,7 +159,15 @@ class TerminologyApp(FastAPI):
         rid = request_id(scope)  # (every response, errors too, carries it: request_ids)
         token = request_ids.CURRENT.set(rid.decode("ascii"))
         try:
-            await super().__call__(scope, receive, request_ids.stamped(send, rid))
+            send = request_ids.stamped(send, rid)
+            # R5 (issue 49, point 5): a request on the R5 base or naming a fhirVersion is
+            # converted to R4, served as any request (the chain, all its rules), and its
+            # answer converted back (server/r5.py)
+            versions = self.versions
+            if versions is not None and versions.claims(scope):
+                await versions.serve(scope, receive, send, super().__call__)
+                return
+            await super().__call__(scope, receive, send)
         finally:
             request_ids.CURRENT.reset(token)
 
@@ -187,6 +197,7 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     limits: Limits | None = None,
     telemetry: TelemetryConfig | None = None,
+    r5_base: str | bool = True,
 ) -> FastAPI:
     """Build the server app. It serves ``workbench`` itself, so changes show both ways.
 
@@ -195,6 +206,10 @@ def create_app(
     request bodies;
     ``limits`` bounds the work of one operation (steps, seconds; see ``offload.Limits``);
     ``telemetry`` is FastAPI's OpenTelemetry configuration (off by default).
+    ``r5_base`` is where the same data is served in R5 (``server/r5.py``): True (the
+    default) puts it beside ``base`` (``/fhir/R4`` -> ``/fhir/R5``; any other base ->
+    ``{base}/R5``, see ``r5.r5_base_for``), a path puts it there, False serves no R5 base
+    (requests naming ``fhirVersion=5.0`` on ``base`` are still answered in R5).
     The app serves ``{base}/openapi.json`` and ``{base}/docs`` without a token.
     """
     base = "/" + base.strip("/") if base.strip("/") else ""
@@ -233,9 +248,11 @@ def create_app(
         answers=operation_routes.exact_paths(base),
         allowed=allowed_methods,
     )
+    app.versions = VersionAdapter.beside(base, r5_base, max_body)  # R5 (issue 49, point 5)
     app.state.workbench = workbench
     app.state.store = store
     app.state.base = base
+    app.state.r5_base = app.versions.r5_base
     app.state.caches = caches
     app.state.closures = closures
     app.state.allowed_methods = allowed_methods

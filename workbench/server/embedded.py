@@ -25,16 +25,24 @@ MASK = "•" * 12
 
 
 class ServerHandle:
-    """A running embedded server: ``.url``, ``.docs_url``, ``.token``, ``.stop()``; a context
-    manager. It runs the same FastAPI app as ``server.py`` (``create_app``)."""
+    """A running embedded server: ``.url``, ``.r5_url``, ``.docs_url``, ``.token``,
+    ``.stop()``; a context manager. It runs the same FastAPI app as ``server.py``
+    (``create_app``)."""
 
     def __init__(
-        self, server: uvicorn.Server, thread: threading.Thread, url: str, token: str
+        self,
+        server: uvicorn.Server,
+        thread: threading.Thread,
+        url: str,
+        token: str,
+        r5_url: str | None = None,
     ) -> None:
         self._server = server
         self._thread = thread
         self.url = url
         self.token = token
+        #: The same data in FHIR R5 (``server/r5.py``): ``/fhir/R5`` beside ``/fhir/R4``.
+        self.r5_url = r5_url
 
     @property
     def docs_url(self) -> str:
@@ -125,4 +133,7 @@ def serve(
         time.sleep(0.01)
     bound = server.servers[0].sockets[0].getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    return ServerHandle(server, thread, f"http://{shown}:{bound}{base}", token)
+    root = f"http://{shown}:{bound}"
+    r5_base = app.state.r5_base
+    r5_url = None if r5_base is None else root + r5_base
+    return ServerHandle(server, thread, root + app.state.base, token, r5_url)
