@@ -213,7 +213,7 @@ def parse_query(
             continue
         if found.as_is:  # (a simple type: a well-formed FHIR primitive, never empty)
             kind = "string" if found.param.type in AS_SENT else found.param.type or "string"
-            structure.check_value(kind, text, f"Parameter '{name}'")
+            structure.check_text(kind, text, f"Parameter '{name}'")
             value: Any = text
         elif found.param.is_simple:
             value = _parse_scalar(found.param, text)

@@ -27,12 +27,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from workbench.errors import MethodNotAllowedError, WorkbenchError
+from workbench.errors import MethodNotAllowedError
 from workbench.server.auth import POLICY_VIOLATION, TokenRule
 from workbench.server.errors import reply_for
 from workbench.server.negotiation import FormatRule
 from workbench.server.prefix import route_path
-from workbench.server.protocol import Reply, fhir_reply
+from workbench.server.protocol import fhir_reply, send_reply
 from workbench.server.sync import WriteSync
 
 Answer = Callable[[Scope, Receive], Awaitable[bytes]]
@@ -78,7 +78,33 @@ class RequestChain:
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve an HTTP request: the rules, then its one handler."""
-        started = False  # whether the response has begun: then nothing else can be sent
+        try:
+            reply = self.token.refused(scope) or self.formats.refused(scope)
+            if reply is None:
+                if self.writes is not None:
+                    await self.writes.sync()
+                answer = self.answers.get(route_path(scope))
+                if answer is None:
+                    await self.routed(scope, receive, send)
+                    return
+                if scope["method"] not in OPERATION_METHODS:
+                    raise MethodNotAllowedError(
+                        f"Method {scope['method']} is not allowed on {scope['path']}",
+                        msg_id="WB-HTTP-405",
+                    )
+                reply = fhir_reply(200, await answer(scope, receive))
+        except ClientDisconnect:
+            return  # the client is gone (or sent a body the parser refused): nobody to answer
+        except Exception as exc:
+            reply = reply_for(exc, scope, self.allowed)
+        await send({"type": "http.response.start", "status": reply[0], "headers": reply[1]})
+        head = scope["method"] == "HEAD"  # (its length is the GET's, without the body)
+        await send({"type": "http.response.body", "body": b"" if head else reply[2]})
+
+    async def routed(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve an HTTP request with the router; what it raises before its response
+        began becomes the reply (after, the server closes the connection)."""
+        started = False
 
         async def tracked(message: Message) -> None:
             nonlocal started
@@ -87,37 +113,10 @@ class RequestChain:
             await send(message)
 
         try:
-            reply = self.token.refused(scope) or self.formats.refused(scope)
-            if reply is None:
-                if self.writes is not None:
-                    await self.writes.sync()
-                answer = self.answers.get(route_path(scope))
-                if answer is None:
-                    await self.router(scope, receive, tracked)
-                    return
-                reply = await self.operation(answer, scope, receive)
-            started = True
-            await send({"type": "http.response.start", "status": reply[0], "headers": reply[1]})
-            head = scope["method"] == "HEAD"
-            await send({"type": "http.response.body", "body": b"" if head else reply[2]})
+            await self.router(scope, receive, tracked)
         except ClientDisconnect:
-            return  # the client is gone (or sent a body the parser refused): nobody to answer
+            return
         except Exception as exc:
             if started:
                 raise
-            reply = reply_for(exc, scope, self.allowed)
-            await send({"type": "http.response.start", "status": reply[0], "headers": reply[1]})
-            await send({"type": "http.response.body", "body": reply[2]})
-
-    async def operation(self, answer: Answer, scope: Scope, receive: Receive) -> Reply:
-        """The reply of an operation call on an exact path: its answer, or the
-        OperationOutcome of the WorkbenchError it raised."""
-        method = scope["method"]
-        try:
-            if method not in OPERATION_METHODS:
-                raise MethodNotAllowedError(
-                    f"Method {method} is not allowed on {scope['path']}", msg_id="WB-HTTP-405"
-                )
-            return fhir_reply(200, await answer(scope, receive))
-        except WorkbenchError as exc:
-            return reply_for(exc, scope, self.allowed)
+            await send_reply(send, reply_for(exc, scope, self.allowed))

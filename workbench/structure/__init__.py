@@ -166,6 +166,27 @@ def check_value(type_name: str, value: Any, path: str, *, required: bool = True)
     _run(_Checker(required).value, type_name, value, path)
 
 
+#: The longest text whose verdict ``check_text`` remembers (longer ones are checked each time).
+_REMEMBERED_TEXT = 256
+
+
+def check_text(type_name: str, text: str, path: str) -> None:
+    """``check_value`` of a primitive sent as text (a query parameter): the verdict on a
+    well-formed text is remembered, since clients send the same urls, systems and codes
+    again and again (the check itself is ``check_value``'s, never another)."""
+    if len(text) > _REMEMBERED_TEXT or not _well_formed(type_name, text):
+        check_value(type_name, text, path)
+
+
+@lru_cache(maxsize=4096)
+def _well_formed(type_name: str, text: str) -> bool:
+    try:
+        check_value(type_name, text, "")
+    except StructureError:
+        return False
+    return True
+
+
 #: The elements of a Parameters entry that the codec reads by the operation's definition
 #: (and types by it): its value[x], resource and parts.
 _CONTENT = ("value", "resource", "part")
