@@ -34,6 +34,7 @@ from workbench.server.capability import (
     search_definitions,
     terminology_capabilities,
 )
+from workbench.server.closing import Closing
 from workbench.server.database import open_caches, open_closures
 from workbench.server.dispatch import FastLane, OperationDispatch
 from workbench.server.docs import docs_routes, open_paths
@@ -237,6 +238,7 @@ def create_app(
         *synced,
         Middleware(OperationDispatch, answers=answers, allowed=allowed_methods),
     ]
+    closing = Closing(store, shared, closures)  # at shutdown: connections, listening thread
     app = TerminologyApp(
         title=TITLE,
         version=VERSION,
@@ -248,6 +250,7 @@ def create_app(
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
         telemetry=NO_TELEMETRY if telemetry is None else telemetry,
+        lifespan=closing.lifespan,
     )
     app.generated = with_server(document, base)
     app.fast_lane = fast_lane(middleware, app.router)
@@ -258,4 +261,5 @@ def create_app(
     app.state.caches = caches
     app.state.closures = closures
     app.state.allowed_methods = allowed_methods
+    app.state.closing = closing
     return app
