@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -201,3 +202,27 @@ def test_an_app_closes_its_connections_and_its_listener_when_it_stops(
         assert http.get("/ValueSet/cycled").json()["title"] == str(CYCLES)
     assert listeners() == before
     assert settled(lambda: connections(url), 0) == 0
+
+
+def open_files(folder: Path) -> list[str]:
+    """The files of ``folder`` this process holds open (descriptors and memory maps)."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            found.append(os.readlink(fd))
+    maps = Path("/proc/self/maps").read_text().splitlines()
+    found += [line.split()[-1] for line in maps if len(line.split()) >= 6]
+    return sorted({f for f in found if f.startswith(str(folder))})
+
+
+def test_an_app_over_sqlite_closes_its_files_when_it_stops(wb: Workbench, tmp_path: Path) -> None:
+    """The versions' connections and WAL index map, the client caches' and the closure
+    tables' connections: none is left open once the app stopped, and it starts again."""
+    app = create_app(wb, token=TOKEN, data_dir=tmp_path)
+    for n in (1, 2):
+        with serve_app(app, lifespan="on") as running, client(running.url) as http:
+            assert http.put("/ValueSet/kept", json=vs("kept", str(n))).status_code in (200, 201)
+            started = http.post("/$cache-control", params={"mode": "start"})
+            assert started.status_code == 200, started.text
+            assert open_files(tmp_path)
+        assert open_files(tmp_path) == []
