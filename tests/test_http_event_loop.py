@@ -226,3 +226,14 @@ def test_an_app_over_sqlite_closes_its_files_when_it_stops(wb: Workbench, tmp_pa
             assert started.status_code == 200, started.text
             assert open_files(tmp_path)
         assert open_files(tmp_path) == []
+
+
+def test_a_served_workbench_closes_its_files_when_stopped(tmp_path: Path) -> None:
+    """``Workbench.serve`` (a ServerHandle): ``stop`` closes the data folder's database."""
+    bench = Workbench()
+    bench.load(R4 / "ValueSet-administrative-gender.json", progress=False)
+    with bench.serve(port=0, token=TOKEN, data_dir=tmp_path) as handle, client(handle.url) as http:
+        assert http.put("/ValueSet/kept", json=vs("kept", "1")).status_code == 201
+        assert open_files(tmp_path)
+    assert not handle.running
+    assert open_files(tmp_path) == []
