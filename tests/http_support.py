@@ -129,16 +129,21 @@ class RunningApp:
 
 @contextmanager
 def serve_app(
-    app: Any, base: str = "/fhir/R4", timeout: float = 15.0, root_path: str = ""
+    app: Any,
+    base: str = "/fhir/R4",
+    timeout: float = 15.0,
+    root_path: str = "",
+    lifespan: str = "off",
 ) -> Iterator[RunningApp]:
     """Serve a hand-built ASGI app on 127.0.0.1 (a free port) until the block ends;
-    ``root_path`` is uvicorn's ``--root-path`` (a prefix a proxy strips)."""
+    ``root_path`` is uvicorn's ``--root-path`` (a prefix a proxy strips); ``lifespan``
+    ``"on"`` runs the app's startup and shutdown (which closes its connections)."""
     config = uvicorn.Config(
         app,
         host=HOST,
         port=0,
         log_level="warning",
-        lifespan="off",
+        lifespan=lifespan,
         access_log=False,
         root_path=root_path,
     )

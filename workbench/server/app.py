@@ -37,6 +37,7 @@ from workbench.server.capability import (
     terminology_capabilities,
 )
 from workbench.server.chain import RequestChain
+from workbench.server.closing import Closing
 from workbench.server.database import open_caches, open_closures
 from workbench.server.docs import docs_routes, open_paths
 from workbench.server.errors import unexpected_error
@@ -228,6 +229,7 @@ def create_app(
         *resource_routes(base, store, max_body),
     ]
     free, free_prefix = open_paths(base)
+    closing = Closing(store, shared, closures)  # at shutdown: connections, listening thread
     app = TerminologyApp(
         title=TITLE,
         version=VERSION,
@@ -237,6 +239,7 @@ def create_app(
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
         telemetry=NO_TELEMETRY if telemetry is None else telemetry,
+        lifespan=closing.lifespan,
     )
     app.generated = with_server(document, base)
     # the router's FastAPI routes (a user may add some) need FastAPI's exit stack
@@ -256,4 +259,5 @@ def create_app(
     app.state.caches = caches
     app.state.closures = closures
     app.state.allowed_methods = allowed_methods
+    app.state.closing = closing
     return app

@@ -117,7 +117,7 @@ def serve(
         host=host,
         port=port,
         log_level=log_level,
-        lifespan="off",
+        lifespan="on",  # the app closes its connections when the server stops (closing.py)
         access_log=False,
         http=http_protocol(),
         ws="none",  # no WebSocket upgrade: such a request is answered as plain HTTP

@@ -30,6 +30,7 @@ from workbench.errors import (
     UnknownOperationError,
 )
 from workbench.operations import Operation
+from workbench.operations.caching import CACHE_ID
 from workbench.operations.codec import IGNORED, build_output, parse_query, query_items
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server import forked
@@ -40,10 +41,10 @@ from workbench.server.history_pages import instant, many_history, parse_history,
 from workbench.server.offload import Offloader
 from workbench.server.prefix import public_base
 from workbench.server.responses import FHIR_JSON, fhir, outcome, parse_json, read_body
-from workbench.server.store import ResourceStore, etag, etag_version, version_of
+from workbench.server.store import ResourceStore, etag, etag_version, read_resource, version_of
 from workbench.terminology.budget import WouldBlock
 from workbench.terminology.client_caches import ClientCaches, check_id
-from workbench.terminology.closure import ClosureTables
+from workbench.terminology.closure import ClosureTables, MemoryClosures
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 # A write body from this size on is parsed and checked in a forked child (``resource_body``).
@@ -234,7 +235,9 @@ class OperationRoutes:
         received = time.monotonic()  # the deadline counts from here
         params = scope.get("path_params")
         rid = params.get("rid") if params else None
-        resource = self.store.read(rtype, rid) if rid is not None and rtype else None
+        resource = None
+        if rid is not None and rtype:
+            resource = await read_resource(self.store, rtype, rid)
         wb = self.store.workbench
         threshold = too_costly_threshold(costly)
         cache_id = cache_header(scope) if op.cached or op.with_caches else None
@@ -269,14 +272,27 @@ class OperationRoutes:
             or (op.cached and _names_cache(large))
         ):
             offloader = self.in_process
-        if op.blocking or large is not None:
+        stored = self._in_database(op, cache_id, inputs, large)
+        if op.blocking or large is not None or stored:
             return await offloader.run(
-                respond, blocking=op.blocking, since=received, scan=large is not None
+                respond, blocking=op.blocking or stored, since=received, scan=large is not None
             )
         tried = offloader.trial(respond)  # a cheap call answers here, without a coroutine
         if not isinstance(tried, WouldBlock):
             return tried
         return await offloader.elsewhere(respond, since=received, building=tried.building)
+
+    def _in_database(
+        self, op: Operation, cache_id: str | None, inputs: Mapping[str, Any], large: bytes | None
+    ) -> bool:
+        """Whether the call reads or writes the database (the closure tables, client caches
+        shared through it): then it never runs on the event loop, not even its trial."""
+        if op.with_closures:
+            return not isinstance(self.closures, MemoryClosures)
+        if self.caches is None or self.caches.backing is None:
+            return False
+        named = cache_id is not None or CACHE_ID in inputs or _names_cache(large)
+        return op.with_caches or (op.cached and named)
 
     def _endpoint(self, op: Operation, rtype: str | None) -> Endpoint:
         async def endpoint(request: Request) -> Response:
@@ -396,11 +412,15 @@ class ResourceRoutes:
             raise MethodNotAllowedError(f"A history takes GET, not {request.method}")
         root = self.root_of(request)
         if request.method == "GET":
-            bundle = self.store.search(
-                rtype,
-                request.query_params.multi_items(),
-                type_url=f"{root}/{rtype}",
-                strict=prefer(request).get("handling") == "strict",
+            # every resource of the type is tested: not on the event loop
+            bundle = await run_in_threadpool(
+                partial(
+                    self.store.search,
+                    rtype,
+                    request.query_params.multi_items(),
+                    type_url=f"{root}/{rtype}",
+                    strict=prefer(request).get("handling") == "strict",
+                )
             )
             return fhir(bundle, pretty=_pretty(request))
         self.store.check_type(rtype)
@@ -427,7 +447,7 @@ class ResourceRoutes:
             raise MethodNotAllowedError(f"A history takes GET, not {request.method}")
         root = self.root_of(request)
         if request.method in ("GET", "HEAD"):
-            resource = self.store.read(rtype, rid)
+            resource = await read_resource(self.store, rtype, rid)
             shaped = _shaped(request, resource)  # (a malformed _summary is refused first)
             if not_modified(request, resource):
                 return _resource_response(request, resource, 304, root, body=False)
@@ -446,9 +466,8 @@ class ResourceRoutes:
 
     async def history(self, request: Request) -> Response:
         rtype, rid = request.path_params["rtype"], request.path_params["rid"]
-        bundle = resource_history(
-            self.store.versions(rtype, rid), self.root_of(request), rtype, rid
-        )
+        versions = await run_in_threadpool(self.store.versions, rtype, rid)
+        bundle = resource_history(versions, self.root_of(request), rtype, rid)
         return fhir(bundle, pretty=_pretty(request))
 
     async def many_histories(self, request: Request) -> Response:
@@ -467,7 +486,7 @@ class ResourceRoutes:
 
     async def vread(self, request: Request) -> Response:
         rtype, rid = request.path_params["rtype"], request.path_params["rid"]
-        resource = self.store.vread(rtype, rid, request.path_params["vid"])
+        resource = await run_in_threadpool(self.store.vread, rtype, rid, request.path_params["vid"])
         return _resource_response(request, _shaped(request, resource), 200, self.root_of(request))
 
     def routes(self) -> list[Route]:

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
+from starlette.concurrency import run_in_threadpool
+
 from workbench import forksafe, structure
 from workbench.errors import (
     GoneError,
@@ -225,6 +227,10 @@ class ResourceStore:
 
         return applied
 
+    def close(self) -> None:
+        """Close the database's connections (a later call opens them again)."""
+        self.db.close()
+
     # --- interactions -----------------------------------------------------------------
 
     @staticmethod
@@ -240,6 +246,13 @@ class ResourceStore:
         """Raise InvalidRequestError unless ``rid`` is a FHIR id."""
         if not _ID.fullmatch(rid):
             raise InvalidRequestError(f"{rid!r} is not a valid FHIR id")
+
+    def held(self, rtype: str, rid: str) -> Resource | None:
+        """The resource as served from memory (no database call: asked on the event loop),
+        None when it is not held (then ``read``, in a worker thread, says why)."""
+        self.check_type(rtype)
+        current = self._current(rtype, rid)
+        return with_meta(current) if current is not None else None
 
     def read(self, rtype: str, rid: str) -> Resource:
         """Return a resource as served (with ``meta.versionId``); 410 Gone when its latest
@@ -440,3 +453,11 @@ class ResourceStore:
         query = fhir_search.parse(rtype, params, strict=strict)
         found = query.run(self.registry.all(rtype))
         return fhir_search.bundle(query, found, type_url=type_url, served=with_meta)
+
+
+async def read_resource(store: ResourceStore, rtype: str, rid: str) -> Resource:
+    """``store.read``: from memory on the event loop when the resource is held, else in a
+    worker thread (the database says whether it was deleted), so that a slow database
+    never holds the event loop."""
+    held = store.held(rtype, rid)
+    return held if held is not None else await run_in_threadpool(store.read, rtype, rid)

@@ -164,5 +164,11 @@ def serve_workers(config: uvicorn.Config, count: int) -> str | None:
     SIGINT; return the signal's name. One worker is ``serve_until_stopped`` itself."""
     if count <= 1:
         return serve_until_stopped(config)
+    # the supervisor serves nothing: what the app opened while it was built (the database's
+    # connections, PostgreSQL's listening thread) is closed before forking; each worker
+    # opens its own on first use
+    closing = getattr(getattr(config.app, "state", None), "closing", None)
+    if closing is not None:
+        closing.close()
     sock = config.bind_socket()
     return Supervisor(config, sock, count).run()

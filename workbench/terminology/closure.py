@@ -124,6 +124,9 @@ class ClosureTables(abc.ABC):
         """The table's version and every entry added after ``version`` (none when
         ``version`` is not before it); None when the table does not exist."""
 
+    def close(self) -> None:  # noqa: B027 (nothing to release, unless a database holds them)
+        """Release the connections (a later call opens them again); none in memory."""
+
 
 @dataclass
 class _Table:

@@ -15,7 +15,9 @@ therefore serves a write once the notification has crossed the network and that 
 gets a request: a few milliseconds on one network, not at once (the write is answered at the
 commit, the others learn of it after it). When the listening connection is lost, it is
 opened again (every ``RETRY_SECONDS``) and the instance then catches up, since it may have
-missed notifications.
+missed notifications. ``close`` ends the thread and both connections at once (the thread is
+woken by a notification on a channel of its own); nothing here is ever asked on the event
+loop but ``changed``, which never waits.
 
 With the database unreachable a write answers 503 (``StorageError``: nothing was stored) and
 the resources in memory are still served; once it is back, the next write reconnects.
@@ -28,6 +30,7 @@ import logging
 import os
 import re
 import threading
+import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -43,6 +46,8 @@ CHANNEL = "workbench_versions"
 LOCK_KEY = 0x77626E63  # the advisory lock of writes ("wbnc")
 CONNECT_SECONDS = 5
 RETRY_SECONDS = 0.5
+LISTEN_SECONDS = 5.0  # how long the listener waits before it looks at its stop flag
+CLOSE_SECONDS = 5.0  # how long ``close`` waits for the listener to end
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {CHANNEL} (
     seq BIGSERIAL PRIMARY KEY,
@@ -95,19 +100,22 @@ class PostgresVersions(VersionStore):
         self._pid = 0
         self._db: psycopg.Connection[Any] | None = None
         self._behind = threading.Event()
+        self._listener: _Listener | None = None
         self._inherited: list[object] = []  # from before a fork: never touched
         make_tables(url, LOCK_KEY, [SCHEMA])
 
     # --- connections -------------------------------------------------------------------
 
     def _connection(self) -> psycopg.Connection[Any]:
-        """This process's work connection, (re)opened when missing or broken."""
+        """This process's work connection, (re)opened when missing or broken; the
+        listening thread started with it (again after a fork or a ``close``)."""
         if self._pid != os.getpid():
-            self._inherited.append(self._db)
+            if self._db is not None:
+                self._inherited.append(self._db)
             self._db, self._pid = None, os.getpid()
             self._behind = threading.Event()  # (the parent's may be held by its thread)
             self._behind.set()  # the parent's state is not this process's
-            threading.Thread(target=self._listen, name="workbench-listen", daemon=True).start()
+            self._listener = _Listener(self.url, self._behind)
         if self._db is None or self._db.closed or self._db.broken:
             try:
                 self._db = psycopg.connect(
@@ -116,23 +124,6 @@ class PostgresVersions(VersionStore):
             except psycopg.Error as exc:
                 raise _unreachable(exc) from exc
         return self._db
-
-    def _listen(self) -> None:
-        """The listening thread: mark this process behind at every notification, and once
-        more after every (re)connection (notifications may have been missed)."""
-        pid = os.getpid()
-        while self._pid == pid:
-            try:
-                with psycopg.connect(
-                    self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
-                ) as listening:
-                    listening.execute(f"LISTEN {CHANNEL}")
-                    self._behind.set()
-                    for _ in listening.notifies():
-                        self._behind.set()
-            except psycopg.Error as exc:
-                log.warning("Listening to %s failed (%s); again soon", shown(self.url), exc)
-            threading.Event().wait(RETRY_SECONDS)
 
     # --- the contract ------------------------------------------------------------------
 
@@ -228,10 +219,10 @@ class PostgresVersions(VersionStore):
         return [_change(row) for row in self._rows(sql, (after,))]
 
     def changed(self) -> bool:
-        """Whether a notification came since last asked (or this process just started)."""
+        """Whether a notification came since last asked (or this process has not
+        connected yet: a new worker, or after ``close``). Never waits: it is asked on the
+        event loop, and the catch-up that follows (in a worker thread) connects."""
         if self._pid != os.getpid():
-            with self._mutex, contextlib.suppress(StorageError):
-                self._connection()
             return True
         if not self._behind.is_set():
             return False
@@ -239,11 +230,67 @@ class PostgresVersions(VersionStore):
         return True
 
     def close(self) -> None:
-        """Close this process's work connection (the listening thread ends with it)."""
+        """Close this process's work connection and stop its listening thread (which
+        closes its own connection): at once, since the thread is woken by a
+        notification on its own channel. A later use opens them again."""
         with self._mutex:
+            listener = self._listener if self._pid == os.getpid() else None
+            if listener is not None:
+                listener.stop(self._db)
             if self._db is not None and self._pid == os.getpid():
                 self._db.close()
-            self._db, self._pid = None, 0
+            self._db, self._pid, self._listener = None, 0, None
+        if listener is not None:
+            listener.join(CLOSE_SECONDS)
+
+
+class _Listener:
+    """The thread ``workbench-listen`` of one process: it ``LISTEN``\\s on ``CHANNEL`` and
+    sets ``behind`` at every notification, and once more after every (re)connection
+    (notifications may have been missed). ``stop`` ends it: a flag, and a ``NOTIFY`` on
+    a channel of its own that wakes it where it waits."""
+
+    def __init__(self, url: str, behind: threading.Event) -> None:
+        self.url, self.behind = url, behind
+        self.wake = f"workbench_wake_{os.getpid()}_{uuid.uuid4().hex[:16]}"
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="workbench-listen", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        pid = os.getpid()
+        while not self.stopping.is_set() and os.getpid() == pid:
+            try:
+                self._listen()
+            except psycopg.Error as exc:
+                log.warning("Listening to %s failed (%s); again soon", shown(self.url), exc)
+            self.stopping.wait(RETRY_SECONDS)
+
+    def _listen(self) -> None:
+        with psycopg.connect(
+            self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
+        ) as listening:
+            listening.execute(f"LISTEN {CHANNEL}")
+            listening.execute(f"LISTEN {self.wake}")
+            self.behind.set()
+            # (a stop from here on is a notification that the loop below receives)
+            while not self.stopping.is_set():
+                for note in listening.notifies(timeout=LISTEN_SECONDS):
+                    if note.channel == self.wake:
+                        return
+                    self.behind.set()
+
+    def stop(self, db: psycopg.Connection[Any] | None) -> None:
+        """Ask the thread to end, waking it through ``db`` (a work connection) if open."""
+        self.stopping.set()
+        if db is not None and not db.closed and not db.broken:
+            with contextlib.suppress(psycopg.Error):
+                db.execute(f"NOTIFY {self.wake}")
+
+    def join(self, seconds: float) -> None:
+        """Wait (at most ``seconds``) for the thread and its connection to end."""
+        if self.thread is not threading.current_thread():
+            self.thread.join(seconds)
 
 
 def _unreachable(exc: psycopg.Error) -> StorageError:

@@ -134,8 +134,9 @@ class SQLiteVersions(VersionStore):
 
     def _writable(self) -> sqlite3.Connection:
         """The work connection, once the database file is seen to be where it was and
-        writable; a file replaced by another is reopened (StorageError when it fails)."""
-        db = self._connection()
+        writable; a file replaced by another is reopened (StorageError when it fails). The
+        file is looked at first: a connection closed meanwhile is opened only where it can
+        be."""
         try:
             found = os.stat(self.path)
         except FileNotFoundError as exc:
@@ -151,16 +152,24 @@ class SQLiteVersions(VersionStore):
             return self._reconnect()
         if not os.access(self.path, os.W_OK):
             raise refused(OSError(errno.EROFS, "read-only"))
-        return db
+        try:
+            return self._connection()
+        except sqlite3.Error as exc:
+            raise self._refused(exc) from exc
 
-    def _follow(self) -> bool:
-        """Open the database again when the file at its path is another one (the folder
-        was made anew, or restored); whether it did."""
+    def _replaced(self) -> bool:
+        """Whether the file at the database's path is another one than the one open (the
+        folder was made anew, or restored): a ``stat``, no database call."""
         try:
             found = os.stat(self.path)
         except OSError:
             return False  # nothing to follow (yet): a write says why
-        if (found.st_dev, found.st_ino) == self._identity or stat.S_ISDIR(found.st_mode):
+        return (found.st_dev, found.st_ino) != self._identity and not stat.S_ISDIR(found.st_mode)
+
+    def _follow(self) -> bool:
+        """Open the database again when the file at its path is another one (the folder
+        was made anew, or restored); whether it did."""
+        if not self._replaced():
             return False
         with self._mutex:
             try:
@@ -284,25 +293,25 @@ class SQLiteVersions(VersionStore):
         microsecond), else from ``PRAGMA data_version`` (a few microseconds). A header
         that moved for another reason (a checkpoint, this process's own commit) only costs
         a catch-up that finds nothing. Every ``LOOK_SECONDS`` it also looks whether the
-        file is still the one open (a folder made anew: it follows)."""
+        file is still the one open (a folder made anew: the catch-up follows it). Asked on
+        the event loop, it never opens a connection or waits for the work connection."""
+        watch = self._watch
+        if self._pid != os.getpid() or watch is None:
+            return True  # (a new worker, or closed: the catch-up, in a thread, connects)
         now = time.monotonic()
         if now >= self._look_at:
             self._look_at = now + LOOK_SECONDS
-            if self._pid == os.getpid() and self._follow():
-                return True
-        if self._index is not None and self._pid == os.getpid():
+            if self._replaced():
+                return True  # (the catch-up follows it: ``changes``)
+        if self._index is not None:
             header = self._index[:_HEADER]
             if header == self._header:
                 return False
             self._header = header
             return True
         with self._watch_mutex:
-            if self._pid != os.getpid() or self._watch is None:
-                with self._mutex:
-                    self._connect()
-            assert self._watch is not None
             try:
-                now = int(self._watch.execute("PRAGMA data_version").fetchone()[0])
+                now = int(watch.execute("PRAGMA data_version").fetchone()[0])
             except sqlite3.Error:
                 return True
             if now == self._seen:
