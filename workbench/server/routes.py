@@ -44,7 +44,7 @@ from workbench.server.responses import FHIR_JSON, fhir, outcome, parse_json, rea
 from workbench.server.store import ResourceStore, etag, etag_version, read_resource, version_of
 from workbench.terminology.budget import WouldBlock
 from workbench.terminology.client_caches import ClientCaches, check_id
-from workbench.terminology.closure import ClosureTables, MemoryClosures
+from workbench.terminology.closure import ClosureTables
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 # A write body from this size on is parsed and checked in a forked child (``resource_body``).
@@ -288,7 +288,7 @@ class OperationRoutes:
         """Whether the call reads or writes the database (the closure tables, client caches
         shared through it): then it never runs on the event loop, not even its trial."""
         if op.with_closures:
-            return not isinstance(self.closures, MemoryClosures)
+            return self.closures is not None and self.closures.in_database
         if self.caches is None or self.caches.backing is None:
             return False
         named = cache_id is not None or CACHE_ID in inputs or _names_cache(large)

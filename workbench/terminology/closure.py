@@ -109,6 +109,9 @@ class ClosureTables(abc.ABC):
     Every method is one transaction; a store that fails raises ``StorageError``.
     """
 
+    #: Whether the tables live in a database (then a call never runs on the event loop).
+    in_database = False
+
     @abc.abstractmethod
     def initialise(self, name: str, now: float) -> int:
         """Make the table ``name`` empty (dropping one of that name); its version (0)."""

@@ -40,6 +40,7 @@ _TABLES = ("workbench_closure_entries", "workbench_closure_concepts", "workbench
 class SQLClosures(ClosureTables):
     """The closure tables in three tables of a SQL database (see the module docstring)."""
 
+    in_database = True
     #: What locks a closure's row for the rest of the transaction (after ``_ROW``).
     _LOCK = ""
 
