@@ -9,6 +9,14 @@ an array where it repeats), its required elements required (but those the server
 tolerates, ``structure.TOLERATED``), unknown elements and extensions allowed (FHIR JSON
 stays lossless). An operation's ``Parameters`` body lists the operation's inputs, each
 with the ``value[x]`` of its declared type (or ``resource``, or ``part``).
+
+A choice element (``value[x]``) is stated without a union: each of its names, when present,
+has its type and excludes the choice's other names (``dependentSchemas``, the names listed
+once in a ``<type>.<choice>-names`` schema), and a required choice needs one of its names.
+The same values pass and fail as with a ``oneOf`` of one branch per name, but the tools that
+walk a document (schemathesis' coverage phase, client generators) are not led into every
+data type under every extension: an Extension's ``value[x]`` reaches 50 types, each with
+extensions, and the walks through that graph grow past any memory.
 """
 
 from __future__ import annotations
@@ -115,22 +123,34 @@ def type_schema(name: str, *, resource: bool = False) -> dict[str, Any]:
     }
     if required:
         out["required"] = required
-    choices = [_choice(c["names"], c["required"]) for c in spec.get("choices", {}).values()]
-    rules = [*choices, *INVARIANTS.get(name, ())]
+    rules: list[dict[str, Any]] = []
+    for base, choice in spec.get("choices", {}).items():
+        names = choice["names"]
+        typed = {n: properties.pop(n) for n in names}
+        listed = _ref(choice_names(name, base))
+        out.setdefault("dependentSchemas", {}).update(
+            {n: _chosen(n, typed[n], listed) for n in names}
+        )
+        if choice["required"]:
+            rules.append({"anyOf": [{"required": [n]} for n in names]})
+    rules += INVARIANTS.get(name, ())
     if rules:
         out["allOf"] = rules
     return out
 
 
-def _choice(names: list[str], required: bool) -> dict[str, Any]:
-    """A choice element (``value[x]``): one of its names (or none, unless required)."""
-    variants = [
-        {"required": [name], "properties": {other: False for other in names if other != name}}
-        for name in names
-    ]
-    if not required:
-        variants.append({"properties": dict.fromkeys(names, False)})
-    return {"oneOf": variants}
+def choice_names(tname: str, base: str) -> str:
+    """The name of the schema listing the names of the choice ``base[x]`` of ``tname``."""
+    return f"{tname}.{base}-names"
+
+
+def _chosen(name: str, typed: dict[str, Any], listed: dict[str, str]) -> dict[str, Any]:
+    """What a choice's ``name`` brings when present: its type, and no other name of the
+    choice (``listed``: the schema of the choice's names)."""
+    return {
+        "properties": {name: typed},
+        "propertyNames": {"not": {"allOf": [listed, {"not": {"const": name}}]}},
+    }
 
 
 def structure_schemas(resources: tuple[str, ...]) -> dict[str, Any]:
@@ -139,8 +159,10 @@ def structure_schemas(resources: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {
         PRIMITIVE_PREFIX + name: primitive(name) for name in schema()["primitives"]
     }
-    for name in schema()["types"]:
+    for name, spec in schema()["types"].items():
         out[name] = type_schema(name, resource=name in resources)
+        for base, choice in spec.get("choices", {}).items():
+            out[choice_names(name, base)] = {"type": "string", "enum": choice["names"]}
     return out
 
 
@@ -187,7 +209,9 @@ def parameters_schema(op: Operation, simple: SimpleSchema) -> dict[str, Any]:
     body = type_schema("Parameters", resource=True)
     body["description"] = f"The inputs of ${op.definition.code}, as a Parameters resource"
     items = [_input_item(name, param, simple) for name, param in inputs.items()]
-    entries: dict[str, Any] = {"type": "array", "items": {"anyOf": items}}
+    # (an operation without inputs, $versions, ignores the entries it is sent: any entry)
+    entry = {"anyOf": items} if items else _ref("Parameters.parameter")
+    entries: dict[str, Any] = {"type": "array", "items": entry}
     bounds = [_at_most(name, param.max) for name, param in inputs.items() if param.max]
     if bounds:  # (an input's cardinality: at most ``max`` entries of that name)
         entries["allOf"] = bounds
