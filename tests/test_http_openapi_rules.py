@@ -471,3 +471,29 @@ def test_a_choice_is_stated_as_the_server_checks_it(
     assert fits(document, {"$ref": "#/components/schemas/ValueSet"}, body) is valid
     response = http.post("/ValueSet", json=body)
     assert response.status_code == (201 if valid else 400), response.text
+
+
+UNMAPPED = [
+    pytest.param({"mode": "provided"}, True, id="provided"),
+    pytest.param({"mode": "fixed", "code": "x"}, True, id="fixed"),
+    pytest.param({"mode": "other-map", "url": "http://example.org/cm"}, True, id="other-map"),
+    pytest.param({"mode": "0"}, False, id="unknown-mode"),
+    pytest.param({"mode": "fixed"}, False, id="cmd-2"),
+    pytest.param({"mode": "other-map"}, False, id="cmd-3"),
+]
+
+
+@pytest.mark.parametrize(("unmapped", "valid"), UNMAPPED)
+def test_an_unmapped_mode_is_stated_as_checked(
+    document: dict[str, Any], http: httpx.Client, unmapped: dict[str, Any], valid: bool
+) -> None:
+    """``ConceptMap.group.unmapped``: its mode's required binding, cmd-2 and cmd-3, in the
+    document as the server checks them."""
+    element = {"code": "a", "target": [{"code": "b", "equivalence": "equivalent"}]}
+    group = {"source": GENDER, "element": [element], "unmapped": unmapped}
+    digest = hashlib.sha256(json.dumps(unmapped).encode()).hexdigest()[:16]
+    body = {"resourceType": "ConceptMap", "status": "draft", "group": [group]}
+    body["url"] = f"http://example.org/fhir/ConceptMap/unmapped-{digest}"
+    assert fits(document, {"$ref": "#/components/schemas/ConceptMap"}, body) is valid
+    response = http.post("/ConceptMap", json=body)
+    assert response.status_code == (201 if valid else 422), response.text

@@ -30,6 +30,7 @@ from workbench.operations import Operation
 from workbench.operations.definitions import ParamDef
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.structure import TOLERATED, schema
+from workbench.terminology.conceptmap import UNMAPPED_MODES
 
 GENERIC = ("Resource",)
 # The resources among the structure schema's types (an input of one travels in ``resource``).
@@ -96,6 +97,16 @@ INVARIANTS: dict[str, list[dict[str, Any]]] = {
         },
         {"anyOf": [_SYSTEM, {"properties": {"concept": _NONE, "filter": _NONE}}]},  # vsd-2
         {"anyOf": [{"properties": {"concept": _NONE}}, {"properties": {"filter": _NONE}}]},  # vsd-3
+    ],
+    # the required binding of unmapped.mode, cmd-2 (fixed: a code) and cmd-3 (other-map: a
+    # url), as ``conceptmap.check_conceptmap`` checks them
+    "ConceptMap.group.unmapped": [
+        {
+            "anyOf": [
+                {"properties": {"mode": {"const": mode}}, "required": ["mode", *needs]}
+                for mode, needs in zip(UNMAPPED_MODES, ((), ("code",), ("url",)), strict=True)
+            ]
+        }
     ],
 }
 
