@@ -3,6 +3,7 @@
 Run from the repository root::
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/fuzz_openapi.py [--examples 50] [--max-time 600]
+        [--phases examples,coverage,fuzzing,stateful]
 
 A server on 127.0.0.1 (the shipped content, a bearer token, nothing stored on disk) is
 fuzzed by the ``schemathesis`` command line as a subprocess: every check, the examples,
@@ -15,6 +16,8 @@ specification fixes (``SPEC_FIXED``, each named by its rule), a request whose he
 its documented pattern (schemathesis' header generator keeps to letters and digits, so it
 sends ``If-None-Exist: 0`` as valid) and the histories read after a delete (which FHIR keeps
 readable). 410 and 412 count as answers to valid data and refusals of invalid data (``CONFIG``).
+Also printed: schemathesis' peak resident memory (its own rusage); above ``MAX_RSS`` (4 GiB)
+is a finding too (issue 49: its coverage phase once grew past 24 GB on this document).
 ``tests/test_http_openapi_fuzz.py`` runs the same harness with a small budget.
 """
 
@@ -28,6 +31,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -37,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "fuzz-token-38"
 PHASES = "examples,coverage,fuzzing,stateful"
+MAX_RSS = 4 * 2**30  # bytes: schemathesis' peak resident memory, every phase
 
 
 @dataclass
@@ -53,6 +58,7 @@ class FuzzRun:
     failures: dict[str, int] = field(default_factory=dict)
     findings: dict[str, int] = field(default_factory=dict)
     apart: dict[str, int] = field(default_factory=dict)
+    peak_rss: int = 0  # bytes, schemathesis' own (its rusage when it ended)
 
     @property
     def allowed(self) -> int:
@@ -252,9 +258,32 @@ def _document(base_url: str) -> dict[str, Any]:
     return found
 
 
-def fuzz(base_url: str, *, examples: int, max_time: float, seed: int = 38) -> FuzzRun:
-    """Run schemathesis (every check and phase) against ``base_url`` (the FHIR base of a
-    server on 127.0.0.1); ``max_time`` bounds the whole run."""
+def run_measured(
+    command: list[str], env: dict[str, str], cwd: str, timeout: float
+) -> tuple[int, str, int]:
+    """Run ``command``: its exit code, output (stdout and stderr as written) and peak
+    resident memory in bytes (the rusage of that one process, from ``os.wait4``); killed
+    after ``timeout`` seconds."""
+    with tempfile.TemporaryFile("w+") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd
+        )
+        timer = threading.Timer(timeout, process.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            timer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        return process.returncode, out.read(), usage.ru_maxrss * 1024  # (KiB on Linux)
+
+
+def fuzz(
+    base_url: str, *, examples: int, max_time: float, seed: int = 38, phases: str = PHASES
+) -> FuzzRun:
+    """Run schemathesis (every check, the ``phases``) against ``base_url`` (the FHIR base of
+    a server on 127.0.0.1); ``max_time`` bounds the whole run."""
     document = _document(base_url)
     patterns = header_patterns(document)
     with tempfile.TemporaryDirectory() as folder:
@@ -269,7 +298,7 @@ def fuzz(base_url: str, *, examples: int, max_time: float, seed: int = 38) -> Fu
             "--checks",
             "all",
             "--phases",
-            PHASES,
+            phases,
             "--max-examples",
             str(examples),
             "--max-time",
@@ -287,10 +316,8 @@ def fuzz(base_url: str, *, examples: int, max_time: float, seed: int = 38) -> Fu
         ]
         env = {**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"}
         started = time.monotonic()
-        done = subprocess.run(
-            command, capture_output=True, text=True, env=env, timeout=max_time + 120, cwd=folder
-        )
-        run = FuzzRun(done.returncode, time.monotonic() - started, done.stdout + done.stderr)
+        code, output, peak = run_measured(command, env, folder, max_time + 120)
+        run = FuzzRun(code, time.monotonic() - started, output, peak_rss=peak)
     _read_summary(run)
     _read_failures(run, patterns, Operations(document))
     return run
@@ -305,14 +332,22 @@ def main() -> int:
     parser.add_argument("--max-time", type=float, default=600.0, help="seconds, at most")
     parser.add_argument("--seed", type=int, default=38)
     parser.add_argument("--log", help="a file for schemathesis' whole output")
+    parser.add_argument("--phases", default=PHASES, help="schemathesis' phases, comma-separated")
     args = parser.parse_args()
     wb = Workbench()
     wb.load(ROOT / "valuesets", progress=False)
     with wb.serve(port=0, token=TOKEN) as handle:
-        run = fuzz(handle.url, examples=args.examples, max_time=args.max_time, seed=args.seed)
+        run = fuzz(
+            handle.url,
+            examples=args.examples,
+            max_time=args.max_time,
+            seed=args.seed,
+            phases=args.phases,
+        )
     if args.log:
         Path(args.log).write_text(run.output)
     print(f"schemathesis: exit {run.exit_code}, {run.seconds:.0f} s, {run.cases} test cases")
+    print(f"peak resident memory: {run.peak_rss / 2**20:.0f} MiB (at most {MAX_RSS // 2**20})")
     for check, count in sorted(run.failures.items()):
         print(f"  {check}: {count}")
     print(f"unique failures: {sum(run.failures.values())}")
@@ -322,7 +357,8 @@ def main() -> int:
         print(f"  {check}: {count}")
     if run.exit_code != 0 and not run.failures:
         print(run.output[-5000:])
-    return 1 if run.findings or (run.exit_code != 0 and not run.failures) else 0
+    failed = run.findings or (run.exit_code != 0 and not run.failures)
+    return 1 if failed or run.peak_rss > MAX_RSS else 0
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ the installed package, nothing from another host, no token needed."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 from fastapi import FastAPI
 from http_support import FHIR_JSON, TOKEN, client, serve_app
@@ -79,6 +81,53 @@ def test_the_document_is_valid_openapi(document: dict[str, Any]) -> None:
     assert document["servers"] == [{"url": "/fhir/R4", "description": "FHIR base"}]
 
 
+def schema_objects(node: Any, where: str = "#") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every schema object of an OpenAPI document (a component schema, a parameter's,
+    a header's, a body's), by its place."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            here = f"{where}/{key}"
+            if key == "schema" and isinstance(value, dict):
+                yield here, value
+            elif key == "schemas" and where == "#/components":
+                yield from ((f"{here}/{n}", s) for n, s in value.items())
+            else:
+                yield from schema_objects(value, here)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from schema_objects(value, f"{where}/{i}")
+
+
+_NEVER_EMPTY = ("anyOf", "oneOf", "allOf", "enum", "required", "properties", "dependentSchemas")
+
+
+def empty_keywords(node: Any, where: str) -> Iterator[str]:
+    """The places of keywords whose empty value states nothing or refuses everything."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _NEVER_EMPTY and not value and not where.endswith("/properties"):
+                yield f"{where}/{key}"
+            yield from empty_keywords(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from empty_keywords(value, f"{where}/{i}")
+
+
+def test_every_schema_is_valid_json_schema(document: dict[str, Any]) -> None:
+    """Each schema object meets the JSON Schema 2020-12 meta-schema (OpenAPI 3.1's
+    dialect), has no empty combinator, enumeration or list of names, and each reference
+    names a component that exists."""
+    found = list(schema_objects(document))
+    assert len(found) > 500
+    for where, schema in found:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert not list(empty_keywords(schema, where))
+    refs = re.findall(r'"\$ref": "#/components/(\w+)/([^"]+)"', json.dumps(document))
+    assert refs
+    for kind, name in refs:
+        assert name in document["components"][kind], (kind, name)
+
+
 def test_every_operation_at_every_declared_level(document: dict[str, Any]) -> None:
     expected = expected_operation_paths()
     assert {p for p in document["paths"] if "$" in p} == set(expected)
@@ -96,7 +145,7 @@ def test_every_operation_at_every_declared_level(document: dict[str, Any]) -> No
         body = item["post"]["requestBody"]["content"][FHIR_JSON]
         schema = body["schema"]
         assert schema["properties"]["resourceType"] == {"const": "Parameters"}
-        items = schema["properties"]["parameter"]["items"]["anyOf"]
+        items = schema["properties"]["parameter"]["items"].get("anyOf", [])
         names = {item["properties"]["name"]["const"] for item in items}
         assert names == {n for n in d.inputs if n in op.supported}, path
         assert body["example"]["resourceType"] == "Parameters"

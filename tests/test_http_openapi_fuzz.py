@@ -1,7 +1,8 @@
 """The server fuzzed from its own ``/openapi.json`` (issue 38, point 2): schemathesis, as a
 subprocess, against the live server on 127.0.0.1, with every check and every phase
-(examples, coverage, fuzzing, stateful), in a bounded budget, finds nothing. The longer run
-is ``benchmarks/fuzz_openapi.py`` (10 times the examples)."""
+(examples, coverage, fuzzing, stateful), in a bounded budget, finds nothing; each phase runs
+(none skipped for want of time) and schemathesis stays within 4 GiB of memory (issue 49, point
+9). The longer run is ``benchmarks/fuzz_openapi.py`` (10 times the examples)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from fuzz_openapi import TOKEN, FuzzRun, fuzz  # noqa: E402
+from fuzz_openapi import MAX_RSS, PHASES, TOKEN, FuzzRun, fuzz  # noqa: E402
 
 from workbench import Workbench  # noqa: E402
 from workbench.server.embedded import ServerHandle  # noqa: E402
 
 EXAMPLES = 5  # test cases per operation and phase (the benchmark runs 20 times more)
-BUDGET = 25.0  # seconds of schemathesis --max-time (its coverage phase adds to it)
+# Seconds of schemathesis --max-time: what every phase needs to get a turn (the coverage phase
+# overruns its share by a few seconds, and fuzzing by as much; stateful comes last).
+BUDGET = 50.0
 # Each run draws its seed (FUZZ_SEED=38 repeats a run), so that runs explore more between them.
 SEED = int(os.environ.get("FUZZ_SEED") or random.randrange(1, 2**31))
 
@@ -52,5 +55,17 @@ def test_schemathesis_finds_nothing(run: FuzzRun) -> None:
 
 
 def test_the_budget_holds(run: FuzzRun) -> None:
-    """The issue's budget: at most 90 s (about 40 s on a quiet machine)."""
+    """The issue's budget: at most 90 s (about 55 s on a quiet machine)."""
     assert run.seconds <= 90, run.seconds
+
+
+def test_every_phase_runs_within_its_memory(run: FuzzRun) -> None:
+    """Every phase ran (none skipped or errored), and schemathesis' peak resident memory
+    stayed within 4 GiB (issue 49: its coverage phase once grew past 24 GB)."""
+    assert PHASES == "examples,coverage,fuzzing,stateful"
+    summary = run.output.rpartition("Test Phases:")[2].partition("\n\n")[0]
+    for phase in ("Examples", "Coverage", "Fuzzing", "Stateful"):
+        line = next(line for line in summary.splitlines() if phase in line)
+        assert line.split()[0] in ("\u2705", "\u274c"), summary  # (passed or failed: it ran)
+    assert "Schema Error" not in run.output, run.output[-5000:]
+    assert 0 < run.peak_rss <= MAX_RSS, run.peak_rss

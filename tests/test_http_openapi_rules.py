@@ -7,6 +7,7 @@ a 404; and the fuzz harness counts apart only the refusals it names."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -428,3 +429,71 @@ def test_a_conditional_read_checks_its_query_first(http: httpx.Client) -> None:
     assert http.get(path, headers=headers).status_code == 304
     refused = http.get(path, params={"_summary": "nope"}, headers=headers)
     assert refused.status_code == 400, refused.text
+
+
+_EXT = "http://example.org/fhir/StructureDefinition/x"
+_CONTEXT = {"system": "http://terminology.hl7.org/CodeSystem/usage-context-type", "code": "focus"}
+CHOICES = [
+    pytest.param({"extension": [{"url": _EXT, "valueString": "a"}]}, True, id="one-value"),
+    pytest.param({"extension": [{"url": _EXT}]}, True, id="no-value"),
+    pytest.param({"extension": [{"url": _EXT, "valueCode": "a", "valueFoo": 1}]}, True, id="other"),
+    pytest.param(
+        {"extension": [{"url": _EXT, "valueString": "a", "valueCode": "b"}]}, False, id="two"
+    ),
+    pytest.param({"extension": [{"url": _EXT, "valueCoding": {"system": 5}}]}, False, id="type"),
+    pytest.param(
+        {"extension": [{"url": _EXT, "extension": [{"url": _EXT, "valueInteger": "1"}]}]},
+        False,
+        id="nested",
+    ),
+    pytest.param(
+        {"useContext": [{"code": _CONTEXT, "valueCodeableConcept": {"text": "a"}}]}, True, id="req"
+    ),
+    pytest.param({"useContext": [{"code": _CONTEXT}]}, False, id="required-missing"),
+    pytest.param(
+        {"useContext": [{"code": _CONTEXT, "valueReference": {}, "valueRange": {}}]},
+        False,
+        id="required-two",
+    ),
+]
+
+
+@pytest.mark.parametrize(("content", "valid"), CHOICES)
+def test_a_choice_is_stated_as_the_server_checks_it(
+    document: dict[str, Any], http: httpx.Client, content: dict[str, Any], valid: bool
+) -> None:
+    """A choice element (``value[x]``, without a union in the document): one name at most
+    (one exactly when required), of its type, at any depth; a name outside the choice is an
+    unknown element. The document and the server agree."""
+    body = {"resourceType": "ValueSet", "status": "draft", **content}
+    digest = hashlib.sha256(json.dumps(content).encode()).hexdigest()[:16]
+    body["url"] = f"http://example.org/fhir/ValueSet/choice-{digest}"
+    assert fits(document, {"$ref": "#/components/schemas/ValueSet"}, body) is valid
+    response = http.post("/ValueSet", json=body)
+    assert response.status_code == (201 if valid else 400), response.text
+
+
+UNMAPPED = [
+    pytest.param({"mode": "provided"}, True, id="provided"),
+    pytest.param({"mode": "fixed", "code": "x"}, True, id="fixed"),
+    pytest.param({"mode": "other-map", "url": "http://example.org/cm"}, True, id="other-map"),
+    pytest.param({"mode": "0"}, False, id="unknown-mode"),
+    pytest.param({"mode": "fixed"}, False, id="cmd-2"),
+    pytest.param({"mode": "other-map"}, False, id="cmd-3"),
+]
+
+
+@pytest.mark.parametrize(("unmapped", "valid"), UNMAPPED)
+def test_an_unmapped_mode_is_stated_as_checked(
+    document: dict[str, Any], http: httpx.Client, unmapped: dict[str, Any], valid: bool
+) -> None:
+    """``ConceptMap.group.unmapped``: its mode's required binding, cmd-2 and cmd-3, in the
+    document as the server checks them."""
+    element = {"code": "a", "target": [{"code": "b", "equivalence": "equivalent"}]}
+    group = {"source": GENDER, "element": [element], "unmapped": unmapped}
+    digest = hashlib.sha256(json.dumps(unmapped).encode()).hexdigest()[:16]
+    body = {"resourceType": "ConceptMap", "status": "draft", "group": [group]}
+    body["url"] = f"http://example.org/fhir/ConceptMap/unmapped-{digest}"
+    assert fits(document, {"$ref": "#/components/schemas/ConceptMap"}, body) is valid
+    response = http.post("/ConceptMap", json=body)
+    assert response.status_code == (201 if valid else 422), response.text

@@ -531,9 +531,10 @@ def _schemas() -> dict[str, Any]:
     out: dict[str, Any] = {
         "Resource": {
             "type": "object",
-            "description": "Any FHIR R4 resource, as FHIR JSON",
+            "description": "Any FHIR R4 resource, as FHIR JSON (one of a type the server "
+            "does not check is taken as it is)",
             "required": ["resourceType"],
-            "properties": {"resourceType": {"type": "string"}, "id": {"type": "string"}},
+            "properties": {"resourceType": {"type": "string"}},
             "additionalProperties": True,
         }
     }
