@@ -212,9 +212,7 @@ def parse_query(
             ignored.append(name)
             continue
         if found.as_is:  # (a simple type: a well-formed FHIR primitive, never empty)
-            kind = "string" if found.param.type in AS_SENT else found.param.type or "string"
-            structure.check_text(kind, text, f"Parameter '{name}'")
-            value: Any = text
+            value: Any = well_formed(found.param, text)
         elif found.param.is_simple:
             value = _parse_scalar(found.param, text)
         else:
@@ -296,7 +294,7 @@ def _read_entry(found: _Input, entry: Mapping[str, Any]) -> Any:
         if as_is:
             for key, value in entry.items():
                 if key in accepted and type(value) is str:
-                    return value
+                    return well_formed(param, value)
         elif kind is not None:
             resource = entry.get("resource")
             if type(resource) is dict:
@@ -414,6 +412,15 @@ def _parts_value(param: ParamDef, entry: Mapping[str, Any]) -> dict[str, Any]:
 AS_SENT = frozenset({"uri", "url", "canonical", "code"})
 
 
+def well_formed(param: ParamDef, text: str) -> str:
+    """``text`` as the value of the simple input ``param``, in a query or a body alike: a
+    well-formed FHIR primitive of its type, never empty (the types of ``AS_SENT`` any
+    non-empty string); else StructureError (400 ``structure``)."""
+    kind = "string" if param.type in AS_SENT else param.type or "string"
+    structure.check_text(kind, text, f"Parameter '{param.name}'")
+    return text
+
+
 def _check_value(param: ParamDef, value: Any) -> Any:
     kind = param.type or "string"
     if kind == "boolean":
@@ -429,7 +436,7 @@ def _check_value(param: ParamDef, value: Any) -> Any:
     if param.is_simple:
         if not isinstance(value, str):
             raise InvalidRequestError(f"Parameter '{param.name}' must be a JSON string")
-        return value
+        return well_formed(param, value)
     if not isinstance(value, Mapping):
         raise InvalidRequestError(f"Parameter '{param.name}' must be a {kind} (a JSON object)")
     structure.check_value(kind, value, param.name)
