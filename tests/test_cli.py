@@ -424,3 +424,15 @@ def test_every_help_shows_an_example_and_the_content_options(command: str) -> No
     assert "example: " in done.stdout
     for option in ("--load", "--package", "--release"):
         assert option in done.stdout
+
+
+def test_the_python_names_are_the_commands_too(tmp_path: Path) -> None:
+    """``--code`` and ``--display`` name the columns as ``validate_column``'s ``code=`` and
+    ``display=`` do; ``--column`` and ``--display-column`` stay their aliases."""
+    path = write(tmp_path / "data.csv", {"gender": ["male", "bogus"], "shown": ["Male", "Man"]})
+    named = run("validate", path, "--code", "gender", "--display", "shown", "--valueset", GENDER)
+    aliased = run(
+        "validate", path, "--column", "gender", "--display-column", "shown", "--valueset", GENDER
+    )
+    assert named.returncode == aliased.returncode == 1, named.stderr
+    assert named.stdout == aliased.stdout and "'bogus' unknown-code" in named.stdout

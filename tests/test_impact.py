@@ -131,7 +131,7 @@ def test_the_same_frame_from_other_libraries(
     )
     at = "dx" if library == "dask" else None
     want = icd_years_wb.impact(column, system=ICD, from_version="2021", to_version="2026")
-    got = icd_years_wb.impact(data, at, system=ICD, from_version="2021", to_version="2026")
+    got = icd_years_wb.impact(data, code=at, system=ICD, from_version="2021", to_version="2026")
     pd.testing.assert_frame_equal(got.frame, want.frame)
     assert got.missing == want.missing == 3
 
@@ -141,7 +141,7 @@ def test_a_spark_column(icd_years_wb: Workbench, spark: object, column: pd.Serie
     rows = [(None if pd.isna(v) else v,) for v in some.tolist()]
     frame = spark.createDataFrame(rows, "dx string")  # type: ignore[attr-defined]
     want = icd_years_wb.impact(some, system=ICD, from_version="2025", to_version="2026")
-    got = icd_years_wb.impact(frame, "dx", system=ICD, from_version="2025", to_version="2026")
+    got = icd_years_wb.impact(frame, code="dx", system=ICD, from_version="2025", to_version="2026")
     pd.testing.assert_frame_equal(got.frame, want.frame)
 
 
@@ -171,7 +171,7 @@ def sct_wb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workbench]:
 def test_snomed_replaced_by_is_the_replacement_fix_applies(sct_wb: Workbench) -> None:
     data = pd.DataFrame({"finding": ["307530000", "64572001", "307530000", None]})
     impact = sct_wb.impact(
-        data, "finding", system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
+        data, code="finding", system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
     )
     row = impact.frame.set_index("code").loc["307530000"]
     assert (row["change"], row["rows"]) == ("retired", 2)
@@ -212,14 +212,14 @@ def test_loinc_map_to_and_report_against(tmp_path: Path) -> None:
     [
         ({"from_version": "2025", "to_version": "2025"}, InvalidRequestError, "with itself"),
         ({"from_version": "2024", "to_version": "2025"}, CodeSystemNotFoundError, "'2021'"),
-        ({"column": "nope"}, ColumnNotFoundError, "The code column 'nope' is not in the data"),
+        ({"code": "nope"}, ColumnNotFoundError, "The code column 'nope' is not in the data"),
         ({"system": ""}, InvalidRequestError, "system="),
     ],
 )
 def test_bad_input(
     icd_years_wb: Workbench, kwargs: dict[str, str], error: type[WorkbenchError], says: str
 ) -> None:
-    args = {"system": ICD, "from_version": "2025", "to_version": "2026", "column": "dx"}
+    args = {"system": ICD, "from_version": "2025", "to_version": "2026", "code": "dx"}
     args.update(kwargs)
     data = pd.DataFrame({"dx": ["A00.0"]})
     with pytest.raises(error) as caught:

@@ -64,7 +64,7 @@ def test_fix_in_the_datas_own_library(
 ) -> None:
     data = make()
     impact = sct_wb.impact(
-        data, column, system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
+        data, code=column, system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
     )
     fixed = impact.fix()
     assert type(fixed.data) is type(data)  # the same library, the same kind
@@ -93,7 +93,7 @@ def test_fix_a_spark_column(sct_wb: Workbench, spark: Any) -> None:  # noqa: F81
     frame = spark.createDataFrame(list(zip(BASE["id"], CODES, strict=True)), "id long, dx string")
     # impact() on a Spark column is test_impact's; this fixes one with the pandas impact
     impact = sct_wb.impact(
-        BASE, "dx", system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
+        BASE, code="dx", system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
     )
     fixed = impact.fix(frame)
     assert [tuple(r) for r in fixed.data.collect()] == list(zip(BASE["id"], FIXED, strict=True))
@@ -105,7 +105,7 @@ def test_fix_a_spark_column(sct_wb: Workbench, spark: Any) -> None:  # noqa: F81
 
 def test_other_data_is_fixed_by_the_same_impact(sct_wb: Workbench) -> None:  # noqa: F811
     impact = sct_wb.impact(
-        BASE, "dx", system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
+        BASE, code="dx", system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
     )
     fixed = impact.fix(pl.from_pandas(BASE.iloc[::-1]))
     assert fixed.data["dx"].to_list() == FIXED[::-1]
@@ -123,7 +123,7 @@ def test_other_data_is_fixed_by_the_same_impact(sct_wb: Workbench) -> None:  # n
 )
 def test_data_without_the_column(sct_wb: Workbench, data: Any, says: str) -> None:  # noqa: F811
     impact = sct_wb.impact(
-        BASE, "dx", system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
+        BASE, code="dx", system=SCT, from_version=OLD_SCT, to_version=snomed_rf2.VERSION
     )
     with pytest.raises(InvalidRequestError, match=says):
         impact.fix(data)

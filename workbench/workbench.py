@@ -469,8 +469,8 @@ class Workbench(TerminologyCalls):
     def impact(
         self,
         data: Any,
-        column: str | None = None,
         *,
+        code: str | None = None,
         system: str,
         from_version: str,
         to_version: str,
@@ -481,8 +481,9 @@ class Workbench(TerminologyCalls):
         display-changed, became-header with its ``children``, new, unknown), and the
         ``replacements`` the newer release records for an inactive code (SNOMED CT's
         historical associations, LOINC's MAP_TO); ``.fix()`` applies the one-to-one ones
-        with an audit. ``data`` is a pandas, polars, Dask or Spark DataFrame (``column``
-        names the codes) or Series; its codes are counted by its own library.
+        with an audit. ``data`` is a pandas, polars, Dask or Spark DataFrame (``code``
+        names its column of codes, as in ``validate_column``) or Series; its codes are
+        counted by its own library.
         """
         from workbench.bulk.dispatch import backend_of
         from workbench.bulk.impact import impact_column
@@ -491,7 +492,7 @@ class Workbench(TerminologyCalls):
             self.terminology,
             backend_of(data).counts,
             data,
-            column,
+            code,
             system=system,
             from_version=from_version,
             to_version=to_version,

@@ -63,11 +63,15 @@ def cli() -> None:
     "--valueset http://hl7.org/fhir/ValueSet/administrative-gender --fail-under 99",
 )
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--column", required=True, help="the column of codes")
+@click.option(
+    "--code", "--column", "column", required=True, help="the column of codes (Python's code=)"
+)
 @click.option("--valueset", help="the value set's canonical URL")
 @click.option("--system", help="a code system URL: validate against all of it")
 @click.option("--system-column", help="a column holding each row's system")
-@click.option("--display-column", help="a column of displays to check")
+@click.option(
+    "--display", "--display-column", "display_column", help="a column of displays to check"
+)
 @click.option(
     "--report",
     type=click.Path(path_type=Path),
@@ -158,7 +162,9 @@ def lookup(system: str, code: str, **kwargs: Any) -> None:
     "--map http://example.org/ConceptMap/local-to-loinc > translated.csv"
 )
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--column", required=True, help="the column of codes")
+@click.option(
+    "--code", "--column", "column", required=True, help="the column of codes (Python's code=)"
+)
 @click.option("--map", "map_url", required=True, help="the ConceptMap's canonical URL")
 @content_options
 @_fails_cleanly
