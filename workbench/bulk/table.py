@@ -378,13 +378,11 @@ def result_frame(
     schema = answers.schema
     if not schema.categorical:
         return plain_frame(answers, position if rows is None else position.take(rows))
-    if rows is None or len(rows) == 0:
-        position, rows = (position if rows is None else position.take(rows)), None
-        seen = np.zeros(len(answers), dtype=bool)
-        seen[position] = True
-        used = np.flatnonzero(seen)
-    else:  # (every group has a row)
-        used = np.unique(position)
+    if rows is not None and len(rows) == 0:
+        position, rows = position.take(rows), None
+    seen = np.zeros(len(answers), dtype=bool)  # (with rows: every group has a row)
+    seen[position] = True
+    used = np.flatnonzero(seen)  # the answers the rows use, ascending (no sort)
     size = len(position) if rows is None else len(rows)
     data: dict[str, Any] = {}
     for column in schema.columns:
