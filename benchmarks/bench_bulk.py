@@ -26,7 +26,7 @@ What it measures, per dtype:
 
 1. Time. Baseline: ``df["code"].isin(valid)``, ``valid`` being the precomputed Python set of
    the value set's valid member codes; median of ``--repeat`` runs (after one untimed call).
-   Target: ``wb.validate_column(df, url, code="code", system="system")``, the whole result
+   Target: ``wb.validate_column(df, url, code="code", system_column="system")``, the whole result
    frame, median of ``--repeat`` warm runs <= 1.0x that baseline. One warm-up call comes
    first (for the first dtype it compiles the value set and builds the expansion and the
    bulk indexes); its time is reported on its own. The timed runs alternate baseline and
@@ -379,12 +379,14 @@ def make_mixed_frame(codes: np.ndarray, systems: np.ndarray, dtype: str) -> pd.D
 
 
 def validate_mixed(case: Case, df: pd.DataFrame) -> pd.DataFrame:
-    result: pd.DataFrame = case.wb.validate_column(df, MIXED_VS_URL, code="code", system="system")
+    result: pd.DataFrame = case.wb.validate_column(
+        df, MIXED_VS_URL, code="code", system_column="system"
+    )
     return result
 
 
 def validate(case: Case, df: pd.DataFrame) -> pd.DataFrame:
-    result: pd.DataFrame = case.wb.validate_column(df, VS_URL, code="code", system="system")
+    result: pd.DataFrame = case.wb.validate_column(df, VS_URL, code="code", system_column="system")
     return result
 
 
@@ -977,7 +979,7 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figure
         calls: dict[str, Callable[[], object]] = {
             "is_in": lambda column=column: column.is_in(valid),
             "frame": lambda frame=frame: case.wb.validate_column(
-                frame, VS_URL, code="code", system="system"
+                frame, VS_URL, code="code", system_column="system"
             ),
             "series": lambda column=column: case.wb.validate_column(
                 column, VS_URL, system=case.system

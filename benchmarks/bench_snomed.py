@@ -237,14 +237,14 @@ def column(
     df["code"] = df["code"].astype(str)
     valid = set(members)
     df["code"].isin(valid)
-    wb.validate_column(df, VS_URL, code="code", system="system")  # type: ignore[attr-defined]
+    wb.validate_column(df, VS_URL, code="code", system_column="system")  # type: ignore[attr-defined]
     bases, targets = [], []
     for _ in range(repeat):
         t = time.perf_counter()
         df["code"].isin(valid)
         bases.append(time.perf_counter() - t)
         t = time.perf_counter()
-        result = wb.validate_column(df, VS_URL, code="code", system="system")  # type: ignore[attr-defined]
+        result = wb.validate_column(df, VS_URL, code="code", system_column="system")  # type: ignore[attr-defined]
         targets.append(time.perf_counter() - t)
     b, v = statistics.median(bases), statistics.median(targets)
     share = float(pd.Series(result["result"]).fillna(False).astype(bool).mean())

@@ -160,6 +160,62 @@ def test_code_index_prefers_exact_variants_over_edit_distance() -> None:
     assert index.suggest("ab").code == "AB"  # type: ignore[union-attr]
 
 
+# Keys made in Arrow for ASCII texts and by Python for the others (casefold, whitespace):
+# each case a text that takes one way or the other, and the suggestion it gives.
+VARIANT_CASES = [
+    pytest.param([("AB", None), ("ab", None)], "Ab", "AB", "case variant", id="first-in-order"),
+    pytest.param([("STRASSE", None)], "straße", "STRASSE", "case variant", id="casefold-query"),
+    pytest.param([("Straße", None)], "STRASSE", "Straße", "case variant", id="casefold-code"),
+    pytest.param([("E11.9", None)], "e 119", "E11.9", "dotted/undotted variant", id="dots"),
+    pytest.param([("Ä.1", None)], "ä1", "Ä.1", "dotted/undotted variant", id="dots-not-ascii"),
+    pytest.param(
+        [("X1", "Heart\tattack")], "heart attack", "X1", "the code with this display", id="tab"
+    ),
+    pytest.param(
+        [("X1", "Acute  MI ")], "ACUTE MI", "X1", "the code with this display", id="spaces"
+    ),
+    pytest.param([("X1", "a\x1cb")], "A B", "X1", "the code with this display", id="separator"),
+    pytest.param(
+        [("X1", "Sézary\xa0disease")],
+        "SÉZARY DISEASE",
+        "X1",
+        "the code with this display",
+        id="nbsp",
+    ),
+    pytest.param([("X1", None), ("X2", "")], "x3", None, None, id="no-displays"),
+    pytest.param([("\ud800x", None)], "\ud800X", "\ud800x", "case variant", id="surrogate"),
+]
+
+
+@pytest.mark.parametrize(("entries", "code", "suggested", "why"), VARIANT_CASES)
+def test_code_index_variants(
+    entries: list[tuple[str, str | None]], code: str, suggested: str | None, why: str | None
+) -> None:
+    found = CodeIndex(entries).suggest(code)
+    got = (found.code, found.why) if found is not None else (None, None)
+    assert got == (suggested, why)
+
+
+def test_code_index_suggest_many_is_suggest_of_each() -> None:
+    entries = [("E11.9", "Type 2 diabetes"), ("E11.65", None), ("R05.9", "Cough, unspecified")]
+    entries += [(f"Z{n:02d}.{n % 7}", f"Encounter {n}") for n in range(60)]
+    index = CodeIndex(entries)
+    codes = ["E119", "e11.66", "R05", "Z01.9", "Z0.2", "type 2 diabetis", "zzz", "", " R05.9"]
+    assert index.suggest_many(codes) == [CodeIndex(entries).suggest(c) for c in codes]
+    found = [(s.code, s.why) if s is not None else None for s in index.suggest_many(codes)]
+    assert found == [
+        ("E11.9", "dotted/undotted variant"),
+        None,  # E11.65 is 2 edits away, but its first character is another
+        ("R05.9", "a more specific code"),
+        ("Z01.1", "nearest code"),
+        ("Z02.2", "nearest code"),
+        ("E11.9", "nearest display"),
+        None,
+        None,
+        ("R05.9", "without the surrounding whitespace"),
+    ]
+
+
 FAITHFUL_CASES = [
     pytest.param(pd.Series([1, 2, None, 3]), id="float-with-missing"),
     pytest.param(pd.Series([1, 2, None, 3], dtype="Int64"), id="Int64"),

@@ -121,11 +121,30 @@ def _address_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's group by object identity, and each group's address (in order of first
     appearance); ``values`` is contiguous and kept alive by the caller."""
     addresses = pointers(values)
+    keys, low, shift = _compact(addresses)
     # a bounded size hint: the table grows with the distinct objects (the default sizes it
     # for every row, which costs more than the hashing; 2**17 slots measured fastest for 10
     # to 500,000 distinct objects in a million rows, 1.6x faster than 1,024 at 100,000)
-    ids, uniques = pd.factorize(addresses, size_hint=min(len(addresses), 1 << 17))
-    return np.asarray(ids, dtype=np.int64), np.asarray(uniques)
+    ids, uniques = pd.factorize(keys, size_hint=min(len(keys), 1 << 17))
+    uniques = np.asarray(uniques)
+    if keys is not addresses:
+        uniques = (uniques.astype(np.uintp) << np.uintp(shift)) + low
+    return np.asarray(ids, dtype=np.int64), uniques
+
+
+def _compact(addresses: np.ndarray) -> tuple[np.ndarray, np.uintp, int]:
+    """The addresses as 32-bit keys (each one's distance from the lowest, in units of the
+    alignment they share) when they fit, which hash in two thirds of the time of the
+    64-bit addresses; else the addresses. Also the lowest address and the shift."""
+    if len(addresses) < 1 << 16:  # small: not worth the passes
+        return addresses, np.uintp(0), 0
+    low, high = addresses.min(), addresses.max()
+    bits = int(np.bitwise_or.reduce(addresses & np.uintp(15)))  # the alignment they share
+    shift = 4 if bits == 0 else 3 if bits & 7 == 0 else 0
+    if (int(high) - int(low)) >> shift >= 1 << 32:
+        return addresses, np.uintp(0), 0
+    keys = ((addresses - low) >> np.uintp(shift)).astype(np.uint32)
+    return keys, low, shift
 
 
 #: Few groups for the rows (at most one per this many rows): each group's object is read
@@ -142,8 +161,11 @@ def identity_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     values = np.ascontiguousarray(values)
     ids, addresses = _address_groups(values)
     if len(addresses) * FEW_GROUPS > len(values):
-        first = np.empty(len(addresses), dtype=np.int64)
-        first[ids] = np.arange(len(ids))
+        kind: type[np.signedinteger[Any]] = np.int32 if len(ids) < 1 << 31 else np.int64
+        first: np.ndarray[Any, np.dtype[np.signedinteger[Any]]] = np.empty(
+            len(addresses), dtype=kind
+        )
+        first[ids] = np.arange(len(ids), dtype=kind)
         return ids, values.take(first)
     found = np.empty(len(addresses), dtype=object)
     found[:] = [PyObj_FromPtr(address) for address in addresses.tolist()]

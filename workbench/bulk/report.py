@@ -382,8 +382,11 @@ class ValidationFrame(pd.DataFrame):
             messages = rows["message"].to_numpy(dtype=object).copy()
             suggestions = rows["suggestion"].to_numpy(dtype=object).copy()
             displays = rows["suggested_display"].to_numpy(dtype=object).copy()
-            for i in np.flatnonzero(failing.to_numpy())[:suggest_limit]:
-                found = suggester(rows.at[i, "system"], rows.at[i, "code"], rows.at[i, "issue"])
+            asked = np.flatnonzero(failing.to_numpy())[:suggest_limit]
+            keys = [(rows.at[i, "system"], rows.at[i, "code"], rows.at[i, "issue"]) for i in asked]
+            many = getattr(suggester, "many", None)  # (a Suggester asks them all at once)
+            answers = many(keys) if many else [suggester(*key) for key in keys]
+            for i, found in zip(asked, answers, strict=True):
                 if found is not None:
                     suggestions[i], displays[i] = found.code, found.display
                     text = found.text()

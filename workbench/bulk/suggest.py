@@ -36,6 +36,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from workbench.terminology.result import Suggestion
 
 __all__ = ["CodeIndex", "Suggester", "Suggestion", "nearest_urls", "url_hint"]
@@ -60,10 +64,60 @@ def _undotted(text: str) -> str:
     return text.replace(".", "").replace(" ", "").casefold()
 
 
-def _first_of(keys: list[str], codes: list[str]) -> dict[str, str]:
-    """``keys[i] -> codes[i]``, the first code kept where keys repeat (built in C: the
-    pairs reversed, so the first one is written last)."""
-    return dict(zip(reversed(keys), reversed(codes), strict=True))
+class FirstOf:
+    """The first of some codes whose key is a given one, the keys being ``key`` of each
+    code's text (``texts[i]`` is ``codes[i]``'s). Made in Arrow, with no Python object per
+    code: for an ASCII text ``str.casefold`` is ``ascii_lower`` (``drop``: substrings
+    ``key`` removes first); ``squeezed``: ``key`` also squeezes whitespace, which Arrow
+    leaves to texts that have none to squeeze (printable ASCII, no leading, trailing or
+    double space). The other texts are keyed by ``key`` itself. A lookup is a scan in C
+    for the first equal key."""
+
+    def __init__(
+        self,
+        texts: Sequence[str],
+        codes: Sequence[str],
+        key: Callable[[str], str],
+        *,
+        drop: tuple[str, ...] = (),
+        squeezed: bool = False,
+    ) -> None:
+        self.codes = codes
+        self._keys: pa.Array | None = None
+        self._dict: dict[str, str] | None = None
+        try:
+            array = pa.array(texts, type=pa.large_string())
+        except (pa.ArrowException, UnicodeError, TypeError):  # not all str, or surrogates
+            self._dict = dict(zip(reversed([key(t) for t in texts]), reversed(codes), strict=True))
+            return
+        keys = array
+        for text in drop:  # (as ``key`` does, before it case-folds)
+            keys = pc.replace_substring(keys, text, "")
+        keys = pc.ascii_lower(keys)
+        exact = pc.string_is_ascii(array)
+        if squeezed:  # (in printable ASCII the one whitespace is the space)
+            exact = pc.and_(exact, pc.ascii_is_printable(array))
+            for spaced in (
+                pc.match_substring(array, "  "),
+                pc.starts_with(array, " "),
+                pc.ends_with(array, " "),
+            ):
+                exact = pc.and_(exact, pc.invert(spaced))
+        slow = np.flatnonzero(~np.asarray(exact.to_numpy(zero_copy_only=False), dtype=bool))
+        if len(slow):
+            mask = np.zeros(len(texts), dtype=bool)
+            mask[slow] = True
+            keyed = pa.array([key(texts[int(i)]) for i in slow], type=pa.large_string())
+            keys = pc.replace_with_mask(keys, pa.array(mask), keyed)
+        self._keys = keys
+
+    def get(self, key: str) -> str | None:
+        """The first code whose key is ``key``, or None."""
+        if self._dict is not None:
+            return self._dict.get(key)
+        assert self._keys is not None
+        found = pc.index(self._keys, pa.scalar(key, pa.large_string())).as_py()
+        return None if found < 0 else self.codes[found]
 
 
 class CodeIndex:
@@ -86,20 +140,24 @@ class CodeIndex:
     # in order that has it.
 
     @cached_property
-    def by_case(self) -> dict[str, str]:
+    def by_case(self) -> FirstOf:
         """Codes by their case-folded form."""
-        return _first_of([code.casefold() for code in self.codes], self.codes)
+        return FirstOf(self.codes, self.codes, str.casefold)
 
     @cached_property
-    def by_dots(self) -> dict[str, str]:
+    def by_dots(self) -> FirstOf:
         """Codes by their form without dots and spaces, case-folded."""
-        return _first_of([_undotted(code) for code in self.codes], self.codes)
+        return FirstOf(self.codes, self.codes, _undotted, drop=(".", " "))
 
     @cached_property
-    def by_display(self) -> dict[str, str]:
+    def by_display(self) -> FirstOf:
         """Codes by their display, whitespace squeezed and case-folded."""
-        shown = [(c, d) for c, d in self.displays.items() if d]
-        return _first_of([_squeeze(d).casefold() for _, d in shown], [c for c, _ in shown])
+        return FirstOf(
+            self._display_texts,
+            self._display_codes,
+            lambda text: _squeeze(text).casefold(),
+            squeezed=True,
+        )
 
     @cached_property
     def sorted_codes(self) -> list[str]:
@@ -112,7 +170,7 @@ class CodeIndex:
 
     @cached_property
     def _display_texts(self) -> list[str]:
-        return [str(self.displays[c]) for c in self._display_codes]
+        return [d if isinstance(d, str) else str(d) for d in self.displays.values() if d]
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -138,9 +196,34 @@ class CodeIndex:
 
     def suggest(self, code: str) -> Suggestion | None:
         """The most likely intended code for ``code``, or None."""
-        if not code:
-            return None
-        squeezed = _squeeze(code)
+        return self.suggest_many([code])[0]
+
+    def suggest_many(self, codes: Sequence[str]) -> list[Suggestion | None]:
+        """``suggest`` of each of ``codes``: the exact variants one by one, then the
+        edit-distance guesses of all that are left, each kind in one pass over the
+        candidates (``rapidfuzz.process.cdist``: the candidates are read once, not once
+        per code)."""
+        found: list[Suggestion | None] = [None] * len(codes)
+        squeezed = [_squeeze(code) if code else "" for code in codes]
+        left: list[int] = []
+        for k, code in enumerate(codes):
+            if code:
+                found[k] = self._variant(code, squeezed[k])
+                if found[k] is None:
+                    left.append(k)
+        if not self.opaque:
+            near = self._nearest_codes([codes[k] for k in left], [squeezed[k] for k in left])
+            for k, candidate in zip(left, near, strict=True):
+                found[k] = candidate
+            left = [k for k in left if found[k] is None]
+        for k in left:
+            if _text_shaped(squeezed[k]):
+                found[k] = self._nearest_display(squeezed[k])
+        return found
+
+    def _variant(self, code: str, squeezed: str) -> Suggestion | None:
+        """The code without its whitespace, in another case, with or without dots, or the
+        code whose display was typed; or None."""
         if squeezed != code and squeezed in self.displays:
             return self._found(squeezed, WHITESPACE)
         cased = self.by_case.get(squeezed.casefold())
@@ -152,45 +235,73 @@ class CodeIndex:
         named = self.by_display.get(squeezed.casefold())
         if named is not None:
             return self._found(named, "the code with this display")
-        if not self.opaque:
-            found = self._nearest_code(code, squeezed)
-            if found is not None:
-                return found
-        return self._nearest_display(squeezed)
-
-    def _nearest_code(self, code: str, squeezed: str) -> Suggestion | None:
-        """A more specific code (dotted notation), else the nearest code by edit distance."""
-        specific = self.more_specific(squeezed)
-        if specific is not None:
-            return self._found(specific, "a more specific code")
-        # imported when first needed: a column report makes a suggester for every call
-        from rapidfuzz import process
-        from rapidfuzz.distance import Levenshtein
-
-        limit = 1 if len(squeezed) <= 5 else 2
-        near = process.extractOne(
-            squeezed, self.codes, scorer=Levenshtein.distance, score_cutoff=limit
-        )
-        if near is not None and near[0] != code and str(near[0])[:1] == squeezed[:1]:
-            return self._found(str(near[0]), "nearest code")
         return None
+
+    def _nearest_codes(self, codes: list[str], squeezed: list[str]) -> list[Suggestion | None]:
+        """Per code (and its ``squeezed`` form): a more specific code (dotted notation),
+        else the nearest other code by edit distance (at most 1 for up to 5 characters,
+        else 2; the first in order among the nearest; with the same first character)."""
+        found: list[Suggestion | None] = [None] * len(squeezed)
+        fuzzy: list[int] = []
+        for k, text in enumerate(squeezed):
+            specific = self.more_specific(text)
+            if specific is not None:
+                found[k] = self._found(specific, "a more specific code")
+            else:
+                fuzzy.append(k)
+        if not fuzzy or not self.codes:
+            return found
+        queries = [squeezed[k] for k in fuzzy]
+        for k, row in zip(fuzzy, _distances(queries, self.codes, 2), strict=True):
+            at = int(np.argmin(row))  # (the first of the nearest, as extractOne finds it)
+            limit = 1 if len(squeezed[k]) <= 5 else 2
+            near = str(self.codes[at])
+            if row[at] <= limit and near != codes[k] and near[:1] == squeezed[k][:1]:
+                found[k] = self._found(near, "nearest code")
+        return found
 
     def _nearest_display(self, squeezed: str) -> Suggestion | None:
-        """The code whose display is closest to text typed as a code."""
+        """The code whose display is closest to text typed as a code (``WRatio`` at least
+        86), or None. (One text at a time: ``cdist`` would prepare every display for each
+        text all the same.)"""
         from rapidfuzz import fuzz, process, utils  # imported when first needed
 
-        letters = sum(ch.isalpha() for ch in squeezed)
-        if letters >= 4 and 2 * letters >= len(squeezed):  # text, not a code's shape
-            text = process.extractOne(
-                squeezed,
-                self._display_texts,
-                scorer=fuzz.WRatio,
-                processor=utils.default_process,
-                score_cutoff=86,
-            )
-            if text is not None:
-                return self._found(self._display_codes[int(text[2])], "nearest display")
-        return None
+        text = process.extractOne(
+            squeezed,
+            self._display_texts,
+            scorer=fuzz.WRatio,
+            processor=utils.default_process,
+            score_cutoff=86,
+        )
+        return (
+            None
+            if text is None
+            else self._found(self._display_codes[int(text[2])], "nearest display")
+        )
+
+
+def _text_shaped(squeezed: str) -> bool:
+    """Text rather than a code's shape: at least four letters, half of it letters."""
+    letters = sum(ch.isalpha() for ch in squeezed)
+    return letters >= 4 and 2 * letters >= len(squeezed)
+
+
+#: Distances computed at once (codes asked times candidates), at most.
+_CELLS = 4_000_000
+
+
+def _distances(queries: list[str], choices: Sequence[str], cutoff: int) -> Iterable[np.ndarray]:
+    """Each query's Levenshtein distance to every choice (``process.cdist``; beyond
+    ``cutoff``: cutoff + 1), a few queries at a time."""
+    from rapidfuzz import process  # imported when first needed
+    from rapidfuzz.distance import Levenshtein
+
+    step = max(1, _CELLS // max(1, len(choices)))
+    for start in range(0, len(queries), step):
+        part = queries[start : start + step]
+        yield from process.cdist(
+            part, choices, scorer=Levenshtein.distance, score_cutoff=cutoff, dtype=np.int8
+        )
 
 
 def nearest_urls(
@@ -349,16 +460,28 @@ class Suggester:
 
     def __call__(self, system: str | None, code: Any, issue: str | None) -> Suggestion | None:
         """A suggestion for one failing (system, code) with its issue, or None."""
-        if issue == "unknown-system" and system:
-            mapped = self.mapped(system, code) if isinstance(code, str) and code else None
-            return mapped or self.system(system)
-        if issue not in ISSUES or not isinstance(code, str) or not system:
-            return None
-        mapped = self.mapped(system, code)
-        if mapped is not None:
-            return mapped
-        index = self.index(system)
-        return None if index is None else index.suggest(code)
+        return self.many([(system, code, issue)])[0]
+
+    def many(self, keys: Sequence[tuple[str | None, Any, str | None]]) -> list[Suggestion | None]:
+        """A suggestion (or None) for each failing (system, code, issue) of ``keys``: the
+        codes of one system asked of its CodeIndex together (``suggest_many``)."""
+        found: list[Suggestion | None] = [None] * len(keys)
+        asked: dict[str, list[int]] = {}
+        for k, (system, code, issue) in enumerate(keys):
+            if issue == "unknown-system" and system:
+                mapped = self.mapped(system, code) if isinstance(code, str) and code else None
+                found[k] = mapped or self.system(system)
+            elif issue in ISSUES and isinstance(code, str) and system:
+                found[k] = self.mapped(system, code)
+                if found[k] is None:
+                    asked.setdefault(system, []).append(k)
+        for system, ks in asked.items():
+            index = self.index(system)
+            if index is not None:
+                codes = [str(keys[k][1]) for k in ks]
+                for k, suggestion in zip(ks, index.suggest_many(codes), strict=True):
+                    found[k] = suggestion
+        return found
 
 
 def _no_suggestions() -> None:

@@ -181,7 +181,7 @@ def encode_arrow(
 def _encode_few(values: np.ndarray, table: AnswerTable, state: State) -> Encoded:
     """``encode_arrow`` for a few strings (an object array; missing: None, NaN, NA), looked
     up in the state's cached hash index rather than by hashing all its codes again."""
-    ids = state.index().get_indexer(pd.Index(values, dtype=object, copy=False))
+    ids = state.positions(values)
     lost = np.flatnonzero(ids < 0)
     if not len(lost):
         return Encoded(ids, None, state.codes, table, state)

@@ -62,6 +62,22 @@ class State:
             found = self.cache["index"] = pd.Index(self.codes, dtype=object, copy=False)
         return found
 
+    def positions(self, values: np.ndarray) -> np.ndarray:
+        """Each value's position among the codes (an object array; -1: not there). The
+        index's hash engine is asked directly where pandas has one: ``get_indexer`` would
+        first infer the type of every value, a pass over them that changes nothing here
+        (the codes are distinct strings); it stays the fallback, and its TypeError for
+        an unhashable value is the caller's."""
+        index = self.index()
+        engine = getattr(index, "_engine", None)  # (pandas' own, as get_indexer uses it)
+        lookup = getattr(engine, "get_indexer", None)
+        if lookup is not None and index.is_unique:
+            try:
+                return np.asarray(lookup(values), dtype=np.intp)
+            except TypeError:
+                pass
+        return index.get_indexer(pd.Index(values, dtype=object, copy=False))
+
     def factorized(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """The distinct texts of one answer column and each answer's id among them."""
         key = f"texts:{name}"
@@ -148,7 +164,7 @@ class AnswerTable:
         if len(values) == 0:
             return state, np.zeros(0, dtype=np.int64)
         try:
-            position = state.index().get_indexer(pd.Index(values, dtype=object, copy=False))
+            position = state.positions(values)
         except TypeError:  # a dict or a list among codes
             raise _unhashable(values) from None
         lost = np.flatnonzero(position < 0)
@@ -162,7 +178,7 @@ class AnswerTable:
             ids, uniques = pd.factorize(texts)
             uniques = np.asarray(uniques, dtype=object)
             # the text of a value that is not a str (b"x" is "b'x'") may be known already
-            found = state.index().get_indexer(pd.Index(uniques, dtype=object, copy=False))
+            found = state.positions(uniques)
             new = np.flatnonzero(found < 0)
             if len(new):
                 state, start = self.extend(state, uniques[new])
@@ -378,13 +394,11 @@ def result_frame(
     schema = answers.schema
     if not schema.categorical:
         return plain_frame(answers, position if rows is None else position.take(rows))
-    if rows is None or len(rows) == 0:
-        position, rows = (position if rows is None else position.take(rows)), None
-        seen = np.zeros(len(answers), dtype=bool)
-        seen[position] = True
-        used = np.flatnonzero(seen)
-    else:  # (every group has a row)
-        used = np.unique(position)
+    if rows is not None and len(rows) == 0:
+        position, rows = position.take(rows), None
+    seen = np.zeros(len(answers), dtype=bool)  # (with rows: every group has a row)
+    seen[position] = True
+    used = np.flatnonzero(seen)  # the answers the rows use, ascending (no sort)
     size = len(position) if rows is None else len(rows)
     data: dict[str, Any] = {}
     for column in schema.columns:

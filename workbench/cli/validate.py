@@ -75,11 +75,20 @@ class Tally:
     def suggestion(self, key: tuple[Any, Any, Any]) -> Any:
         """What the column report suggests for a failing (code, system, issue) key, the
         report's own suggester asked once per key (None when it has none)."""
-        if key not in self.suggested:
-            code, system, issue = key
-            found = None if self.suggester is None else self.suggester(system, code, issue)
-            self.suggested[key] = found
+        self.suggest([key])
         return self.suggested[key]
+
+    def suggest(self, keys: list[tuple[Any, Any, Any]]) -> None:
+        """Ask the suggester about the keys not asked yet, all at once (``Suggester.many``:
+        the codes of a system are compared with its candidates in one pass)."""
+        wanted = [key for key in dict.fromkeys(keys) if key not in self.suggested]
+        if not wanted:
+            return
+        if self.suggester is None:
+            found = [None] * len(wanted)
+        else:
+            found = self.suggester.many([(system, code, issue) for code, system, issue in wanted])
+        self.suggested.update(zip(wanted, found, strict=True))
 
     def to_json(self, **about: Any) -> dict[str, Any]:
         """The summary as a JSON object (``about`` names the file, column and value set)."""
@@ -102,6 +111,7 @@ class Tally:
         from workbench.bulk.sharing import ReportContent
 
         rows = []
+        self.suggest([key for key, _ in self.invalid.most_common(SUGGESTED)])
         for rank, ((code, system, issue), count) in enumerate(self.invalid.most_common()):
             message = self.messages.get((code, system, issue))
             found = self.suggestion((code, system, issue)) if rank < SUGGESTED else None
@@ -144,7 +154,9 @@ class Tally:
         out += [f"  {reason}: {count}" for reason, count in self.reasons.most_common()]
         if self.invalid:
             out.append("most frequent invalid codes:")
-            out += [self._failing(key, count) for key, count in self.invalid.most_common(10)]
+            shown = self.invalid.most_common(10)
+            self.suggest([key for key, _ in shown])
+            out += [self._failing(key, count) for key, count in shown]
         return [*out, self.verdict(fail_under)]
 
     def _failing(self, key: tuple[Any, Any, Any], count: int) -> str:
