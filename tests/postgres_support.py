@@ -10,6 +10,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,3 +91,13 @@ def cleanup(server: Postgres) -> None:
         timeout=60,
     )
     shutil.rmtree(server.root, ignore_errors=True)
+
+
+@contextmanager
+def running() -> Iterator[Postgres]:
+    """A server started for the block, stopped and removed after it (the tests' fixtures)."""
+    server = started()
+    try:
+        yield server
+    finally:
+        cleanup(server)

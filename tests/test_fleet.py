@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from http_support import GENDER_VS, HOST, TOKEN, assert_outcome, client, free_port
-from postgres_support import Postgres, cleanup, started
+from postgres_support import Postgres, running
 from test_server_process import CONTENT, ROOT, STOP_SECONDS, environment, wait_ready
 
 from workbench.terminology.cache_backing import Ended
@@ -32,11 +32,8 @@ GENDER = "/ValueSet/administrative-gender"
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
-    server = started()
-    try:
+    with running() as server:
         yield server
-    finally:
-        cleanup(server)
 
 
 def serve(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -379,13 +379,10 @@ def _close_connections(app: Any) -> None:
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Any]:
-    from postgres_support import cleanup, started
+    from postgres_support import running
 
-    server = started()
-    try:
+    with running() as server:
         yield server
-    finally:
-        cleanup(server)
 
 
 def test_a_fleet_on_postgresql_shares_the_tables(wb: Workbench, postgres: Any) -> None:

@@ -22,7 +22,7 @@ import httpx
 import psycopg
 import pytest
 from http_support import GENDER_CS, GENDER_VS, TOKEN, client, serve_app
-from postgres_support import Postgres, cleanup, started
+from postgres_support import Postgres, running
 
 from workbench import Workbench
 from workbench.server import create_app
@@ -37,11 +37,8 @@ VALIDATE = f"/ValueSet/$validate-code?url={GENDER_VS}&system={GENDER_CS}&code=fe
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
-    server = started()
-    try:
+    with running() as server:
         yield server
-    finally:
-        cleanup(server)
 
 
 @pytest.fixture(scope="module")
