@@ -29,6 +29,10 @@ from typing import Any
 from workbench.errors import InvalidRequestError
 from workbench.terminology.params import param
 
+#: The white space a version may not start or end with: what the OpenAPI document's pattern
+#: of a canonical's version excludes (JSON Schema's ``\s`` of ASCII; Python's ``strip()``
+#: also takes ``\x1c``-``\x1f`` and Unicode spaces, which a version text may hold).
+_SPACE = " \t\n\r\f\v"
 _PATTERN = re.compile(r"^[^.|x*]+(\.[^.|x*]+)*(\.x)+$|^x(\.x)*$|^\*$")
 
 
@@ -50,7 +54,7 @@ def check_version_text(version: str, parameter: str) -> str:
     workbench.errors.InvalidRequestError: Parameter 'system-version': the version pattern \
 '1.x.2' is malformed (a wildcard 'x' may only be followed by more wildcards, e.g. 1.x or 1.2.x)
     """
-    if not version or version != version.strip():
+    if not version or version != version.strip(_SPACE):
         raise InvalidRequestError(f"Parameter '{parameter}': '{version}' is not a version")
     if is_pattern(version) and not _PATTERN.match(version):
         raise InvalidRequestError(
