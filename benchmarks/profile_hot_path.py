@@ -8,7 +8,9 @@ Run from the repository's root::
 
 The app is built as ``bench_server.py`` serves it (``Workbench().load(valuesets/)`` plus a
 synthetic code system of ``--big-concepts`` concepts, ``create_app`` with a token, base
-``/fhir/R4``, the collector frozen once loaded) and called as uvicorn calls it:
+``/fhir/R4``, the collector frozen once loaded; the scenarios ``bench_server.py`` serves
+without the answer memo, ``GET gender made`` and ``GET encounter made``, from a second app
+with ``memo_bytes=0``) and called as uvicorn calls it:
 ``await app(scope, receive, send)`` with the HTTP scope of each workbench scenario of
 ``bench_server.py`` (the query string, ``Authorization: Bearer``, the Parameters body of a
 POST), ``--calls`` times in a row, ``--rounds`` times. Printed: microseconds per call (the
@@ -97,22 +99,30 @@ async def calls(app: Any, scope: Scope, body: bytes | None, count: int) -> float
     return (time.perf_counter() - start) / count * 1e6
 
 
-def build_app(root: Path, concepts: int) -> Any:
-    """The app of the checkout ``root`` as ``bench_server.serve_workbench`` builds it (one
-    worker)."""
+def build_apps(root: Path, concepts: int) -> dict[bool, Any]:
+    """The apps of the checkout ``root`` as ``bench_server.serve_workbench`` builds them (one
+    worker), by whether they have the answer memo (a checkout from before the memo: the
+    same app twice, without one)."""
     sys.path.insert(0, str(root))
     import workbench
     from workbench import Workbench
     from workbench.server import create_app
+    from workbench.server.offload import Limits
 
     print(f"  workbench from {Path(workbench.__file__).parent}", file=sys.stderr)
 
     wb = Workbench()
     wb.load(root / "valuesets", progress=False)
     wb.load(bench_server().big_codesystem(concepts), progress=False)
-    app = create_app(wb, token=TOKEN, base=bench_server().BASE)
+    apps = {True: create_app(wb, token=TOKEN, base=bench_server().BASE)}
+    try:
+        limits = Limits(memo_bytes=0)  # type: ignore[call-arg]
+    except TypeError:  # no memo in that checkout
+        apps[False] = apps[True]
+    else:
+        apps[False] = create_app(wb, token=TOKEN, base=bench_server().BASE, limits=limits)
     gc.freeze()  # as server.py does once the content is loaded
-    return app
+    return apps
 
 
 def bench_server() -> Any:
@@ -125,23 +135,26 @@ def bench_server() -> Any:
 
 def measure(args: argparse.Namespace) -> dict[str, list[float]]:
     """Microseconds per call of every workbench scenario, one figure per round."""
-    app = build_app((args.root or ROOT).resolve(), args.big_concepts)
+    apps = build_apps((args.root or ROOT).resolve(), args.big_concepts)
     scenarios = [s for s in bench_server().SCENARIOS if s.workbench and s.workers == 1]
+    app_of = {sc.name: apps[getattr(sc, "memo", True)] for sc in scenarios}
     loop = asyncio.new_event_loop()
     for sc in scenarios:
+        app = app_of[sc.name]
         status, body = loop.run_until_complete(call(app, scope_of(sc.path, sc.body), sc.body))
         print(f"  {sc.name}: {status}, {len(body)} bytes", file=sys.stderr)
         loop.run_until_complete(calls(app, scope_of(sc.path, sc.body), sc.body, 200))  # warm
     figures: dict[str, list[float]] = {sc.name: [] for sc in scenarios}
     for _ in range(args.rounds):
         for sc in scenarios:
-            scope = scope_of(sc.path, sc.body)
+            scope, app = scope_of(sc.path, sc.body), app_of[sc.name]
             figures[sc.name].append(loop.run_until_complete(calls(app, scope, sc.body, args.calls)))
     if args.profile:
         sc = next(s for s in scenarios if s.name == args.profile)
         profiler = cProfile.Profile()
         profiler.enable()
-        loop.run_until_complete(calls(app, scope_of(sc.path, sc.body), sc.body, args.calls))
+        scope, app = scope_of(sc.path, sc.body), app_of[sc.name]
+        loop.run_until_complete(calls(app, scope, sc.body, args.calls))
         profiler.disable()
         pstats.Stats(profiler, stream=sys.stderr).sort_stats(args.sort).print_stats(args.top)
     return figures

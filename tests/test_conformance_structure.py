@@ -14,7 +14,7 @@ from http_support import TOKEN, assert_outcome, client, params, values
 from workbench import Workbench
 from workbench.errors import InvalidRequestError, InvalidValueSetError
 from workbench.operations import OPERATIONS
-from workbench.server.routes import too_costly_threshold
+from workbench.server.call_headers import too_costly_threshold
 
 CS = "http://example.org/fhir/CodeSystem/conformance-structure"
 VS = "http://example.org/fhir/ValueSet/conformance-structure"

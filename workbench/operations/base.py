@@ -52,7 +52,10 @@ class Operation:
     cheap calls whose engine caches later calls use: the server runs it in its own process
     (a worker thread), never in a forked child, even when its body is large. A
     ``with_closures`` one (``$closure``) is given the server's closure tables as
-    ``inputs[CLOSURES]``; it changes them, so it too runs in the server's process.
+    ``inputs[CLOSURES]``; it changes them, so it too runs in the server's process. A
+    ``memo`` operation reads and answers from the request and the loaded content alone
+    (no time, no identifiers made per call), so the server may give the body of an answer
+    again to the same GET while the content is unchanged (``server.answer_memo``).
     """
 
     definition: OperationDef
@@ -63,6 +66,7 @@ class Operation:
     with_caches: bool = False
     many: bool = False
     with_closures: bool = False
+    memo: bool = False
 
     def run(
         self,

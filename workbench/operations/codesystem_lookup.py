@@ -60,4 +60,4 @@ def run(
     }
 
 
-OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, LookupRequest, OWN))
+OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, LookupRequest, OWN), memo=True)

@@ -51,4 +51,4 @@ def run(
     return {"outcome": svc.subsumes(req)}
 
 
-OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, SubsumesRequest, OWN))
+OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, SubsumesRequest, OWN), memo=True)

@@ -135,4 +135,5 @@ OPERATION = Operation(
     run,
     honoured(DEFINITION, CodeSystemValidateRequest, (*OWN, CACHE_ID)),
     cached=True,
+    memo=True,
 )

@@ -112,4 +112,4 @@ def _parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, TranslateRequest, OWN))
+OPERATION = Operation(DEFINITION, run, honoured(DEFINITION, TranslateRequest, OWN), memo=True)

@@ -56,5 +56,9 @@ def run(
 
 
 OPERATION = Operation(
-    DEFINITION, run, honoured(DEFINITION, ValidateRequest, (*OWN, CACHE_ID)), cached=True
+    DEFINITION,
+    run,
+    honoured(DEFINITION, ValidateRequest, (*OWN, CACHE_ID)),
+    cached=True,
+    memo=True,
 )

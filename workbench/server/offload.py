@@ -47,6 +47,11 @@ GRACE = 0.05
 MAX_GRACE = 2.0
 
 
+#: The limits that may be 0 (and no less): the answer memo's size (0 turns it off). A child's
+#: niceness may be any whole number; every other limit is positive.
+MAY_BE_ZERO = frozenset({"memo_bytes"})
+
+
 @dataclass(frozen=True)
 class Limits:
     """The work limits of one request (see the module docstring). ``processes`` None means
@@ -61,7 +66,11 @@ class Limits:
 
     Client caches (``$cache-control``, ``X-Cache-Id``): one unused for ``cache_idle_seconds``
     is dropped, at most ``caches`` of them holding at most ``cache_bytes`` together (the
-    least recently used go first; see ``workbench.terminology.client_caches``)."""
+    least recently used go first; see ``workbench.terminology.client_caches``).
+
+    Answers remembered (``answer_memo``): the bodies of recent answers to GETs of read-only
+    operations, given again to the same request while the content is unchanged, at most
+    ``memo_bytes`` of them (0 turns the memo off)."""
 
     steps: int = 5_000_000
     seconds: float = 30.0
@@ -77,6 +86,7 @@ class Limits:
     cache_idle_seconds: float = CacheLimits.idle_seconds  # 4 hours
     caches: int = 1000
     cache_bytes: int = 512_000_000
+    memo_bytes: int = 32_000_000
 
     @classmethod
     def from_options(cls, options: Iterable[str]) -> Limits:
@@ -95,7 +105,9 @@ class Limits:
                 number = float(text) if "float" in str(known[name]) else int(text)
             except ValueError:
                 raise ValueError(f"--limit {option!r}: {text!r} is not a number") from None
-            if number <= 0 and name != "child_nice":
+            if name in MAY_BE_ZERO and number < 0:
+                raise ValueError(f"--limit {option!r}: the value must be 0 or more")
+            if number <= 0 and name != "child_nice" and name not in MAY_BE_ZERO:
                 raise ValueError(f"--limit {option!r}: the value must be positive")
             changes[name] = number
         return replace(cls(), **changes)

@@ -24,18 +24,27 @@ from starlette.types import Receive, Scope
 
 from workbench import jsonio, structure
 from workbench.errors import (
-    InvalidRequestError,
     MethodNotAllowedError,
-    TooCostlyError,
     UnknownOperationError,
 )
 from workbench.operations import Operation
 from workbench.operations.caching import CACHE_ID
-from workbench.operations.codec import IGNORED, build_output, parse_query, query_items
+from workbench.operations.codec import build_output, parse_query, query_items
 from workbench.registry import TERMINOLOGY_TYPES
 from workbench.server import forked
 from workbench.server import search as fhir_search
+from workbench.server.answer_memo import AnswerMemo
 from workbench.server.bounds import post_inputs
+from workbench.server.call_headers import (
+    OPERATION_HEADERS,
+    cache_header,
+    check_cost,
+    names_cache,
+    read_headers,
+    strict_handling,
+    too_costly_threshold,
+    with_query,
+)
 from workbench.server.chain import Answer
 from workbench.server.history_pages import instant, many_history, parse_history, resource_history
 from workbench.server.offload import Offloader
@@ -43,7 +52,7 @@ from workbench.server.prefix import public_base
 from workbench.server.responses import FHIR_JSON, fhir, outcome, parse_json, read_body
 from workbench.server.store import ResourceStore, etag, etag_version, read_resource, version_of
 from workbench.terminology.budget import WouldBlock
-from workbench.terminology.client_caches import ClientCaches, check_id
+from workbench.terminology.client_caches import ClientCaches
 from workbench.terminology.closure import ClosureTables
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -54,89 +63,6 @@ WRITE_NICE = 5
 
 def _pretty(request: Request) -> bool:
     return request.query_params.get("_pretty") == "true"
-
-
-#: The request headers an operation reads, in the order ``_headers`` gives them.
-OPERATION_HEADERS = (b"accept-language", b"x-too-costly-threshold", b"prefer")
-
-
-def _headers(scope: Mapping[str, Any], names: tuple[bytes, ...]) -> list[str | None]:
-    """Request headers' values (the first of each name, latin-1 as Starlette reads them),
-    None for one not sent."""
-    found: list[str | None] = [None] * len(names)
-    for key, value in scope["headers"]:
-        if key in names:
-            at = names.index(key)
-            if found[at] is None:
-                found[at] = value.decode("latin-1")
-    return found
-
-
-def strict_handling(text: str | None) -> bool:
-    """Whether a ``Prefer`` header asks ``handling=strict`` (unknown parameters refused)."""
-    if not text:
-        return False
-    return any(
-        part.strip().replace(" ", "").lower() == "handling=strict" for part in text.split(",")
-    )
-
-
-def too_costly_threshold(text: str | None) -> int | None:
-    """The ``X-TOO-COSTLY-THRESHOLD`` request header (issue 22, c4): the most codes an
-    unpaged expansion may have, or None; InvalidRequestError when it is no whole number."""
-    if text is None:
-        return None
-    try:
-        value = int(text.strip())
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise InvalidRequestError(
-            f"The X-TOO-COSTLY-THRESHOLD header must be a whole number of codes, not {text!r}"
-        )
-    return value
-
-
-def cache_header(scope: Mapping[str, Any]) -> str | None:
-    """The ``X-Cache-Id`` request header (the client cache a call works in), or None;
-    InvalidRequestError when it names several caches or no valid id."""
-    found = [v.decode("latin-1").strip() for k, v in scope["headers"] if k == b"x-cache-id"]
-    if not found:
-        return None
-    ids = [part.strip() for value in found for part in value.split(",")]
-    if len(ids) > 1:
-        raise InvalidRequestError(
-            f"X-Cache-Id names {len(ids)} caches; a request works in one cache at most"
-        )
-    return check_id(ids[0])
-
-
-def _names_cache(body: bytes | None) -> bool:
-    """Whether a large body (decoded where the call runs) may carry a ``cache-id``."""
-    return body is not None and b'"cache-id"' in body
-
-
-def with_query(query: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
-    """The inputs of a body with those of the query string besides (the body's first), the
-    unknown parameters that either named (``codec.IGNORED``) named together."""
-    ignored = (*query.get(IGNORED, ()), *body.get(IGNORED, ()))
-    inputs = {**query, **body}
-    if ignored:
-        inputs[IGNORED] = tuple(dict.fromkeys(ignored))
-    return inputs
-
-
-def check_cost(outputs: Mapping[str, Any], inputs: Mapping[str, Any], threshold: int) -> None:
-    """Raise TooCostlyError when an expansion asked for without ``count`` has more codes
-    than the client's threshold (it would rather fail than receive them all)."""
-    if inputs.get("count") is not None:
-        return
-    total = outputs["return"].get("expansion", {}).get("total")
-    if isinstance(total, int) and total > threshold:
-        raise TooCostlyError(
-            f"The expansion has {total} codes, more than the {threshold} the request allows "
-            "(X-TOO-COSTLY-THRESHOLD); ask for a page with count, or narrow it with filter"
-        )
 
 
 class OperationRoutes:
@@ -159,6 +85,8 @@ class OperationRoutes:
         self.in_process = Offloader(replace(self.offloader.limits, processes=False))
         self.caches = caches
         self.closures = closures
+        capacity = self.offloader.limits.memo_bytes
+        self.memo = AnswerMemo(capacity) if capacity > 0 else None
 
     def routes(self, base: str) -> list[Route]:
         """The router's operation routes: one per (operation, resource type) at instance
@@ -206,32 +134,44 @@ class OperationRoutes:
         self, op: Operation, rtype: str | None, scope: Scope, receive: Receive
     ) -> bytes:
         """Run ``op`` on the request and return the response body (FHIR JSON); a problem
-        raises a WorkbenchError."""
+        raises a WorkbenchError. A GET asked again while the content is unchanged gets the
+        body of its first answer (``answer_memo``: the same request, the same headers that
+        change an answer, no client cache)."""
+        heads = read_headers(scope, OPERATION_HEADERS)
+        memo = self.memo
+        if (
+            memo is None
+            or not op.memo
+            or scope["method"] not in ("GET", "HEAD")
+            or heads[3] is not None  # X-Cache-Id
+            or scope.get("path_params")  # an instance-level call
+        ):
+            return (await self.compute(op, rtype, scope, receive, heads))[0]
+        key = (op.definition.code, rtype, scope["query_string"], *heads[:3])
+        revision = self.store.workbench.terminology.revision()  # before the answer is made
+        body = memo.get(key, revision)
+        if body is None:
+            body, inputs = await self.compute(op, rtype, scope, receive, heads)
+            memo.put(key, body, revision, inputs)
+        return body
+
+    async def compute(
+        self,
+        op: Operation,
+        rtype: str | None,
+        scope: Scope,
+        receive: Receive,
+        heads: list[str | None],
+    ) -> tuple[bytes, Mapping[str, Any]]:
+        """The answer of ``answer`` made: its body, and the inputs it was made from
+        (``heads``: the ``OPERATION_HEADERS`` sent)."""
         definition = op.definition
         limits = self.offloader.limits
         # the query string is read once, straight from the scope (no QueryParams)
         query = query_items(scope["query_string"])
-        language, costly, preference = _headers(scope, OPERATION_HEADERS)
+        language, costly, preference = heads[:3]
         strict = strict_handling(preference)
-        large: bytes | None = None  # a body decoded where the operation runs
-        queried: dict[str, Any] | None = None  # the query's inputs beside a body's
-        if scope["method"] == "GET":
-            if definition.affects_state:
-                raise MethodNotAllowedError(
-                    f"${definition.code} changes state, so it cannot be invoked with GET"
-                )
-            inputs = parse_query(definition, query, strict=strict)
-        else:
-            raw = await read_body(scope, receive, self.max_body, empty_ok=True)
-            if raw is None:  # a POST without a body is the operation without inputs
-                inputs = parse_query(definition, query, strict=strict)
-            elif len(raw) <= limits.loop_body_bytes:
-                inputs = post_inputs(definition, raw, limits, strict=strict)
-            else:
-                inputs, large = {}, raw
-            if op.with_caches and query and raw is not None:  # ``?mode=start`` with a body
-                queried = parse_query(definition, query, strict=strict)
-                inputs = with_query(queried, inputs)
+        inputs, large, queried = await self.inputs(op, scope, receive, query, strict)
         received = time.monotonic()  # the deadline counts from here
         params = scope.get("path_params")
         rid = params.get("rid") if params else None
@@ -269,18 +209,52 @@ class OperationRoutes:
             or op.with_closures
             or op.many
             or cache_id is not None
-            or (op.cached and _names_cache(large))
+            or (op.cached and names_cache(large))
         ):
             offloader = self.in_process
         stored = self._in_database(op, cache_id, inputs, large)
         if op.blocking or large is not None or stored:
-            return await offloader.run(
+            body = await offloader.run(
                 respond, blocking=op.blocking or stored, since=received, scan=large is not None
             )
+            return body, inputs
         tried = offloader.trial(respond)  # a cheap call answers here, without a coroutine
         if not isinstance(tried, WouldBlock):
-            return tried
-        return await offloader.elsewhere(respond, since=received, building=tried.building)
+            return tried, inputs
+        body = await offloader.elsewhere(respond, since=received, building=tried.building)
+        return body, inputs
+
+    async def inputs(
+        self,
+        op: Operation,
+        scope: Scope,
+        receive: Receive,
+        query: list[tuple[str, str]],
+        strict: bool,
+    ) -> tuple[dict[str, Any], bytes | None, dict[str, Any] | None]:
+        """The call's inputs; a body too large to decode on the event loop (decoded where
+        the operation runs: the inputs are then empty); the query's inputs when they join
+        a body's (``?mode=start`` of ``$cache-control``, decoded where it runs)."""
+        definition = op.definition
+        if scope["method"] == "GET":
+            if definition.affects_state:
+                raise MethodNotAllowedError(
+                    f"${definition.code} changes state, so it cannot be invoked with GET"
+                )
+            return parse_query(definition, query, strict=strict), None, None
+        raw = await read_body(scope, receive, self.max_body, empty_ok=True)
+        large: bytes | None = None
+        if raw is None:  # a POST without a body is the operation without inputs
+            inputs = parse_query(definition, query, strict=strict)
+        elif len(raw) <= self.offloader.limits.loop_body_bytes:
+            inputs = post_inputs(definition, raw, self.offloader.limits, strict=strict)
+        else:
+            inputs, large = {}, raw
+        queried: dict[str, Any] | None = None
+        if op.with_caches and query and raw is not None:  # ``?mode=start`` with a body
+            queried = parse_query(definition, query, strict=strict)
+            inputs = with_query(queried, inputs)
+        return inputs, large, queried
 
     def _in_database(
         self, op: Operation, cache_id: str | None, inputs: Mapping[str, Any], large: bytes | None
@@ -291,7 +265,7 @@ class OperationRoutes:
             return self.closures is not None and self.closures.in_database
         if self.caches is None or self.caches.backing is None:
             return False
-        named = cache_id is not None or CACHE_ID in inputs or _names_cache(large)
+        named = cache_id is not None or CACHE_ID in inputs or names_cache(large)
         return op.with_caches or (op.cached and named)
 
     def _endpoint(self, op: Operation, rtype: str | None) -> Endpoint:

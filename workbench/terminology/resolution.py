@@ -54,6 +54,7 @@ class Resolution:
         self._vs_cache: dict[tuple[str, str | None], CompiledValueSet] = {}
         self._providers: dict[str, list[CodeSystemProvider]] = {}
         self._parent = parent
+        self._releases_added = 0  # providers added (``revision``)
         if parent is not None:
             self._providers = parent._providers
         registry.subscribe(self._on_change)
@@ -88,6 +89,7 @@ class Resolution:
             self.check_new_provider(provider.url, provider.version)
             known = self._providers.get(provider.url, [])
             self._providers[provider.url] = [provider, *known]
+            self._releases_added += 1
             self._vs_cache.clear()
 
     def check_new_provider(self, url: str, version: str | None) -> None:
@@ -101,6 +103,13 @@ class Resolution:
                 f"CodeSystem {url}|{version} is already loaded: load another version, or "
                 "pass version= to load this release under another one"
             )
+
+    def revision(self) -> tuple[int, int]:
+        """A value that changes whenever the content answers are drawn from changes: a write
+        to the registry (a resource loaded, stored, replaced or deleted: its generation) or a
+        terminology loaded from its release files (a provider added). Equal revisions, equal
+        answers to equal requests (what the server's answer memo relies on)."""
+        return self.registry.generation, self._releases_added
 
     def providers(self) -> list[Any]:
         """Every loaded provider (the default version of each system first)."""
