@@ -7,6 +7,7 @@ the server's log lines name the request they were written for."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import socket
 from collections.abc import Iterator
@@ -141,3 +142,20 @@ def test_a_500_is_logged_with_its_requests_id(
     assert (found.status_code, found.headers["x-request-id"]) == (500, "crash-1")
     logged = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert logged and all(r.request_id == "crash-1" for r in logged)  # type: ignore[attr-defined]
+
+
+def test_a_forked_worker_makes_ids_of_its_own() -> None:
+    """``server.py --workers`` forks its workers after loading: each makes its own random
+    part, so two workers never hand out the same id."""
+    mine = request_ids.new_id()[:16]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first id, then out without running anything else
+        os.write(write, request_ids.new_id()[:16])
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    theirs = os.read(read, 16)
+    os.close(read)
+    assert len(theirs) == 16 and theirs != mine
+    assert request_ids.new_id()[:16] == mine  # the parent's stays its own

@@ -31,18 +31,23 @@ CURRENT: ContextVar[str] = ContextVar("request_id", default="-")
 
 
 _COUNTER = itertools.count()
-_PREFIX: dict[int, bytes] = {}  # 16 random hex digits, by the process they were made in
+_PREFIX: list[bytes] = []  # 16 random hex digits, made in this process
+
+
+def _forget_prefix() -> None:
+    _PREFIX.clear()
+
+
+# a forked worker makes its own (reading the process id at each request is a system call)
+os.register_at_fork(after_in_child=_forget_prefix)
 
 
 def new_id() -> bytes:
     """A new request id: 32 hex digits, 16 random per process (made again in a forked
     worker) then a counter: unique without the cost of a random UUID per request."""
-    pid = os.getpid()
-    prefix = _PREFIX.get(pid)
-    if prefix is None:
-        _PREFIX.clear()
-        prefix = _PREFIX[pid] = os.urandom(8).hex().encode("ascii")
-    return prefix + b"%016x" % next(_COUNTER)
+    if not _PREFIX:
+        _PREFIX.append(os.urandom(8).hex().encode("ascii"))
+    return _PREFIX[0] + b"%016x" % next(_COUNTER)
 
 
 def request_id(scope: Mapping[str, Any]) -> bytes:
