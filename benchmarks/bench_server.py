@@ -137,40 +137,38 @@ GENDER_BODY = orjson.dumps(
         ],
     }
 )
+GENDER_PATH = _validate_path(GENDER_VS, GENDER_CS, "female")
+ENCOUNTER_PATH = _validate_path(
+    "http://terminology.hl7.org/ValueSet/v3-ActEncounterCode",
+    "http://terminology.hl7.org/CodeSystem/v3-ActCode",
+    "AMB",
+)
 SCENARIOS = (
     Scenario("GET raw", "/ping", workbench=False),
     Scenario(
         "GET gender",
-        _validate_path(GENDER_VS, GENDER_CS, "female"),
+        GENDER_PATH,
         workbench=True,
         baseline="GET raw",
         target=MEMO_RATIO_TARGET,
     ),
     Scenario(
         "GET gender made",
-        _validate_path(GENDER_VS, GENDER_CS, "female"),
+        GENDER_PATH,
         workbench=True,
         baseline="GET raw",
         memo=False,
     ),
     Scenario(
         "GET encounter made",
-        _validate_path(
-            "http://terminology.hl7.org/ValueSet/v3-ActEncounterCode",
-            "http://terminology.hl7.org/CodeSystem/v3-ActCode",
-            "AMB",
-        ),
+        ENCOUNTER_PATH,
         workbench=True,
         baseline="GET raw",
         memo=False,
     ),
     Scenario(
         "GET encounter",
-        _validate_path(
-            "http://terminology.hl7.org/ValueSet/v3-ActEncounterCode",
-            "http://terminology.hl7.org/CodeSystem/v3-ActCode",
-            "AMB",
-        ),
+        ENCOUNTER_PATH,
         workbench=True,
         baseline="GET raw",
     ),
@@ -183,7 +181,7 @@ SCENARIOS = (
     ),
     Scenario(
         "GET gender x2",
-        _validate_path(GENDER_VS, GENDER_CS, "female"),
+        GENDER_PATH,
         workbench=True,
         baseline="GET gender",
         workers=2,
