@@ -122,15 +122,14 @@ def _address_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     appearance); ``values`` is contiguous and kept alive by the caller."""
     addresses = pointers(values)
     keys, low, shift = _compact(addresses)
-    # Arrow's hash encoding (the groups in order of first appearance, as pd.factorize gives
-    # them): 9.7 ms for a million 32-bit keys of 105,000 distinct objects, pd.factorize with
-    # its best size hint 13.2 ms
-    encoded = pc.dictionary_encode(pa.array(keys))
-    ids = np.asarray(encoded.indices.to_numpy(), dtype=np.int64)
-    uniques = encoded.dictionary.to_numpy()
+    # a bounded size hint: the table grows with the distinct objects (the default sizes it
+    # for every row, which costs more than the hashing; 2**17 slots measured fastest for 10
+    # to 500,000 distinct objects in a million rows, 1.6x faster than 1,024 at 100,000)
+    ids, uniques = pd.factorize(keys, size_hint=min(len(keys), 1 << 17))
+    uniques = np.asarray(uniques)
     if keys is not addresses:
         uniques = (uniques.astype(np.uintp) << np.uintp(shift)) + low
-    return ids, uniques
+    return np.asarray(ids, dtype=np.int64), uniques
 
 
 def _compact(addresses: np.ndarray) -> tuple[np.ndarray, np.uintp, int]:
