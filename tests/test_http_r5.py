@@ -127,8 +127,26 @@ def _r5_answer(response: httpx.Response) -> dict[str, Any]:
             "4.0.1",
             "application/fhir+json; fhirVersion=4.0",
         ),
+        ("R4", {"_format": R5_MEDIA}, None, "CapabilityStatement", "5.0.0", R5_MEDIA),
+        (
+            "R4",
+            {"_format": "application/fhir+json;fhirVersion=5.0", "mode": "terminology"},
+            "application/fhir+json; fhirVersion=4.0",  # (``_format`` wins)
+            "TerminologyCapabilities",
+            None,
+            R5_MEDIA,
+        ),
     ],
-    ids=["r5", "r5-terminology", "r4-accept-5", "r4-accept-5-terminology", "r4", "r4-accept-4"],
+    ids=[
+        "r5",
+        "r5-terminology",
+        "r4-accept-5",
+        "r4-accept-5-terminology",
+        "r4",
+        "r4-accept-4",
+        "r4-format-5",
+        "r4-format-5-over-accept-4",
+    ],
 )
 def test_metadata(
     http: httpx.Client,
@@ -271,7 +289,7 @@ def _comparable(body: dict[str, Any]) -> dict[str, Any]:
     ("method", "path", "r5_request", "r4_request"),
     [pytest.param(*case[1:], id=case[0]) for case in OPERATIONS],
 )
-@pytest.mark.parametrize("route", ["r5-base", "r4-base-fhirversion"])
+@pytest.mark.parametrize("route", ["r5-base", "r4-base-fhirversion", "r4-base-format"])
 def test_operations_answer_as_r4_does(
     http: httpx.Client,
     r5: httpx.Client,
@@ -285,8 +303,14 @@ def test_operations_answer_as_r4_does(
         got = _send(
             r5, method, path, r5_request, **({} if method == "GET" else {"Content-Type": FHIR_JSON})
         )
-    else:
+    elif route == "r4-base-fhirversion":
         got = _send(http, method, path, r5_request, **R5_HEADERS)
+    else:  # ``_format`` naming the release: the answer's, and with no Content-Type's, the body's
+        asked = {"_format": "application/fhir+json;fhirVersion=5.0"}
+        if method == "GET":
+            got = _send(http, method, path, {**r5_request, **asked})
+        else:
+            got = http.post(path, params=asked, json=r5_request)
     answer = _r5_answer(got)
     expected = _send(http, method, path, r4_request or r5_request)
     assert expected.status_code == 200, expected.text

@@ -100,6 +100,17 @@ BAD: list[tuple[str, str, str, str, Any, dict[str, str], int, str, str]] = [
         r"fhirVersion=6\.0 \(Accept\) is not served",
     ),
     (
+        "format-3.0",
+        "R4",
+        "GET",
+        "/metadata",
+        {"_format": "application/fhir+json;fhirVersion=3.0"},
+        {"Accept": "application/fhir+json; fhirVersion=5.0"},
+        406,
+        "not-supported",
+        r"fhirVersion=3\.0 \(_format\) is not served",
+    ),
+    (
         "content-type-3.0",
         "R4",
         "POST",

@@ -2,7 +2,8 @@
 
 ``VersionAdapter`` decides the release of a request: a path under the R5 base
 (``/fhir/R5``, see ``r5_base``), or, on any path, a media type naming ``fhirVersion`` in
-Content-Type (the body's release) or Accept (the release wanted back), each falling back on
+Content-Type (the body's release) or Accept (the release wanted back; ``_format`` in the
+query, which wins over Accept, may name it too), each falling back on
 the other (FHIR http.html, "FHIR Version parameter"; the HL7 validator sends
 ``application/fhir+json; fhirVersion=5.0`` when the content it validates is R5, and
 tx.fhir.org serves ``/r5`` beside ``/r4``). An R5 request is converted to R4 (path, the
@@ -76,6 +77,18 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _format_param(scope: Scope) -> str | None:
+    """The ``_format`` of the query string when it names a ``fhirVersion``, else None (a
+    substring test first: the hot path pays no parse)."""
+    query = scope.get("query_string", b"")
+    if b"_format" not in query or b"ersion" not in query:
+        return None
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if name == "_format" and fhir_version(value) is not None:
+            return value
+    return None
+
+
 class VersionAdapter:
     """Serve R5 requests through the R4 app (see the module docstring)."""
 
@@ -102,6 +115,8 @@ class VersionAdapter:
         r5 = self.r5_base
         if r5 is not None and r5 in scope["path"] and self.on_r5_base(scope):
             return True
+        if _format_param(scope) is not None:
+            return True
         for key, value in scope["headers"]:
             if (
                 b"ersion" in value
@@ -122,11 +137,13 @@ class VersionAdapter:
         on_r5 = self.on_r5_base(scope)
         home = R5 if on_r5 else R4
         sent = fhir_version(_header(scope, b"content-type"))
-        wanted = fhir_version(_header(scope, b"accept"))
+        asked = _format_param(scope)  # (``_format`` wins over Accept)
+        wanted = fhir_version(asked or _header(scope, b"accept"))
         served = (R5,) if on_r5 else (R4, R5)
         if wanted is not None and wanted not in served:
+            where = "_format" if asked else "Accept"
             raise NotAcceptableError(
-                f"fhirVersion={wanted} (Accept) is not served here: this base answers "
+                f"fhirVersion={wanted} ({where}) is not served here: this base answers "
                 f"fhirVersion {' or '.join(served)}",
                 msg_id="WB-R5-406",
             )
@@ -167,9 +184,13 @@ class VersionAdapter:
             rest = route_path(scope)[len(self.r5_base) :]
             out["path"] = f"{root}{self.base}{rest}"
             out["raw_path"] = out["path"].encode("utf-8")
-        if plan.reads == R5 and plan.operation and scope.get("query_string"):
-            items = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
-            renamed = query_to_r4(plan.operation, items)
+        query = scope.get("query_string")
+        if query and ((plan.reads == R5 and plan.operation) or _format_param(scope)):
+            items = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+            # ``_format``'s media type without its fhirVersion (the R4 app's own rule reads it)
+            renamed = [(k, v.split(";")[0].strip() if k == "_format" else v) for k, v in items]
+            if plan.reads == R5 and plan.operation:
+                renamed = query_to_r4(plan.operation, renamed)
             if renamed != items:
                 out["query_string"] = urlencode(renamed, safe=":/|,$").encode("latin-1")
         headers = []
