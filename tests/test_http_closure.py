@@ -340,10 +340,22 @@ def test_bad_input_is_a_clear_outcome(
         assert found.status_code == status and text in found.text
 
 
-def test_closure_is_post_only_and_system_level(http: httpx.Client) -> None:
-    assert_outcome(http.get("/$closure?name=x"), 405, "not-supported", "changes state")
-    found = http.post("/ConceptMap/$closure", json=params(("name", {"valueString": "x"})))
-    assert_outcome(found, 405, "not-supported", "only at system")
+def test_closure_is_post_only_at_system_and_type_level(http: httpx.Client) -> None:
+    """``[base]/$closure`` as R4 defines it, and ``[base]/ConceptMap/$closure`` where clients
+    call it: one table, whichever path a call takes; GET is refused on both."""
+    for path in ("/$closure", "/ConceptMap/$closure"):
+        assert_outcome(http.get(f"{path}?name=x"), 405, "not-supported", "changes state")
+    initialised = http.post("/ConceptMap/$closure", json=params(("name", {"valueString": "both"})))
+    assert answered(initialised) == ("0", set())
+    added = closure(http, "both", (SCT, "22298006"), (SCT, "404684003"))
+    version, found = answered(added)
+    replayed = http.post(
+        "/ConceptMap/$closure",
+        json=params(("name", {"valueString": "both"}), ("version", {"valueString": "0"})),
+    )
+    assert answered(replayed) == (version, found) and found
+    instance = http.post("/ConceptMap/x/$closure", json=params(("name", {"valueString": "x"})))
+    assert_outcome(instance, 405, "not-supported", "only at system, type")
 
 
 def test_tables_outlive_the_server_and_are_shared(

@@ -60,7 +60,7 @@ REQUESTS: list[tuple[str, str, str, dict[str, str], bytes | None, bool, int]] = 
     ("instance operation", "GET", "/ValueSet/administrative-gender/$validate-code"
      f"?system={GENDER_CS}&code=male", {}, None, True, 200),
     ("unknown operation", "GET", "/ValueSet/$nosuch", {}, None, True, 404),
-    ("operation at another level", "GET", "/ConceptMap/$closure", {}, None, True, 405),
+    ("operation at another level", "GET", "/$validate-code", {}, None, True, 405),
     ("read", "GET", "/ValueSet/administrative-gender", {}, None, True, 200),
     ("search", "GET", f"/ValueSet?url={GENDER_VS}", {}, None, True, 200),
     ("metadata", "GET", "/metadata", {}, None, False, 200),

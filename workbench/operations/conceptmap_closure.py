@@ -1,4 +1,7 @@
-"""``[base]/$closure`` (R4's ConceptMap-closure, a system-level operation): closure tables.
+"""``[base]/$closure`` and ``[base]/ConceptMap/$closure`` (R4's ConceptMap-closure): closure
+tables. R4 defines the operation at system level; it is served at type level too, where
+clients call it as ``ConceptMap/$closure`` (TermX serves it there), so the definition this
+server publishes says ``type: true``.
 
 A call that names a closure and sends no concept (and no ``version``) initialises it (an
 empty table at version 0, replacing one of that name); a call with ``concept``s adds them
@@ -13,6 +16,7 @@ a CodeSystem resource); the call changes state, so it is POST only (``affectsSta
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +37,8 @@ from workbench.terminology.closure import (
 if TYPE_CHECKING:
     from workbench.service import TerminologyService
 
-DEFINITION = load_definition("OperationDefinition-ConceptMap-closure.json")
+_R4_DEFINITION = load_definition("OperationDefinition-ConceptMap-closure.json")
+DEFINITION = replace(_R4_DEFINITION, type=True, resource={**_R4_DEFINITION.resource, "type": True})
 
 
 def run(

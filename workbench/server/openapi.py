@@ -50,7 +50,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "codeA": "female",
         "codeB": "female",
     },
-    "ConceptMap": {"system": GENDER_CS, "code": "female"},
+    "ConceptMap": {"system": GENDER_CS, "code": "female", "name": "example-closure"},
     "": {"mode": "start", "name": "example-closure"},  # system level: $cache-control, $closure
 }
 # The resource-typed samples: one entry of $batch-validate-code.
