@@ -33,7 +33,10 @@ What it measures, per dtype:
    target, so both see the same load. Rows/s, both medians, the ratio and PASS/MISS (on
    wall time), plus the same ratio in CPU time. For an Arrow-backed column it also prints,
    for information only, a tighter reference: ``pyarrow.compute.is_in`` with a precomputed
-   value-set array (``Series.isin`` on ``str`` converts the set value by value per call).
+   value-set array (``Series.isin`` on ``str`` converts the set value by value per call),
+   and for every dtype, also for information, the frame against the bare test of its own
+   question (``isin`` of the codes and ``==`` of the system column), which reads the system
+   column as the frame must.
 2. Memory of one warm call, over the input's own size (``df.memory_usage(deep=True)``):
    the tracemalloc peak in this process (numpy and Python allocations; Arrow's own memory
    pool is invisible to it), and the peak RSS growth of one call in a fresh child process
@@ -735,6 +738,8 @@ def bench_dtype(
         "validate": lambda: validate(case, df),
         "series": lambda: case.wb.validate_column(column, VS_URL, system=case.system),
         "bare": lambda: case.wb.validate_column(column, VS_URL),
+        # what a pandas user writes for the frame's question: information, not the target
+        "both": lambda: column.isin(case.valid) & (df["system"] == case.system),
     }
     reference = arrow_reference(column, case.valid)
     if reference is not None:
@@ -778,6 +783,11 @@ def bench_dtype(
         f"validate_column on the code Series alone (no system=; the value set has one): median "
         f"{bare_s:.3f} s (runs: {runs(times['bare'])}); ratio to isin {bare_s / base_s:.2f}  "
         f"{verdict(bare_s / base_s <= TARGET_RATIO)}"
+    )
+    both_s = statistics.median(times["both"])
+    print(
+        f"information: isin & system == (the frame's question in pandas) {both_s:.3f} s "
+        f"(runs: {runs(times['both'])}); the frame over it: {call_s / both_s:.2f}"
     )
     base_cpu, call_cpu = statistics.median(cpu["isin"]), statistics.median(cpu["validate"])
     print(
