@@ -52,8 +52,11 @@ seconds apart, and its median is the figure checked against the target.
 
 Before the load each workbench request is sent once with httpx and must answer 200 (and
 ``result`` true for $validate-code); after each run ``wrk`` must report no non-2xx responses
-and no socket errors. Printed: req/s, p50 and p99 latency per scenario, the ratio of the
-continuous runs, the paired ratio (median, range, rounds) against its target (0.75 for
+and no socket errors. Printed: req/s, the server's processor time per request over the
+measured run (``CPU µs/req``: user and system time of the one-worker server's process from
+``/proc``, divided by the requests; less sensitive than a rate to other load on a shared
+machine, and blank for the two-worker server), p50 and p99 latency per scenario, the ratio
+of the continuous runs, the paired ratio (median, range, rounds) against its target (0.75 for
 ``GET gender``, else 0.5) and p99
 against 5 ms (PASS/MISS), and for the mixed case the expansion's time and p99 against
 20 ms. The exit status is 0 if every target is met, 1 on a MISS, 2 on a setup or validity
@@ -84,7 +87,7 @@ from urllib.parse import urlencode
 import httpx
 import orjson
 from paired import PairedRatio, paired_ratio
-from wrk_runs import CONNECTIONS, THREADS, WrkResult, post_script, run_wrk
+from wrk_runs import CONNECTIONS, THREADS, WrkResult, post_script, process_cpu, run_wrk
 
 ROOT = Path(__file__).resolve().parent.parent
 VALUESETS = ROOT / "valuesets"
@@ -462,11 +465,31 @@ def start_servers(
         started.append((start(["--serve-workbench", *args]), port))
     started.append((start(["--serve-trivial", str(raw_port)]), raw_port))
     procs.extend(proc for proc, _ in started)
+    sizes = [w for w, _ in SERVERS] + [1]  # workers of each
     roots = [f"http://{HOST}:{port}" for _, port in started]
     paths = [f"{BASE}/metadata"] * len(SERVERS) + ["/ping"]
     for (proc, _), root, path in zip(started, roots, paths, strict=True):
         wait_ready(proc, root + path, {})
+    for (proc, _), root, count in zip(started, roots, sizes, strict=True):
+        if count == 1:  # (a server of several workers: its CPU is its children's)
+            SERVED[root] = proc.pid
     return dict(zip(SERVERS, roots, strict=False)), roots[-1]
+
+
+#: The process of each one-worker server, by its root (for the CPU a request costs it).
+SERVED: dict[str, int] = {}
+
+
+def cpu_per_request(root: str, load: Callable[[], WrkResult]) -> tuple[WrkResult, float | None]:
+    """``load()``, and the server's processor time per request over it (µs; None for a
+    server of several workers or without /proc)."""
+    pid = SERVED.get(root)
+    before = None if pid is None else process_cpu(pid)
+    result = load()
+    after = None if pid is None else process_cpu(pid)
+    if before is None or after is None or not result.requests:
+        return result, None
+    return result, (after - before) / result.requests * 1e6
 
 
 def _rps(load: Callable[[int], WrkResult], seconds: int) -> float:
@@ -498,6 +521,7 @@ def bench(
     )
     procs: list[subprocess.Popen[bytes]] = []
     results: dict[str, WrkResult] = {}
+    cpu: dict[str, float | None] = {}
     paired: dict[str, PairedRatio] = {}
     try:
         with tempfile.TemporaryDirectory() as folder:
@@ -505,15 +529,16 @@ def bench(
             wb_root = roots[(1, True)]
             loads: dict[str, Callable[[int], WrkResult]] = {}
             for sc in SCENARIOS:
-                url = roots[(sc.workers, sc.memo)] + sc.path
-                url = url if sc.workbench else trivial_root + sc.path
+                root = roots[(sc.workers, sc.memo)] if sc.workbench else trivial_root
+                url = root + sc.path
                 headers = auth if sc.workbench else {}
                 if sc.workbench:
                     check_valid(sc, url, headers)
                 script = None if sc.body is None else post_script(sc.body, Path(folder))
                 loads[sc.name] = partial(run_wrk, wrk, url, headers, script=script)
                 loads[sc.name](WARMUP_S)
-                results[sc.name] = res = loads[sc.name](duration)
+                res, cpu[sc.name] = cpu_per_request(root, partial(loads[sc.name], duration))
+                results[sc.name] = res
                 print(f"  {sc.name:<14} done: {res.requests} requests", flush=True)
             for sc in TARGETED:
                 base, subject = loads[sc.baseline or ""], loads[sc.name]
@@ -530,11 +555,16 @@ def bench(
         for proc in procs:
             stop(proc)
 
-    print(f"\n{'scenario':<14} {'req/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'ratio':>7}  paired")
+    print(
+        f"\n{'scenario':<14} {'req/s':>10} {'CPU µs/req':>11} {'p50 ms':>9} {'p99 ms':>9} "
+        f"{'ratio':>7}  paired"
+    )
     status = 0
     for sc in SCENARIOS:
         res = results[sc.name]
-        line = f"{sc.name:<14} {res.rps:>10.1f} {res.p50_ms:>9.2f} {res.p99_ms:>9.2f}"
+        used = cpu[sc.name]
+        shown = "" if used is None else f"{used:.1f}"
+        line = f"{sc.name:<14} {res.rps:>10.1f} {shown:>11} {res.p50_ms:>9.2f} {res.p99_ms:>9.2f}"
         if sc.workers > 1:
             ratio = res.rps / results[sc.baseline or ""].rps
             line += f" {ratio:>7.2f}  ({sc.workers} workers against 1 on {os.cpu_count()} CPUs)"
@@ -551,7 +581,7 @@ def bench(
     ok = busy.p99_ms <= MIXED_P99_TARGET_MS and expansion.seconds >= MIXED_EXPANSION_S
     status = status or (0 if ok else 1)
     print(
-        f"{'mixed':<14} {busy.rps:>10.1f} {busy.p50_ms:>9.2f} {busy.p99_ms:>9.2f}"
+        f"{'mixed':<14} {busy.rps:>10.1f} {'':>11} {busy.p50_ms:>9.2f} {busy.p99_ms:>9.2f}"
         f"          {'PASS' if ok else 'MISS'} (GET gender for {busy_seconds} s inside a "
         f"{expansion.seconds:.1f} s expansion; targets: p99 <= {MIXED_P99_TARGET_MS:g} ms, "
         f"expansion >= {MIXED_EXPANSION_S:g} s)"

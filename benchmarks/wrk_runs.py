@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -66,6 +67,18 @@ def post_script(body: bytes, folder: Path) -> Path:
         'wrk.headers["Content-Type"] = "application/fhir+json"\n'
     )
     return path
+
+
+def process_cpu(pid: int) -> float | None:
+    """The processor time (user and system, in seconds) process ``pid`` has used so far, read
+    from ``/proc`` (None where there is none). Over a run, divided by its requests, it is
+    what one request costs the server, less sensitive to other load on a shared machine than
+    its rate."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_wrk(
