@@ -226,14 +226,26 @@ class Walker:
         return None
 
 
+#: Location texts already made, by chain: resources of one shape repeat them (bounded).
+_TEXTS: dict[Any, str] = {}
+_MAX_TEXTS = 1 << 16
+
+
 def location(loc: Loc) -> str:
     """The FHIRPath text of a location chain: ``Observation.component[0].code``."""
-    parts: list[str] = []
-    while type(loc) is tuple:
-        loc, label, index = loc
+    found = _TEXTS.get(loc)
+    if found is not None:
+        return found
+    chain, parts = loc, []
+    while type(chain) is tuple:
+        chain, label, index = chain
         parts.append(f".{label}[{index}]" if index >= 0 else f".{label}")
-    parts.append(str(loc))
-    return "".join(reversed(parts))
+    parts.append(str(chain))
+    found = "".join(reversed(parts))
+    if len(_TEXTS) >= _MAX_TEXTS:
+        _TEXTS.clear()
+    _TEXTS[loc] = found
+    return found
 
 
 def _row(
