@@ -183,10 +183,11 @@ class Walker:
             self._node(node, value, loc, here)
 
     def _emit(self, rule: Rule, kind: str, value: Any, loc: Loc, here: _Resource) -> None:
-        seen = (loc, rule.valueset, rule.strength)
-        if seen in here.seen:
-            return
-        here.seen.add(seen)
+        seen = here.seen
+        before = len(seen)
+        seen.add((loc, rule.valueset, rule.strength))  # (hashed once: added, or there)
+        if len(seen) == before:
+            return None
         if kind == "CodeableConcept":
             self._concept(rule, value, loc, here)
         elif kind in ("Coding", "Quantity"):
