@@ -336,3 +336,16 @@ def test_the_explorer_goes_from_elements_to_codes_to_resources(wb: Workbench) ->
     explorer.codes.value = 1
     assert [label for label, _ in explorer.resources.options] == ["Observation/o3"]
     assert "Observation/o3" in explorer.detail.value and "other" in explorer.detail.value
+
+
+def test_location_texts_are_remembered_within_their_bound() -> None:
+    """Each chain's FHIRPath text is made once and kept, never more than the bound."""
+    from workbench.bindings import walk
+
+    walk._TEXTS.clear()
+    coding = (("Observation", "code", -1), "coding", 1)
+    assert walk.location(coding) == "Observation.code.coding[1]"
+    assert walk.location(coding) is walk.location((("Observation", "code", -1), "coding", 1))
+    texts = [walk.location(("Observation", "component", i)) for i in range(walk._MAX_TEXTS + 9)]
+    assert texts[7] == "Observation.component[7]" and len(set(texts)) == walk._MAX_TEXTS + 9
+    assert 0 < len(walk._TEXTS) <= walk._MAX_TEXTS
