@@ -62,6 +62,47 @@ def test_dask_rows_are_the_pandas_rows(r4_wb: Workbench, examples: list[dict[str
     assert ordered(lazy.compute()) == ordered(local)
 
 
+#: JSON texts that are no resource, and the reason each one's row gives.
+UNREADABLE = [
+    ('{"resourceType": "Observation", "id": "cut"', "not valid JSON"),
+    ("[1, 2]", "a JSON array, not an object"),
+    ('{"resourceType": "Nope"}', "resourceType 'Nope' is not a FHIR R4 resource type"),
+    ('"a string"', "a JSON string, not an object"),
+]
+
+
+@pytest.mark.parametrize("backend", ["spark", "dask"])
+def test_texts_that_are_no_resource_are_rows_that_say_why(
+    request: pytest.FixtureRequest,
+    r4_wb: Workbench,
+    examples: list[dict[str, Any]],
+    backend: str,
+) -> None:
+    """One unreadable text never fails the lazy check: each is a row of its own (nothing
+    checked, issue ``structure``, the reader's reason), the rest are the pandas rows; a
+    Bundle's resources are checked as the reader opens Bundles."""
+    bundle = {"resourceType": "Bundle", "type": "collection",
+              "entry": [{"resource": examples[1]}, {"resource": [1]}]}  # fmt: skip
+    texts = [orjson.dumps(r).decode() for r in [*examples, bundle]]
+    texts[3:3] = [text for text, _ in UNREADABLE]
+    if backend == "spark":
+        session = request.getfixturevalue("spark")
+        data = session.createDataFrame([(t,) for t in texts], "resource string").repartition(2)
+        rows = pd.DataFrame([r.asDict() for r in r4_wb.check_bindings(data).collect()])
+    else:
+        frame = pd.DataFrame({"resource": texts})
+        rows = r4_wb.check_bindings(dd.from_pandas(frame, npartitions=3)).compute()
+        rows = rows.reset_index(drop=True)  # (each partition's rows are numbered from 0)
+    unread = rows[rows["issue"] == "structure"]
+    unread = unread[unread["resource_type"].isna()]
+    expected = [why for _, why in UNREADABLE] + ["entry[1].resource: a JSON array"]
+    assert len(unread) == len(expected) and unread["result"].isna().all()
+    assert all(any(why in m for m in unread["message"]) for why in expected)
+    assert (unread["severity"] == "error").all()
+    local = r4_wb.check_bindings([*examples, examples[1]]).frame
+    assert ordered(rows.drop(unread.index)) == ordered(local)
+
+
 def test_a_frame_without_one_json_column_is_refused(
     spark: SparkSession,  # noqa: F811
     r4_wb: Workbench,

@@ -18,11 +18,20 @@ import pyarrow as pa
 from workbench import collector
 from workbench.bindings.judge import Answers, judge
 from workbench.bindings.plan import Plans
-from workbench.bindings.report import BindingReport, Problem, report_frame, report_table
+from workbench.bindings.report import (
+    SCHEMA,
+    BindingReport,
+    Problem,
+    report_frame,
+    report_table,
+    unread_table,
+)
 from workbench.bindings.store import Structures
 from workbench.bindings.walk import Walk, Walker
 from workbench.errors import InvalidRequestError, WorkbenchError
 from workbench.fhirdata import FhirData, ReadError, scan
+from workbench.fhirdata.intake import Intake, Limits
+from workbench.fhirdata.ndjson import read_line
 from workbench.terminology.engine import Terminology
 
 STRENGTHS = ("required", "extensible", "preferred", "example")
@@ -110,13 +119,23 @@ class BindingChecker:
         return BindingReport(report_frame(table), problems, batches.walk.resources)
 
     def rows(self, request: BindingCheck, lines: Iterable[bytes]) -> tuple[Walk, pa.Table]:
-        """Walk the resources of NDJSON ``lines`` and judge their rows: the walk and the
-        rows as an Arrow table (``report.SCHEMA``)."""
+        """Walk the resources of JSON texts ``lines`` (each a resource or a Bundle, read by
+        the reader's rules for a line) and judge their rows: the walk and the rows as an
+        Arrow table (``report.SCHEMA``), a text that is neither a row of its own saying why
+        (``report.unread_table``)."""
         batches = _Batches(self, request)
+        intake = Intake(Limits(), sink=lambda _, value, line: batches.resource(value, line))
+        log = intake.log("the JSON texts")
+        log.parsed_one()  # texts given as resources: each failure is its own record
+        texts = list(lines)
         with collector.paused():
-            for line in lines:
-                batches.resource(orjson.loads(line), line)
-            return batches.walk, batches.table()
+            for number, line in enumerate(texts, 1):
+                read_line(intake, line, log, number)
+            log.close()
+            table = batches.table().cast(SCHEMA)
+        if intake.records:
+            table = pa.concat_tables([table, unread_table(intake.records, texts)])
+        return batches.walk, table
 
     def problems(
         self, request: BindingCheck, walk: Walk, errors: list[ReadError]

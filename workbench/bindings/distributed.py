@@ -2,7 +2,8 @@
 checked on the workers, lazily, by the very ``BindingChecker`` a local check runs (the
 definitions and the engine shipped once per worker process, ``bulk.shipping``), so the
 rows are the pandas path's. The result is a lazy DataFrame of the report's rows
-(``report.COLUMNS``); ``BindingReport.of(rows)`` makes a report of its collected rows.
+(``report.COLUMNS``). A text that is no resource is a row of its own saying why
+(``report.unread_table``): one bad text never fails the job.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from workbench.bindings.judge import Verdict
 from workbench.extras import require
+from workbench.fhirdata import ReadError
 from workbench.marks import frame_html
 
 #: The columns of ``BindingReport.frame``, in order.
@@ -58,6 +59,26 @@ def report_table(rows: Sequence[tuple[Any, ...]], verdicts: Sequence[Verdict]) -
     arrays.append(pa.array(judged[0], pa.bool_()))
     arrays += [pa.array(judged[i], pa.string()) for i in (1, 2, 3)]
     return pa.table(arrays, schema=SCHEMA)
+
+
+def unread_table(records: Sequence[ReadError], texts: Sequence[bytes]) -> pa.Table:
+    """A row for each record of reading ``texts`` (JSON texts of a lazy check, numbered from
+    1): nothing checked (``result`` missing), issue ``structure``, the record's severity and
+    reason, with the start of the text it is about. A lazy check has no ``problems``: a
+    text that is no resource is named in its rows."""
+    messages = []
+    for record in records:
+        text = texts[record.line - 1] if record.line and record.line <= len(texts) else None
+        shown = "" if text is None else text[:80].decode("utf-8", "replace")
+        more = "..." if text is not None and len(text) > 80 else ""
+        messages.append(f"{record.reason} (the text {shown}{more})" if shown else record.reason)
+    n = len(messages)
+    columns: dict[str, Any] = {name: pa.nulls(n, pa.string()) for name in COLUMNS}
+    columns["result"] = pa.nulls(n, pa.bool_())
+    columns["issue"] = pa.array(["structure"] * n, pa.string())
+    columns["severity"] = pa.array([r.severity for r in records], pa.string())
+    columns["message"] = pa.array(messages, pa.string())
+    return pa.table([columns[name] for name in COLUMNS], schema=SCHEMA)
 
 
 def report_frame(table: pa.Table) -> pd.DataFrame:

@@ -107,30 +107,39 @@ def _read_mixed(intake: Intake, chunk: bytes, types: list[str], log: SourceLog, 
 def _read_lines(intake: Intake, chunk: bytes, log: SourceLog, first: int) -> int:
     """Each line on its own: the rule for anything the C check did not take (and for a
     scan); return the number of the line after the chunk's."""
-    limit = intake.limits.max_line_bytes
     counts = bracket_counts(chunk).tolist()
     for number, line, brackets in zip(
         range(first, first + len(counts)), chunk.split(b"\n"), counts, strict=False
     ):
         if not line or line.isspace():  # (not strip(): that copies every line)
             continue
-        if len(line) > limit:
-            log.error(number, _too_long(limit))
-            continue
-        value, reason = parse_line(line, brackets=brackets)
-        if reason is not None:
-            log.error(number, reason, syntax=value is None and reason.startswith("not valid"))
-            if log.not_json:
-                break
-            continue
-        log.parsed_one()
-        resource_type, reason = resource_type_of(value)
-        if resource_type is None:
-            log.error(number, str(reason))
-        elif resource_type == "Bundle":  # its entries, decimals kept digit for digit
-            intake.add_value(jsonio.loads(line, exact_decimals=True), log, number)
-        else:
-            if log.declared is not None and resource_type != log.declared:
-                log.other_type(number, resource_type)
-            intake.add_line(resource_type, line, value)
+        read_line(intake, line, log, number, brackets)
+        if log.not_json:
+            break
     return first + len(counts)
+
+
+def read_line(
+    intake: Intake, line: bytes, log: SourceLog, number: int, brackets: int | None = None
+) -> None:
+    """Read one JSON text (line ``number`` of its source; ``brackets``: its ``[`` and ``{``
+    when counted already) into ``intake``: a resource, a Bundle's resources, or a record in
+    ``log`` saying why it is neither (longer than ``max_line_bytes`` included)."""
+    limit = intake.limits.max_line_bytes
+    if len(line) > limit:
+        log.error(number, _too_long(limit))
+        return
+    value, reason = parse_line(line, brackets=brackets)
+    if reason is not None:
+        log.error(number, reason, syntax=value is None and reason.startswith("not valid"))
+        return
+    log.parsed_one()
+    resource_type, reason = resource_type_of(value)
+    if resource_type is None:
+        log.error(number, str(reason))
+    elif resource_type == "Bundle":  # its entries, decimals kept digit for digit
+        intake.add_value(jsonio.loads(line, exact_decimals=True), log, number)
+    else:
+        if log.declared is not None and resource_type != log.declared:
+            log.other_type(number, resource_type)
+        intake.add_line(resource_type, line, value)
