@@ -62,6 +62,8 @@ def test_dask_rows_are_the_pandas_rows(r4_wb: Workbench, examples: list[dict[str
     assert ordered(lazy.compute()) == ordered(local)
 
 
+#: A profile no package defines.
+ABSENT = "http://example.org/StructureDefinition/never-loaded"
 #: JSON texts that are no resource, and the reason each one's row gives.
 UNREADABLE = [
     ('{"resourceType": "Observation", "id": "cut"', "not valid JSON"),
@@ -72,18 +74,20 @@ UNREADABLE = [
 
 
 @pytest.mark.parametrize("backend", ["spark", "dask"])
-def test_texts_that_are_no_resource_are_rows_that_say_why(
+def test_what_a_report_counts_as_problems_are_rows_of_a_lazy_check(
     request: pytest.FixtureRequest,
     r4_wb: Workbench,
     examples: list[dict[str, Any]],
     backend: str,
 ) -> None:
     """One unreadable text never fails the lazy check: each is a row of its own (nothing
-    checked, issue ``structure``, the reader's reason), the rest are the pandas rows; a
-    Bundle's resources are checked as the reader opens Bundles."""
+    checked, issue ``structure``, the reader's reason), and so is a declared profile that
+    is not loaded (issue ``not-found``: the pandas report's problems); the rest are the
+    pandas rows. A Bundle's resources are checked as the reader opens Bundles."""
     bundle = {"resourceType": "Bundle", "type": "collection",
               "entry": [{"resource": examples[1]}, {"resource": [1]}]}  # fmt: skip
-    texts = [orjson.dumps(r).decode() for r in [*examples, bundle]]
+    declared = {**copy.deepcopy(examples[0]), "id": "declared", "meta": {"profile": [ABSENT]}}
+    texts = [orjson.dumps(r).decode() for r in [*examples, bundle, declared]]
     texts[3:3] = [text for text, _ in UNREADABLE]
     if backend == "spark":
         session = request.getfixturevalue("spark")
@@ -99,8 +103,11 @@ def test_texts_that_are_no_resource_are_rows_that_say_why(
     assert len(unread) == len(expected) and unread["result"].isna().all()
     assert all(any(why in m for m in unread["message"]) for why in expected)
     assert (unread["severity"] == "error").all()
-    local = r4_wb.check_bindings([*examples, examples[1]]).frame
-    assert ordered(rows.drop(unread.index)) == ordered(local)
+    missing = rows[(rows["issue"] == "not-found") & (rows["profile"] == ABSENT)]
+    assert len(missing) == 1 and "is not loaded" in missing["message"].iloc[0]
+    local = r4_wb.check_bindings([*examples, examples[1], declared])
+    assert [p.name for p in local.problems if p.kind == "profile-not-loaded"] == [ABSENT]
+    assert ordered(rows.drop([*unread.index, *missing.index])) == ordered(local.frame)
 
 
 def test_a_frame_without_one_json_column_is_refused(

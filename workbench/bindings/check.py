@@ -22,6 +22,7 @@ from workbench.bindings.report import (
     SCHEMA,
     BindingReport,
     Problem,
+    problem_table,
     report_frame,
     report_table,
     unread_table,
@@ -121,8 +122,9 @@ class BindingChecker:
     def rows(self, request: BindingCheck, lines: Iterable[bytes]) -> tuple[Walk, pa.Table]:
         """Walk the resources of JSON texts ``lines`` (each a resource or a Bundle, read by
         the reader's rules for a line) and judge their rows: the walk and the rows as an
-        Arrow table (``report.SCHEMA``), a text that is neither a row of its own saying why
-        (``report.unread_table``)."""
+        Arrow table (``report.SCHEMA``). What a local report lists in ``problems`` is rows
+        here: a text that is neither (``report.unread_table``), resource types without a
+        definition and declared profiles not loaded (``report.problem_table``)."""
         batches = _Batches(self, request)
         intake = Intake(Limits(), sink=lambda _, value, line: batches.resource(value, line))
         log = intake.log("the JSON texts")
@@ -133,8 +135,9 @@ class BindingChecker:
                 read_line(intake, line, log, number)
             log.close()
             table = batches.table().cast(SCHEMA)
-        if intake.records:
-            table = pa.concat_tables([table, unread_table(intake.records, texts)])
+        walked = problem_table(self.problems(request, batches.walk, []))
+        if intake.records or walked.num_rows:
+            table = pa.concat_tables([table, walked, unread_table(intake.records, texts)])
         return batches.walk, table
 
     def problems(

@@ -2,8 +2,10 @@
 checked on the workers, lazily, by the very ``BindingChecker`` a local check runs (the
 definitions and the engine shipped once per worker process, ``bulk.shipping``), so the
 rows are the pandas path's. The result is a lazy DataFrame of the report's rows
-(``report.COLUMNS``). A text that is no resource is a row of its own saying why
-(``report.unread_table``): one bad text never fails the job.
+(``report.COLUMNS``). What a local report lists in ``problems`` is rows here: a text that
+is no resource is a row saying why (one bad text never fails the job), and so is a declared
+profile not loaded or a type without a definition (``report.unread_table``,
+``report.problem_table``).
 """
 
 from __future__ import annotations

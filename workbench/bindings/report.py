@@ -81,6 +81,32 @@ def unread_table(records: Sequence[ReadError], texts: Sequence[bytes]) -> pa.Tab
     return pa.table([columns[name] for name in COLUMNS], schema=SCHEMA)
 
 
+#: The problems of a walk that a lazy check gives as rows.
+_PROBLEM_ROWS = ("unknown-type", "profile-not-loaded", "profile-of-another-type")
+
+
+def problem_table(problems: Sequence[Problem]) -> pa.Table:
+    """A row for each problem of a lazy check's walk that touched resources (a resource type
+    without a definition, a declared profile not loaded or of another type): nothing
+    checked, issue ``not-found``, severity ``warning``, the problem's message (which counts
+    the resources), the type or the profile not loaded in its column. The pandas report
+    lists them in ``problems``; a lazy result has its rows only."""
+    kept = [p for p in problems if p.kind in _PROBLEM_ROWS and p.resources]
+    n = len(kept)
+    columns: dict[str, Any] = {name: pa.nulls(n, pa.string()) for name in COLUMNS}
+    columns["resource_type"] = pa.array(
+        [p.name if p.kind == "unknown-type" else None for p in kept], pa.string()
+    )
+    columns["profile"] = pa.array(
+        [p.name if p.kind == "profile-not-loaded" else None for p in kept], pa.string()
+    )
+    columns["result"] = pa.nulls(n, pa.bool_())
+    columns["issue"] = pa.array(["not-found"] * n, pa.string())
+    columns["severity"] = pa.array(["warning"] * n, pa.string())
+    columns["message"] = pa.array([p.message for p in kept], pa.string())
+    return pa.table([columns[name] for name in COLUMNS], schema=SCHEMA)
+
+
 def report_frame(table: pa.Table) -> pd.DataFrame:
     """The report's pandas frame of a table of rows: repeated texts as categories, the
     result as a nullable boolean."""
