@@ -72,13 +72,11 @@ def unread_table(records: Sequence[ReadError], texts: Sequence[bytes]) -> pa.Tab
         shown = "" if text is None else text[:80].decode("utf-8", "replace")
         more = "..." if text is not None and len(text) > 80 else ""
         messages.append(f"{record.reason} (the text {shown}{more})" if shown else record.reason)
-    n = len(messages)
-    columns: dict[str, Any] = {name: pa.nulls(n, pa.string()) for name in COLUMNS}
-    columns["result"] = pa.nulls(n, pa.bool_())
-    columns["issue"] = pa.array(["structure"] * n, pa.string())
-    columns["severity"] = pa.array([r.severity for r in records], pa.string())
-    columns["message"] = pa.array(messages, pa.string())
-    return pa.table([columns[name] for name in COLUMNS], schema=SCHEMA)
+    return _unchecked(
+        issue=["structure"] * len(records),
+        severity=[r.severity for r in records],
+        message=messages,
+    )
 
 
 #: The problems of a walk that a lazy check gives as rows.
@@ -92,19 +90,26 @@ def problem_table(problems: Sequence[Problem]) -> pa.Table:
     the resources), the type or the profile not loaded in its column. The pandas report
     lists them in ``problems``; a lazy result has its rows only."""
     kept = [p for p in problems if p.kind in _PROBLEM_ROWS and p.resources]
-    n = len(kept)
-    columns: dict[str, Any] = {name: pa.nulls(n, pa.string()) for name in COLUMNS}
-    columns["resource_type"] = pa.array(
-        [p.name if p.kind == "unknown-type" else None for p in kept], pa.string()
+    return _unchecked(
+        resource_type=[p.name if p.kind == "unknown-type" else None for p in kept],
+        profile=[p.name if p.kind == "profile-not-loaded" else None for p in kept],
+        issue=["not-found"] * len(kept),
+        severity=["warning"] * len(kept),
+        message=[p.message for p in kept],
     )
-    columns["profile"] = pa.array(
-        [p.name if p.kind == "profile-not-loaded" else None for p in kept], pa.string()
-    )
-    columns["result"] = pa.nulls(n, pa.bool_())
-    columns["issue"] = pa.array(["not-found"] * n, pa.string())
-    columns["severity"] = pa.array(["warning"] * n, pa.string())
-    columns["message"] = pa.array([p.message for p in kept], pa.string())
-    return pa.table([columns[name] for name in COLUMNS], schema=SCHEMA)
+
+
+def _unchecked(**given: Sequence[str | None]) -> pa.Table:
+    """Rows of nothing checked (``SCHEMA``): the text columns ``given``, every other one
+    (``result`` too) empty."""
+    n = len(given["message"])
+    columns = [
+        pa.array(given[name], pa.string())
+        if name in given
+        else pa.nulls(n, pa.bool_() if name == "result" else pa.string())
+        for name in COLUMNS
+    ]
+    return pa.table(columns, schema=SCHEMA)
 
 
 def report_frame(table: pa.Table) -> pd.DataFrame:
