@@ -8,7 +8,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pandas as pd
 
@@ -29,6 +29,9 @@ from workbench.terminology.requests import (
 from workbench.terminology.service import EngineService
 
 if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
+    from pyspark.sql import DataFrame as SparkFrame
+
     from workbench.bindings.report import BindingReport
     from workbench.bulk.impact import Impact
     from workbench.fhirdata import FhirData
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+Strength = str | Sequence[str]  # binding strengths: one, or several
+Profiles = str | Sequence[str] | None  # "declared", profile urls, or None (the base only)
 
 _LIVE: weakref.WeakValueDictionary[int, Workbench] = weakref.WeakValueDictionary()
 _SERIALS = itertools.count(1)
@@ -520,17 +525,34 @@ class Workbench(TerminologyCalls):
 
         return bindings_frame(self.structures, profiles)
 
+    @overload
+    def check_bindings(
+        self, data: SparkFrame, *, strength: Strength = ..., profiles: Profiles = ...
+    ) -> SparkFrame: ...
+
+    @overload
+    def check_bindings(
+        self, data: DaskFrame, *, strength: Strength = ..., profiles: Profiles = ...
+    ) -> DaskFrame: ...
+
+    @overload
+    def check_bindings(
+        self, data: Any, *, strength: Strength = ..., profiles: Profiles = ...
+    ) -> BindingReport: ...
+
     def check_bindings(
         self,
         data: Any,
         *,
-        strength: str | Sequence[str] = ("required", "extensible"),
-        profiles: str | Sequence[str] | None = "declared",
-    ) -> BindingReport:
+        strength: Strength = ("required", "extensible"),
+        profiles: Profiles = "declared",
+    ) -> BindingReport | SparkFrame | DaskFrame:
         """Check every bound coded value of FHIR ``data`` (as ``read_fhir`` takes it)
         against the value set its element is bound to, by the base definitions and the
         profiles (``"declared"``: each resource's ``meta.profile``; a list of urls; None:
-        the base only); see ``workbench.bindings``. Returns a ``BindingReport``."""
+        the base only); see ``workbench.bindings``. Returns a ``BindingReport``; for a
+        Spark or Dask DataFrame of JSON texts, a lazy DataFrame of the report's rows, of
+        the same kind."""
         from workbench.bindings.api import check_bindings
 
         return check_bindings(self, data, strength=strength, profiles=profiles)

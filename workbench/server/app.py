@@ -55,7 +55,7 @@ from workbench.server.sync import WriteSync
 from workbench.terminology.client_caches import CacheLimits, ClientCaches
 
 if TYPE_CHECKING:
-    from workbench.service import TerminologyService
+    from workbench.service import ServiceHolder, TerminologyService
 
 DEFAULT_BASE = "/fhir/R4"
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
@@ -189,7 +189,7 @@ class TerminologyApp(FastAPI):
 
 
 def create_app(
-    workbench: TerminologyService,
+    workbench: TerminologyService | ServiceHolder,
     *,
     token: str,
     base: str = DEFAULT_BASE,
@@ -200,7 +200,8 @@ def create_app(
     telemetry: TelemetryConfig | None = None,
     r5_base: str | bool = True,
 ) -> FastAPI:
-    """Build the server app. It serves ``workbench`` itself, so changes show both ways.
+    """Build the server app. It serves ``workbench`` itself (a ``Workbench``, or the
+    service one holds), so changes show both ways.
 
     ``data_dir`` persists writes (and is loaded now), unless ``database`` (a
     ``postgresql://`` URL, shared by several servers) holds them; ``max_body`` limits
@@ -224,7 +225,7 @@ def create_app(
     allowed_methods = AllowedMethods(document, base)
     routes = [
         *docs_routes(base, document, TITLE),
-        *conformance_routes(workbench, base, caches.limits.idle_seconds),
+        *conformance_routes(store.workbench, base, caches.limits.idle_seconds),
         *operation_routes.routes(base),
         *resource_routes(base, store, max_body),
     ]

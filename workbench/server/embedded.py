@@ -18,7 +18,7 @@ from workbench.server.protocol import http_protocol
 from workbench.terminology.cache_ends import parse_duration
 
 if TYPE_CHECKING:
-    from workbench.service import TerminologyService
+    from workbench.service import ServiceHolder, TerminologyService
 
 START_TIMEOUT = 15.0
 MASK = "•" * 12
@@ -96,7 +96,7 @@ class ServerHandle:
 
 
 def serve(
-    workbench: TerminologyService,
+    workbench: TerminologyService | ServiceHolder,
     *,
     host: str = "127.0.0.1",
     port: int = 0,
