@@ -92,6 +92,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -984,20 +985,18 @@ def bench_polars(case: Case, df: pd.DataFrame, repeat: int) -> tuple[list[Figure
         column = frame["code"]
         label = f"polars {kind}"
         header(f"polars {pl.__version__}: code and system columns, codes {kind}")
-        input_bytes = frame.estimated_size()
-        column_bytes = column.estimated_size()
+        input_bytes = int(frame.estimated_size())
+        column_bytes = int(column.estimated_size())
         calls: dict[str, Callable[[], object]] = {
-            "is_in": lambda column=column: column.is_in(valid),
-            "frame": lambda frame=frame: case.wb.validate_column(
-                frame, VS_URL, code="code", system_column="system"
+            "is_in": partial(column.is_in, valid),
+            "frame": partial(
+                case.wb.validate_column, frame, VS_URL, code="code", system_column="system"
             ),
-            "series": lambda column=column: case.wb.validate_column(
-                column, VS_URL, system=case.system
-            ),
-            "bare": lambda column=column: case.wb.validate_column(column, VS_URL),
+            "series": partial(case.wb.validate_column, column, VS_URL, system=case.system),
+            "bare": partial(case.wb.validate_column, column, VS_URL),
             # what a polars user writes for the frame's question: information, not the target
-            "is_in+system": lambda frame=frame: frame.select(
-                pl.col("code").is_in(valid) & (pl.col("system") == case.system)
+            "is_in+system": partial(
+                frame.select, pl.col("code").is_in(valid) & (pl.col("system") == case.system)
             ),
         }
         start = time.perf_counter()
@@ -1073,8 +1072,8 @@ def bench_mixed(
         what = "compiles the value set, builds the bulk indexes" if n == 0 else "warm"
         print(f"warm-up validate_column (one-off, {what}): {first_s:.3f} s")
         calls: dict[str, Callable[[], object]] = {
-            "isin": lambda column=column: column.isin(case.mixed_valid),
-            "validate": lambda df=df: validate_mixed(case, df),
+            "isin": partial(column.isin, case.mixed_valid),
+            "validate": partial(validate_mixed, case, df),
         }
         calls["isin"]()
         wall, cpu = interleaved(calls, repeat)

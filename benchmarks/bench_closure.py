@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -82,7 +83,7 @@ def serve(release: Path, cache: Path, data: Path) -> tuple[str, float]:
 
 def call(http: httpx.Client, name: str, codes: Sequence[str] = (), **more: str) -> dict:
     """One ``$closure`` call; its ConceptMap."""
-    entries = [{"name": "name", "valueString": name}]
+    entries: list[dict[str, Any]] = [{"name": "name", "valueString": name}]
     entries += [{"name": "concept", "valueCoding": {"system": SCT, "code": c}} for c in codes]
     entries += [{"name": k, "valueString": v} for k, v in more.items()]
     found = http.post("/$closure", json={"resourceType": "Parameters", "parameter": entries})

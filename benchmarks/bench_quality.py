@@ -47,7 +47,11 @@ with warnings.catch_warnings():
     import pandera.pandas as pa
 
 MAX_RATIO = 1.2
-VALUESET = {"resourceType": "ValueSet", "url": "http://example.org/vs/icd", "status": "active"}
+VALUESET: dict[str, Any] = {
+    "resourceType": "ValueSet",
+    "url": "http://example.org/vs/icd",
+    "status": "active",
+}
 VALUESET["compose"] = {"include": [{"system": ICD10CM}]}
 
 

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,7 @@ import rxnorm_synthetic  # noqa: E402
 
 RX = "http://www.nlm.nih.gov/research/umls/rxnorm"
 UCUM = "http://unitsofmeasure.org"
-SCD = {
+SCD: dict[str, Any] = {
     "resourceType": "ValueSet",
     "url": "http://example.org/vs/scd",
     "status": "active",
@@ -147,7 +148,7 @@ def main() -> None:
     units = [*listed, "ml", "cm3", "10*6/L", "min-1", "g.dL-1", "mg/dl", "umol/l", "Kg", "mmHg"]
     units += ["sec", "hr", "mcg", "degC", "IU/L", "mg%", "mEq/L", "bpm", "x10^9/L", "ug", "dL"]
     wb2 = Workbench()
-    vs = {
+    vs: dict[str, Any] = {
         "resourceType": "ValueSet",
         "url": "http://example.org/vs/units",
         "status": "active",

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def child(release: Path, cache: Path) -> dict[str, Any]:
     return result
 
 
-def median_us(fn: object, args: list[tuple[str, ...]]) -> float:
+def median_us(fn: object, args: Sequence[tuple[str, ...]]) -> float:
     times = []
     for a in args:
         t = time.perf_counter()
@@ -175,14 +176,14 @@ def main() -> None:
 
         fresh = f"{SCT}?fhir_vs=ecl/{ECL} {{{{ C active = true }}}}"  # never compiled before
         t = time.perf_counter()
-        first = wb.expand(fresh, count=len(members))
+        expanded = wb.expand(fresh, count=len(members))
         cold = time.perf_counter() - t
         t = time.perf_counter()
         full = wb.expand(VS_URL, count=len(members))
         warm = time.perf_counter() - t
         print(
             f"4. expand {len(full.entries):,} members  {warm:8.3f} s   (target <= 1 s; a "
-            f"never-compiled ECL of {len(first.entries):,} members: {cold:.3f} s)"
+            f"never-compiled ECL of {len(expanded.entries):,} members: {cold:.3f} s)"
         )
 
         for distinct in (None, args.distinct):

@@ -96,7 +96,7 @@ def check_digit(number: int) -> str:
     return f"{number}-{(10 - total % 10) % 10}"
 
 
-def _writer(path: Path, header: list[str]) -> tuple[object, csv.DictWriter]:  # type: ignore[type-arg]
+def _writer(path: Path, header: list[str]) -> tuple[object, csv.DictWriter[str]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     stream = path.open("w", encoding="utf-8", newline="")
     writer = csv.DictWriter(stream, header, quoting=csv.QUOTE_ALL, lineterminator="\n")

@@ -116,7 +116,7 @@ def build_apps(root: Path, concepts: int) -> dict[bool, Any]:
     wb.load(bench_server().big_codesystem(concepts), progress=False)
     apps = {True: create_app(wb, token=TOKEN, base=bench_server().BASE)}
     try:
-        limits = Limits(memo_bytes=0)  # type: ignore[call-arg]
+        limits = Limits(memo_bytes=0)
     except TypeError:  # no memo in that checkout
         apps[False] = apps[True]
     else:

@@ -166,7 +166,7 @@ def generate(out: Path, scale: float = 1.0, seed: int = 20250131) -> dict[str, i
     kind[first_of] = 900000000000003001
     w = rng.integers(0, len(words), size=(nd, 3))
     terms = pd.Series(words[w[:, 0]]).str.cat(
-        [pd.Series(words[w[:, 1]]), pd.Series(words[w[:, 2]])], sep=" "
+        pd.concat([pd.Series(words[w[:, 1]]), pd.Series(words[w[:, 2]])], axis=1), sep=" "
     )
     terms = terms.str.capitalize() + " " + pd.Series(d_concept.astype(str)).str[-5:]
     terms = terms.where(kind != 900000000000003001, terms + " (finding)")
