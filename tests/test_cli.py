@@ -436,3 +436,30 @@ def test_the_python_names_are_the_commands_too(tmp_path: Path) -> None:
     )
     assert named.returncode == aliased.returncode == 1, named.stderr
     assert named.stdout == aliased.stdout and "'bogus' unknown-code" in named.stdout
+
+
+COMMANDS = {
+    "console script": [str(Path(sys.executable).with_name("workbench"))],
+    "python -m workbench": [sys.executable, "-m", "workbench"],
+    "python -m workbench.cli": [sys.executable, "-m", "workbench.cli"],
+}
+
+
+@pytest.mark.parametrize("how", list(COMMANDS))
+@pytest.mark.parametrize(
+    ("args", "code", "out"),
+    [
+        (["lookup", GENDER_CS, "other"], 0, "other\tOther"),
+        (["expand", "http://example.org/not-there"], 2, ""),
+    ],
+)
+def test_every_way_of_running_the_command_is_the_same(
+    how: str, args: list[str], code: int, out: str
+) -> None:
+    """The console script, ``python -m workbench`` (a pipeline whose scripts folder is not
+    on the PATH) and ``python -m workbench.cli``: one command, one answer, one exit code."""
+    done = subprocess.run([*COMMANDS[how], *args], capture_output=True, text=True, timeout=120)
+    reference = run(*args)
+    assert done.returncode == reference.returncode == code, done.stderr
+    assert done.stdout == reference.stdout and out in done.stdout
+    assert done.stderr == reference.stderr
