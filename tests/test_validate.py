@@ -698,6 +698,19 @@ def test_lookup_properties(
     assert len(found.designations) == designations
 
 
+@pytest.mark.parametrize("code", ["remote", "in-person", "video"])
+@pytest.mark.parametrize("asked", [["*"], ["*", "inactive"]])
+def test_lookup_property_star_is_every_property(
+    default_wb: Workbench, code: str, asked: list[str]
+) -> None:
+    """``property=*`` (what tx.fhir.org's clients send for "all") returns what no
+    ``property`` does: every property and the designations."""
+    every = default_wb.lookup(DEMO, code)
+    found = default_wb.lookup(DEMO, code, properties=asked)
+    assert found.properties == every.properties and found.properties
+    assert found.designations == every.designations
+
+
 def test_lookup_abstract_and_parameters(default_wb: Workbench) -> None:
     found = default_wb.lookup(DEMO, "remote", properties=["inactive"])
     assert found.abstract is True

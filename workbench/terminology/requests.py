@@ -170,7 +170,8 @@ class ExpandRequest(Request):
 
 @dataclass(frozen=True)
 class LookupRequest(Request):
-    """CodeSystem ``$lookup`` (``Workbench.lookup``); ``properties`` None means all."""
+    """CodeSystem ``$lookup`` (``Workbench.lookup``); ``properties`` None (or holding
+    ``*``, as tx.fhir.org reads ``property=*``) means all."""
 
     system: str = param("system")
     code: str = param("code")

@@ -86,7 +86,9 @@ class EngineService:
         if req.use_supplements:
             engine.require_supplements(req.use_supplements, "$lookup")
         wanted = req.display_language or req.accept_language
-        return found.lookup(req.code, properties=req.properties, display_language=wanted)
+        every = req.properties is None or "*" in req.properties  # ``property=*``: all of them
+        properties = None if every else req.properties
+        return found.lookup(req.code, properties=properties, display_language=wanted)
 
     def subsumes(self, req: SubsumesRequest) -> str:
         """CodeSystem ``$subsumes``: equivalent, subsumes, subsumed-by or not-subsumed."""
