@@ -186,3 +186,39 @@ def test_codesystem_validate_code_of_a_coding_without_system(
     assert issue["details"]["coding"][0]["code"] == "invalid-data"
     assert issue["expression"] == [where]
     assert "no defined meaning" in issue["details"]["text"]
+
+
+@pytest.mark.parametrize(
+    ("path", "url", "codings", "result", "named"),
+    [
+        ("ValueSet", ONE, [{"system": CS, "code": "a"}], True, ("a", CS, "1")),
+        ("ValueSet", OTHER, [{"system": CS, "code": "a"}], False, ("a", CS, "2")),
+        ("ValueSet", ONE, [{"system": CS, "code": "zz"}], False, None),
+        ("ValueSet", ONE, [{"system": CS, "code": "zz"}, {"system": CS, "code": "b"}], False,
+         ("b", CS, "1")),
+        ("ValueSet", ONE, [{"system": "http://example.org/none", "code": "x"}], False, None),
+        ("CodeSystem", CS, [{"system": CS, "code": "b", "version": "1"}], True, ("b", CS, "1")),
+    ],
+    ids=["valid", "known-not-in-the-value-set", "unknown-code", "unknown-beside-a-valid-one",
+         "unknown-system", "codesystem"],
+)  # fmt: skip
+def test_a_codeable_concept_is_echoed_and_the_answer_names_the_coding_it_is_about(
+    http: httpx.Client,
+    path: str,
+    url: str,
+    codings: list[dict[str, str]],
+    result: bool,
+    named: tuple[str, str, str] | None,
+) -> None:
+    """As tx.fhir.org: the CodeableConcept validated comes back as ``codeableConcept`` (R5's
+    output); ``code``, ``system`` and ``version`` name the coding the answer is about (the
+    valid one, or one whose code is known), none when no code of it is known."""
+    concept = {"coding": codings, "text": "as given"}
+    body = params(
+        ("url", {"valueUri": url}), ("codeableConcept", {"valueCodeableConcept": concept})
+    )
+    out = outputs(http.post(f"/{path}/$validate-code", json=body).json())
+    assert out["result"] is result
+    assert out["codeableConcept"] == concept
+    found = tuple(out.get(k) for k in ("code", "system", "version"))
+    assert found == (named or (None, None, None))

@@ -88,6 +88,7 @@ def run(
         if not codings:
             raise NothingGivenError("The codeableConcept has no coding to validate")
         result = combine_codings([check(*_parts(c)) for c in codings])
+        result = replace(result, concept=inputs["codeableConcept"])  # echoed
     outputs = result.outputs()
     if inputs.get("diagnostics") is True:
         outputs["diagnostics"] = codesystem_diagnostics(svc, base, result, clock=clock)

@@ -27,9 +27,11 @@ def combine_codings(
     not-in-vs becomes the information ``this-code-not-in-vs``. In a valid CodeableConcept
     the other codings' errors become information, but an unknown code stays an error and
     makes the result false (a3). In an invalid one where no coding is a member, a first
-    error without expression says that no coding is valid (``where`` names the value set);
-    a coding that is a member and fails for another reason (its display, its version)
-    adds none (d2, d3).
+    error without expression says that no coding is valid (``where`` names the value set),
+    and when no code of it is known at all (unknown codes or systems) its Parameters name
+    no coding (``named``: no code, system, version or display, as tx.fhir.org answers); a
+    coding that is a member and fails for another reason (its display, its version) adds
+    none (d2, d3).
     """
     placed = [located(r, f"CodeableConcept.coding[{i}]") for i, r in enumerate(results)]
     valid = [r for r in placed if r.result]
@@ -51,11 +53,16 @@ def combine_codings(
         message = "; ".join(t for t in (issues[0].text if general else None, first.message) if t)
     return dataclasses.replace(
         first,
+        named=not (general and all(r.issue in _UNKNOWN for r in placed)),
         message=message,
         issues=issues,
         unknown_systems=unknown,
         outside_systems=outside,
     )
+
+
+#: The failures of a coding whose code is not known at all.
+_UNKNOWN = frozenset({"unknown-code", "unknown-system"})
 
 
 def _one_valid(

@@ -32,7 +32,7 @@ import dataclasses
 import html
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -217,6 +217,12 @@ class ValidationResult:
     suggestion: Suggestion | None = None
     #: code systems not known that the value set does not draw on either (x-unknown-system)
     outside_systems: tuple[str, ...] = ()
+    #: the CodeableConcept validated, as given: echoed as the output ``codeableConcept``
+    #: (R5's, which tx.fhir.org sends in R4 too)
+    concept: Mapping[str, Any] | None = None
+    #: False for a CodeableConcept none of whose codes is known: its Parameters then carry
+    #: no code, system, version or display (the fields keep the first coding's, for reports)
+    named: bool = True
 
     def __bool__(self) -> bool:
         return self.result
@@ -265,20 +271,15 @@ class ValidationResult:
     def outputs(self) -> dict[str, Any]:
         """The output values of $validate-code by name, as the reference servers give them:
         result, message, display, code, system, version, issues (an OperationOutcome),
-        inactive, status, x-caused-by-unknown-system, x-unknown-system and normalized-code."""
+        inactive, status, x-caused-by-unknown-system, x-unknown-system, normalized-code and
+        codeableConcept (the one validated)."""
         values: dict[str, Any] = {}  # (only the values there are)
         if self.result is not None:
             values["result"] = self.result
         if self.message is not None:
             values["message"] = self.message
-        if self.display is not None:
-            values["display"] = self.display
-        if self.code:
-            values["code"] = self.code
-        if self.system:
-            values["system"] = self.system
-        if self.version is not None:
-            values["version"] = self.version
+        if self.named:
+            _named(values, self)
         if self.issues:
             values["issues"] = self.outcome()
         if self.inactive is not None:
@@ -293,6 +294,8 @@ class ValidationResult:
             values["x-unknown-system"] = outside
         if self.normalized_code is not None:
             values["normalized-code"] = self.normalized_code
+        if self.concept is not None:
+            values["codeableConcept"] = self.concept
         return values
 
     def outcome(self) -> dict[str, Any]:
@@ -362,7 +365,21 @@ _OUTPUT_TYPES = {
     "x-caused-by-unknown-system": "valueCanonical",
     "x-unknown-system": "valueCanonical",
     "normalized-code": "valueCode",
+    "codeableConcept": "valueCodeableConcept",
 }
+
+
+def _named(values: dict[str, Any], result: ValidationResult) -> None:
+    """Add the outputs that name the coding an answer is about (display, code, system,
+    version), those it has."""
+    if result.display is not None:
+        values["display"] = result.display
+    if result.code:
+        values["code"] = result.code
+    if result.system:
+        values["system"] = result.system
+    if result.version is not None:
+        values["version"] = result.version
 
 
 def failure(

@@ -136,7 +136,8 @@ class CodingCheck:
                 codings = req.codeable_concept.get("coding") or []
                 if not codings:
                     raise InvalidRequestError("The codeableConcept has no coding to validate")
-                return self.noted(self.concept([coding_parts(c) for c in codings]))
+                found = self.noted(self.concept([coding_parts(c) for c in codings]))
+                return replaced(found, concept=req.codeable_concept)
             if req.coding is not None:
                 coding = req.coding
                 if req.display is not None:
