@@ -228,3 +228,27 @@ def test_a_parent_cycle_nests_nothing() -> None:
     }
     contains = wb.expand(vs, exclude_nested=False).to_fhir()["contains"]
     assert sorted(c["code"] for c in contains) == ["x", "y"]
+
+
+@pytest.mark.parametrize(
+    "compose",
+    [
+        {"include": [{"system": S, "concept": [{"code": "a"}]}],
+         "exclude": [{"system": S, "concept": [{"code": "a"}]}]},
+        {"include": [{"system": S, "filter": [{"property": "code", "op": "regex",
+                                                "value": "z+"}]}]},
+    ],
+    ids=["everything-excluded", "a-filter-that-finds-none"],
+)  # fmt: skip
+def test_a_code_system_drawn_on_is_used_when_no_code_of_it_is_left(
+    ewb: Workbench, http: httpx.Client, compose: dict[str, Any]
+) -> None:
+    """An empty expansion still names the code system its includes drew on (as
+    tx.fhir.org's; HL7's tx-ecosystem test exclude-zero), in Python and over HTTP."""
+    vs = {"resourceType": "ValueSet", "status": "active", "compose": compose}
+    expansion = ewb.expand(vs).to_fhir()
+    assert expansion["total"] == 0 and "contains" not in expansion
+    assert ("used-codesystem", f"{S}|2.0.0") in echoed(expansion)
+    body = params(("valueSet", {"resource": vs}))
+    answer = http.post("/ValueSet/$expand", json=body).json()
+    assert ("used-codesystem", f"{S}|2.0.0") in echoed(answer["expansion"])

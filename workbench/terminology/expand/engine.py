@@ -74,7 +74,7 @@ class Expanding(Resolution):
         if req.designations:
             entries = designations_kept(entries, req.designations)
             params += [("designation", t) for t in req.designations]
-        used = sorted({(e.system, e.version) for e in entries if e.system})
+        used = sorted({(e.system, e.version) for e in entries if e.system} | _drawn(compiled))
         for system, checked in policy.check.items():
             wrong = [v for s, v in used if s == system and v and not version_matches(checked, v)]
             if wrong:  # b3
@@ -193,3 +193,15 @@ class Expanding(Resolution):
                         e = e._replace(display=shown)
             out.append(e)
         return out
+
+
+def _drawn(compiled: CompiledValueSet) -> set[tuple[str, str | None]]:
+    """``(system, version)`` of each loaded code system an include draws on, here or in an
+    imported value set: used, as tx.fhir.org reports them, even when none of its codes is
+    left (an exclude took them all, a filter found none)."""
+    return {
+        (clause.system, clause.used_version)
+        for vs in (compiled, *compiled.imported())
+        for clause in vs.includes
+        if clause.system and clause.cs is not None
+    }
