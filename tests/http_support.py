@@ -22,6 +22,8 @@ import uvicorn
 TOKEN = "test-token-7f3a"
 HOST = "127.0.0.1"
 FHIR_JSON = "application/fhir+json"
+TX_ISSUE = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
+MESSAGE_ID = "http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id"
 
 GENDER_VS = "http://hl7.org/fhir/ValueSet/administrative-gender"
 GENDER_CS = "http://hl7.org/fhir/administrative-gender"
@@ -80,6 +82,10 @@ def assert_outcome(response: httpx.Response, status: int, code: str, text: str) 
     assert issue["severity"] == "error", issue
     assert issue["code"] == code, issue
     assert re.search(text, issue["details"]["text"]), (text, issue["details"]["text"])
+    # the message id where tx.fhir.org puts its own; details.coding: the tx-issue-type only
+    ids = [e["valueString"] for e in issue.get("extension", ()) if e["url"] == MESSAGE_ID]
+    assert len(ids) == 1 and ids[0], issue
+    assert all(c["system"] == TX_ISSUE for c in issue["details"].get("coding", ())), issue
     return body
 
 

@@ -248,7 +248,8 @@ def test_a_database_lost_during_a_run(fleet: tuple[str, str], postgres: Postgres
                 "exception",
                 r"^The write was not stored: the database cannot be reached; nothing was changed$",
             )
-            assert body["issue"][0]["details"]["coding"][0]["code"] == "WB-STORE-001"
+            (message_id,) = body["issue"][0]["extension"]  # operationoutcome-message-id
+            assert message_id["valueString"] == "WB-STORE-001"
             # what the instance holds is still served
             assert a.get("/ValueSet/lost").json()["title"] == "before"
             assert a.get(GENDER).status_code == 200

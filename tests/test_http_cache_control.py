@@ -81,11 +81,12 @@ def tx_codes(response: httpx.Response) -> list[str]:
 
 
 def message_id(outcome: dict[str, Any]) -> str:
-    """The message id (``urn:workbench:message-id``) of an OperationOutcome's first issue."""
+    """The message id (the ``operationoutcome-message-id`` extension, where tx.fhir.org
+    puts its own) of an OperationOutcome's first issue."""
     (found,) = [
-        c["code"]
-        for c in outcome["issue"][0]["details"]["coding"]
-        if c["system"] == "urn:workbench:message-id"
+        e["valueString"]
+        for e in outcome["issue"][0].get("extension", [])
+        if e["url"] == "http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id"
     ]
     return str(found)
 

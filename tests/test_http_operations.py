@@ -28,6 +28,7 @@ from http_support import (
     GENDER_VS,
     ORDERABLE_CS,
     TOKEN,
+    TX_ISSUE,
     assert_outcome,
     client,
     exactly,
@@ -1410,6 +1411,9 @@ def test_errors(server: ServerHandle, default_wb: Workbench, err: Err) -> None:
     body = assert_outcome(response, err.status, err.code, err.text)
     if err.one_issue:
         assert len(body["issue"]) == 1
+    if err.text is NOT_FOUND:  # tx.fhir.org's tx-issue-type beside operation-api.md's code
+        tx = {"system": TX_ISSUE, "code": "not-found"}
+        assert body["issue"][0]["details"]["coding"] == [tx]
 
 
 # --- rules 2, 4 and 6 on synthetic definitions ----------------------------------------

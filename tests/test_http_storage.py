@@ -190,7 +190,8 @@ def test_a_write_the_storage_refuses_says_so_and_changes_nothing(
             "exception",
             rf"^The write was not stored: {cause.reason}.*; nothing was changed$",
         )
-        assert body["issue"][0]["details"]["coding"][0]["code"] == "WB-STORE-001"
+        (message_id,) = body["issue"][0]["extension"]  # operationoutcome-message-id
+        assert message_id["valueString"] == "WB-STORE-001"
         for leak in (str(disk.base), FILE, "sqlite3."):
             assert leak not in response.text
         _unchanged(http, before)

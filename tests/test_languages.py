@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import TOKEN, assert_outcome, client, params
+from http_support import TOKEN, TX_ISSUE, assert_outcome, client, params
 
 from workbench import Workbench
 from workbench.errors import InvalidRequestError
@@ -177,7 +177,7 @@ def test_malformed_language_lists(lwb: Workbench, http: httpx.Client, text: str,
         lwb.expand(VS + "en", display_language=text)
     response = http.get("/ValueSet/$expand", params={"url": VS + "en", "displayLanguage": text})
     issue = assert_outcome(response, 400, code, "language")["issue"][0]
-    tx = [c["code"] for c in issue["details"]["coding"] if c["system"].endswith("tx-issue-type")]
+    tx = [c["code"] for c in issue["details"].get("coding", ()) if c["system"] == TX_ISSUE]
     assert tx == (["invalid-display"] if code == "processing" else [])
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 TX_ISSUE_TYPE = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
+#: The extension that carries an issue's stable message id (``WB-VS-404``).
+MESSAGE_ID = "http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id"
 
 
 def _rebuilt(cls: type[WorkbenchError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
@@ -61,16 +63,15 @@ class WorkbenchError(Exception):
 
     def to_outcome(self) -> dict[str, Any]:
         """Return this error as a FHIR OperationOutcome (a dict)."""
+        details: dict[str, Any] = {"text": self.text}
+        if self.tx:
+            details = {"coding": [{"system": TX_ISSUE_TYPE, "code": self.tx}], **details}
         issue: dict[str, Any] = {
+            # the message id where tx.fhir.org puts its own (clients and HL7's tests read it)
+            "extension": [{"url": MESSAGE_ID, "valueString": self.msg_id}],
             "severity": self.severity,
             "code": self.code,
-            "details": {
-                "coding": [
-                    *([{"system": TX_ISSUE_TYPE, "code": self.tx}] if self.tx else []),
-                    {"system": "urn:workbench:message-id", "code": self.msg_id},
-                ],
-                "text": self.text,
-            },
+            "details": details,
         }
         if self.expression:
             issue["expression"] = list(self.expression)
@@ -172,6 +173,7 @@ class ValueSetNotFoundError(WorkbenchError):
     code = "invalid"
     status = 400
     msg_id = "WB-VS-404"
+    tx = "not-found"  # (tx.fhir.org's; the status and code are operation-api.md's)
     #: What else the message says (the loaded versions, when only the version is missing).
     context = ""
 
