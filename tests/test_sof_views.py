@@ -280,6 +280,58 @@ def test_repeat_flattens_every_depth_in_document_order() -> None:
     assert found == [("qr1", link, i) for i, link in enumerate(links)]
 
 
+def _answered(link: str, depth: int) -> dict[str, Any]:
+    """An item answered ``A<linkId>`` (a third child unanswered), with three children each
+    down to ``depth``."""
+    found: dict[str, Any] = {"linkId": link}
+    if not link.endswith(".3"):
+        found["answer"] = [{"valueString": f"A{link}"}]
+    if depth:
+        found["item"] = [_answered(f"{link}.{i}", depth - 1) for i in range(1, 4)]
+    return found
+
+
+def _depth_first(resource_id: str, items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The rows a repeat over ``item`` with a nested forEachOrNull over ``answer`` emits."""
+    rows: list[tuple[Any, ...]] = []
+    for item in items:
+        answers = [a["valueString"] for a in item.get("answer", [])] or [None]
+        rows += [(resource_id, item["linkId"], answer) for answer in answers]
+        rows += _depth_first(resource_id, item.get("item", []))
+    return rows
+
+
+ANSWERED = [
+    {"resourceType": "QuestionnaireResponse", "id": f"qr{n}", "status": "completed",
+     "item": [_answered(str(i), 2) for i in range(1, 4)]}
+    for n in range(3)
+]  # fmt: skip
+SMALL = {"resourceType": "QuestionnaireResponse", "id": "qr1", "status": "completed",
+         "item": [{"linkId": "1", "item": [{"linkId": "1.1", "answer": [{"valueString": "A1.1"}]},
+                                            {"linkId": "1.2"}]}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("resources", "runs", "size"),
+    [pytest.param([SMALL], 30, 3, id="the suite's case, 30 runs"),
+     pytest.param(ANSWERED, 5, 117, id="3 resources of 39 items, 5 runs")],
+)  # fmt: skip
+def test_repeat_with_a_nested_for_each_or_null_keeps_each_answer_on_its_item(
+    resources: list[dict[str, Any]], runs: int, size: int
+) -> None:
+    """Every run, each item's answer (or null) is on its own row, items in document order:
+    the items' keys are the same however often the frame is read."""
+    definition = {"resource": "QuestionnaireResponse", "select": [{"repeat": ["item"], "select": [
+        columns(("id", "getResourceKey()"), ("link", "linkId")),
+        {"forEachOrNull": "answer", **columns(("answer", "value.ofType(string)"))},
+    ]}]}  # fmt: skip
+    expected = [row for r in resources for row in _depth_first(r["id"], r["item"])]
+    assert len(expected) == size
+    for _ in range(runs):
+        found = view(definition, resources, engine="polars")
+        assert [tuple(row) for row in found.iter_rows()] == expected
+
+
 ERRORS = [
     pytest.param({}, "resource", id="no resource"),
     pytest.param({"resource": "Patient"}, "at least one 'select'", id="no select"),

@@ -113,9 +113,15 @@ def _repeat(plan: Plan, frame: pl.LazyFrame) -> pl.LazyFrame:
     )
     rows = []
     for level, part in zip(levels, plan.bodies, strict=True):
-        keyed = level.join(ranked, on=[PARENT, ORDER], how="left").with_row_index(KEY)
+        # the keys are numbered by position and the frame is read more than once (the
+        # columns, each nested select): the join keeps the level's order so every read
+        # gives an item the same key
+        keyed = level.join(
+            ranked, on=[PARENT, ORDER], how="left", maintain_order="left"
+        ).with_row_index(KEY)
         rows.append(body(part, keyed, keep=(ORDER,)))
-    return pl.concat(rows, how="vertical_relaxed").sort([PARENT, ORDER]).drop(ORDER)
+    ordered = pl.concat(rows, how="vertical_relaxed").sort([PARENT, ORDER], maintain_order=True)
+    return ordered.drop(ORDER)
 
 
 def _next_level(current: pl.LazyFrame, items: Value, index: int) -> pl.LazyFrame:
