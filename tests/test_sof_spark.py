@@ -94,3 +94,17 @@ def test_a_mistake_is_named_when_the_spark_view_is_built(
     with pytest.raises(ViewDefinitionError, match="JSON text in one string column"):
         r4_wb.view({"resource": "Patient",
                     "select": [{"column": [{"name": "id", "path": "id"}]}]}, two)  # fmt: skip
+
+
+def test_a_collection_column_of_nothing_is_an_empty_list_on_spark(
+    spark: SparkSession,  # noqa: F811
+    r4_wb: Workbench,
+) -> None:
+    """Spark runs the same compiled view: ``[]``, not null, where the array is absent."""
+    resources = [{"resourceType": "Patient", "id": "p"},
+                 {"resourceType": "Patient", "id": "q", "name": [{"family": "F"}]}]  # fmt: skip
+    definition = {"resource": "Patient", "select": [{"column": [
+        {"name": "id", "path": "id"},
+        {"name": "v", "path": "name.family", "collection": True},
+    ]}]}  # fmt: skip
+    assert collected(r4_wb.view(definition, as_text(spark, resources))) == [("p", []), ("q", ["F"])]

@@ -133,6 +133,12 @@ ROWS = [
         id="row index of an empty forEachOrNull is 0",
     ),
     pytest.param(
+        patients(columns(("id", "id")), {"forEachOrNull": "managingOrganization",
+                                         **columns(("org", "reference"))}),
+        [("pt1", "Organization/o1"), ("pt2", None), ("pt3", None)],
+        id="forEachOrNull over an absent single element keeps a row of nulls",
+    ),
+    pytest.param(
         patients(
             {**columns(("a", "'A'"), ("b", "'B'")),
              "select": [{"forEach": "name", **columns(("c", "'C'"), ("d", "'D'"))}],
@@ -148,8 +154,8 @@ ROWS = [
     pytest.param(
         patients(columns(("id", "id")), {"column": [{"name": "given", "path": "name.given",
                                                       "collection": True}]}),
-        [("pt1", ["John", "James", "Jane"]), ("pt2", None), ("pt3", None)],
-        id="a collection column",
+        [("pt1", ["John", "James", "Jane"]), ("pt2", []), ("pt3", [])],
+        id="a collection column, [] where the array is absent",
     ),
     pytest.param(
         patients(columns(("id", "id")), where=[{"path": "name.where(use = 'official').exists()"}]),
@@ -252,6 +258,28 @@ def test_polars_engine_gives_the_same_rows(
 ) -> None:
     found = view(definition, PATIENTS, engine="polars")
     assert [tuple(r) for r in found.iter_rows()] == expected
+
+
+EMPTY_COLLECTIONS = [
+    ("name.family", "an absent array"),
+    ("gender", "an absent single element"),
+    ("name.where(use = 'nickname').given", "nothing kept by where"),
+    ("telecom.value | name.family", "a union with an absent side"),
+]
+
+
+@pytest.mark.parametrize("engine", ["pandas", "polars"])
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=i) for p, i in EMPTY_COLLECTIONS]
+)  # fmt: skip
+def test_a_collection_column_of_nothing_is_an_empty_list(path: str, engine: str) -> None:
+    """SQL on FHIR: a ``collection: true`` column is ``[]`` (never null) when nothing is
+    found, whichever way nothing is found; ``in`` over nothing is false."""
+    definition = patients({"column": [{"name": "v", "path": path, "collection": True},
+                                      {"name": "has", "path": "'x' in name.family"}]})  # fmt: skip
+    found = view(definition, [{"resourceType": "Patient", "id": "p"}], engine=engine)
+    rows = found.to_dict("records") if engine == "pandas" else found.to_dicts()
+    assert rows == [{"v": [], "has": False}]
 
 
 QUESTIONNAIRE = {

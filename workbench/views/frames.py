@@ -45,7 +45,8 @@ def run(plan: Plan, frame: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _explode(frame: pl.LazyFrame, items: Value) -> pl.LazyFrame:
-    """One row per item of ``items`` (a row with a null focus where there are none)."""
+    """One row per item of ``items`` (a row with a null focus where there are none: an
+    empty list explodes to a null, not to no row)."""
     found = as_list(items)
     return (
         frame.select(
@@ -54,7 +55,7 @@ def _explode(frame: pl.LazyFrame, items: Value) -> pl.LazyFrame:
             found.alias(FOCUS),
             pl.int_ranges(0, found.list.len(), dtype=pl.Int64).alias(ROW_INDEX),
         )
-        .explode([FOCUS, ROW_INDEX])
+        .explode([FOCUS, ROW_INDEX], empty_as_null=True)
         .with_columns(pl.col(ROW_INDEX).fill_null(0))
         .with_row_index(KEY)
     )

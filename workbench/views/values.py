@@ -88,9 +88,12 @@ def empty(type_name: str = "") -> Value:
 
 
 def as_list(value: Value) -> pl.Expr:
-    """The value as a list column (a one-valued value becomes a list of zero or one item)."""
+    """The value as a list column, never null: the empty collection is ``[]`` (a one-valued
+    value becomes a list of zero or one item; a many-valued one under an element absent from
+    the data, null, becomes ``[]``). A ``collection`` column, a union and ``in`` read it, so
+    every engine gives ``[]`` for nothing found, as SQL on FHIR asks."""
     if value.many:
-        return value.expr
+        return value.expr.fill_null([])
     return pl.concat_list([value.expr]).list.drop_nulls()
 
 
