@@ -30,7 +30,7 @@ from workbench.views.errors import ViewDefinitionError
 from workbench.views.functions import coding_literal
 from workbench.views.navigation import exists, matches, of_type, step
 from workbench.views.scope import Scope
-from workbench.views.values import Value, empty, literal, single
+from workbench.views.values import Value, empty, kind, literal, single
 
 #: The environment variables FHIRPath defines for FHIR, with the constants of a view.
 STANDARD = {
@@ -80,7 +80,7 @@ def compile_node(node: n.Node, scope: Scope) -> Value:
         case n.Function():
             return call(node, scope)
         case n.Indexer(base, index):
-            return _index(compile_node(base, scope), index)
+            return _index(compile_node(base, scope), index, scope)
         case n.Binary():
             return operators.binary(node, scope)
         case n.Unary(op, operand):
@@ -128,13 +128,40 @@ def _literal(node: n.Literal) -> Value:
     return literal(value, type_name)
 
 
-def _index(value: Value, index: n.Node) -> Value:
-    if not (isinstance(index, n.Literal) and index.kind == "integer"):
-        raise ViewDefinitionError("an index must be an integer literal ([0], [1] ...)")
-    position = int(index.value)  # type: ignore[arg-type]
+def _index(value: Value, index: n.Node, scope: Scope) -> Value:
+    """``value[index]``: the item at a position known when the view is compiled (empty when
+    there is none, a negative position included)."""
+    position = _position(index, scope)
+    if position < 0 or (position > 0 and not value.many):
+        # nothing, in the value's type and element node: a path may go on from it
+        return value.with_expr(pl.when(pl.lit(False)).then(single(value)), many=False)
     if not value.many:
-        return value if position == 0 else empty(value.type)
+        return value
     return Value(value.expr.list.get(position, null_on_oob=True), value.type, False, value.need)
+
+
+def _position(index: n.Node, scope: Scope) -> int:
+    """The position an index names: an integer literal, or a view's constant of an integer
+    type (``name[%i]``: constants are known when the view is compiled, so it is substituted
+    here)."""
+    if isinstance(index, n.Literal) and index.kind == "integer":
+        return int(index.value)  # type: ignore[arg-type]
+    if isinstance(index, n.Variable) and index.name in scope.constants:
+        constant = scope.constants[index.name]
+        if kind(constant.type) != "integer":
+            raise ViewDefinitionError(
+                f"the index %{index.name} is a {constant.type} constant ({constant.value!r}); "
+                "an index must be an integer"
+            )
+        return int(constant.value)
+    if isinstance(index, n.Variable):
+        raise ViewDefinitionError(
+            f"the index %{index.name} is not a constant of the view; an index must be an "
+            "integer literal or an integer constant ([0], [1], [%i] ...)"
+        )
+    raise ViewDefinitionError(
+        "an index must be an integer literal or an integer constant ([0], [1], [%i] ...)"
+    )
 
 
 def _type_operation(op: str, value: Value, type_name: str) -> Value:
