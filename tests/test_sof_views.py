@@ -187,8 +187,8 @@ ROWS = [
             ("official", "name.exists(use = 'official')"), ("inactive", "active.not()"),
         )),
         [("pt1", "Smith", "Jones", "John, James, Jane", 2, False, True, False),
-         ("pt2", None, None, None, 0, True, False, True),
-         ("pt3", None, None, None, 0, True, False, None)],
+         ("pt2", None, None, "", 0, True, False, True),
+         ("pt3", None, None, "", 0, True, False, None)],
         id="first, last, join, count, empty, exists with criteria, not",
     ),
     pytest.param(
@@ -287,6 +287,23 @@ def test_a_collection_column_of_nothing_is_an_empty_list(path: str, engine: str)
     found = view(definition, [{"resourceType": "Patient", "id": "p"}], engine=engine)
     rows = found.to_dict("records") if engine == "pandas" else found.to_dicts()
     assert rows == [{"v": [], "has": False}]
+
+
+JOINS = [
+    ("name.given.join(', ')", ["John, James, Jane", "", ""], "items of every name"),
+    ("name.given.join()", ["JohnJamesJane", "", ""], "the default separator"),
+    ("gender.join('-')", ["female", "male", ""], "a single element"),
+    ("name.where(use = 'nickname').given.join('+')", ["", "", ""], "nothing kept by where"),
+]
+
+
+@pytest.mark.parametrize("engine", ["pandas", "polars"])
+@pytest.mark.parametrize(("path", "expected"), [pytest.param(p, e, id=i) for p, e, i in JOINS])
+def test_join_of_nothing_is_the_empty_text(path: str, expected: list[str], engine: str) -> None:
+    """As the SQL on FHIR suite has it (fhirpath.json "string join"): ``''``, not null, for
+    a resource without the items (pt2 has no name, pt3 nothing)."""
+    found = view(patients(columns(("v", path))), PATIENTS, engine=engine)
+    assert list(found["v"]) == expected
 
 
 QUESTIONNAIRE = {

@@ -18,7 +18,7 @@ from workbench.fhirpath import nodes as n
 from workbench.views import boundaries
 from workbench.views.errors import ViewDefinitionError
 from workbench.views.navigation import exists, of_type, step, truth
-from workbench.views.values import Value, literal, single
+from workbench.views.values import Value, as_list, literal, single
 
 if TYPE_CHECKING:
     from workbench.views.scope import Scope
@@ -89,13 +89,13 @@ def _has_value(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
 
 
 def _join(value: Value, args: tuple[n.Node, ...], scope: Scope) -> Value:
+    """``join([separator])``: the items as text, joined. The join of nothing is ``''``, not
+    empty: this follows the SQL on FHIR test suite (fhirpath.json, "string join"), where
+    FHIRPath's text has the empty collection."""
     arity("join", args, 0, 1)
     separator = text_argument("join", args[0], scope) if args else ""
-    if not value.many:
-        return value.with_expr(value.expr.cast(pl.String))
-    items = value.expr.list.eval(pl.element().cast(pl.String))
-    joined = pl.when(items.list.len() > 0).then(items.list.join(separator))
-    return Value(joined, "string", False)
+    items = as_list(value).list.eval(pl.element().cast(pl.String))
+    return Value(items.list.join(separator), "string", False)
 
 
 def type_name(node: n.Node) -> str:
