@@ -42,7 +42,11 @@ def view(definition: Any, data: Any, *, engine: str | None = None, terminology: 
     warning and in ``.attrs["skipped"]`` (pandas); the rest is read. Data that is not
     ``FhirData`` is read here: files and folders in one parse (``views.source``), dicts
     with ``read_fhir`` (Bundles opened); its problems (a line that is not JSON ...) are
-    named, with file and line, in a warning and in ``.attrs["read_errors"]``."""
+    named, with file and line, in a warning and in ``.attrs["read_errors"]``.
+
+    In the pandas rows a missing text is NaN under pandas 3 (its ``str`` dtype), a missing
+    number NaN (an integer column with one becomes float64), a missing boolean None (see
+    ``to_pandas``)."""
     if engine not in (None, *ENGINES):
         raise ViewDefinitionError(f"engine={engine!r}: the engines are {', '.join(ENGINES)}")
     compiled = compile_view(_definition(definition), terminology)
@@ -179,7 +183,11 @@ def _run(compiled: CompiledView, data: Any) -> Iterator[tuple[pl.DataFrame, list
 
 
 def to_pandas(rows: pl.DataFrame, skipped: list[Skipped] | None = None) -> Any:
-    """A view's rows as pandas: lists as Python lists, complex values as dicts, nulls None."""
+    """A view's rows as pandas: lists as Python lists, complex values as dicts. A null is
+    what pandas makes of it: None in a boolean, list or complex (object) column; NaN in a
+    text column under pandas 3 (its ``str`` dtype; None under pandas 2) and in a number
+    column (an integer column with a null becomes float64). For None everywhere (``to_dict``,
+    JSON): ``rows.astype(object).where(rows.notna(), None)``."""
     found = rows.to_pandas()
     for name, kind in rows.schema.items():
         if isinstance(kind, pl.List | pl.Struct):
