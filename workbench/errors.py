@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 TX_ISSUE_TYPE = "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
-#: The extension that carries an issue's stable message id (``WB-VS-404``).
 MESSAGE_ID = "http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id"
 
 
@@ -62,12 +61,11 @@ class WorkbenchError(Exception):
         return (_rebuilt, (type(self), self.args, self.__dict__))
 
     def to_outcome(self) -> dict[str, Any]:
-        """Return this error as a FHIR OperationOutcome (a dict)."""
+        """This error as an OperationOutcome (a dict), its message id where tx.fhir.org's go."""
         details: dict[str, Any] = {"text": self.text}
         if self.tx:
             details = {"coding": [{"system": TX_ISSUE_TYPE, "code": self.tx}], **details}
         issue: dict[str, Any] = {
-            # the message id where tx.fhir.org puts its own (clients and HL7's tests read it)
             "extension": [{"url": MESSAGE_ID, "valueString": self.msg_id}],
             "severity": self.severity,
             "code": self.code,
