@@ -229,9 +229,9 @@ def test_e2_load_of_a_filter_without_value_python() -> None:
 # --- e3: a filter without a value, when used -----------------------------------------------
 
 USED = [
-    (NO_VALUE[0], False, "ValueSet.compose.include[0].filter[0]"),
-    (NO_VALUE[1], False, "ValueSet.compose.include[0].filter[0]"),
-    (NO_VALUE[0], True, "ValueSet.compose.exclude[0].filter[0]"),
+    (NO_VALUE[0], False, "ValueSet.compose.include[0].filter[0].value"),
+    (NO_VALUE[1], False, "ValueSet.compose.include[0].filter[0].value"),
+    (NO_VALUE[0], True, "ValueSet.compose.exclude[0].filter[0].value"),
 ]
 USED_IDS = ["absent", "data-absent-reason", "in an exclude"]
 

@@ -48,17 +48,18 @@ def import_refs(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:
 
 
 def check_filter_values(resource: Mapping[str, Any]) -> None:
-    """Raise InvalidValueSetError, at ``ValueSet.compose.include[i].filter[j]``, for a
-    filter without a ``value`` (absent, or only a ``_value`` with an extension such as
-    data-absent-reason). Such a value set may be stored and sent as a tx-resource (issue 22,
-    e2); it fails only when it is expanded or validated against (e3)."""
+    """Raise InvalidValueSetError, at ``ValueSet.compose.include[i].filter[j].value`` (the
+    element missing, where tx.fhir.org points), for a filter without a ``value`` (absent,
+    or only a ``_value`` with an extension such as data-absent-reason). Such a value set may
+    be stored and sent as a tx-resource (issue 22, e2); it fails only when it is expanded
+    or validated against (e3)."""
     compose = resource.get("compose") or {}
     for kind in ("include", "exclude"):
         for i, raw in enumerate(compose.get(kind, ()) or ()):
             filters = (raw.get("filter") if isinstance(raw, Mapping) else None) or ()
             for j, found in enumerate(filters):
                 if isinstance(found, Mapping) and not isinstance(found.get("value"), str):
-                    where = f"ValueSet.compose.{kind}[{i}].filter[{j}]"
+                    where = f"ValueSet.compose.{kind}[{i}].filter[{j}].value"
                     raise InvalidValueSetError(
                         f"The filter '{found.get('property')} {found.get('op')}' of the value "
                         f"set {canonical_of(resource) or '(inline)'} has no value ({where})",
