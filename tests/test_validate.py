@@ -846,3 +846,15 @@ def test_lookup_not_selectable_from_nesting_role() -> None:
     found = wb.lookup("http://example.org/fhir/CodeSystem/ns", "g")
     assert list(found.properties) == [("ns", True), ("inactive", False)]
     assert found.name == "http://example.org/fhir/CodeSystem/ns"
+
+
+def test_a_codeable_concept_result_is_hashable_and_compares_without_its_echo(
+    default_wb: Workbench,
+) -> None:
+    """The CodeableConcept a result echoes (a dict) is neither hashed nor compared: a result
+    stays usable as a key, equal to the same answer reached another way."""
+    concept = {"coding": [{"system": DEMO, "code": "remote"}], "text": "as given"}
+    result = default_wb.validate_code(ALL, codeable_concept=concept)
+    assert result.concept == concept
+    assert hash(result) == hash(dataclasses.replace(result, concept=None))
+    assert result == dataclasses.replace(result, concept={"text": "another"})

@@ -33,7 +33,7 @@ import html
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from workbench.frozen import fast_init
@@ -218,8 +218,8 @@ class ValidationResult:
     #: code systems not known that the value set does not draw on either (x-unknown-system)
     outside_systems: tuple[str, ...] = ()
     #: the CodeableConcept validated, as given: echoed as the output ``codeableConcept``
-    #: (R5's, which tx.fhir.org sends in R4 too)
-    concept: Mapping[str, Any] | None = None
+    #: (R5's, which tx.fhir.org sends in R4 too); not part of equality or the hash
+    concept: Mapping[str, Any] | None = field(default=None, compare=False)
     #: False for a CodeableConcept none of whose codes is known: its Parameters then carry
     #: no code, system, version or display (the fields keep the first coding's, for reports)
     named: bool = True
