@@ -549,7 +549,13 @@ def expand_http(http: httpx.Client, target: str, query: dict[str, str]) -> httpx
 
 
 def listed(expansion: dict[str, Any]) -> list[tuple[str, str, str]]:
-    return [(c["version"], c["code"], c["display"]) for c in expansion.get("contains", [])]
+    """(version, code, display) of each code: an item names its version only where the
+    expansion holds several of its system, else ``used-codesystem`` names the one."""
+    used = dict(u.split("|", 1) for u in echoed(expansion, "used-codesystem") if "|" in u)
+    return [
+        (c.get("version") or used[c["system"]], c["code"], c["display"])
+        for c in expansion.get("contains", [])
+    ]
 
 
 def echoed(expansion: dict[str, Any], name: str) -> list[str]:

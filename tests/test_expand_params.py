@@ -252,3 +252,33 @@ def test_a_code_system_drawn_on_is_used_when_no_code_of_it_is_left(
     body = params(("valueSet", {"resource": vs}))
     answer = http.post("/ValueSet/$expand", json=body).json()
     assert ("used-codesystem", f"{S}|2.0.0") in echoed(answer["expansion"])
+
+
+@pytest.mark.parametrize(
+    ("versions", "named"),
+    [(["1.0.0"], False), (["2.0.0"], False), (["1.0.0", "2.0.0"], True)],
+    ids=["one-version", "the-other-version", "both-versions"],
+)
+def test_an_item_names_its_version_only_beside_another_version_of_its_system(
+    ewb: Workbench, http: httpx.Client, versions: list[str], named: bool
+) -> None:
+    """As tx.fhir.org's expansions: ``used-codesystem`` names the version of each system;
+    an item repeats it only where the expansion holds several versions of its system."""
+    vs = {
+        "resourceType": "ValueSet",
+        "status": "active",
+        "compose": {"include": [{"system": S, "version": v} for v in versions]},
+    }
+    for expansion in (
+        ewb.expand(vs).to_fhir(),
+        http.post("/ValueSet/$expand", json=params(("valueSet", {"resource": vs}))).json()[
+            "expansion"
+        ],
+    ):
+        items = expansion["contains"]
+        assert {c["code"] for c in items} == {"a", "a1"}
+        if named:
+            assert sorted(c["version"] for c in items) == sorted(versions * 2)
+        else:
+            assert all("version" not in c for c in items)
+            assert ("used-codesystem", f"{S}|{versions[0]}") in echoed(expansion)

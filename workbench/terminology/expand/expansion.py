@@ -137,19 +137,20 @@ class Expansion:
             extensions += [{"url": UNCLOSED_REASON, "valueString": r} for r in self.unclosed]
         if extensions:
             out["extension"] = extensions
+        several = _several_versions(self.entries)
         if self.parents is not None and not paged:
-            contains = self._nested(page)
+            contains = self._nested(page, several)
         else:
-            contains = [self._contains(e) for e in page]
+            contains = [self._contains(e, several) for e in page]
         if contains:
             out["contains"] = contains
         return out
 
-    def _nested(self, page: tuple[Entry, ...]) -> list[dict[str, Any]]:
+    def _nested(self, page: tuple[Entry, ...], several: frozenset[str]) -> list[dict[str, Any]]:
         """``contains`` as a hierarchy: each code under its parent in the expansion (codes
         whose parents are not in it stay at the top), in expansion order."""
         parents = self.parents or {}
-        items = {(e.system, e.code): self._contains(e) for e in page}
+        items = {(e.system, e.code): self._contains(e, several) for e in page}
 
         def placed_under(key: tuple[str, str]) -> tuple[str, str] | None:
             parent, seen = parents.get(key), {key}
@@ -181,7 +182,10 @@ class Expansion:
         vs["expansion"] = self.to_fhir()
         return vs
 
-    def _contains(self, e: Entry) -> dict[str, Any]:
+    def _contains(self, e: Entry, several: frozenset[str]) -> dict[str, Any]:
+        """One ``contains`` item; its ``version`` only where the expansion holds several
+        versions of its code system (else ``used-codesystem`` names the one, as
+        tx.fhir.org's expansions do)."""
         item: dict[str, Any] = {}
         extensions: list[dict[str, Any]] = []
         if self.include_definition and e.definition:
@@ -199,7 +203,7 @@ class Expansion:
         if extensions:
             item["extension"] = extensions
         item["system"] = e.system
-        if e.version:
+        if e.version and e.system in several:
             item["version"] = e.version
         if e.abstract:
             item["abstract"] = True
@@ -257,6 +261,16 @@ def _property_declaration(name: str) -> dict[str, Any]:
     if name in _STANDARD_PROPERTIES:
         parts.append({"url": "uri", "valueUri": CONCEPT_PROPERTIES + name})
     return {"url": EXPANSION_PROPERTY, "extension": parts}
+
+
+def _several_versions(entries: Sequence[Entry]) -> frozenset[str]:
+    """The code systems of which ``entries`` hold more than one version."""
+    seen: dict[str, str | None] = {}
+    several: set[str] = set()
+    for e in entries:
+        if seen.setdefault(e.system, e.version) != e.version:
+            several.add(e.system)
+    return frozenset(several)
 
 
 def _parameter(name: str, value: Any) -> dict[str, Any]:
