@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -137,7 +138,7 @@ class Expansion:
             extensions += [{"url": UNCLOSED_REASON, "valueString": r} for r in self.unclosed]
         if extensions:
             out["extension"] = extensions
-        several = _several_versions(self.entries)
+        several = _several_versions(self.parameters)
         if self.parents is not None and not paged:
             contains = self._nested(page, several)
         else:
@@ -263,14 +264,12 @@ def _property_declaration(name: str) -> dict[str, Any]:
     return {"url": EXPANSION_PROPERTY, "extension": parts}
 
 
-def _several_versions(entries: Sequence[Entry]) -> frozenset[str]:
-    """The code systems of which ``entries`` hold more than one version."""
-    seen: dict[str, str | None] = {}
-    several: set[str] = set()
-    for e in entries:
-        if seen.setdefault(e.system, e.version) != e.version:
-            several.add(e.system)
-    return frozenset(several)
+def _several_versions(parameters: Sequence[tuple[str, Any]]) -> frozenset[str]:
+    """The code systems the expansion uses in more than one version, read from its
+    ``used-codesystem`` parameters (``url|version``, made from every entry when it was
+    expanded): no pass over the entries for each page."""
+    used = Counter(str(v).rsplit("|", 1)[0] for n, v in parameters if n == "used-codesystem")
+    return frozenset(s for s, times in used.items() if times > 1)
 
 
 def _parameter(name: str, value: Any) -> dict[str, Any]:
