@@ -278,8 +278,15 @@ class ValidationResult:
             values["result"] = self.result
         if self.message is not None:
             values["message"] = self.message
-        if self.named:
-            _named(values, self)
+        if self.named:  # the coding the answer is about (none for unknown codes of a concept)
+            if self.display is not None:
+                values["display"] = self.display
+            if self.code:
+                values["code"] = self.code
+            if self.system:
+                values["system"] = self.system
+            if self.version is not None:
+                values["version"] = self.version
         if self.issues:
             values["issues"] = self.outcome()
         if self.inactive is not None:
@@ -367,19 +374,6 @@ _OUTPUT_TYPES = {
     "normalized-code": "valueCode",
     "codeableConcept": "valueCodeableConcept",
 }
-
-
-def _named(values: dict[str, Any], result: ValidationResult) -> None:
-    """Add the outputs that name the coding an answer is about (display, code, system,
-    version), those it has."""
-    if result.display is not None:
-        values["display"] = result.display
-    if result.code:
-        values["code"] = result.code
-    if result.system:
-        values["system"] = result.system
-    if result.version is not None:
-        values["version"] = result.version
 
 
 def failure(
